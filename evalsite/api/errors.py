@@ -1,0 +1,100 @@
+"""The one error envelope: {"error": {"code", "message", "details"}} with stable codes.
+
+Views and services raise goldenset.errors.EvalsiteError (or DRF's own exceptions); this handler turns every one of them, and every unexpected
+exception, into the envelope, so a client never sees an HTML page or a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from goldenset.errors import EvalsiteError
+
+logger = logging.getLogger(__name__)
+
+
+_CODES = {
+    exceptions.ParseError: "invalid-json",
+    exceptions.AuthenticationFailed: "unauthenticated",
+    exceptions.NotAuthenticated: "unauthenticated",
+    exceptions.PermissionDenied: "permission-denied",
+    exceptions.NotFound: "not-found",
+    exceptions.MethodNotAllowed: "method-not-allowed",
+    exceptions.NotAcceptable: "not-acceptable",
+    exceptions.UnsupportedMediaType: "unsupported-media-type",
+    exceptions.Throttled: "throttled",
+    exceptions.ValidationError: "validation-error",
+}
+
+
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail as {"entries[2].question": ["This field may not be blank."]}."""
+    out: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            if key == "non_field_errors":
+                name = prefix or "non_field_errors"
+            else:
+                name = f"{prefix}.{key}" if prefix else str(key)
+            for k, v in _flatten(value, name).items():
+                out.setdefault(k, []).extend(v)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            out[prefix or "non_field_errors"] = [str(item) for item in detail]
+        else:
+            for index, value in enumerate(detail):
+                if value in ({}, []):
+                    continue
+                name = f"{prefix}[{index}]"
+                for k, v in _flatten(value, name).items():
+                    out.setdefault(k, []).extend(v)
+    else:
+        out[prefix or "non_field_errors"] = [str(detail)]
+    return out
+
+
+def envelope(code: str, message: str, details: dict | None = None) -> dict:
+    return {"error": {"code": code, "message": message, "details": details or {}}}
+
+
+def exception_handler(exc: Exception, context: dict) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, EvalsiteError):
+        return Response({"error": exc.as_dict()}, status=exc.status_code)
+
+    if isinstance(exc, exceptions.APIException):
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = f"{int(exc.wait)}"
+        code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
+        if isinstance(exc, exceptions.ValidationError):
+            fields = _flatten(exc.detail)
+            first_field, first_errors = next(iter(fields.items()), ("", [""]))
+            message = f"{first_field}: {first_errors[0]}" if first_field else "Invalid input."
+            if len(fields) > 1:
+                message += f" (and {len(fields) - 1} more field errors)"
+            return Response(
+                envelope(code, message, {"fields": fields}), status=exc.status_code, headers=headers
+            )
+        message = str(exc.detail) if not isinstance(exc.detail, list | dict) else str(exc.default_detail)
+        return Response(envelope(code, message), status=exc.status_code, headers=headers)
+
+    # Anything else is a bug: log it with its traceback, answer the envelope without one.
+    view = context.get("view")
+    logger.exception("Unhandled error in %s", type(view).__name__ if view else "API view")
+    return Response(
+        envelope("internal-error", "An unexpected error occurred; it has been logged."),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from rest_framework import parsers
+
+from goldenset.errors import EvalsiteError
+
+
+class JSONParser(parsers.JSONParser):
+    """JSON with a bounded read and errors that name the line and column."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.EVALSITE_MAX_REQUEST_BYTES
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise EvalsiteError(
+                "payload-too-large",
+                f"Request body exceeds the limit of {limit} bytes.",
+                details={"limit_bytes": limit},
+                status=413,
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EvalsiteError("invalid-json", f"Request body is not UTF-8 (byte {exc.start}).") from None
+        if not text.strip():
+            raise EvalsiteError("invalid-json", "Request body is empty; a JSON object was expected.")
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                raise EvalsiteError(
+                    "invalid-json",
+                    f"Malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
+                    details={"line": exc.lineno, "column": exc.colno},
+                ) from None
+            raise EvalsiteError("invalid-json", str(exc)) from None
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import JsonResponse
+
+
+class ApiPayloadLimitMiddleware:
+    """Answer 413 with the error envelope before an oversized API body is read at all.
+
+    Django's DATA_UPLOAD_MAX_MEMORY_SIZE is not consulted when DRF reads the raw stream, so the limit is
+    enforced here on Content-Length (and again while parsing, for bodies sent without one).
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith("/lmkit/"):
+            limit = settings.EVALSITE_MAX_REQUEST_BYTES
+            try:
+                length = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if length > limit:
+                return JsonResponse(
+                    {
+                        "error": {
+                            "code": "payload-too-large",
+                            "message": f"Request body of {length} bytes exceeds the limit of {limit} bytes.",
+                            "details": {"limit_bytes": limit, "content_length": length},
+                        }
+                    },
+                    status=413,
+                )
+        return self.get_response(request)

@@ -1,0 +1,15 @@
+"""Test settings: the production settings, with tasks run inline (django-q2 sync mode).
+
+django-q2 reads Q_CLUSTER when it is first imported, so override_settings cannot switch it; the one
+end-to-end test against a real qcluster process flips django_q.conf.Conf.SYNC itself.
+"""
+
+import os
+
+os.environ.setdefault("DEBUG", "1")
+
+from evalsite.settings import *  # noqa: E402,F403
+from evalsite.settings import Q_CLUSTER  # noqa: E402
+
+Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

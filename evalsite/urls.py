@@ -1,0 +1,18 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from evalsite import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("lmkit/v1/", include("goldenset.api.urls")),
+    path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+]
+
+handler404 = "evalsite.views.not_found"
+handler500 = "evalsite.views.server_error"

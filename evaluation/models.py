@@ -1,0 +1,1 @@
+# Evaluation runs and per-question results arrive with retrieval evaluation (issue 3).

@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from goldenset.api.fields import PageTextField, StringListField, TemporalField
+from goldenset.models import Origin
+
+
+class TenantIn(serializers.Serializer):
+    cluster_id = serializers.CharField(required=False, allow_blank=True)
+    tenant_id = serializers.CharField(required=False, allow_blank=True)
+
+
+# --- collections -------------------------------------------------------------------------------------------
+
+
+class CollectionIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    name = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+
+
+class CollectionOut(serializers.Serializer):
+    collection_id = serializers.CharField(source="slug")
+    name = serializers.CharField()
+    cluster_id = serializers.CharField(source="tenant.cluster.slug")
+    tenant_id = serializers.CharField(source="tenant.slug")
+    content_version = serializers.IntegerField()
+    document_count = serializers.IntegerField(required=False)
+    golden_entry_count = serializers.IntegerField(required=False)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+# --- documents ---------------------------------------------------------------------------------------------
+
+
+class DocumentIn(serializers.Serializer):
+    id = serializers.CharField(max_length=300)
+    title = serializers.CharField(allow_blank=True, required=False, default="")
+    text = serializers.CharField(allow_blank=True, required=False, trim_whitespace=False)
+    pages = serializers.ListField(child=PageTextField(), required=False)
+    source = serializers.CharField(allow_blank=True, required=False, default="")
+    metadata = serializers.DictField(required=False, default=dict)
+    valid_from = TemporalField(required=False, allow_null=True, default=None)
+    valid_until = TemporalField(end_of_day=True, required=False, allow_null=True, default=None)
+    supersedes = StringListField(required=False)
+    last_verified = TemporalField(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs):
+        if "text" in attrs and "pages" in attrs:
+            raise serializers.ValidationError('Send either "text" or "pages", not both.')
+        if (
+            attrs.get("valid_from")
+            and attrs.get("valid_until")
+            and attrs["valid_until"] < attrs["valid_from"]
+        ):
+            raise serializers.ValidationError({"valid_until": "valid_until is before valid_from."})
+        return attrs
+
+
+class DocumentsIn(TenantIn):
+    documents = DocumentIn(many=True, allow_empty=False)
+
+
+class DocumentUploadIn(TenantIn):
+    file = serializers.ListField(child=serializers.FileField(), allow_empty=False)
+
+
+class PageOut(serializers.Serializer):
+    number = serializers.IntegerField()
+    text = serializers.CharField()
+
+
+class DocumentOut(serializers.Serializer):
+    id = serializers.CharField(source="external_id")
+    title = serializers.CharField()
+    source = serializers.CharField()
+    metadata = serializers.DictField()
+    valid_from = TemporalField()
+    valid_until = TemporalField()
+    supersedes = serializers.ListField(child=serializers.CharField())
+    last_verified = TemporalField()
+    page_count = serializers.IntegerField(required=False)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class DocumentDetailOut(DocumentOut):
+    pages = PageOut(many=True)
+
+
+# --- golden set --------------------------------------------------------------------------------------------
+
+
+class GoldenEntryIn(serializers.Serializer):
+    question = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    expected_document_ids = StringListField(required=False)
+    reference_answer = serializers.CharField(allow_blank=True, allow_null=True, required=False, default="")
+    key = serializers.CharField(max_length=300, allow_blank=True, required=False, default="")
+    tags = StringListField(required=False, child=serializers.CharField(max_length=100))
+    answerable = serializers.BooleanField(required=False, default=True)
+    grades = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=1000), required=False, default=dict
+    )
+
+    def validate_reference_answer(self, value):
+        return value or ""
+
+
+class GoldenSetAddIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    entries = serializers.ListField(child=serializers.DictField(), allow_empty=False)
+
+
+class GoldenEntryPatchIn(serializers.Serializer):
+    question = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
+    expected_document_ids = StringListField(required=False)
+    reference_answer = serializers.CharField(allow_blank=True, required=False)
+    key = serializers.CharField(max_length=300, allow_blank=True, required=False)
+    tags = StringListField(required=False, child=serializers.CharField(max_length=100))
+    answerable = serializers.BooleanField(required=False)
+    reviewed = serializers.BooleanField(required=False)
+    grades = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=1000), required=False
+    )
+
+
+class GoldenSetFilterIn(TenantIn):
+    collection_id = serializers.CharField(required=False, allow_blank=True)
+    tag = serializers.CharField(required=False, allow_blank=True)
+    origin = serializers.ChoiceField(choices=Origin.choices, required=False)
+    reviewed = serializers.BooleanField(required=False, allow_null=True, default=None)
+    answerable = serializers.BooleanField(required=False, allow_null=True, default=None)
+    text = serializers.CharField(required=False, allow_blank=True)
+
+
+class GoldenUploadIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    file = serializers.FileField()
+
+
+class GoldenEntryOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    key = serializers.CharField()
+    collection_id = serializers.CharField(source="collection.slug")
+    question = serializers.CharField()
+    expected_document_ids = serializers.ListField(child=serializers.CharField())
+    grades = serializers.DictField(child=serializers.IntegerField())
+    reference_answer = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    answerable = serializers.BooleanField()
+    origin = serializers.CharField()
+    reviewed = serializers.BooleanField()
+    source_page_id = serializers.IntegerField(allow_null=True)
+    job_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+# --- jobs --------------------------------------------------------------------------------------------------
+
+
+class JobOut(serializers.Serializer):
+    job_id = serializers.UUIDField(source="id")
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    progress = serializers.FloatField()
+    progress_done = serializers.IntegerField()
+    progress_total = serializers.IntegerField()
+    collection_id = serializers.CharField(source="collection.slug", allow_null=True, default=None)
+    result = serializers.JSONField(allow_null=True)
+    error = serializers.JSONField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)

@@ -1,0 +1,284 @@
+"""The lmkit API of the base app: collections, documents, golden set, jobs. One view per resource; thin."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+
+from goldenset import importers, selectors, services
+from goldenset.api import serializers as s
+from goldenset.api.base import TenantAPIView, read
+from goldenset.errors import EvalsiteError
+from goldenset.jobs import job_cancel, job_create
+from goldenset.models import JobKind
+
+
+def _paginate(view: TenantAPIView, queryset, serializer_class) -> Response:
+    paginator = view.pagination_class()
+    page = paginator.paginate_queryset(queryset, view.request, view=view)
+    return paginator.get_paginated_response(serializer_class(page, many=True).data)
+
+
+def _too_many(field: str, count: int, limit: int) -> EvalsiteError:
+    return EvalsiteError(
+        f"too-many-{field}",
+        f"{field}: {count} in one call; the limit is {limit}.",
+        details={"field": field, "count": count, "limit": limit},
+    )
+
+
+TENANT_PARAMS = [OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)]
+
+
+# --- collections -------------------------------------------------------------------------------------------
+
+
+class CollectionListApi(TenantAPIView):
+    @extend_schema(
+        parameters=TENANT_PARAMS, responses=s.CollectionOut(many=True), summary="Lists collections."
+    )
+    def get(self, request):
+        return _paginate(self, selectors.collections_list(tenant=self.tenant()), s.CollectionOut)
+
+    @extend_schema(request=s.CollectionIn, responses={201: s.CollectionOut}, summary="Creates a collection.")
+    def post(self, request):
+        data = read(s.CollectionIn, request.data)
+        collection = services.collection_create(
+            tenant=self.tenant(data), slug=data["collection_id"], name=data["name"]
+        )
+        return Response(s.CollectionOut(collection).data, status=status.HTTP_201_CREATED)
+
+
+class CollectionDetailApi(TenantAPIView):
+    @extend_schema(parameters=TENANT_PARAMS, responses=s.CollectionOut, summary="Gets a collection.")
+    def get(self, request, collection_id: str):
+        tenant = self.tenant()
+        selectors.collection_get(tenant=tenant, collection_id=collection_id)
+        collection = selectors.collections_list(tenant=tenant).get(slug=collection_id)
+        return Response(s.CollectionOut(collection).data)
+
+    @extend_schema(
+        parameters=TENANT_PARAMS, responses={204: None}, summary="Deletes a collection and its content."
+    )
+    def delete(self, request, collection_id: str):
+        collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
+        services.collection_delete(collection=collection)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- documents ---------------------------------------------------------------------------------------------
+
+
+def _ingest(view: TenantAPIView, collection, documents: list[services.DocumentInput]) -> Response:
+    """Small ingests are written now (200); large ones become an Ingest job (202)."""
+    if len(documents) > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS:
+        job = job_create(
+            tenant=collection.tenant,
+            kind=JobKind.INGEST,
+            collection=collection,
+            input={"documents": [d.as_job_input() for d in documents]},
+        )
+        return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
+    return Response(services.documents_upsert(collection=collection, documents=documents))
+
+
+class DocumentListApi(TenantAPIView):
+    @extend_schema(
+        parameters=[*TENANT_PARAMS, OpenApiParameter("text", str)],
+        responses=s.DocumentOut(many=True),
+        summary="Lists a collection's documents.",
+    )
+    def get(self, request, collection_id: str):
+        collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
+        documents = selectors.documents_list(collection=collection, text=request.query_params.get("text"))
+        return _paginate(self, documents, s.DocumentOut)
+
+    @extend_schema(request=s.DocumentsIn, summary="Adds or replaces documents (upsert by id).")
+    def post(self, request, collection_id: str):
+        tenant = self.tenant(request.data if isinstance(request.data, dict) else {})
+        collection = selectors.collection_get(tenant=tenant, collection_id=collection_id)
+        raw = request.data.get("documents") if isinstance(request.data, dict) else None
+        limit = settings.EVALSITE_MAX_DOCUMENTS_PER_CALL
+        if isinstance(raw, list) and len(raw) > limit:
+            raise _too_many("documents", len(raw), limit)
+        data = read(s.DocumentsIn, request.data)
+        documents = [
+            services.DocumentInput.from_text(**{k: v for k, v in d.items() if k != "text"}, text=d["text"])
+            if "text" in d
+            else services.DocumentInput(**d)
+            for d in data["documents"]
+        ]
+        return _ingest(self, collection, documents)
+
+
+class DocumentUploadApi(TenantAPIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.DocumentUploadIn}, summary="Uploads .jsonl, .md or .txt files."
+    )
+    def post(self, request, collection_id: str):
+        files = request.FILES.getlist("file")
+        data = read(s.DocumentUploadIn, {**request.data.dict(), "file": files})
+        collection = selectors.collection_get(tenant=self.tenant(data), collection_id=collection_id)
+        documents = [doc for f in data["file"] for doc in importers.documents_from_upload(f.name, f.read())]
+        if not documents:
+            raise EvalsiteError(
+                "validation-error", "file: the upload holds no documents.", details={"field": "file"}
+            )
+        return _ingest(self, collection, documents)
+
+
+class DocumentDetailApi(TenantAPIView):
+    @extend_schema(
+        parameters=TENANT_PARAMS, responses=s.DocumentDetailOut, summary="Gets a document with its pages."
+    )
+    def get(self, request, collection_id: str, document_id: str):
+        collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
+        document = selectors.document_get(collection=collection, document_id=document_id)
+        return Response(s.DocumentDetailOut(document).data)
+
+    @extend_schema(parameters=TENANT_PARAMS, responses={204: None}, summary="Deletes a document.")
+    def delete(self, request, collection_id: str, document_id: str):
+        collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
+        services.document_delete(
+            document=selectors.document_get(collection=collection, document_id=document_id)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- golden set --------------------------------------------------------------------------------------------
+
+
+class GoldenSetApi(TenantAPIView):
+    @extend_schema(
+        parameters=[s.GoldenSetFilterIn],
+        responses=s.GoldenEntryOut(many=True),
+        summary="Lists golden-set entries.",
+    )
+    def get(self, request):
+        filters = read(s.GoldenSetFilterIn, request.query_params)
+        tenant = self.tenant()
+        collection = None
+        if filters.get("collection_id"):
+            collection = selectors.collection_get(tenant=tenant, collection_id=filters["collection_id"])
+        entries = selectors.golden_entries_list(
+            tenant=tenant,
+            collection=collection,
+            tag=filters.get("tag"),
+            origin=filters.get("origin"),
+            reviewed=filters.get("reviewed"),
+            answerable=filters.get("answerable"),
+            text=filters.get("text"),
+        )
+        return _paginate(self, entries, s.GoldenEntryOut)
+
+    @extend_schema(
+        request=s.GoldenSetAddIn, responses={201: s.GoldenEntryOut(many=True)}, summary="Adds entries."
+    )
+    def post(self, request):
+        body = read(s.GoldenSetAddIn, request.data)
+        limit = settings.EVALSITE_MAX_ENTRIES_PER_CALL
+        if len(body["entries"]) > limit:
+            raise _too_many("entries", len(body["entries"]), limit)
+        entries = read(_EntriesIn, {"entries": body["entries"]})["entries"]
+        collection = selectors.collection_get(tenant=self.tenant(body), collection_id=body["collection_id"])
+        created, _ = services.golden_entries_add(
+            collection=collection, entries=[services.EntryInput(**e) for e in entries], actor=self.actor
+        )
+        return Response(
+            {"added": len(created), "entries": s.GoldenEntryOut(created, many=True).data},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class _EntriesIn(s.serializers.Serializer):
+    entries = s.GoldenEntryIn(many=True)
+
+
+class GoldenEntryApi(TenantAPIView):
+    @extend_schema(parameters=TENANT_PARAMS, responses=s.GoldenEntryOut, summary="Gets one golden-set entry.")
+    def get(self, request, entry_id: str):
+        return Response(
+            s.GoldenEntryOut(selectors.golden_entry_get(tenant=self.tenant(), entry_id=entry_id)).data
+        )
+
+    @extend_schema(
+        request=s.GoldenEntryPatchIn, responses=s.GoldenEntryOut, summary="Edits one golden-set entry."
+    )
+    def patch(self, request, entry_id: str):
+        changes = read(s.GoldenEntryPatchIn, request.data)
+        tenant = self.tenant(request.data if isinstance(request.data, dict) else {})
+        entry = selectors.golden_entry_get(tenant=tenant, entry_id=entry_id)
+        entry = services.golden_entry_update(entry=entry, changes=changes, actor=self.actor)
+        return Response(s.GoldenEntryOut(entry).data)
+
+    @extend_schema(parameters=TENANT_PARAMS, responses={204: None}, summary="Deletes one golden-set entry.")
+    def delete(self, request, entry_id: str):
+        entry = selectors.golden_entry_get(tenant=self.tenant(), entry_id=entry_id)
+        services.golden_entries_delete(entries=[entry], actor=self.actor)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class GoldenSetUploadApi(TenantAPIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.GoldenUploadIn}, summary="Imports an okfsmith golden.json."
+    )
+    def post(self, request):
+        data = read(s.GoldenUploadIn, {**request.data.dict(), "file": request.FILES.get("file")})
+        collection = selectors.collection_get(tenant=self.tenant(data), collection_id=data["collection_id"])
+        result = importers.golden_file_import(
+            collection=collection, data=data["file"].read(), actor=self.actor
+        )
+        return Response(result, status=status.HTTP_201_CREATED)
+
+
+class GoldenSetExportApi(TenantAPIView):
+    @extend_schema(
+        parameters=[*TENANT_PARAMS, OpenApiParameter("collection_id", str, required=True)],
+        responses={(200, "application/json"): dict},
+        summary="Exports a collection's golden set as an okfsmith golden.json.",
+    )
+    def get(self, request):
+        collection_id = request.query_params.get("collection_id")
+        if not collection_id:
+            raise EvalsiteError(
+                "validation-error",
+                "collection_id: this parameter is required.",
+                details={"field": "collection_id"},
+            )
+        collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
+        response = HttpResponse(
+            importers.golden_file_export(collection=collection), content_type="application/json"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{collection.slug}-golden.json"'
+        return response
+
+
+# --- jobs --------------------------------------------------------------------------------------------------
+
+
+class JobApi(TenantAPIView):
+    @extend_schema(parameters=TENANT_PARAMS, responses=s.JobOut, summary="Polls a job.")
+    def get(self, request, job_id: str):
+        return Response(s.JobOut(selectors.job_get(tenant=self.tenant(), job_id=job_id)).data)
+
+
+class JobCancelApi(TenantAPIView):
+    @extend_schema(request=None, responses=s.JobOut, summary="Cancels a job that has not finished.")
+    def post(self, request, job_id: str):
+        job = selectors.job_get(tenant=self.tenant(), job_id=job_id)
+        if not job_cancel(job=job):
+            raise EvalsiteError(
+                "job-finished",
+                f"Job {job.pk} already ended as {job.status}.",
+                details={"status": job.status},
+                status=409,
+            )
+        return Response(s.JobOut(job).data)

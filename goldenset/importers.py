@@ -1,0 +1,197 @@
+"""Bringing content in and out: uploaded files, BEIR folders and okfsmith golden files.
+
+Parsing is done by the pure readers (beir, golden_files); this module maps their records onto the services,
+so the API, the admin and the management commands share one path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from django.db import transaction
+
+from goldenset import beir
+from goldenset.errors import EvalsiteError
+from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
+from goldenset.models import Collection, Origin, Page, Tenant
+from goldenset.sample import SamplePage, starter_records
+from goldenset.services import (
+    DocumentInput,
+    EntryInput,
+    collection_create,
+    documents_upsert,
+    golden_entries_add,
+)
+
+_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def documents_from_upload(name: str, content: bytes) -> list[DocumentInput]:
+    """Documents from one uploaded file: BEIR corpus rows (.jsonl), or one document per .md / .txt file."""
+    suffix = Path(name).suffix.lower()
+    if suffix == ".jsonl":
+        return [
+            DocumentInput.from_text(
+                id=row.id, title=row.title, text=row.text, metadata=row.metadata, source=name
+            )
+            for row in beir.read_corpus(content.splitlines(keepends=True), name=name)
+        ]
+    if suffix in (".md", ".markdown", ".txt"):
+        try:
+            text = content.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise EvalsiteError(
+                "invalid-file",
+                f"{name}: not UTF-8 (byte {exc.start}).",
+                details={"file": name, "byte": exc.start},
+            ) from None
+        heading = _HEADING.search(text) if suffix != ".txt" else None
+        title = heading.group(1) if heading else Path(name).stem
+        return [DocumentInput.from_text(id=Path(name).stem, title=title, text=text, source=name)]
+    raise EvalsiteError(
+        "unsupported-file",
+        f"{name}: unsupported file type {suffix or '(none)'}; upload .jsonl (BEIR corpus rows), .md or .txt.",
+        details={"file": name},
+        status=415,
+    )
+
+
+# --- okfsmith golden files ---------------------------------------------------------------------------------
+
+
+def _entry(record: GoldenRecord) -> EntryInput:
+    return EntryInput(
+        question=record.question,
+        expected_document_ids=list(record.must_cite),
+        reference_answer=record.expected_answer,
+        key=record.id or "",
+        tags=list(record.tags),
+        answerable=record.answerable,
+    )
+
+
+def golden_file_import(*, collection: Collection, data: str | bytes, actor: str) -> dict[str, int]:
+    """Load a golden.json into the collection, atomically; a record whose id exists replaces that entry."""
+    records = parse_golden(data)
+    if not records:
+        return {"records": 0, "created": 0, "updated": 0}
+    try:
+        created, updated = golden_entries_add(
+            collection=collection,
+            entries=[_entry(r) for r in records],
+            actor=actor,
+            origin=Origin.IMPORTED,
+            upsert_by_key=True,
+        )
+    except EvalsiteError as exc:
+        index = exc.details.get("index")
+        if index is None:
+            raise
+        record = records[index]
+        label = f'record {index} (id "{record.id}")' if record.id else f"record {index}"
+        message = exc.message.split(": ", 1)[-1]
+        raise EvalsiteError(
+            exc.code, f"{label}: {message}", details={**exc.details, "id": record.id}, status=exc.status_code
+        ) from None
+    return {"records": len(records), "created": len(created), "updated": len(updated)}
+
+
+def golden_file_export(*, collection: Collection) -> str:
+    entries = collection.golden_entries.order_by("created_at", "id")
+    return dump_golden(
+        GoldenRecord(
+            id=e.key or None,
+            question=e.question,
+            expected_answer=e.reference_answer,
+            must_cite=tuple(e.expected_document_ids),
+            tags=tuple(e.tags),
+            answerable=e.answerable,
+        )
+        for e in entries.iterator()
+    )
+
+
+def golden_sample(*, collection: Collection, count: int = 10) -> str:
+    """okfsmith's --init-sample: a starter golden.json from the collection's first page of each document."""
+    pages = (
+        Page.objects.filter(document__collection=collection, number=1)
+        .select_related("document")
+        .order_by("document__external_id")
+    )
+    sample = [SamplePage(p.document.external_id, p.document.title, p.text) for p in pages.iterator()]
+    return dump_golden(starter_records(sample, count))
+
+
+# --- BEIR folders ------------------------------------------------------------------------------------------
+
+
+def beir_import(
+    *, folder: Path, tenant: Tenant, collection_id: str, actor: str, name: str = ""
+) -> dict[str, int]:
+    """Load corpus.jsonl, queries.jsonl and qrels.tsv as documents plus golden entries, in one transaction.
+
+    A query's judged-relevant documents (grade > 0) become its expected documents with their grades; its id
+    becomes the entry's key; `answerable` and `reference_answer` carry over. Re-importing updates in place.
+    """
+    paths = {name: folder / name for name in ("corpus.jsonl", "queries.jsonl")}
+    qrels_path = next((folder / n for n in ("qrels.tsv", "qrels/test.tsv") if (folder / n).exists()), None)
+    missing = [str(p) for p in paths.values() if not p.exists()]
+    if missing or qrels_path is None:
+        raise EvalsiteError(
+            "beir-invalid",
+            f"{folder}: missing {', '.join(missing) or 'qrels.tsv'}",
+            details={"folder": str(folder)},
+        )
+    corpus = list(beir.read_corpus(beir.open_lines(paths["corpus.jsonl"])))
+    queries = list(beir.read_queries(beir.open_lines(paths["queries.jsonl"])))
+    qrels = beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name)
+    doc_ids = {row.id for row in corpus}
+    query_ids = {q.id for q in queries}
+    for query_id, judged in qrels.items():
+        unknown = sorted(set(judged) - doc_ids)
+        if unknown:
+            raise EvalsiteError(
+                "beir-invalid",
+                f"{qrels_path.name}: query {query_id} judges documents not in corpus.jsonl: {', '.join(unknown[:5])}",
+                details={"file": qrels_path.name, "query_id": query_id, "unknown_document_ids": unknown},
+            )
+    unknown_queries = sorted(set(qrels) - query_ids)
+    entries = []
+    for query in queries:
+        judged = qrels.get(query.id, {})
+        relevant = {d: g for d, g in judged.items() if g > 0}
+        entries.append(
+            EntryInput(
+                question=query.text,
+                expected_document_ids=sorted(relevant),
+                grades=relevant,
+                reference_answer=query.reference_answer,
+                key=query.id,
+                answerable=query.answerable,
+            )
+        )
+    with transaction.atomic():
+        collection = Collection.objects.filter(tenant=tenant, slug=collection_id).first()
+        if collection is None:
+            collection = collection_create(tenant=tenant, slug=collection_id, name=name or folder.name)
+        docs = documents_upsert(
+            collection=collection,
+            documents=[
+                DocumentInput.from_text(
+                    id=r.id, title=r.title, text=r.text, metadata=r.metadata, source=folder.name
+                )
+                for r in corpus
+            ],
+        )
+        created, updated = golden_entries_add(
+            collection=collection, entries=entries, actor=actor, origin=Origin.IMPORTED, upsert_by_key=True
+        )
+    return {
+        "documents": docs["received"],
+        "pages": docs["pages"],
+        "queries": len(queries),
+        "entries_created": len(created),
+        "entries_updated": len(updated),
+        "qrels_without_query": len(unknown_queries),
+    }

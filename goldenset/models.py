@@ -1,0 +1,290 @@
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from goldenset.text import normalize_question
+
+
+class Cluster(models.Model):
+    slug = models.CharField(max_length=100, unique=True, help_text="The cluster_id clients send.")
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Tenant(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="tenants")
+    slug = models.CharField(max_length=100, help_text="The tenant_id clients send.")
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["cluster__slug", "slug"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "slug"], name="tenant_unique_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.slug}/{self.slug}"
+
+
+def hash_api_key(secret: str) -> str:
+    # The secret is 256 random bits, so a plain SHA-256 is safe and keeps per-request lookup O(1).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ApiKey(models.Model):
+    PREFIX_LENGTH = 12
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=200, blank=True)
+    prefix = models.CharField(
+        max_length=PREFIX_LENGTH, editable=False, help_text="Shown to identify the key."
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name or 'unnamed'})"
+
+    @staticmethod
+    def new_secret() -> str:
+        return "esk_" + secrets.token_urlsafe(32)
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class Membership(models.Model):
+    """A dashboard user's access to a tenant (superusers see every tenant)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant}"
+
+
+class Collection(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="collections")
+    slug = models.CharField(max_length=200, help_text="The collection_id clients send.")
+    name = models.CharField(max_length=300, blank=True)
+    # Bumped on every change of documents or pages: search indexes are keyed by (collection, content_version).
+    content_version = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "slug"], name="collection_unique_per_tenant")
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Document(models.Model):
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    external_id = models.CharField(max_length=300, help_text="The document id clients send.")
+    title = models.TextField(blank=True)
+    source = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Inclusive; a date-only value is stored as the end of that day (UTC).",
+    )
+    supersedes = models.JSONField(default=list, blank=True, help_text="External ids this document replaces.")
+    last_verified = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["collection", "external_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "external_id"], name="document_unique_per_collection"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class Page(models.Model):
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pages")
+    number = models.PositiveIntegerField(help_text="1-based position within the document.")
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["document", "number"]
+        constraints = [models.UniqueConstraint(fields=["document", "number"], name="page_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.document.external_id}#{self.number}"
+
+
+class Origin(models.TextChoices):
+    MANUAL = "Manual"
+    IMPORTED = "Imported"
+    GENERATED = "Generated"
+
+
+class GoldenEntry(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="golden_entries")
+    key = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        help_text="Optional client id, unique per collection (a query id).",
+    )
+    question = models.TextField()
+    # Case- and space-folded question; duplicates of an existing question are refused on it.
+    question_norm = models.TextField(editable=False, db_index=True)
+    expected_document_ids = models.JSONField(default=list, blank=True)
+    grades = models.JSONField(
+        default=dict, blank=True, help_text="Graded relevance per expected document id (1 when absent)."
+    )
+    reference_answer = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    # "|tag1|tag2|": tag filtering that works on SQLite too (JSON containment lookups do not).
+    tags_index = models.TextField(editable=False, blank=True, default="")
+    answerable = models.BooleanField(default=True)
+    origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.MANUAL)
+    reviewed = models.BooleanField(default=False)
+    source_page = models.ForeignKey(Page, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    job = models.ForeignKey(
+        "Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="golden_entries"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "golden entry"
+        verbose_name_plural = "golden entries"
+        ordering = ["collection", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "key"], condition=~Q(key=""), name="golden_key_unique_per_collection"
+            ),
+            models.UniqueConstraint(fields=["collection", "question_norm"], name="golden_question_unique"),
+        ]
+        indexes = [models.Index(fields=["collection", "origin", "reviewed"], name="golden_filter_idx")]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+    def save(self, *args, **kwargs):
+        self.prepare()
+        super().save(*args, **kwargs)
+
+    def prepare(self) -> None:
+        """Compute the indexed forms; bulk writers call this since bulk_create skips save()."""
+        self.question_norm = normalize_question(self.question)
+        self.tags_index = "".join(f"|{tag}" for tag in self.tags) + "|" if self.tags else ""
+
+    def grade(self, document_id: str) -> int:
+        return int(self.grades.get(document_id, 1))
+
+
+class JobKind(models.TextChoices):
+    INGEST = "Ingest"
+    GENERATE = "Generate"
+    EVALUATE = "Evaluate"
+    EVALUATE_ANSWERS = "EvaluateAnswers"
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "Queued"
+    RUNNING = "Running"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+
+class Job(models.Model):
+    FINISHED = (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="jobs")
+    collection = models.ForeignKey(
+        Collection, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    kind = models.CharField(max_length=30, choices=JobKind.choices)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    input = models.JSONField(
+        default=dict, blank=True, help_text="What the task needs to run (a validated request)."
+    )
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True, help_text='{"code", "message", "details"} when Failed.')
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["tenant", "status"], name="job_tenant_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"
+
+    @property
+    def progress(self) -> float:
+        if self.status == JobStatus.COMPLETED:
+            return 1.0
+        return self.progress_done / self.progress_total if self.progress_total else 0.0
+
+
+class AuditAction(models.TextChoices):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+class AuditEvent(models.Model):
+    """Who changed which golden entry, when, and what: written by every service that changes one."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_events")
+    collection_slug = models.CharField(max_length=200)
+    object_type = models.CharField(max_length=50, default="golden-entry")
+    object_id = models.CharField(max_length=64, db_index=True)
+    action = models.CharField(max_length=10, choices=AuditAction.choices)
+    actor = models.CharField(
+        max_length=300, help_text='"user:<username>", "api-key:<prefix>" or "command:<name>".'
+    )
+    changes = models.JSONField(
+        default=dict, blank=True, help_text="Field -> [before, after]; a snapshot on delete."
+    )
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.object_type} {self.object_id}"

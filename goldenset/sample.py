@@ -1,0 +1,75 @@
+"""A starter golden set written from a collection's own pages (okfsmith's `--init-sample`). Plain Python.
+
+Self-consistent by construction: each question is a fixed template filled only with its page's own most
+distinctive words (by tf-idf within the collection), and its expected answer is the page's first sentence,
+so a healthy collection passes it. Curators edit these into real questions from there.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from goldenset.golden_files import GoldenRecord
+from goldenset.text import first_sentence, tokenize
+
+# Words too common to make a question distinctive (a short English list; digits-only tokens are skipped too).
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below between
+    both but by can could did do does doing down during each few for from further had has have having he her here
+    hers him his how i if in into is it its itself just me more most my no nor not now of off on once only or other
+    our out over own same she should so some such than that the their them then there these they this those through
+    to too under until up very was we were what when where which while who whom why will with would you your also
+    may used use one two three s t""".split()
+)
+
+
+@dataclass(frozen=True)
+class SamplePage:
+    document_id: str
+    title: str
+    text: str
+
+
+def _slug(value: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", value.casefold()).strip("-") or "doc"
+
+
+def starter_records(
+    pages: Sequence[SamplePage], count: int, terms_per_question: int = 3
+) -> list[GoldenRecord]:
+    """One record for each of the first `count` pages that have enough distinctive words."""
+    documents = [
+        [t for t in tokenize(p.text) if t not in STOPWORDS and not t.isdigit() and len(t) > 2] for p in pages
+    ]
+    df = Counter(term for words in documents for term in set(words))
+    n = len(documents)
+    records: list[GoldenRecord] = []
+    seen_questions: set[str] = set()
+    for page, words in zip(pages, documents, strict=True):
+        if len(records) >= count:
+            break
+        tf = Counter(words)
+        first_seen = {term: i for i, term in reversed(list(enumerate(words)))}
+        ranked = sorted(tf, key=lambda t: (-tf[t] * math.log((n + 1) / df[t]), first_seen[t]))
+        terms = sorted(ranked[:terms_per_question], key=first_seen.__getitem__)
+        if len(terms) < terms_per_question:
+            continue
+        subject = page.title.strip() or page.document_id
+        question = f"What does {subject} say about {', '.join(terms[:-1])} and {terms[-1]}?"
+        if question.casefold() in seen_questions:
+            continue
+        seen_questions.add(question.casefold())
+        records.append(
+            GoldenRecord(
+                id=f"sample-{_slug(page.document_id)}",
+                question=question,
+                expected_answer=first_sentence(page.text),
+                must_cite=(page.document_id,),
+                tags=("sample",),
+            )
+        )
+    return records

@@ -1,0 +1,99 @@
+"""Reads, always scoped to one tenant: another tenant's objects are not found, exactly like missing ones."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db.models import Count, Q, QuerySet
+
+from goldenset.errors import NotFound
+from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Tenant
+
+
+def tenant_for_key(*, api_key: ApiKey, cluster_id: str | None, tenant_id: str | None) -> Tenant:
+    """The key's tenant, provided the request's cluster_id / tenant_id (when given) name it."""
+    tenant = api_key.tenant
+    if cluster_id not in (None, "") and cluster_id != tenant.cluster.slug:
+        raise NotFound("Cluster", cluster_id)
+    if tenant_id not in (None, "") and tenant_id != tenant.slug:
+        raise NotFound("Tenant", tenant_id)
+    return tenant
+
+
+def collection_get(*, tenant: Tenant, collection_id: str) -> Collection:
+    try:
+        return Collection.objects.select_related("tenant__cluster").get(tenant=tenant, slug=collection_id)
+    except Collection.DoesNotExist:
+        raise NotFound("Collection", collection_id) from None
+
+
+def collections_list(*, tenant: Tenant) -> QuerySet[Collection]:
+    return Collection.objects.filter(tenant=tenant).annotate(
+        document_count=Count("documents", distinct=True),
+        golden_entry_count=Count("golden_entries", distinct=True),
+    )
+
+
+def document_get(*, collection: Collection, document_id: str) -> Document:
+    try:
+        return collection.documents.get(external_id=document_id)
+    except Document.DoesNotExist:
+        raise NotFound("Document", document_id) from None
+
+
+def documents_list(*, collection: Collection, text: str | None = None) -> QuerySet[Document]:
+    qs = collection.documents.annotate(page_count=Count("pages")).order_by("external_id")
+    if text:
+        qs = qs.filter(Q(external_id__icontains=text) | Q(title__icontains=text))
+    return qs
+
+
+def _uuid(value: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise NotFound(what, value) from None
+
+
+def golden_entry_get(*, tenant: Tenant, entry_id: str) -> GoldenEntry:
+    try:
+        return GoldenEntry.objects.select_related("collection__tenant").get(
+            pk=_uuid(entry_id, "Golden entry"), collection__tenant=tenant
+        )
+    except GoldenEntry.DoesNotExist:
+        raise NotFound("Golden entry", entry_id) from None
+
+
+def golden_entries_list(
+    *,
+    tenant: Tenant,
+    collection: Collection | None = None,
+    tag: str | None = None,
+    origin: str | None = None,
+    reviewed: bool | None = None,
+    answerable: bool | None = None,
+    text: str | None = None,
+) -> QuerySet[GoldenEntry]:
+    qs = GoldenEntry.objects.filter(collection__tenant=tenant).select_related("collection")
+    if collection is not None:
+        qs = qs.filter(collection=collection)
+    if tag:
+        qs = qs.filter(tags_index__contains=f"|{tag}|")
+    if origin:
+        qs = qs.filter(origin=origin)
+    if reviewed is not None:
+        qs = qs.filter(reviewed=reviewed)
+    if answerable is not None:
+        qs = qs.filter(answerable=answerable)
+    if text:
+        qs = qs.filter(
+            Q(question__icontains=text) | Q(reference_answer__icontains=text) | Q(key__icontains=text)
+        )
+    return qs.order_by("created_at", "id")
+
+
+def job_get(*, tenant: Tenant, job_id: str) -> Job:
+    try:
+        return Job.objects.get(pk=_uuid(job_id, "Job"), tenant=tenant)
+    except Job.DoesNotExist:
+        raise NotFound("Job", job_id) from None

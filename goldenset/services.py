@@ -1,0 +1,468 @@
+"""Writes: tenancy, collections, documents and pages, golden entries and their audit trail.
+
+Every function is keyword-only, takes model instances already scoped to a tenant (selectors do the scoping),
+and raises goldenset.errors.EvalsiteError with a stable code on bad input, leaving the database unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from goldenset.errors import EvalsiteError
+from goldenset.models import (
+    ApiKey,
+    AuditAction,
+    AuditEvent,
+    Cluster,
+    Collection,
+    Document,
+    GoldenEntry,
+    Job,
+    Origin,
+    Page,
+    Tenant,
+    hash_api_key,
+)
+from goldenset.text import normalize_question, split_pages
+
+_CHUNK = 500  # ids per IN (...) query: well under SQLite's parameter limit
+
+
+def _chunks(items: Sequence, size: int = _CHUNK) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# --- tenancy -----------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def tenant_get_or_create(*, cluster_slug: str, tenant_slug: str) -> Tenant:
+    cluster, _ = Cluster.objects.get_or_create(slug=cluster_slug)
+    tenant, _ = Tenant.objects.get_or_create(cluster=cluster, slug=tenant_slug)
+    return tenant
+
+
+def api_key_create(*, tenant: Tenant, name: str = "") -> tuple[ApiKey, str]:
+    """A new key; the secret is returned once and only its hash is stored."""
+    secret = ApiKey.new_secret()
+    key = ApiKey.objects.create(
+        tenant=tenant, name=name, prefix=secret[: ApiKey.PREFIX_LENGTH], key_hash=hash_api_key(secret)
+    )
+    return key, secret
+
+
+def api_key_revoke(*, key: ApiKey) -> None:
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+# --- collections -------------------------------------------------------------------------------------------
+
+
+def collection_create(*, tenant: Tenant, slug: str, name: str = "") -> Collection:
+    slug = slug.strip()
+    if not slug:
+        raise EvalsiteError(
+            "validation-error", "collection_id: may not be blank.", details={"field": "collection_id"}
+        )
+    with transaction.atomic():
+        if Collection.objects.filter(tenant=tenant, slug=slug).exists():
+            raise EvalsiteError(
+                "collection-exists",
+                f"Collection {slug} already exists.",
+                details={"collection_id": slug},
+                status=409,
+            )
+        return Collection.objects.create(tenant=tenant, slug=slug, name=name or slug)
+
+
+def collection_delete(*, collection: Collection) -> None:
+    collection.delete()
+
+
+def collection_touch(*, collection: Collection) -> None:
+    """Mark the content changed, so cached search indexes of the old version are not used again."""
+    Collection.objects.filter(pk=collection.pk).update(
+        content_version=F("content_version") + 1, updated_at=timezone.now()
+    )
+    collection.refresh_from_db(fields=["content_version", "updated_at"])
+
+
+# --- documents ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class DocumentInput:
+    """One validated document of an ingest call: text is already split into pages."""
+
+    id: str
+    title: str = ""
+    pages: list[str] = field(default_factory=list)
+    source: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    supersedes: list[str] = field(default_factory=list)
+    last_verified: datetime | None = None
+
+    @classmethod
+    def from_text(cls, *, text: str, **kwargs: Any) -> DocumentInput:
+        return cls(pages=split_pages(text, settings.EVALSITE_PAGE_CHARS), **kwargs)
+
+    def as_job_input(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in ("id", "title", "pages", "source", "metadata", "supersedes")}
+        for name in ("valid_from", "valid_until", "last_verified"):
+            value = getattr(self, name)
+            data[name] = value.isoformat() if value else None
+        return data
+
+    @classmethod
+    def from_job_input(cls, data: dict[str, Any]) -> DocumentInput:
+        values = dict(data)
+        for name in ("valid_from", "valid_until", "last_verified"):
+            values[name] = datetime.fromisoformat(values[name]) if values.get(name) else None
+        return cls(**values)
+
+
+_DOC_FIELDS = ("title", "source", "metadata", "valid_from", "valid_until", "supersedes", "last_verified")
+
+
+def documents_upsert(
+    *, collection: Collection, documents: Sequence[DocumentInput], progress=None
+) -> dict[str, int]:
+    """Create or replace documents by id, with their pages, in one transaction.
+
+    A document sent again replaces its fields and all its pages. Ids repeated within one call: the last wins.
+    """
+    by_id: dict[str, DocumentInput] = {}
+    for doc in documents:
+        by_id[doc.id] = doc
+    ids = list(by_id)
+    created = updated = pages_written = 0
+    with transaction.atomic():
+        existing: dict[str, Document] = {}
+        for chunk in _chunks(ids):
+            existing.update(
+                {
+                    d.external_id: d
+                    for d in Document.objects.filter(collection=collection, external_id__in=chunk)
+                }
+            )
+        to_create = [
+            Document(collection=collection, external_id=i, **{f: getattr(by_id[i], f) for f in _DOC_FIELDS})
+            for i in ids
+            if i not in existing
+        ]
+        to_update = []
+        for i, doc in existing.items():
+            for f in _DOC_FIELDS:
+                setattr(doc, f, getattr(by_id[i], f))
+            doc.updated_at = timezone.now()
+            to_update.append(doc)
+        Document.objects.bulk_create(to_create, batch_size=_CHUNK)
+        if to_update:
+            Document.objects.bulk_update(to_update, [*_DOC_FIELDS, "updated_at"], batch_size=_CHUNK)
+            for chunk in _chunks([d.pk for d in to_update]):
+                Page.objects.filter(document_id__in=chunk).delete()
+        created, updated = len(to_create), len(to_update)
+        pages: list[Page] = []
+        done = 0
+        for doc in [*to_create, *to_update]:
+            pages.extend(
+                Page(document=doc, number=n, text=t) for n, t in enumerate(by_id[doc.external_id].pages, 1)
+            )
+            done += 1
+            if len(pages) >= 2000:
+                Page.objects.bulk_create(pages, batch_size=_CHUNK)
+                pages_written += len(pages)
+                pages = []
+                if progress:
+                    progress(done, len(ids))
+        Page.objects.bulk_create(pages, batch_size=_CHUNK)
+        pages_written += len(pages)
+        collection_touch(collection=collection)
+    if progress:
+        progress(len(ids), len(ids))
+    return {"received": len(documents), "created": created, "updated": updated, "pages": pages_written}
+
+
+def documents_ingest_job(job: Job, progress) -> dict[str, int]:
+    """The Ingest job: the documents were validated when the job was created; write them now."""
+    if job.collection is None:
+        raise EvalsiteError("collection-gone", "The collection was deleted before the import ran.")
+    documents = [DocumentInput.from_job_input(d) for d in job.input["documents"]]
+    return documents_upsert(collection=job.collection, documents=documents, progress=progress)
+
+
+def document_delete(*, document: Document) -> None:
+    with transaction.atomic():
+        collection = document.collection
+        document.delete()
+        collection_touch(collection=collection)
+
+
+# --- audit -------------------------------------------------------------------------------------------------
+
+AUDITED_FIELDS = (
+    "key",
+    "question",
+    "expected_document_ids",
+    "grades",
+    "reference_answer",
+    "tags",
+    "answerable",
+    "origin",
+    "reviewed",
+)
+
+
+def entry_snapshot(entry: GoldenEntry) -> dict[str, Any]:
+    return {f: getattr(entry, f) for f in AUDITED_FIELDS}
+
+
+def _audit(entry: GoldenEntry, action: str, actor: str, changes: dict[str, Any]) -> AuditEvent:
+    return AuditEvent(
+        tenant_id=entry.collection.tenant_id,
+        collection_slug=entry.collection.slug,
+        object_id=str(entry.pk),
+        action=action,
+        actor=actor,
+        changes=changes,
+    )
+
+
+def audit_entries(*, entries: Iterable[GoldenEntry], action: str, actor: str, changes=None) -> None:
+    """One audit event per entry; changes defaults to each entry's snapshot."""
+    AuditEvent.objects.bulk_create(
+        [_audit(e, action, actor, changes if changes is not None else entry_snapshot(e)) for e in entries],
+        batch_size=_CHUNK,
+    )
+
+
+# --- golden entries ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class EntryInput:
+    question: str
+    expected_document_ids: list[str] = field(default_factory=list)
+    reference_answer: str = ""
+    key: str = ""
+    tags: list[str] = field(default_factory=list)
+    answerable: bool = True
+    grades: dict[str, int] = field(default_factory=dict)
+
+
+def _check_entries(
+    *,
+    collection: Collection,
+    entries: Sequence[EntryInput],
+    upsert_by_key: bool,
+    replacing: GoldenEntry | None = None,
+) -> dict[str, GoldenEntry]:
+    """Validate a batch against itself and the collection; errors name the entry's index.
+
+    Returns the existing entries each input replaces, by key: with upsert_by_key an input whose key exists
+    replaces that entry (imports); `replacing` is the one entry a single-entry update rewrites.
+    """
+    if not entries:
+        raise EvalsiteError(
+            "validation-error", "entries: at least one entry is required.", details={"field": "entries"}
+        )
+    keys = [e.key for e in entries if e.key]
+    by_key: dict[str, GoldenEntry] = {}
+    for chunk in _chunks(keys):
+        by_key.update({g.key: g for g in collection.golden_entries.filter(key__in=chunk)})
+    norms = [normalize_question(e.question) for e in entries]
+    by_norm: dict[str, str] = {}
+    for chunk in _chunks(norms):
+        by_norm.update(
+            (norm, str(pk))
+            for pk, norm in collection.golden_entries.filter(question_norm__in=chunk).values_list(
+                "pk", "question_norm"
+            )
+        )
+    replaces: dict[str, GoldenEntry] = {}
+    seen_norms: dict[str, int] = {}
+    seen_keys: dict[str, int] = {}
+    for index, (entry, norm) in enumerate(zip(entries, norms, strict=True)):
+        if not norm:
+            raise EvalsiteError(
+                "empty-question",
+                f"entries[{index}].question: the question is empty.",
+                details={"index": index, "field": "question"},
+            )
+        own = replacing
+        if entry.key:
+            if entry.key in seen_keys:
+                raise EvalsiteError(
+                    "duplicate-key",
+                    f"entries[{index}]: key {entry.key!r} repeats entries[{seen_keys[entry.key]}].",
+                    details={"index": index, "key": entry.key, "first_index": seen_keys[entry.key]},
+                    status=409,
+                )
+            seen_keys[entry.key] = index
+            holder = by_key.get(entry.key)
+            if holder is not None and upsert_by_key:
+                own = replaces[entry.key] = holder
+            elif holder is not None and (replacing is None or holder.pk != replacing.pk):
+                raise EvalsiteError(
+                    "duplicate-key",
+                    f"entries[{index}]: key {entry.key!r} already exists in collection {collection.slug}.",
+                    details={"index": index, "key": entry.key, "existing_entry_id": str(holder.pk)},
+                    status=409,
+                )
+        if norm in seen_norms:
+            raise EvalsiteError(
+                "duplicate-question",
+                f"entries[{index}]: the question repeats entries[{seen_norms[norm]}].",
+                details={"index": index, "first_index": seen_norms[norm], "question": entry.question},
+                status=409,
+            )
+        seen_norms[norm] = index
+        holder_pk = by_norm.get(norm)
+        if holder_pk and (own is None or str(own.pk) != holder_pk):
+            raise EvalsiteError(
+                "duplicate-question",
+                f"entries[{index}]: the question already exists in collection {collection.slug}.",
+                details={"index": index, "question": entry.question, "existing_entry_id": holder_pk},
+                status=409,
+            )
+        unknown_grades = sorted(set(entry.grades) - set(entry.expected_document_ids))
+        if unknown_grades:
+            raise EvalsiteError(
+                "validation-error",
+                f"entries[{index}].grades: graded documents {unknown_grades} are not in expected_document_ids.",
+                details={"index": index, "field": "grades", "document_ids": unknown_grades},
+            )
+    referenced = sorted({d for e in entries for d in e.expected_document_ids})
+    known: set[str] = set()
+    for chunk in _chunks(referenced):
+        known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
+    for index, entry in enumerate(entries):
+        unknown = [d for d in entry.expected_document_ids if d not in known]
+        if unknown:
+            raise EvalsiteError(
+                "unknown-documents",
+                f"entries[{index}].expected_document_ids: {len(unknown)} unknown in collection {collection.slug}: "
+                + ", ".join(unknown[:5]),
+                details={"index": index, "field": "expected_document_ids", "unknown_document_ids": unknown},
+            )
+    return replaces
+
+
+def golden_entries_add(
+    *,
+    collection: Collection,
+    entries: Sequence[EntryInput],
+    actor: str,
+    origin: str = Origin.MANUAL,
+    upsert_by_key: bool = False,
+) -> tuple[list[GoldenEntry], list[GoldenEntry]]:
+    """Add entries atomically: all of them or none. Returns (created, updated).
+
+    With upsert_by_key (imports), an entry whose key already exists replaces that entry's content.
+    """
+    with transaction.atomic():
+        existing_by_key = _check_entries(collection=collection, entries=entries, upsert_by_key=upsert_by_key)
+        created: list[GoldenEntry] = []
+        updated: list[GoldenEntry] = []
+        update_events: list[AuditEvent] = []
+        for entry in entries:
+            values = {
+                "question": entry.question.strip(),
+                "expected_document_ids": list(dict.fromkeys(entry.expected_document_ids)),
+                "grades": {k: int(v) for k, v in entry.grades.items()},
+                "reference_answer": entry.reference_answer,
+                "tags": list(dict.fromkeys(entry.tags)),
+                "answerable": entry.answerable,
+            }
+            current = existing_by_key.get(entry.key) if entry.key else None
+            if current is None:
+                obj = GoldenEntry(collection=collection, key=entry.key, origin=origin, **values)
+                obj.prepare()
+                created.append(obj)
+                continue
+            before = entry_snapshot(current)
+            for name, value in values.items():
+                setattr(current, name, value)
+            current.prepare()
+            current.updated_at = timezone.now()
+            changes = {k: [before[k], v] for k, v in entry_snapshot(current).items() if before[k] != v}
+            if changes:
+                updated.append(current)
+                update_events.append(_audit(current, AuditAction.UPDATE, actor, changes))
+        GoldenEntry.objects.bulk_create(created, batch_size=_CHUNK)
+        if updated:
+            GoldenEntry.objects.bulk_update(
+                updated, [*values.keys(), "question_norm", "tags_index", "updated_at"], batch_size=_CHUNK
+            )
+        audit_entries(entries=created, action=AuditAction.CREATE, actor=actor)
+        AuditEvent.objects.bulk_create(update_events, batch_size=_CHUNK)
+    return created, updated
+
+
+def golden_entry_update(*, entry: GoldenEntry, changes: dict[str, Any], actor: str) -> GoldenEntry:
+    """Apply a partial update, validated like an add; records the changed fields in the audit trail."""
+    merged = EntryInput(
+        question=changes.get("question", entry.question),
+        expected_document_ids=changes.get("expected_document_ids", entry.expected_document_ids),
+        reference_answer=changes.get("reference_answer", entry.reference_answer),
+        key=changes.get("key", entry.key),
+        tags=changes.get("tags", entry.tags),
+        answerable=changes.get("answerable", entry.answerable),
+        grades=changes.get("grades", entry.grades),
+    )
+    with transaction.atomic():
+        before = entry_snapshot(entry)
+        _check_entries(collection=entry.collection, entries=[merged], upsert_by_key=False, replacing=entry)
+        for name in (
+            "question",
+            "expected_document_ids",
+            "reference_answer",
+            "key",
+            "tags",
+            "answerable",
+            "grades",
+        ):
+            setattr(entry, name, getattr(merged, name))
+        if "reviewed" in changes:
+            entry.reviewed = bool(changes["reviewed"])
+        entry.save()
+        diff = {k: [before[k], v] for k, v in entry_snapshot(entry).items() if before[k] != v}
+        if diff:
+            audit_entries(entries=[entry], action=AuditAction.UPDATE, actor=actor, changes=diff)
+    return entry
+
+
+def golden_entries_mark_reviewed(*, entries: Iterable[GoldenEntry], reviewed: bool, actor: str) -> int:
+    with transaction.atomic():
+        changed = [e for e in entries if e.reviewed != reviewed]
+        GoldenEntry.objects.filter(pk__in=[e.pk for e in changed]).update(
+            reviewed=reviewed, updated_at=timezone.now()
+        )
+        for e in changed:
+            e.reviewed = reviewed
+        audit_entries(
+            entries=changed,
+            action=AuditAction.UPDATE,
+            actor=actor,
+            changes={"reviewed": [not reviewed, reviewed]},
+        )
+    return len(changed)
+
+
+def golden_entries_delete(*, entries: Iterable[GoldenEntry], actor: str) -> int:
+    entries = list(entries)
+    with transaction.atomic():
+        audit_entries(entries=entries, action=AuditAction.DELETE, actor=actor)
+        GoldenEntry.objects.filter(pk__in=[e.pk for e in entries]).delete()
+    return len(entries)
