@@ -5,6 +5,7 @@ Nothing outside this module reads os.environ for configuration; apps read django
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -103,8 +104,9 @@ def _databases() -> dict:
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
         }
-        # A file-backed test database, so a real qcluster subprocess can share it with the tests.
-        config["TEST"] = {"NAME": str(DATA_DIR / "test_evalsite.sqlite3")}
+        # A file-backed test database, so a real qcluster subprocess can share it with the tests; one per
+        # test process, so two test runs on one machine never share (or delete) each other's.
+        config["TEST"] = {"NAME": str(DATA_DIR / f"test_evalsite_{os.getpid()}.sqlite3")}
     return {"default": config}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from goldenset import selectors
@@ -11,6 +12,8 @@ from goldenset.models import Tenant
 
 
 class TenantAPIView(APIView):
+    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
+
     def tenant(self, data=None) -> Tenant:
         """The key's tenant; cluster_id / tenant_id from the body (or the query) must name it, or 404."""
         source = data if data is not None else self.request.query_params

@@ -1,0 +1,39 @@
+"""Shared plumbing of evalsite's commands: one-line errors with exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from goldenset.errors import EvalsiteError
+
+
+class EvalsiteCommand(BaseCommand):
+    def execute(self, *args, **options):
+        try:
+            return super().execute(*args, **options)
+        except EvalsiteError as exc:
+            self.stderr.write(f"error [{exc.code}] {exc.message}")
+            sys.exit(2)
+
+    def tenant_collection(self, options, *, create: bool = False):
+        from goldenset import selectors, services
+        from goldenset.models import Tenant
+
+        if create:
+            tenant = services.tenant_get_or_create(
+                cluster_slug=options["cluster"], tenant_slug=options["tenant"]
+            )
+        else:
+            tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
+            if tenant is None:
+                raise CommandError(f"tenant {options['cluster']}/{options['tenant']} not found", returncode=2)
+        return tenant, selectors.collection_get(tenant=tenant, collection_id=options["collection"])
+
+    @staticmethod
+    def add_scope_arguments(parser, *, collection: bool = True) -> None:
+        parser.add_argument("--cluster", required=True, help="cluster_id")
+        parser.add_argument("--tenant", required=True, help="tenant_id")
+        if collection:
+            parser.add_argument("--collection", required=True, help="collection_id")

@@ -1,0 +1,25 @@
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from goldenset import importers
+from goldenset.management.commands._base import EvalsiteCommand
+
+
+class Command(EvalsiteCommand):
+    help = "Import an okfsmith golden.json into a collection (a record whose id exists replaces that entry)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path)
+        self.add_scope_arguments(parser)
+
+    def handle(self, *args, **options):
+        _, collection = self.tenant_collection(options)
+        try:
+            data = options["file"].read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read {options['file']}: {exc.strerror}", returncode=2) from None
+        result = importers.golden_file_import(collection=collection, data=data, actor="command:import_golden")
+        self.stdout.write(
+            f"{options['file']}: {result['records']} records -> {result['created']} created, {result['updated']} updated"
+        )

@@ -1,0 +1,59 @@
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from goldenset import importers, services
+from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.models import ApiKey, Collection, Membership, hash_api_key
+
+DEMO_FOLDER = Path(settings.BASE_DIR) / "demo" / "clapnq"
+
+
+class Command(EvalsiteCommand):
+    help = (
+        "Load the demo: tenant demo/demo with the ClapNQ collection and its golden set, a dashboard user and an "
+        "API key (both kept in the data directory so every start prints the same ones). Safe to run again."
+    )
+
+    def handle(self, *args, **options):
+        tenant = services.tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+        collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
+        if collection is None or not collection.golden_entries.exists():
+            result = importers.beir_import(
+                folder=DEMO_FOLDER,
+                tenant=tenant,
+                collection_id="clapnq",
+                actor="command:load_demo",
+                name="ClapNQ",
+            )
+            self.stdout.write(
+                f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries."
+            )
+        password = self._secret_file("demo_password", lambda: secrets.token_urlsafe(12))
+        with transaction.atomic():
+            user, created = get_user_model().objects.get_or_create(
+                username="demo", defaults={"is_staff": True, "is_superuser": True}
+            )
+            if created or not user.check_password(password):
+                user.set_password(password)
+                user.save()
+            Membership.objects.get_or_create(user=user, tenant=tenant)
+        key_path = Path(settings.DATA_DIR) / "demo_api_key"
+        secret = key_path.read_text().strip() if key_path.exists() else ""
+        if not secret or not ApiKey.objects.filter(key_hash=hash_api_key(secret), revoked_at=None).exists():
+            _, secret = services.api_key_create(tenant=tenant, name="demo")
+            key_path.write_text(secret)
+            key_path.chmod(0o600)
+        self.stdout.write(f"Dashboard login: demo / {password}")
+        self.stdout.write(f"API key (cluster_id=demo, tenant_id=demo): {secret}")
+
+    @staticmethod
+    def _secret_file(name: str, make) -> str:
+        path = Path(settings.DATA_DIR) / name
+        if not path.exists():
+            path.write_text(make())
+            path.chmod(0o600)
+        return path.read_text().strip()

@@ -1,0 +1,57 @@
+"""The shared test world: two tenants with keys, a collection with documents, API clients for each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from goldenset import services
+from goldenset.models import Collection, Tenant
+
+
+@dataclass
+class World:
+    tenant: Tenant
+    key: str
+    client: APIClient
+    other_tenant: Tenant
+    other_key: str
+    other_client: APIClient
+    collection: Collection
+
+
+def api_client(secret: str | None) -> APIClient:
+    client = APIClient()
+    if secret:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+def add_documents(collection: Collection, docs: dict[str, str]) -> None:
+    services.documents_upsert(
+        collection=collection,
+        documents=[services.DocumentInput.from_text(id=i, title=i.title(), text=t) for i, t in docs.items()],
+    )
+
+
+@pytest.fixture
+def world(db) -> World:
+    tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    _, key = services.api_key_create(tenant=tenant, name="tests")
+    other = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="rival")
+    _, other_key = services.api_key_create(tenant=other, name="rival")
+    collection = services.collection_create(tenant=tenant, slug="handbook", name="Handbook")
+    add_documents(
+        collection,
+        {
+            "refunds": "Customers get a full refund within 30 days of purchase.\n\nRefunds go to the original card.",
+            "shipping": "Orders ship within two business days. Express shipping arrives the next day.",
+            "warranty": "Every device carries a two-year warranty covering manufacturing defects.",
+        },
+    )
+    # The rival tenant has a collection of the same name: ids must never cross tenants.
+    rival_collection = services.collection_create(tenant=other, slug="handbook")
+    add_documents(rival_collection, {"refunds": "Rival refunds policy: no refunds."})
+    return World(tenant, key, api_client(key), other, other_key, api_client(other_key), collection)

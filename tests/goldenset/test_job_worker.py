@@ -1,0 +1,80 @@
+"""End to end with a real django-q2 cluster: a large ingest answers 202, a qcluster process runs the job."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import override_settings
+
+from goldenset.models import Document, Job, JobStatus
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "") + "@" if db.get("USER") else ""
+    return f"postgres://{auth}{host}:{port}/{db['NAME']}"
+
+
+@pytest.fixture
+def qcluster(transactional_db, monkeypatch, tmp_path):
+    """A real `manage.py qcluster` on the test database (and Redis, when the suite runs with it)."""
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)  # the test settings run tasks inline; this test wants the worker
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": _database_url(),
+        "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
+        "EVALSITE_WORKERS": "1",
+    }
+    log = tmp_path / "qcluster.log"
+    with log.open("w") as out:  # a file, not a pipe: a chatty worker must never block on a full pipe
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+        process.log = log
+        yield process
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@override_settings(EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS=5)
+def test_a_large_ingest_runs_as_a_job_in_a_real_worker(world, qcluster):
+    documents = [{"id": f"doc-{i}", "title": f"Doc {i}", "text": f"Body of document {i}."} for i in range(40)]
+    response = world.client.post(
+        "/lmkit/v1/collections/handbook/documents", {"documents": documents}, format="json"
+    )
+    assert response.status_code == 202, response.json()
+    job_id = response.json()["job_id"]
+
+    deadline = time.monotonic() + 90
+    body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    while body["status"] in ("Queued", "Running") and time.monotonic() < deadline:
+        assert qcluster.poll() is None, qcluster.log.read_text()
+        time.sleep(0.3)
+        body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+
+    assert body["status"] == "Completed", body
+    assert body["result"] == {"received": 40, "created": 40, "updated": 0, "pages": 40}
+    assert body["progress"] == 1.0 and body["progress_done"] == body["progress_total"] == 40
+    assert Document.objects.filter(collection=world.collection, external_id__startswith="doc-").count() == 40
+    job = Job.objects.get(pk=job_id)
+    assert job.status == JobStatus.COMPLETED and job.started_at and job.finished_at >= job.started_at
