@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from evalsite import views
+from evalsite.api import schema  # noqa: F401  (registers the OpenAPI auth extension)
 
 urlpatterns = [
     path("", views.home, name="home"),

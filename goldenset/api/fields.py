@@ -4,9 +4,12 @@ from datetime import datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
 from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
+@extend_schema_field(OpenApiTypes.DATETIME)
 class TemporalField(serializers.Field):
     """An ISO date or datetime. A date-only value is the start of that day, or with end_of_day its last instant,
     so a date-only valid_until covers that whole day. Naive datetimes are UTC."""
@@ -37,6 +40,7 @@ class TemporalField(serializers.Field):
         return value.isoformat().replace("+00:00", "Z")
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class PageTextField(serializers.Field):
     """A page: a string, or an object {"text": ...}."""
 
