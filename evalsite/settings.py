@@ -136,6 +136,8 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "admin:login"
+# Server-side messages: the admin shows a new API key's secret once in a message, never in a cookie.
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 # Request limits: a body larger than this answers 413 payload-too-large before any parsing.
 EVALSITE_MAX_REQUEST_BYTES = env_int("EVALSITE_MAX_REQUEST_BYTES", 20 * 1024 * 1024, minimum=1024)

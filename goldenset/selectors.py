@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from goldenset.errors import NotFound
 from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Tenant
@@ -27,10 +28,19 @@ def collection_get(*, tenant: Tenant, collection_id: str) -> Collection:
         raise NotFound("Collection", collection_id) from None
 
 
+def count_of(model: type, fk: str) -> Coalesce:
+    """COUNT(*) of model rows pointing at the outer row, as a subquery.
+
+    Two Count() joins on one query multiply each other's rows (documents x entries per collection);
+    a correlated subquery per count keeps each one linear.
+    """
+    rows = model.objects.filter(**{fk: OuterRef("pk")}).order_by().values(fk).annotate(n=Count("*"))
+    return Coalesce(Subquery(rows.values("n")[:1], output_field=IntegerField()), 0)
+
+
 def collections_list(*, tenant: Tenant) -> QuerySet[Collection]:
     return Collection.objects.filter(tenant=tenant).annotate(
-        document_count=Count("documents", distinct=True),
-        golden_entry_count=Count("golden_entries", distinct=True),
+        document_count=count_of(Document, "collection"), golden_entry_count=count_of(GoldenEntry, "collection")
     )
 
 

@@ -84,8 +84,15 @@ def collection_create(*, tenant: Tenant, slug: str, name: str = "") -> Collectio
         return Collection.objects.create(tenant=tenant, slug=slug, name=name or slug)
 
 
-def collection_delete(*, collection: Collection) -> None:
-    collection.delete()
+def collection_delete(*, collection: Collection, actor: str) -> None:
+    """Delete a collection with its documents and golden entries; each entry's deletion is audited."""
+    with transaction.atomic():
+        audit_entries(
+            entries=collection.golden_entries.select_related("collection"),
+            action=AuditAction.DELETE,
+            actor=actor,
+        )
+        collection.delete()
 
 
 def collection_touch(*, collection: Collection) -> None:
@@ -174,12 +181,10 @@ def documents_upsert(
                 Page.objects.filter(document_id__in=chunk).delete()
         created, updated = len(to_create), len(to_update)
         pages: list[Page] = []
-        done = 0
-        for doc in [*to_create, *to_update]:
+        for done, doc in enumerate([*to_create, *to_update], start=1):
             pages.extend(
                 Page(document=doc, number=n, text=t) for n, t in enumerate(by_id[doc.external_id].pages, 1)
             )
-            done += 1
             if len(pages) >= 2000:
                 Page.objects.bulk_create(pages, batch_size=_CHUNK)
                 pages_written += len(pages)

@@ -1,0 +1,192 @@
+"""Admin forms: the curator-facing validation the database constraints alone would turn into a 500.
+
+The admin shows collections and tenants read-only on change pages, so Django's own constraint checks (which
+skip constraints on fields not in the form) cannot see (collection, question_norm) or (collection, key);
+these forms check them against the instance's collection and report a field error instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django import forms
+
+from goldenset.models import Collection, Document, GoldenEntry
+from goldenset.text import normalize_question
+
+_CHUNK = 500  # ids per IN (...) query, as in services
+
+
+def collection_label(collection: Collection) -> str:
+    """cluster/tenant/collection: collection slugs repeat across tenants, so the slug alone is ambiguous."""
+    return f"{collection.tenant}/{collection.slug}"
+
+
+class CollectionChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Collection) -> str:
+        return collection_label(obj)
+
+
+class StringListField(forms.Field):
+    """A JSON list of strings edited as text: one item per line (or per comma, with split_commas)."""
+
+    widget = forms.Textarea
+
+    def __init__(self, *, split_commas: bool = False, forbidden: str = "", **kwargs: Any):
+        kwargs.setdefault("required", False)
+        self.split_commas = split_commas
+        self.forbidden = forbidden
+        super().__init__(**kwargs)
+        if isinstance(self.widget, forms.Textarea):
+            self.widget.attrs["rows"] = 4
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return (", " if self.split_commas else "\n").join(str(v) for v in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:
+        if value in self.empty_values:
+            return []
+        if isinstance(value, list | tuple):
+            items = [str(v) for v in value]
+        else:
+            items = re.split(r"[,\n]" if self.split_commas else r"\n", str(value))
+        # Blank lines and repeats are typing noise, not data.
+        return list(dict.fromkeys(item.strip() for item in items if item.strip()))
+
+    def validate(self, value: list[str]) -> None:
+        super().validate(value)
+        bad = [item for item in value if any(ch in item for ch in self.forbidden)]
+        if bad:
+            raise forms.ValidationError(
+                "May not contain %(chars)s: %(items)s.",
+                code="invalid",
+                params={"chars": " ".join(self.forbidden), "items": ", ".join(bad)},
+            )
+
+
+def _existing(values: Iterable[str], lookup: str, queryset) -> set[str]:
+    values = list(values)
+    found: set[str] = set()
+    for start in range(0, len(values), _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        found.update(queryset.filter(**{f"{lookup}__in": chunk}).values_list(lookup, flat=True))
+    return found
+
+
+class GoldenEntryAdminForm(forms.ModelForm):
+    expected_document_ids = StringListField(
+        label="Expected document ids", help_text="One document id (external id) per line."
+    )
+    tags = StringListField(
+        split_commas=True,
+        widget=forms.TextInput(attrs={"class": "vTextField"}),
+        # "|" separates tags in tags_index, which the tag filter searches.
+        forbidden="|",
+        help_text="Comma-separated.",
+    )
+
+    class Meta:
+        model = GoldenEntry
+        fields = (
+            "collection",
+            "key",
+            "question",
+            "reference_answer",
+            "expected_document_ids",
+            "grades",
+            "tags",
+            "answerable",
+            "reviewed",
+        )
+
+    def _collection(self) -> Collection | None:
+        if "collection" in self.fields:
+            return self.cleaned_data.get("collection")
+        return self.instance.collection if self.instance.collection_id else None
+
+    def clean_grades(self) -> dict[str, int]:
+        grades = self.cleaned_data.get("grades") or {}
+        if not isinstance(grades, dict):
+            raise forms.ValidationError('Enter an object of document id -> grade, e.g. {"refunds": 2}.')
+        bad = [k for k, v in grades.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0]
+        if bad:
+            raise forms.ValidationError(f"Grades must be whole numbers >= 0; check: {', '.join(bad)}.")
+        return grades
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        collection = self._collection()
+        if collection is None:
+            return cleaned
+        others = GoldenEntry.objects.filter(collection=collection).exclude(pk=self.instance.pk)
+        question = cleaned.get("question")
+        if question:
+            clash = others.filter(question_norm=normalize_question(question)).only("pk").first()
+            if clash is not None:
+                self.add_error(
+                    "question",
+                    f"Collection {collection.slug} already has this question (entry {clash.pk}).",
+                )
+        key = cleaned.get("key")
+        if key:
+            clash = others.filter(key=key).only("pk").first()
+            if clash is not None:
+                self.add_error("key", f"Key {key!r} is already used in collection {collection.slug}.")
+        ids = cleaned.get("expected_document_ids")
+        if ids:
+            known = _existing(ids, "external_id", Document.objects.filter(collection=collection))
+            unknown = [d for d in ids if d not in known]
+            if unknown:
+                self.add_error(
+                    "expected_document_ids",
+                    f"Unknown in collection {collection.slug}: {', '.join(unknown)}.",
+                )
+        grades = cleaned.get("grades")
+        if grades and ids is not None and "expected_document_ids" not in self.errors:
+            ungraded = sorted(set(grades) - set(ids))
+            if ungraded:
+                self.add_error(
+                    "grades", f"Graded documents not in expected document ids: {', '.join(ungraded)}."
+                )
+        return cleaned
+
+
+class DocumentAdminForm(forms.ModelForm):
+    supersedes = StringListField(help_text="External ids this document replaces, one per line.")
+
+    class Meta:
+        model = Document
+        fields = (
+            "collection",
+            "external_id",
+            "title",
+            "source",
+            "metadata",
+            "valid_from",
+            "valid_until",
+            "supersedes",
+            "last_verified",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        if "collection" in self.fields:
+            collection = cleaned.get("collection")
+        else:
+            collection = self.instance.collection if self.instance.collection_id else None
+        external_id = cleaned.get("external_id")
+        if collection is not None and external_id:
+            clash = (
+                Document.objects.filter(collection=collection, external_id=external_id)
+                .exclude(pk=self.instance.pk)
+                .exists()
+            )
+            if clash:
+                self.add_error(
+                    "external_id", f"Collection {collection.slug} already has a document {external_id!r}."
+                )
+        return cleaned
