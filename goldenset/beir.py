@@ -7,7 +7,7 @@ broken folder stops with one readable line and loads nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,15 +112,21 @@ def read_queries(lines: Iterable[str | bytes], name: str = "queries.jsonl") -> I
         )
 
 
-def read_qrels(lines: Iterable[str | bytes], name: str = "qrels.tsv") -> dict[str, dict[str, int]]:
+def read_qrels(
+    lines: Iterable[str | bytes], name: str = "qrels.tsv", known_documents: Set[str] | None = None
+) -> dict[str, dict[str, int]]:
     """{query_id: {doc_id: grade}}; a header row (query-id, corpus-id, score) is skipped.
 
-    Accepts BEIR's three columns and TREC's four (query, iteration, doc, grade).
+    Accepts BEIR's three columns and TREC's four (query, iteration, doc, grade). With known_documents (the
+    corpus ids), a row judging any other document is refused at its line.
     """
     qrels: dict[str, dict[str, int]] = {}
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
-            raw = raw.decode("utf-8", errors="strict")
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _error(name, number, "not UTF-8") from None
         line = raw.strip("\r\n").lstrip("\ufeff")
         if not line.strip():
             continue
@@ -138,6 +144,12 @@ def read_qrels(lines: Iterable[str | bytes], name: str = "qrels.tsv") -> dict[st
             raise _error(name, number, f"grade {grade_text!r} is not an integer") from None
         if not query_id or not doc_id:
             raise _error(name, number, "empty query or document id")
+        if known_documents is not None and doc_id not in known_documents:
+            error = _error(
+                name, number, f"query {query_id} judges document {doc_id}, which is not in corpus.jsonl"
+            )
+            error.details.update(query_id=query_id, document_id=doc_id)
+            raise error
         qrels.setdefault(query_id, {})[doc_id] = grade
     return qrels
 

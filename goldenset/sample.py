@@ -14,16 +14,137 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from goldenset.golden_files import GoldenRecord
-from goldenset.text import first_sentence, tokenize
+from goldenset.text import first_sentence, normalize_question, tokenize
 
 # Words too common to make a question distinctive (a short English list; digits-only tokens are skipped too).
 STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below between
-    both but by can could did do does doing down during each few for from further had has have having he her here
-    hers him his how i if in into is it its itself just me more most my no nor not now of off on once only or other
-    our out over own same she should so some such than that the their them then there these they this those through
-    to too under until up very was we were what when where which while who whom why will with would you your also
-    may used use one two three s t""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "also",
+        "may",
+        "used",
+        "use",
+        "one",
+        "two",
+        "three",
+        "s",
+        "t",
+    ]
 )
 
 
@@ -49,6 +170,7 @@ def starter_records(
     n = len(documents)
     records: list[GoldenRecord] = []
     seen_questions: set[str] = set()
+    seen_ids: set[str] = set()
     for page, words in zip(pages, documents, strict=True):
         if len(records) >= count:
             break
@@ -60,12 +182,18 @@ def starter_records(
             continue
         subject = page.title.strip() or page.document_id
         question = f"What does {subject} say about {', '.join(terms[:-1])} and {terms[-1]}?"
-        if question.casefold() in seen_questions:
+        if normalize_question(question) in seen_questions:
             continue
-        seen_questions.add(question.casefold())
+        seen_questions.add(normalize_question(question))
+        # Distinct document ids can share a slug ("a/b", "a-b"): number the later ones, so ids stay unique.
+        base = record_id = f"sample-{_slug(page.document_id)}"
+        suffix = 2
+        while record_id in seen_ids:
+            record_id, suffix = f"{base}-{suffix}", suffix + 1
+        seen_ids.add(record_id)
         records.append(
             GoldenRecord(
-                id=f"sample-{_slug(page.document_id)}",
+                id=record_id,
                 question=question,
                 expected_answer=first_sentence(page.text),
                 must_cite=(page.document_id,),

@@ -40,7 +40,8 @@ def count_of(model: type, fk: str) -> Coalesce:
 
 def collections_list(*, tenant: Tenant) -> QuerySet[Collection]:
     return Collection.objects.filter(tenant=tenant).annotate(
-        document_count=count_of(Document, "collection"), golden_entry_count=count_of(GoldenEntry, "collection")
+        document_count=count_of(Document, "collection"),
+        golden_entry_count=count_of(GoldenEntry, "collection"),
     )
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -142,61 +142,112 @@ class DocumentInput:
 _DOC_FIELDS = ("title", "source", "metadata", "valid_from", "valid_until", "supersedes", "last_verified")
 
 
+def _update_rows(model, objects: Sequence, field_names: Sequence[str]) -> None:
+    """UPDATE many rows with one prepared statement (executemany).
+
+    Django's bulk_update builds a CASE expression per field and row, which takes seconds for ten thousand
+    rows; a prepared statement per row is an order of magnitude faster on SQLite and PostgreSQL alike.
+    """
+    if not objects:
+        return
+    fields = [model._meta.get_field(name) for name in field_names]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(model._meta.pk.column)} = %s"
+    rows = [
+        [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields] + [obj.pk]
+        for obj in objects
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
 def documents_upsert(
     *, collection: Collection, documents: Sequence[DocumentInput], progress=None
 ) -> dict[str, int]:
     """Create or replace documents by id, with their pages, in one transaction.
 
-    A document sent again replaces its fields and all its pages. Ids repeated within one call: the last wins.
+    A document sent again replaces its fields and pages; one sent again unchanged is not written at all, and
+    when nothing changed the collection keeps its content version (so its search index stays valid). Pages are
+    updated in place by number, so a page that did not change keeps its id (golden entries point at pages).
+    Ids repeated within one call: the last wins.
     """
     by_id: dict[str, DocumentInput] = {}
     for doc in documents:
         by_id[doc.id] = doc
     ids = list(by_id)
-    created = updated = pages_written = 0
+    now = timezone.now()
     with transaction.atomic():
         existing: dict[str, Document] = {}
         for chunk in _chunks(ids):
             existing.update(
-                {
-                    d.external_id: d
-                    for d in Document.objects.filter(collection=collection, external_id__in=chunk)
-                }
+                (d.external_id, d)
+                for d in Document.objects.filter(collection=collection, external_id__in=chunk)
             )
+        old_pages: dict[int, dict[int, Page]] = {}
+        for chunk in _chunks([d.pk for d in existing.values()]):
+            for page in Page.objects.filter(document_id__in=chunk).only(
+                "id", "document_id", "number", "text"
+            ):
+                old_pages.setdefault(page.document_id, {})[page.number] = page
+
         to_create = [
             Document(collection=collection, external_id=i, **{f: getattr(by_id[i], f) for f in _DOC_FIELDS})
             for i in ids
             if i not in existing
         ]
-        to_update = []
-        for i, doc in existing.items():
+        changed_docs: list[Document] = []
+        new_pages: list[Page] = []
+        changed_pages: list[Page] = []
+        stale_pages: list[int] = []
+        updated = 0
+        for external_id, doc in existing.items():
+            incoming = by_id[external_id]
+            pages = old_pages.get(doc.pk, {})
+            fields_changed = any(getattr(doc, f) != getattr(incoming, f) for f in _DOC_FIELDS)
+            pages_changed = [pages[n].text for n in sorted(pages)] != incoming.pages
+            if not (fields_changed or pages_changed):
+                continue
+            updated += 1
             for f in _DOC_FIELDS:
-                setattr(doc, f, getattr(by_id[i], f))
-            doc.updated_at = timezone.now()
-            to_update.append(doc)
+                setattr(doc, f, getattr(incoming, f))
+            doc.updated_at = now
+            changed_docs.append(doc)
+            for number, text in enumerate(incoming.pages, 1):
+                page = pages.get(number)
+                if page is None:
+                    new_pages.append(Page(document=doc, number=number, text=text))
+                elif page.text != text:
+                    page.text = text
+                    changed_pages.append(page)
+            stale_pages.extend(p.pk for n, p in pages.items() if n > len(incoming.pages))
+
         Document.objects.bulk_create(to_create, batch_size=_CHUNK)
-        if to_update:
-            Document.objects.bulk_update(to_update, [*_DOC_FIELDS, "updated_at"], batch_size=_CHUNK)
-            for chunk in _chunks([d.pk for d in to_update]):
-                Page.objects.filter(document_id__in=chunk).delete()
-        created, updated = len(to_create), len(to_update)
-        pages: list[Page] = []
-        for done, doc in enumerate([*to_create, *to_update], start=1):
-            pages.extend(
+        _update_rows(Document, changed_docs, [*_DOC_FIELDS, "updated_at"])
+        _update_rows(Page, changed_pages, ["text"])
+        for chunk in _chunks(stale_pages):
+            Page.objects.filter(pk__in=chunk).delete()
+        for doc in to_create:
+            new_pages.extend(
                 Page(document=doc, number=n, text=t) for n, t in enumerate(by_id[doc.external_id].pages, 1)
             )
-            if len(pages) >= 2000:
-                Page.objects.bulk_create(pages, batch_size=_CHUNK)
-                pages_written += len(pages)
-                pages = []
-                if progress:
-                    progress(done, len(ids))
-        Page.objects.bulk_create(pages, batch_size=_CHUNK)
-        pages_written += len(pages)
-        collection_touch(collection=collection)
+        for start in range(0, len(new_pages), 2000):
+            batch = new_pages[start : start + 2000]
+            Page.objects.bulk_create(batch, batch_size=_CHUNK)
+            if progress:  # documents done, estimated from the share of pages written
+                progress(len(ids) * (start + len(batch)) // len(new_pages), len(ids))
+        if to_create or changed_docs:
+            collection_touch(collection=collection)
     if progress:
         progress(len(ids), len(ids))
-    return {"received": len(documents), "created": created, "updated": updated, "pages": pages_written}
+    return {
+        "received": len(documents),
+        "created": len(to_create),
+        "updated": updated,
+        "unchanged": len(existing) - updated,
+        "pages_written": len(new_pages) + len(changed_pages),
+        "pages_deleted": len(stale_pages),
+    }
 
 
 def documents_ingest_job(job: Job, progress) -> dict[str, int]:

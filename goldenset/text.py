@@ -90,8 +90,10 @@ def tokenize(text: str) -> list[str]:
     """The one tokenizer of evalsite (index, query, sample questions): Unicode words, case-folded.
 
     On ASCII text this equals the `[a-z0-9]+` on lowercased text that the reference BM25 figures use.
+    NFKC before and after case folding, so composed and decomposed forms (and full-width or ligature
+    compatibility forms) give the same tokens.
     """
-    return _WORD.findall(text.casefold())
+    return _WORD.findall(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()))
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")

@@ -40,6 +40,8 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
         for key, value in detail.items():
             if key == "non_field_errors":
                 name = prefix or "non_field_errors"
+            elif isinstance(key, int):  # a list's errors by index (ListField; ListSerializer in DRF 3.15+)
+                name = f"{prefix}[{key}]"
             else:
                 name = f"{prefix}.{key}" if prefix else str(key)
             for k, v in _flatten(value, name).items():

@@ -37,6 +37,8 @@ class JSONParser(parsers.JSONParser):
                     details={"line": exc.lineno, "column": exc.colno},
                 ) from None
             raise EvalsiteError("invalid-json", str(exc)) from None
+        except RecursionError:
+            raise EvalsiteError("invalid-json", "Malformed JSON: nested too deeply.") from None
 
 
 def _reject_constant(name: str):

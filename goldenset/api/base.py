@@ -19,8 +19,8 @@ class TenantAPIView(APIView):
         source = data if data is not None else self.request.query_params
         return selectors.tenant_for_key(
             api_key=self.request.auth,
-            cluster_id=_as_str(source.get("cluster_id")),
-            tenant_id=_as_str(source.get("tenant_id")),
+            cluster_id=_as_str(source.get("cluster_id"), "cluster_id"),
+            tenant_id=_as_str(source.get("tenant_id"), "tenant_id"),
         )
 
     @property
@@ -28,12 +28,14 @@ class TenantAPIView(APIView):
         return self.request.user.actor
 
 
-def _as_str(value) -> str | None:
+def _as_str(value, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise EvalsiteError(
-            "validation-error", "cluster_id / tenant_id must be strings.", details={"fields": {}}
+            "validation-error",
+            f"{name}: Not a valid string.",
+            details={"fields": {name: ["Not a valid string."]}},
         )
     return value
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, time, timedelta
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -25,15 +24,16 @@ class TemporalField(serializers.Field):
             self.fail("invalid", value=data)
         text = data.strip()
         try:
-            moment = parse_datetime(text)
-            day = None if moment else parse_date(text)
+            # The date first: parse_datetime also reads "2024-06-30" (as midnight), which would lose end_of_day.
+            day = parse_date(text)
+            moment = None if day else parse_datetime(text)
         except ValueError:
             self.fail("invalid", value=data)
         if moment is not None:
-            return moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
         if day is None:
             self.fail("invalid", value=data)
-        start = datetime.combine(day, time.min, tzinfo=dt_timezone.utc)
+        start = datetime.combine(day, time.min, tzinfo=UTC)
         return start + timedelta(days=1, microseconds=-1) if self.end_of_day else start
 
     def to_representation(self, value: datetime) -> str:
@@ -44,14 +44,31 @@ class TemporalField(serializers.Field):
 class PageTextField(serializers.Field):
     """A page: a string, or an object {"text": ...}."""
 
-    default_error_messages = {"invalid": 'A page must be a string or an object with a "text" string.'}
+    default_error_messages = {
+        "invalid": 'A page must be a string or an object with a "text" string.',
+        # As DRF's CharField (which `text` uses): PostgreSQL cannot store NUL in a text column.
+        "null_characters": "Null characters are not allowed.",
+    }
 
     def to_internal_value(self, data) -> str:
         if isinstance(data, dict):
             data = data.get("text")
         if not isinstance(data, str):
             self.fail("invalid")
+        if "\x00" in data:
+            self.fail("null_characters")
         return data
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers (DRF's CharField turns 42 into "42"): a question must be text."""
+
+    default_error_messages = {"not_a_string": "Not a valid string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
 
 
 class StringListField(serializers.ListField):

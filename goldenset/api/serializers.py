@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from goldenset.api.fields import PageTextField, StringListField, TemporalField
+from goldenset.api.fields import PageTextField, StrictCharField, StringListField, TemporalField
 from goldenset.models import Origin
 
 
@@ -17,6 +17,12 @@ class TenantIn(serializers.Serializer):
 class CollectionIn(TenantIn):
     collection_id = serializers.CharField(max_length=200)
     name = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+
+    def validate_collection_id(self, value: str) -> str:
+        # The id is one URL path segment (collections/{collection_id}/...): with a "/" it could never be reached.
+        if "/" in value:
+            raise serializers.ValidationError('A collection id may not contain "/".')
+        return value
 
 
 class CollectionOut(serializers.Serializer):
@@ -93,7 +99,7 @@ class DocumentDetailOut(DocumentOut):
 
 
 class GoldenEntryIn(serializers.Serializer):
-    question = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    question = StrictCharField(allow_blank=True, trim_whitespace=False)
     expected_document_ids = StringListField(required=False)
     reference_answer = serializers.CharField(allow_blank=True, allow_null=True, required=False, default="")
     key = serializers.CharField(max_length=300, allow_blank=True, required=False, default="")
@@ -113,7 +119,7 @@ class GoldenSetAddIn(TenantIn):
 
 
 class GoldenEntryPatchIn(serializers.Serializer):
-    question = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False)
+    question = StrictCharField(allow_blank=True, trim_whitespace=False, required=False)
     expected_document_ids = StringListField(required=False)
     reference_answer = serializers.CharField(allow_blank=True, required=False)
     key = serializers.CharField(max_length=300, allow_blank=True, required=False)
@@ -173,3 +179,26 @@ class JobOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class IngestResultOut(serializers.Serializer):
+    received = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    pages = serializers.IntegerField()
+
+
+class JobAcceptedOut(serializers.Serializer):
+    job_id = serializers.UUIDField()
+    status = serializers.CharField()
+
+
+class GoldenImportOut(serializers.Serializer):
+    records = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+
+
+class GoldenAddOut(serializers.Serializer):
+    added = serializers.IntegerField()
+    entries = GoldenEntryOut(many=True)

@@ -42,7 +42,9 @@ class CollectionListApi(TenantAPIView):
         parameters=TENANT_PARAMS, responses=s.CollectionOut(many=True), summary="Lists collections."
     )
     def get(self, request):
-        return _paginate(self, selectors.collections_list(tenant=self.tenant()), s.CollectionOut)
+        # Ordered explicitly: Meta.ordering is not applied to the annotated (GROUP BY) queryset.
+        collections = selectors.collections_list(tenant=self.tenant()).order_by("slug")
+        return _paginate(self, collections, s.CollectionOut)
 
     @extend_schema(request=s.CollectionIn, responses={201: s.CollectionOut}, summary="Creates a collection.")
     def post(self, request):
@@ -66,7 +68,7 @@ class CollectionDetailApi(TenantAPIView):
     )
     def delete(self, request, collection_id: str):
         collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
-        services.collection_delete(collection=collection)
+        services.collection_delete(collection=collection, actor=self.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -97,7 +99,11 @@ class DocumentListApi(TenantAPIView):
         documents = selectors.documents_list(collection=collection, text=request.query_params.get("text"))
         return _paginate(self, documents, s.DocumentOut)
 
-    @extend_schema(request=s.DocumentsIn, summary="Adds or replaces documents (upsert by id).")
+    @extend_schema(
+        request=s.DocumentsIn,
+        responses={200: s.IngestResultOut, 202: s.JobAcceptedOut},
+        summary="Adds or replaces documents (upsert by id).",
+    )
     def post(self, request, collection_id: str):
         tenant = self.tenant(request.data if isinstance(request.data, dict) else {})
         collection = selectors.collection_get(tenant=tenant, collection_id=collection_id)
@@ -119,7 +125,9 @@ class DocumentUploadApi(TenantAPIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": s.DocumentUploadIn}, summary="Uploads .jsonl, .md or .txt files."
+        request={"multipart/form-data": s.DocumentUploadIn},
+        responses={200: s.IngestResultOut, 202: s.JobAcceptedOut},
+        summary="Uploads .jsonl, .md or .txt files.",
     )
     def post(self, request, collection_id: str):
         files = request.FILES.getlist("file")
@@ -177,9 +185,7 @@ class GoldenSetApi(TenantAPIView):
         )
         return _paginate(self, entries, s.GoldenEntryOut)
 
-    @extend_schema(
-        request=s.GoldenSetAddIn, responses={201: s.GoldenEntryOut(many=True)}, summary="Adds entries."
-    )
+    @extend_schema(request=s.GoldenSetAddIn, responses={201: s.GoldenAddOut}, summary="Adds entries.")
     def post(self, request):
         body = read(s.GoldenSetAddIn, request.data)
         limit = settings.EVALSITE_MAX_ENTRIES_PER_CALL
@@ -228,7 +234,9 @@ class GoldenSetUploadApi(TenantAPIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
-        request={"multipart/form-data": s.GoldenUploadIn}, summary="Imports an okfsmith golden.json."
+        request={"multipart/form-data": s.GoldenUploadIn},
+        responses={201: s.GoldenImportOut},
+        summary="Imports an okfsmith golden.json.",
     )
     def post(self, request):
         data = read(s.GoldenUploadIn, {**request.data.dict(), "file": request.FILES.get("file")})
@@ -273,7 +281,9 @@ class JobApi(TenantAPIView):
 class JobCancelApi(TenantAPIView):
     @extend_schema(request=None, responses=s.JobOut, summary="Cancels a job that has not finished.")
     def post(self, request, job_id: str):
-        job = selectors.job_get(tenant=self.tenant(), job_id=job_id)
+        # A POST names its cluster_id / tenant_id in the body, like every other POST.
+        tenant = self.tenant(request.data if isinstance(request.data, dict) else {})
+        job = selectors.job_get(tenant=tenant, job_id=job_id)
         if not job_cancel(job=job):
             raise EvalsiteError(
                 "job-finished",

@@ -73,7 +73,14 @@ def test_a_large_ingest_runs_as_a_job_in_a_real_worker(world, qcluster):
         body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
 
     assert body["status"] == "Completed", body
-    assert body["result"] == {"received": 40, "created": 40, "updated": 0, "pages": 40}
+    assert body["result"] == {
+        "received": 40,
+        "created": 40,
+        "updated": 0,
+        "unchanged": 0,
+        "pages_written": 40,
+        "pages_deleted": 0,
+    }
     assert body["progress"] == 1.0 and body["progress_done"] == body["progress_total"] == 40
     assert Document.objects.filter(collection=world.collection, external_id__startswith="doc-").count() == 40
     job = Job.objects.get(pk=job_id)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from goldenset.errors import EvalsiteError
+from goldenset.errors import EvalsiteError, NotFound
 
 
 class EvalsiteCommand(BaseCommand):
@@ -28,7 +28,7 @@ class EvalsiteCommand(BaseCommand):
         else:
             tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
             if tenant is None:
-                raise CommandError(f"tenant {options['cluster']}/{options['tenant']} not found", returncode=2)
+                raise NotFound("Tenant", f"{options['cluster']}/{options['tenant']}")
         return tenant, selectors.collection_get(tenant=tenant, collection_id=options["collection"])
 
     @staticmethod

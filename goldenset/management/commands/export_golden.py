@@ -25,7 +25,7 @@ class Command(EvalsiteCommand):
         else:
             text = importers.golden_file_export(collection=collection)
         if options["output"]:
-            options["output"].write_text(text)
+            options["output"].write_text(text, encoding="utf-8")
             self.stderr.write(f"wrote {options['output']}")
         else:
             self.stdout.write(text, ending="")

@@ -1,8 +1,7 @@
 from pathlib import Path
 
-from django.core.management.base import CommandError
-
 from goldenset import importers
+from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
 
 
@@ -18,7 +17,11 @@ class Command(EvalsiteCommand):
         try:
             data = options["file"].read_bytes()
         except OSError as exc:
-            raise CommandError(f"cannot read {options['file']}: {exc.strerror}", returncode=2) from None
+            raise EvalsiteError(
+                "file-unreadable",
+                f"cannot read {options['file']}: {exc.strerror}",
+                details={"file": str(options["file"])},
+            ) from None
         result = importers.golden_file_import(collection=collection, data=data, actor="command:import_golden")
         self.stdout.write(
             f"{options['file']}: {result['records']} records -> {result['created']} created, {result['updated']} updated"
