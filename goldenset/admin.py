@@ -19,14 +19,13 @@ from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, slugify
 
-from goldenset import services
+from goldenset import importers, services
 from goldenset.forms import (
     CollectionChoiceField,
     DocumentAdminForm,
     GoldenEntryAdminForm,
     collection_label,
 )
-from goldenset.golden_files import GoldenRecord, dump_golden
 from goldenset.models import (
     ApiKey,
     AuditAction,
@@ -171,21 +170,6 @@ class TagFilter(admin.SimpleListFilter):
         return queryset.filter(tags_index__contains=f"|{value}|")
 
 
-def golden_records(entries: QuerySet[GoldenEntry]) -> list[GoldenRecord]:
-    """The okfsmith records of entries, as importers.golden_file_export writes a whole collection."""
-    return [
-        GoldenRecord(
-            id=e.key or None,
-            question=e.question,
-            expected_answer=e.reference_answer,
-            must_cite=tuple(e.expected_document_ids),
-            tags=tuple(e.tags),
-            answerable=e.answerable,
-        )
-        for e in entries.order_by("created_at", "id").iterator()
-    ]
-
-
 @admin.register(GoldenEntry)
 class GoldenEntryAdmin(PathLabelsMixin, admin.ModelAdmin):
     form = GoldenEntryAdminForm
@@ -278,18 +262,7 @@ class GoldenEntryAdmin(PathLabelsMixin, admin.ModelAdmin):
     # Writes: each one audited as the signed-in user.
 
     def save_model(self, request, obj, form, change):
-        actor = actor_for(request)
-        if not change:
-            obj.save()
-            services.audit_entries(entries=[obj], action=AuditAction.CREATE, actor=actor)
-            return
-        # The form has already written its values onto obj: read the stored row for "before".
-        before = services.entry_snapshot(GoldenEntry.objects.get(pk=obj.pk))
-        obj.save()
-        after = services.entry_snapshot(obj)
-        diff = {name: [before[name], value] for name, value in after.items() if before[name] != value}
-        if diff:
-            services.audit_entries(entries=[obj], action=AuditAction.UPDATE, actor=actor, changes=diff)
+        services.golden_entry_save(entry=obj, actor=actor_for(request))
 
     def delete_model(self, request, obj):
         services.golden_entries_delete(entries=[obj], actor=actor_for(request))
@@ -326,7 +299,7 @@ class GoldenEntryAdmin(PathLabelsMixin, admin.ModelAdmin):
                 request, "Select entries of one collection to export a golden.json.", messages.ERROR
             )
             return None
-        data = dump_golden(golden_records(queryset))
+        data = importers.golden_entries_dump(queryset)
         response = HttpResponse(data, content_type="application/json; charset=utf-8")
         filename = f"{slugify(collections[0].slug) or 'collection'}-golden.json"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'

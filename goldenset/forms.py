@@ -7,14 +7,16 @@ these forms check them against the instance's collection and report a field erro
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from django import forms
 
+from goldenset import services
+from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Document, GoldenEntry
-from goldenset.text import normalize_question
 
 _CHUNK = 500  # ids per IN (...) query, as in services
 
@@ -120,39 +122,38 @@ class GoldenEntryAdminForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         collection = self._collection()
-        if collection is None:
+        if collection is None or self.errors:
             return cleaned
-        others = GoldenEntry.objects.filter(collection=collection).exclude(pk=self.instance.pk)
-        question = cleaned.get("question")
-        if question:
-            clash = others.filter(question_norm=normalize_question(question)).only("pk").first()
-            if clash is not None:
-                self.add_error(
-                    "question",
-                    f"Collection {collection.slug} already has this question (entry {clash.pk}).",
-                )
-        key = cleaned.get("key")
-        if key:
-            clash = others.filter(key=key).only("pk").first()
-            if clash is not None:
-                self.add_error("key", f"Key {key!r} is already used in collection {collection.slug}.")
-        ids = cleaned.get("expected_document_ids")
-        if ids:
-            known = _existing(ids, "external_id", Document.objects.filter(collection=collection))
-            unknown = [d for d in ids if d not in known]
-            if unknown:
-                self.add_error(
-                    "expected_document_ids",
-                    f"Unknown in collection {collection.slug}: {', '.join(unknown)}.",
-                )
-        grades = cleaned.get("grades")
-        if grades and ids is not None and "expected_document_ids" not in self.errors:
-            ungraded = sorted(set(grades) - set(ids))
-            if ungraded:
-                self.add_error(
-                    "grades", f"Graded documents not in expected document ids: {', '.join(ungraded)}."
-                )
+        # The service's own validation, on a copy: the one definition of a valid entry.
+        candidate = copy.copy(self.instance)
+        candidate.collection = collection
+        for name in _ENTRY_FIELDS:
+            setattr(candidate, name, cleaned.get(name, getattr(candidate, name)))
+        try:
+            services.golden_entry_check(entry=candidate)
+        except EvalsiteError as exc:
+            message = exc.message.split(": ", 1)[-1]  # drop the API's "entries[0].field: " prefix
+            field = _ERROR_FIELDS.get(exc.code, exc.details.get("field"))
+            self.add_error(field, message[:1].upper() + message[1:])
         return cleaned
+
+
+_ENTRY_FIELDS = (
+    "question",
+    "expected_document_ids",
+    "reference_answer",
+    "key",
+    "tags",
+    "answerable",
+    "grades",
+)
+# Where a service error belongs on the form (errors that name no field go on top of it).
+_ERROR_FIELDS = {
+    "empty-question": "question",
+    "duplicate-question": "question",
+    "duplicate-key": "key",
+    "unknown-documents": "expected_document_ids",
+}
 
 
 class DocumentAdminForm(forms.ModelForm):

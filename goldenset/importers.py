@@ -10,11 +10,12 @@ import re
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from goldenset import beir
 from goldenset.errors import EvalsiteError
 from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
-from goldenset.models import Collection, Origin, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, Origin, Page, Tenant
 from goldenset.sample import SamplePage, starter_records
 from goldenset.services import (
     DocumentInput,
@@ -97,8 +98,8 @@ def golden_file_import(*, collection: Collection, data: str | bytes, actor: str)
     return {"records": len(records), "created": len(created), "updated": len(updated)}
 
 
-def golden_file_export(*, collection: Collection) -> str:
-    entries = collection.golden_entries.order_by("created_at", "id")
+def golden_entries_dump(entries: QuerySet[GoldenEntry]) -> str:
+    """Entries as an okfsmith golden.json, oldest first."""
     return dump_golden(
         GoldenRecord(
             id=e.key or None,
@@ -108,8 +109,12 @@ def golden_file_export(*, collection: Collection) -> str:
             tags=tuple(e.tags),
             answerable=e.answerable,
         )
-        for e in entries.iterator()
+        for e in entries.order_by("created_at", "id").iterator()
     )
+
+
+def golden_file_export(*, collection: Collection) -> str:
+    return golden_entries_dump(collection.golden_entries.all())
 
 
 def golden_sample(*, collection: Collection, count: int = 10) -> str:

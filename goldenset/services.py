@@ -316,6 +316,21 @@ class EntryInput:
     answerable: bool = True
     grades: dict[str, int] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, entry: GoldenEntry) -> EntryInput:
+        return cls(**{name: getattr(entry, name) for name in _ENTRY_INPUT_FIELDS})
+
+
+_ENTRY_INPUT_FIELDS = (
+    "question",
+    "expected_document_ids",
+    "reference_answer",
+    "key",
+    "tags",
+    "answerable",
+    "grades",
+)
+
 
 def _check_entries(
     *,
@@ -388,7 +403,7 @@ def _check_entries(
         if holder_pk and (own is None or str(own.pk) != holder_pk):
             raise EvalsiteError(
                 "duplicate-question",
-                f"entries[{index}]: the question already exists in collection {collection.slug}.",
+                f"entries[{index}]: the question already exists in collection {collection.slug} (entry {holder_pk}).",
                 details={"index": index, "question": entry.question, "existing_entry_id": holder_pk},
                 status=409,
             )
@@ -396,7 +411,7 @@ def _check_entries(
         if unknown_grades:
             raise EvalsiteError(
                 "validation-error",
-                f"entries[{index}].grades: graded documents {unknown_grades} are not in expected_document_ids.",
+                f"entries[{index}].grades: graded documents not in expected_document_ids: {', '.join(unknown_grades)}",
                 details={"index": index, "field": "grades", "document_ids": unknown_grades},
             )
     referenced = sorted({d for e in entries for d in e.expected_document_ids})
@@ -466,37 +481,40 @@ def golden_entries_add(
     return created, updated
 
 
-def golden_entry_update(*, entry: GoldenEntry, changes: dict[str, Any], actor: str) -> GoldenEntry:
-    """Apply a partial update, validated like an add; records the changed fields in the audit trail."""
-    merged = EntryInput(
-        question=changes.get("question", entry.question),
-        expected_document_ids=changes.get("expected_document_ids", entry.expected_document_ids),
-        reference_answer=changes.get("reference_answer", entry.reference_answer),
-        key=changes.get("key", entry.key),
-        tags=changes.get("tags", entry.tags),
-        answerable=changes.get("answerable", entry.answerable),
-        grades=changes.get("grades", entry.grades),
+def golden_entry_check(*, entry: GoldenEntry) -> None:
+    """Validate one entry, new or edited in place, exactly as an add would (raises EvalsiteError)."""
+    _check_entries(
+        collection=entry.collection,
+        entries=[EntryInput.of(entry)],
+        upsert_by_key=False,
+        replacing=None if entry._state.adding else entry,
     )
+
+
+def golden_entry_save(*, entry: GoldenEntry, actor: str) -> GoldenEntry:
+    """Validate and save one entry, new or edited in place (API and admin alike); audit what changed."""
     with transaction.atomic():
-        before = entry_snapshot(entry)
-        _check_entries(collection=entry.collection, entries=[merged], upsert_by_key=False, replacing=entry)
-        for name in (
-            "question",
-            "expected_document_ids",
-            "reference_answer",
-            "key",
-            "tags",
-            "answerable",
-            "grades",
-        ):
-            setattr(entry, name, getattr(merged, name))
-        if "reviewed" in changes:
-            entry.reviewed = bool(changes["reviewed"])
+        adding = entry._state.adding
+        before = None if adding else entry_snapshot(GoldenEntry.objects.get(pk=entry.pk))
+        golden_entry_check(entry=entry)
         entry.save()
-        diff = {k: [before[k], v] for k, v in entry_snapshot(entry).items() if before[k] != v}
-        if diff:
-            audit_entries(entries=[entry], action=AuditAction.UPDATE, actor=actor, changes=diff)
+        if before is None:
+            audit_entries(entries=[entry], action=AuditAction.CREATE, actor=actor)
+        else:
+            diff = {k: [before[k], v] for k, v in entry_snapshot(entry).items() if before[k] != v}
+            if diff:
+                audit_entries(entries=[entry], action=AuditAction.UPDATE, actor=actor, changes=diff)
     return entry
+
+
+def golden_entry_update(*, entry: GoldenEntry, changes: dict[str, Any], actor: str) -> GoldenEntry:
+    """Apply a partial update of the audited fields, validated like an add."""
+    unknown = set(changes) - set(AUDITED_FIELDS)
+    if unknown:
+        raise ValueError(f"not editable: {sorted(unknown)}")
+    for name, value in changes.items():
+        setattr(entry, name, value)
+    return golden_entry_save(entry=entry, actor=actor)
 
 
 def golden_entries_mark_reviewed(*, entries: Iterable[GoldenEntry], reviewed: bool, actor: str) -> int:

@@ -382,7 +382,7 @@ def test_duplicate_question_is_a_form_error(admin_client, world):
     )
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["question"] == [f"Collection handbook already has this question (entry {entry.pk})."]
+    assert errors["question"] == [f"The question already exists in collection handbook (entry {entry.pk})."]
     other.refresh_from_db()
     assert other.question == "Where do refunds go?"
     assert not entry_events(other, "update").exists()
@@ -394,7 +394,7 @@ def test_duplicate_key_is_a_form_error(admin_client, world):
     response = admin_client.post(change_url(other), entry_form(other, key="q-refund"))
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["key"] == ["Key 'q-refund' is already used in collection handbook."]
+    assert errors["key"] == ["Key 'q-refund' already exists in collection handbook."]
     other.refresh_from_db()
     assert other.key == ""
 
@@ -422,7 +422,7 @@ def test_unknown_expected_document_is_a_form_error(admin_client, world):
     )
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["expected_document_ids"] == ["Unknown in collection handbook: nope, missing."]
+    assert errors["expected_document_ids"] == ["2 unknown in collection handbook: nope, missing"]
     entry.refresh_from_db()
     assert entry.expected_document_ids == ["refunds"]
     assert not entry_events(entry, "update").exists()
@@ -440,7 +440,7 @@ def test_documents_of_another_collection_are_unknown(admin_client, world):
     )
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["expected_document_ids"] == ["Unknown in collection handbook: rival-only."]
+    assert errors["expected_document_ids"] == ["1 unknown in collection handbook: rival-only"]
     entry.refresh_from_db()
     assert entry.expected_document_ids == ["refunds"]
 
@@ -450,7 +450,7 @@ def test_grades_must_name_expected_documents(admin_client, world):
     response = admin_client.post(change_url(entry), entry_form(entry, grades='{"warranty": 2}'))
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["grades"] == ["Graded documents not in expected document ids: warranty."]
+    assert errors["grades"] == ["Graded documents not in expected_document_ids: warranty"]
     entry.refresh_from_db()
     assert entry.grades == {}
 
