@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from django import forms
@@ -17,8 +16,6 @@ from django import forms
 from goldenset import services
 from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Document, GoldenEntry
-
-_CHUNK = 500  # ids per IN (...) query, as in services
 
 
 def collection_label(collection: Collection) -> str:
@@ -68,15 +65,6 @@ class StringListField(forms.Field):
                 code="invalid",
                 params={"chars": " ".join(self.forbidden), "items": ", ".join(bad)},
             )
-
-
-def _existing(values: Iterable[str], lookup: str, queryset) -> set[str]:
-    values = list(values)
-    found: set[str] = set()
-    for start in range(0, len(values), _CHUNK):
-        chunk = values[start : start + _CHUNK]
-        found.update(queryset.filter(**{f"{lookup}__in": chunk}).values_list(lookup, flat=True))
-    return found
 
 
 class GoldenEntryAdminForm(forms.ModelForm):

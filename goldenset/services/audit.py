@@ -1,0 +1,53 @@
+"""The audit trail of golden entries: who changed which entry, when, and what."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from goldenset.models import AuditEvent, GoldenEntry
+
+CHUNK = 500  # ids per IN (...) query: well under SQLite's parameter limit
+
+
+def chunks(items: Sequence, size: int = CHUNK) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# --- audit -------------------------------------------------------------------------------------------------
+
+AUDITED_FIELDS = (
+    "key",
+    "question",
+    "expected_document_ids",
+    "grades",
+    "reference_answer",
+    "tags",
+    "answerable",
+    "origin",
+    "reviewed",
+)
+
+
+def entry_snapshot(entry: GoldenEntry) -> dict[str, Any]:
+    return {f: getattr(entry, f) for f in AUDITED_FIELDS}
+
+
+def _audit(entry: GoldenEntry, action: str, actor: str, changes: dict[str, Any]) -> AuditEvent:
+    return AuditEvent(
+        tenant_id=entry.collection.tenant_id,
+        collection_slug=entry.collection.slug,
+        object_id=str(entry.pk),
+        action=action,
+        actor=actor,
+        changes=changes,
+    )
+
+
+def audit_entries(*, entries: Iterable[GoldenEntry], action: str, actor: str, changes=None) -> None:
+    """One audit event per entry; changes defaults to each entry's snapshot."""
+    AuditEvent.objects.bulk_create(
+        [_audit(e, action, actor, changes if changes is not None else entry_snapshot(e)) for e in entries],
+        batch_size=CHUNK,
+    )

@@ -1,0 +1,259 @@
+"""Golden entries: validated adds, edits and deletes, each one audited."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from goldenset.errors import EvalsiteError
+from goldenset.models import (
+    AuditAction,
+    AuditEvent,
+    Collection,
+    GoldenEntry,
+    Origin,
+)
+from goldenset.services.audit import AUDITED_FIELDS, CHUNK, _audit, audit_entries, chunks, entry_snapshot
+from goldenset.text import normalize_question
+
+# --- golden entries ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class EntryInput:
+    question: str
+    expected_document_ids: list[str] = field(default_factory=list)
+    reference_answer: str = ""
+    key: str = ""
+    tags: list[str] = field(default_factory=list)
+    answerable: bool = True
+    grades: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, entry: GoldenEntry) -> EntryInput:
+        return cls(**{name: getattr(entry, name) for name in _ENTRY_INPUT_FIELDS})
+
+
+_ENTRY_INPUT_FIELDS = (
+    "question",
+    "expected_document_ids",
+    "reference_answer",
+    "key",
+    "tags",
+    "answerable",
+    "grades",
+)
+
+
+def _check_entries(
+    *,
+    collection: Collection,
+    entries: Sequence[EntryInput],
+    upsert_by_key: bool,
+    replacing: GoldenEntry | None = None,
+) -> dict[str, GoldenEntry]:
+    """Validate a batch against itself and the collection; errors name the entry's index.
+
+    Returns the existing entries each input replaces, by key: with upsert_by_key an input whose key exists
+    replaces that entry (imports); `replacing` is the one entry a single-entry update rewrites.
+    """
+    if not entries:
+        raise EvalsiteError(
+            "validation-error", "entries: at least one entry is required.", details={"field": "entries"}
+        )
+    keys = [e.key for e in entries if e.key]
+    by_key: dict[str, GoldenEntry] = {}
+    for chunk in chunks(keys):
+        by_key.update({g.key: g for g in collection.golden_entries.filter(key__in=chunk)})
+    norms = [normalize_question(e.question) for e in entries]
+    by_norm: dict[str, str] = {}
+    for chunk in chunks(norms):
+        by_norm.update(
+            (norm, str(pk))
+            for pk, norm in collection.golden_entries.filter(question_norm__in=chunk).values_list(
+                "pk", "question_norm"
+            )
+        )
+    replaces: dict[str, GoldenEntry] = {}
+    seen_norms: dict[str, int] = {}
+    seen_keys: dict[str, int] = {}
+    for index, (entry, norm) in enumerate(zip(entries, norms, strict=True)):
+        if not norm:
+            raise EvalsiteError(
+                "empty-question",
+                f"entries[{index}].question: the question is empty.",
+                details={"index": index, "field": "question"},
+            )
+        own = replacing
+        if entry.key:
+            if entry.key in seen_keys:
+                raise EvalsiteError(
+                    "duplicate-key",
+                    f"entries[{index}]: key {entry.key!r} repeats entries[{seen_keys[entry.key]}].",
+                    details={"index": index, "key": entry.key, "first_index": seen_keys[entry.key]},
+                    status=409,
+                )
+            seen_keys[entry.key] = index
+            holder = by_key.get(entry.key)
+            if holder is not None and upsert_by_key:
+                own = replaces[entry.key] = holder
+            elif holder is not None and (replacing is None or holder.pk != replacing.pk):
+                raise EvalsiteError(
+                    "duplicate-key",
+                    f"entries[{index}]: key {entry.key!r} already exists in collection {collection.slug}.",
+                    details={"index": index, "key": entry.key, "existing_entry_id": str(holder.pk)},
+                    status=409,
+                )
+        if norm in seen_norms:
+            raise EvalsiteError(
+                "duplicate-question",
+                f"entries[{index}]: the question repeats entries[{seen_norms[norm]}].",
+                details={"index": index, "first_index": seen_norms[norm], "question": entry.question},
+                status=409,
+            )
+        seen_norms[norm] = index
+        holder_pk = by_norm.get(norm)
+        if holder_pk and (own is None or str(own.pk) != holder_pk):
+            raise EvalsiteError(
+                "duplicate-question",
+                f"entries[{index}]: the question already exists in collection {collection.slug} (entry {holder_pk}).",
+                details={"index": index, "question": entry.question, "existing_entry_id": holder_pk},
+                status=409,
+            )
+        unknown_grades = sorted(set(entry.grades) - set(entry.expected_document_ids))
+        if unknown_grades:
+            raise EvalsiteError(
+                "validation-error",
+                f"entries[{index}].grades: graded documents not in expected_document_ids: {', '.join(unknown_grades)}",
+                details={"index": index, "field": "grades", "document_ids": unknown_grades},
+            )
+    referenced = sorted({d for e in entries for d in e.expected_document_ids})
+    known: set[str] = set()
+    for chunk in chunks(referenced):
+        known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
+    for index, entry in enumerate(entries):
+        unknown = [d for d in entry.expected_document_ids if d not in known]
+        if unknown:
+            raise EvalsiteError(
+                "unknown-documents",
+                f"entries[{index}].expected_document_ids: {len(unknown)} unknown in collection {collection.slug}: "
+                + ", ".join(unknown[:5]),
+                details={"index": index, "field": "expected_document_ids", "unknown_document_ids": unknown},
+            )
+    return replaces
+
+
+def golden_entries_add(
+    *,
+    collection: Collection,
+    entries: Sequence[EntryInput],
+    actor: str,
+    origin: str = Origin.MANUAL,
+    upsert_by_key: bool = False,
+) -> tuple[list[GoldenEntry], list[GoldenEntry]]:
+    """Add entries atomically: all of them or none. Returns (created, updated).
+
+    With upsert_by_key (imports), an entry whose key already exists replaces that entry's content.
+    """
+    with transaction.atomic():
+        existing_by_key = _check_entries(collection=collection, entries=entries, upsert_by_key=upsert_by_key)
+        created: list[GoldenEntry] = []
+        updated: list[GoldenEntry] = []
+        update_events: list[AuditEvent] = []
+        for entry in entries:
+            values = {
+                "question": entry.question.strip(),
+                "expected_document_ids": list(dict.fromkeys(entry.expected_document_ids)),
+                "grades": {k: int(v) for k, v in entry.grades.items()},
+                "reference_answer": entry.reference_answer,
+                "tags": list(dict.fromkeys(entry.tags)),
+                "answerable": entry.answerable,
+            }
+            current = existing_by_key.get(entry.key) if entry.key else None
+            if current is None:
+                obj = GoldenEntry(collection=collection, key=entry.key, origin=origin, **values)
+                obj.prepare()
+                created.append(obj)
+                continue
+            before = entry_snapshot(current)
+            for name, value in values.items():
+                setattr(current, name, value)
+            current.prepare()
+            current.updated_at = timezone.now()
+            changes = {k: [before[k], v] for k, v in entry_snapshot(current).items() if before[k] != v}
+            if changes:
+                updated.append(current)
+                update_events.append(_audit(current, AuditAction.UPDATE, actor, changes))
+        GoldenEntry.objects.bulk_create(created, batch_size=CHUNK)
+        if updated:
+            GoldenEntry.objects.bulk_update(
+                updated, [*values.keys(), "question_norm", "tags_index", "updated_at"], batch_size=CHUNK
+            )
+        audit_entries(entries=created, action=AuditAction.CREATE, actor=actor)
+        AuditEvent.objects.bulk_create(update_events, batch_size=CHUNK)
+    return created, updated
+
+
+def golden_entry_check(*, entry: GoldenEntry) -> None:
+    """Validate one entry, new or edited in place, exactly as an add would (raises EvalsiteError)."""
+    _check_entries(
+        collection=entry.collection,
+        entries=[EntryInput.of(entry)],
+        upsert_by_key=False,
+        replacing=None if entry._state.adding else entry,
+    )
+
+
+def golden_entry_save(*, entry: GoldenEntry, actor: str) -> GoldenEntry:
+    """Validate and save one entry, new or edited in place (API and admin alike); audit what changed."""
+    with transaction.atomic():
+        adding = entry._state.adding
+        before = None if adding else entry_snapshot(GoldenEntry.objects.get(pk=entry.pk))
+        golden_entry_check(entry=entry)
+        entry.save()
+        if before is None:
+            audit_entries(entries=[entry], action=AuditAction.CREATE, actor=actor)
+        else:
+            diff = {k: [before[k], v] for k, v in entry_snapshot(entry).items() if before[k] != v}
+            if diff:
+                audit_entries(entries=[entry], action=AuditAction.UPDATE, actor=actor, changes=diff)
+    return entry
+
+
+def golden_entry_update(*, entry: GoldenEntry, changes: dict[str, Any], actor: str) -> GoldenEntry:
+    """Apply a partial update of the audited fields, validated like an add."""
+    unknown = set(changes) - set(AUDITED_FIELDS)
+    if unknown:
+        raise ValueError(f"not editable: {sorted(unknown)}")
+    for name, value in changes.items():
+        setattr(entry, name, value)
+    return golden_entry_save(entry=entry, actor=actor)
+
+
+def golden_entries_mark_reviewed(*, entries: Iterable[GoldenEntry], reviewed: bool, actor: str) -> int:
+    with transaction.atomic():
+        changed = [e for e in entries if e.reviewed != reviewed]
+        GoldenEntry.objects.filter(pk__in=[e.pk for e in changed]).update(
+            reviewed=reviewed, updated_at=timezone.now()
+        )
+        for e in changed:
+            e.reviewed = reviewed
+        audit_entries(
+            entries=changed,
+            action=AuditAction.UPDATE,
+            actor=actor,
+            changes={"reviewed": [not reviewed, reviewed]},
+        )
+    return len(changed)
+
+
+def golden_entries_delete(*, entries: Iterable[GoldenEntry], actor: str) -> int:
+    entries = list(entries)
+    with transaction.atomic():
+        audit_entries(entries=entries, action=AuditAction.DELETE, actor=actor)
+        GoldenEntry.objects.filter(pk__in=[e.pk for e in entries]).delete()
+    return len(entries)
