@@ -108,7 +108,7 @@ class GoldenEntryAdminForm(forms.ModelForm):
         return grades
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         collection = self._collection()
         if collection is None or self.errors:
             return cleaned
@@ -162,7 +162,7 @@ class DocumentAdminForm(forms.ModelForm):
         )
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if "collection" in self.fields:
             collection = cleaned.get("collection")
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, IntegerField, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from goldenset.errors import NotFound
@@ -28,13 +28,13 @@ def collection_get(*, tenant: Tenant, collection_id: str) -> Collection:
         raise NotFound("Collection", collection_id) from None
 
 
-def count_of(model: type, fk: str) -> Coalesce:
+def count_of(model: type[Model], fk: str) -> Coalesce:
     """COUNT(*) of model rows pointing at the outer row, as a subquery.
 
     Two Count() joins on one query multiply each other's rows (documents x entries per collection);
     a correlated subquery per count keeps each one linear.
     """
-    rows = model.objects.filter(**{fk: OuterRef("pk")}).order_by().values(fk).annotate(n=Count("*"))
+    rows = model._default_manager.filter(**{fk: OuterRef("pk")}).order_by().values(fk).annotate(n=Count("*"))
     return Coalesce(Subquery(rows.values("n")[:1], output_field=IntegerField()), 0)
 
 

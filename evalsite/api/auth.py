@@ -22,10 +22,9 @@ class ApiKeyPrincipal:
     def __init__(self, api_key: ApiKey):
         self.api_key = api_key
         self.tenant = api_key.tenant
-        self.actor = f"api-key:{api_key.prefix}"
 
     def __str__(self) -> str:
-        return self.actor
+        return f"api-key:{self.api_key.prefix}"
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

@@ -76,10 +76,10 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         return Response({"error": exc.as_dict()}, status=exc.status_code)
 
     if isinstance(exc, exceptions.APIException):
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = f"{int(exc.wait)}"
+        if auth_header := getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = auth_header
+        if wait := getattr(exc, "wait", None):
+            headers["Retry-After"] = f"{int(wait)}"
         code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
         if isinstance(exc, exceptions.ValidationError):
             fields = _flatten(exc.detail)

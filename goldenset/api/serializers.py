@@ -45,7 +45,7 @@ class DocumentIn(serializers.Serializer):
     title = serializers.CharField(allow_blank=True, required=False, default="")
     text = serializers.CharField(allow_blank=True, required=False, trim_whitespace=False)
     pages = serializers.ListField(child=PageTextField(), required=False)
-    source = serializers.CharField(allow_blank=True, required=False, default="")
+    source = serializers.CharField(allow_blank=True, required=False, default="")  # type: ignore[assignment]
     metadata = serializers.DictField(required=False, default=dict)
     valid_from = TemporalField(required=False, allow_null=True, default=None)
     valid_until = TemporalField(end_of_day=True, required=False, allow_null=True, default=None)
@@ -80,7 +80,7 @@ class PageOut(serializers.Serializer):
 class DocumentOut(serializers.Serializer):
     id = serializers.CharField(source="external_id")
     title = serializers.CharField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     metadata = serializers.DictField()
     valid_from = TemporalField()
     valid_until = TemporalField()

@@ -18,7 +18,7 @@ from goldenset.models import JobKind
 
 
 def _paginate(view: TenantAPIView, queryset, serializer_class) -> Response:
-    paginator = view.pagination_class()
+    paginator = view.pagination_class()  # type: ignore[operator,misc]  # DRF's stubs: a dotted path or None
     page = paginator.paginate_queryset(queryset, view.request, view=view)
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 

@@ -159,8 +159,8 @@ def documents_upsert(
     Ids repeated within one call: the last wins.
     """
     by_id: dict[str, DocumentInput] = {}
-    for doc in documents:
-        by_id[doc.id] = doc
+    for document_input in documents:
+        by_id[document_input.id] = document_input
     ids = list(by_id)
     now = timezone.now()
     with transaction.atomic():
@@ -200,12 +200,12 @@ def documents_upsert(
             doc.updated_at = now
             changed_docs.append(doc)
             for number, text in enumerate(incoming.pages, 1):
-                page = pages.get(number)
-                if page is None:
+                existing_page = pages.get(number)
+                if existing_page is None:
                     new_pages.append(Page(document=doc, number=number, text=text))
-                elif page.text != text:
-                    page.text = text
-                    changed_pages.append(page)
+                elif existing_page.text != text:
+                    existing_page.text = text
+                    changed_pages.append(existing_page)
             stale_pages.extend(p.pk for n, p in pages.items() if n > len(incoming.pages))
 
         Document.objects.bulk_create(to_create, batch_size=CHUNK)
@@ -213,9 +213,10 @@ def documents_upsert(
         _update_rows(Page, changed_pages, ["text"])
         for chunk in chunks(stale_pages):
             Page.objects.filter(pk__in=chunk).delete()
-        for doc in to_create:
+        for created_doc in to_create:
             new_pages.extend(
-                Page(document=doc, number=n, text=t) for n, t in enumerate(by_id[doc.external_id].pages, 1)
+                Page(document=created_doc, number=n, text=t)
+                for n, t in enumerate(by_id[created_doc.external_id].pages, 1)
             )
         for start in range(0, len(new_pages), 2000):
             batch = new_pages[start : start + 2000]

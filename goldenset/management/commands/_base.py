@@ -17,19 +17,15 @@ class EvalsiteCommand(BaseCommand):
             self.stderr.write(f"error [{exc.code}] {exc.message}")
             sys.exit(2)
 
-    def tenant_collection(self, options, *, create: bool = False):
-        from goldenset import selectors, services
+    def collection(self, options):
+        """The collection named by --cluster/--tenant/--collection, or exit 2 saying which is missing."""
+        from goldenset import selectors
         from goldenset.models import Tenant
 
-        if create:
-            tenant = services.tenant_get_or_create(
-                cluster_slug=options["cluster"], tenant_slug=options["tenant"]
-            )
-        else:
-            tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
-            if tenant is None:
-                raise NotFound("Tenant", f"{options['cluster']}/{options['tenant']}")
-        return tenant, selectors.collection_get(tenant=tenant, collection_id=options["collection"])
+        tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
+        if tenant is None:
+            raise NotFound("Tenant", f"{options['cluster']}/{options['tenant']}")
+        return selectors.collection_get(tenant=tenant, collection_id=options["collection"])
 
     @staticmethod
     def add_scope_arguments(parser, *, collection: bool = True) -> None:

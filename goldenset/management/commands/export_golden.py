@@ -19,7 +19,7 @@ class Command(EvalsiteCommand):
         )
 
     def handle(self, *args, **options):
-        _, collection = self.tenant_collection(options)
+        collection = self.collection(options)
         if options["init_sample"]:
             text = importers.golden_sample(collection=collection, count=options["count"])
         else:

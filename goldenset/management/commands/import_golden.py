@@ -13,7 +13,7 @@ class Command(EvalsiteCommand):
         self.add_scope_arguments(parser)
 
     def handle(self, *args, **options):
-        _, collection = self.tenant_collection(options)
+        collection = self.collection(options)
         try:
             data = options["file"].read_bytes()
         except OSError as exc:
