@@ -5,6 +5,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI auth extension)
 
+admin.site.site_header = "evalsite admin"
+admin.site.site_title = "evalsite admin"
+admin.site.index_title = "Golden sets, documents and API keys"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
