@@ -143,7 +143,7 @@ MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 EVALSITE_MAX_REQUEST_BYTES = env_int("EVALSITE_MAX_REQUEST_BYTES", 20 * 1024 * 1024, minimum=1024)
 EVALSITE_MAX_ENTRIES_PER_CALL = env_int("EVALSITE_MAX_ENTRIES_PER_CALL", 1000, minimum=1)
 EVALSITE_MAX_DOCUMENTS_PER_CALL = env_int("EVALSITE_MAX_DOCUMENTS_PER_CALL", 5000, minimum=1)
-# Ingest calls with more documents than this (or file uploads larger than this many bytes) run as a job.
+# Ingest calls (JSON or uploaded files) with more documents than this run as a job.
 EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS = env_int("EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS", 500, minimum=1)
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.
 EVALSITE_PAGE_CHARS = env_int("EVALSITE_PAGE_CHARS", 2000, minimum=200)

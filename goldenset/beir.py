@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldenset.errors import EvalsiteError
+from goldenset.text import find_nul
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,12 @@ def _json_lines(lines: Iterable[str | bytes], name: str) -> Iterator[tuple[int, 
             raw = raw.lstrip("\ufeff")
         if not raw.strip():
             continue
+        if (nul := find_nul(raw)) is not None:
+            raise EvalsiteError(
+                "beir-invalid",
+                f"{name} line {number}, column {nul[1]}: NUL characters are not allowed",
+                details={"file": name, "line": number, "column": nul[1]},
+            )
         try:
             row = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -128,6 +135,8 @@ def read_qrels(
             except UnicodeDecodeError:
                 raise _error(name, number, "not UTF-8") from None
         line = raw.strip("\r\n").lstrip("\ufeff")
+        if "\x00" in line:
+            raise _error(name, number, "NUL characters are not allowed")
         if not line.strip():
             continue
         cols = line.split("\t") if "\t" in line else line.split()

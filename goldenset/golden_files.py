@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goldenset.errors import EvalsiteError
-from goldenset.text import normalize_question
+from goldenset.text import find_nul, normalize_question
 
 _WS = " \t\n\r"
 _FIELDS = ("id", "question", "expected_answer", "must_cite", "tags", "answerable")
@@ -136,6 +136,8 @@ def _load(text: str) -> Any:
     """Whole-document JSON parse: syntax errors, NaN/Infinity and absurd nesting become golden-invalid."""
     if not text.strip():
         raise _invalid(1, 1, "file is empty")
+    if (nul := find_nul(text)) is not None:
+        raise _invalid(*nul, "NUL characters are not allowed")
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

@@ -24,6 +24,7 @@ from goldenset.services import (
     documents_upsert,
     golden_entries_add,
 )
+from goldenset.text import find_nul
 
 _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -47,6 +48,12 @@ def documents_from_upload(name: str, content: bytes) -> list[DocumentInput]:
                 f"{name}: not UTF-8 (byte {exc.start}).",
                 details={"file": name, "byte": exc.start},
             ) from None
+        if (nul := find_nul(text, json_escapes=False)) is not None:
+            raise EvalsiteError(
+                "invalid-file",
+                f"{name} line {nul[0]}, column {nul[1]}: NUL characters are not allowed",
+                details={"file": name, "line": nul[0], "column": nul[1]},
+            )
         heading = _HEADING.search(text) if suffix != ".txt" else None
         title = heading.group(1) if heading else Path(name).stem
         return [DocumentInput.from_text(id=Path(name).stem, title=title, text=text, source=name)]

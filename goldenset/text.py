@@ -104,3 +104,21 @@ def first_sentence(text: str, max_chars: int = 300) -> str:
     if len(sentence) > max_chars:
         sentence = sentence[:max_chars].rsplit(" ", 1)[0] + "…"
     return sentence
+
+
+# A NUL character, literal or as a JSON escape (an odd run of backslashes before "u0000" is an escape).
+_NUL = re.compile(r"\x00|(?<!\\)(?:\\\\)*\\u0000")
+_LITERAL_NUL = re.compile("\x00")
+
+
+def find_nul(text: str, *, json_escapes: bool = True) -> tuple[int, int] | None:
+    """(line, column), 1-based, of the first NUL character in text or in its JSON escapes, else None.
+
+    PostgreSQL cannot store NUL in a text or JSON column, so every reader of outside text rejects it with
+    its position instead of letting the database fail later.
+    """
+    match = (_NUL if json_escapes else _LITERAL_NUL).search(text)
+    if match is None:
+        return None
+    at = match.end() - (1 if match.group().endswith("\x00") else 6)
+    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)

@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import parsers
 
 from goldenset.errors import EvalsiteError
+from goldenset.text import find_nul
 
 
 class JSONParser(parsers.JSONParser):
@@ -27,6 +28,12 @@ class JSONParser(parsers.JSONParser):
             raise EvalsiteError("invalid-json", f"Request body is not UTF-8 (byte {exc.start}).") from None
         if not text.strip():
             raise EvalsiteError("invalid-json", "Request body is empty; a JSON object was expected.")
+        if (nul := find_nul(text)) is not None:  # PostgreSQL stores no NUL, in text or JSON columns
+            raise EvalsiteError(
+                "invalid-json",
+                f"NUL character at line {nul[0]}, column {nul[1]}: not allowed.",
+                details={"line": nul[0], "column": nul[1]},
+            )
         try:
             return json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:

@@ -181,3 +181,16 @@ def test_unknown_documents_are_refused_at_their_row_when_the_corpus_ids_are_give
     error = _error(lambda: read_qrels(lines, known_documents={"d1"}))
     assert error.message == "qrels.tsv line 3: query q1 judges document ghost, which is not in corpus.jsonl"
     assert error.details == {"file": "qrels.tsv", "line": 3, "query_id": "q1", "document_id": "ghost"}
+
+
+def test_a_nul_character_in_a_corpus_row_is_refused_with_its_line_and_column():
+    with pytest.raises(EvalsiteError) as caught:
+        list(read_corpus(['{"_id": "a", "text": "ok"}\n', '{"_id": "b", "text": "x\\u0000"}\n']))
+    assert caught.value.code == "beir-invalid"
+    assert caught.value.details == {"file": "corpus.jsonl", "line": 2, "column": 24}
+
+
+def test_a_nul_character_in_qrels_is_refused_with_its_line():
+    with pytest.raises(EvalsiteError) as caught:
+        read_qrels(["q1\td\x001\t1\n"])
+    assert caught.value.details == {"file": "qrels.tsv", "line": 1}

@@ -300,3 +300,10 @@ def test_deep_nesting_is_a_golden_error_not_a_crash():
     with pytest.raises(GoldenFileError) as info:
         parse_golden("[" * 100_000 + "]" * 100_000)
     assert info.value.code == "golden-invalid"
+
+
+def test_a_nul_character_is_invalid_with_its_position():
+    with pytest.raises(GoldenFileError) as caught:
+        parse_golden('[\n  {"question": "Why\\u0000?"}\n]')
+    assert caught.value.code == "golden-invalid"
+    assert caught.value.details == {"line": 2, "column": 20}

@@ -8,7 +8,7 @@ import string
 
 import pytest
 
-from goldenset.text import first_sentence, normalize_question, split_pages, tokenize
+from goldenset.text import find_nul, first_sentence, normalize_question, split_pages, tokenize
 
 # ---------------------------------------------------------------- split_pages
 
@@ -148,3 +148,23 @@ def test_first_sentence_of_a_long_sentence_is_cut_at_a_space():
     text = "word " * 100
     sentence = first_sentence(text, max_chars=23)
     assert sentence == "word word word word…"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain text", None),
+        ('{"a": "x\\u0000"}', (1, 9)),
+        ('{\n  "a": "\\u0000"\n}', (2, 9)),
+        ('{"a": "\\\\u0000"}', None),  # an escaped backslash, then the letters u0000: no NUL
+        ('{"a": "\\\\\\u0000"}', (1, 10)),
+        ("line one\nab\x00c", (2, 3)),
+    ],
+)
+def test_find_nul_reports_the_first_nul_literal_or_escaped(text, expected):
+    assert find_nul(text) == expected
+
+
+def test_find_nul_without_json_escapes_sees_only_literal_nul():
+    assert find_nul("a \\u0000 b", json_escapes=False) is None
+    assert find_nul("a\n\x00", json_escapes=False) == (2, 1)
