@@ -145,6 +145,8 @@ EVALSITE_MAX_ENTRIES_PER_CALL = env_int("EVALSITE_MAX_ENTRIES_PER_CALL", 1000, m
 EVALSITE_MAX_DOCUMENTS_PER_CALL = env_int("EVALSITE_MAX_DOCUMENTS_PER_CALL", 5000, minimum=1)
 # Ingest calls (JSON or uploaded files) with more documents than this run as a job.
 EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS = env_int("EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS", 500, minimum=1)
+# Evaluations of more (questions x configurations) than this run as a job (202) instead of in the request.
+EVALSITE_EVALUATE_SYNC_LIMIT = env_int("EVALSITE_EVALUATE_SYNC_LIMIT", 3000, minimum=1)
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.
 EVALSITE_PAGE_CHARS = env_int("EVALSITE_PAGE_CHARS", 2000, minimum=200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_MAX_REQUEST_BYTES

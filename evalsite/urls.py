@@ -14,6 +14,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("lmkit/v1/", include("goldenset.api.urls")),
+    path("lmkit/v1/", include("evaluation.api.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),

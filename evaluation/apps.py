@@ -7,3 +7,10 @@ class EvaluationConfig(AppConfig):
     name = "evaluation"
     verbose_name = "Evaluation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from evaluation.services import evaluate_job
+        from goldenset.jobs import register_job_handler
+        from goldenset.models import JobKind
+
+        register_job_handler(JobKind.EVALUATE, evaluate_job)

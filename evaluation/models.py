@@ -1,1 +1,82 @@
-# Evaluation runs and per-question results arrive with retrieval evaluation (issue 3).
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from goldenset.models import Collection, Job, Tenant
+
+
+class RunKind(models.TextChoices):
+    RETRIEVAL = "retrieval"
+    ANSWERS = "answers"
+
+
+class EvaluationRun(models.Model):
+    """One configuration scored against a golden set, once. Immutable once written: the golden set it read
+    is snapshotted in its question results, so later edits or deletions of entries never change it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="evaluation_runs")
+    # For filtering; collection_ids keeps the slugs even after a collection is deleted.
+    collections = models.ManyToManyField(Collection, related_name="evaluation_runs", blank=True)
+    collection_ids = models.JSONField(default=list)
+    batch_id = models.UUIDField(db_index=True)
+    kind = models.CharField(max_length=20, choices=RunKind.choices, default=RunKind.RETRIEVAL)
+    label = models.CharField(max_length=200)
+    config = models.JSONField(default=dict, help_text="The normalized configuration that ran.")
+    ks = models.JSONField(default=list)
+    metrics = models.JSONField(
+        default=dict, help_text='{"recall@10": 0.71, "ndcg@10": 0.52, "mrr": 0.64, ...}'
+    )
+    metric_methods = models.JSONField(
+        default=dict, blank=True, help_text="Metric -> method that produced it."
+    )
+    mode = models.CharField(
+        max_length=20, blank=True, help_text="Answer runs: heuristic, llm-judge or mixed."
+    )
+    question_count = models.PositiveIntegerField(default=0)
+    warnings = models.JSONField(default=list, blank=True)
+    golden_fingerprint = models.CharField(max_length=64, blank=True)
+    index_info = models.JSONField(default=dict, blank=True)
+    duration_ms = models.FloatField(default=0)
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_runs"
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="run_tenant_created_idx"),
+            models.Index(fields=["tenant", "label", "-created_at"], name="run_tenant_label_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.kind}, {self.created_at:%Y-%m-%d %H:%M})"
+
+
+class QuestionResult(models.Model):
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
+    position = models.PositiveIntegerField(help_text="Order of the question within the run.")
+    # A snapshot of the golden entry as the run read it (no foreign key: deleting the entry changes nothing).
+    entry_id = models.UUIDField(db_index=True)
+    entry_key = models.CharField(max_length=300, blank=True)
+    collection_id = models.CharField(max_length=200)
+    question = models.TextField()
+    expected = models.JSONField(default=dict, help_text="Expected document id -> grade.")
+    ranked = models.JSONField(default=list, help_text="[[document_id, score], ...] in rank order, to depth.")
+    first_relevant_rank = models.PositiveIntegerField(null=True, blank=True)
+    missing_document_ids = models.JSONField(default=list, help_text="Expected documents not retrieved.")
+    metrics = models.JSONField(default=dict)
+    diagnosis = models.CharField(max_length=20, blank=True)
+    answer = models.TextField(blank=True)
+    citations = models.JSONField(default=list, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "position"], name="result_unique_position")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.position}"

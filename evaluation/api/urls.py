@@ -1,0 +1,10 @@
+from django.urls import path
+
+from evaluation.api import views
+
+urlpatterns = [
+    path("search", views.SearchApi.as_view(), name="search"),
+    path("search/evaluate", views.EvaluateApi.as_view(), name="evaluate"),
+    path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
+    path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
+]

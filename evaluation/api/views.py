@@ -1,0 +1,94 @@
+"""The lmkit search and evaluation API: search, evaluate, runs. Thin: parsing here, work in services."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from evaluation import configs as config_parser
+from evaluation import selectors, services
+from evaluation.api import serializers as s
+from goldenset.api.base import TenantAPIView, read
+from goldenset.api.serializers import JobAcceptedOut
+from goldenset.jobs import job_create
+from goldenset.models import JobKind
+
+
+class SearchApi(TenantAPIView):
+    @extend_schema(request=s.SearchIn, responses=dict, summary="Searches one or more collections.")
+    def post(self, request):
+        data = read(s.SearchIn, request.data)
+        tenant = self.tenant(data)
+        collections = selectors.collections_named(
+            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
+        )
+        raw = {k: data[k] for k in config_parser.CONFIG_KEYS if k in data and k != "label"}
+        config = config_parser.parse_config(raw, 0, services.available_rerankers(), prefix="")
+        top_k = config.top_k or 10
+        return Response(
+            services.search(collections=collections, query=data["query"], config=config, top_k=top_k)
+        )
+
+
+class EvaluateApi(TenantAPIView):
+    @extend_schema(
+        request=s.EvaluateIn,
+        responses={200: dict, 202: JobAcceptedOut},
+        summary="Evaluates retrieval configurations against the golden set.",
+    )
+    def post(self, request):
+        data = read(s.EvaluateIn, request.data)
+        tenant = self.tenant(data)
+        collections = selectors.collections_named(
+            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
+        )
+        ks = config_parser.parse_ks(data.get("ks"))
+        configs = config_parser.parse_configs(data.get("configs"), services.available_rerankers())
+        questions = services.count_golden_questions(collections)
+        if questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT:
+            job = job_create(
+                tenant=tenant,
+                kind=JobKind.EVALUATE,
+                collection=collections[0],
+                input={
+                    "collection_pks": [c.pk for c in collections],
+                    "ks": ks,
+                    "configs": [c.as_dict() for c in configs],
+                },
+            )
+            return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
+        batch_id, runs = services.evaluate_retrieval(
+            tenant=tenant, collections=collections, ks=ks, configs=configs
+        )
+        return Response({"batch_id": str(batch_id), "runs": [services.run_summary(r) for r in runs]})
+
+
+class RunListApi(TenantAPIView):
+    @extend_schema(
+        parameters=[s.RunFilterIn], responses=s.RunOut(many=True), summary="Lists runs, newest first."
+    )
+    def get(self, request):
+        filters = read(s.RunFilterIn, request.query_params)
+        runs = selectors.runs_list(
+            tenant=self.tenant(),
+            collection_id=filters.get("collection_id"),
+            label=filters.get("label"),
+            batch_id=filters.get("batch_id"),
+            kind=filters.get("kind"),
+        )
+        paginator = self.pagination_class()  # type: ignore[operator,misc]
+        page = paginator.paginate_queryset(runs, request, view=self)
+        return paginator.get_paginated_response(s.RunOut(page, many=True).data)
+
+
+class RunDetailApi(TenantAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
+        responses=s.RunDetailOut,
+        summary="One run with its per-question results.",
+    )
+    def get(self, request, run_id: str):
+        run = selectors.run_get(tenant=self.tenant(), run_id=run_id, with_results=True)
+        return Response(s.RunDetailOut(run).data)

@@ -1,0 +1,220 @@
+"""Evaluation requests, read strictly: configurations and ks. Plain Python (the API and the CLI share it).
+
+Every error is an EvalsiteError with a stable code and the offending field's path, e.g.
+`configs[1].search_type`, so a client is told exactly what to fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, time
+
+from evaluation.search.bm25 import VARIANTS
+from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
+from goldenset.errors import EvalsiteError
+
+MAX_K = 1000
+MAX_CONFIGS = 20
+CONFIG_KEYS = {
+    "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
+    "fulltext_weight",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    label: str
+    search_type: str = "FullText"
+    fusion: str = "Rrf"
+    rerank: str | None = None
+    bm25_variant: str = "lucene"
+    top_k: int | None = None
+    as_of: datetime | None = None
+    include_superseded: bool = False
+    fulltext_weight: float = 0.5
+
+    def search_config(self) -> SearchConfig:
+        return SearchConfig(
+            search_type=self.search_type,
+            fusion=self.fusion,
+            bm25_variant=self.bm25_variant,
+            rerank=self.rerank,
+            as_of=self.as_of,
+            include_superseded=self.include_superseded,
+            fulltext_weight=self.fulltext_weight,
+        )
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["as_of"] = self.as_of.isoformat().replace("+00:00", "Z") if self.as_of else None
+        return data
+
+
+def _fail(code: str, field: str, message: str, **details) -> EvalsiteError:
+    return EvalsiteError(code, f"{field}: {message}", details={"field": field, **details})
+
+
+def parse_positive_int(value, field: str, *, maximum: int = MAX_K) -> int:
+    """An integer >= 1, sent as a number or a numeric string ("10")."""
+    if isinstance(value, bool):
+        raise _fail("invalid-number", field, f"expected a positive integer, got {value!r}.")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.lstrip("+").isdigit():
+            raise _fail("invalid-number", field, f"expected a positive integer, got {value!r}.")
+        value = int(text)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or value < 1 or value > maximum:
+        raise _fail("invalid-number", field, f"expected an integer from 1 to {maximum}, got {value!r}.")
+    return value
+
+
+def parse_ks(raw, field: str = "ks") -> list[int]:
+    """ks as numbers or numeric strings; sorted, without repeats. Default [1, 5, 10]."""
+    if raw is None:
+        return [1, 5, 10]
+    if isinstance(raw, str):
+        raw = [part for part in raw.split(",") if part.strip()]
+    if not isinstance(raw, list) or not raw:
+        raise _fail("invalid-ks", field, "expected a non-empty list of positive integers.")
+    try:
+        return sorted({parse_positive_int(k, f"{field}[{i}]") for i, k in enumerate(raw)})
+    except EvalsiteError as exc:
+        raise EvalsiteError("invalid-ks", exc.message, details=exc.details) from None
+
+
+def parse_instant(value, field: str) -> datetime | None:
+    """An ISO 8601 date (its first instant, UTC) or datetime (naive means UTC); None or "" for none."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        text = value.strip().replace("Z", "+00:00")
+        try:
+            if len(text) == 10:
+                return datetime.combine(datetime.strptime(text, "%Y-%m-%d").date(), time.min, tzinfo=UTC)
+            moment = datetime.fromisoformat(text)
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        except ValueError:
+            pass
+    raise _fail("invalid-date", field, f"expected an ISO 8601 date or datetime, got {value!r}.")
+
+
+def _bool(value, field: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise _fail("validation-error", field, f"expected true or false, got {value!r}.")
+
+
+def _choice(value, field: str, choices: Sequence[str], code: str) -> str:
+    if isinstance(value, str):
+        for choice in choices:  # PascalCase is canonical; accept any case ("fulltext", "FULLTEXT")
+            if value.strip().lower() == choice.lower():
+                return choice
+    raise _fail(code, field, f"expected one of {', '.join(choices)}, got {value!r}.", allowed=list(choices))
+
+
+def resolve_rerank(value, field: str, available: Sequence[str]) -> str | None:
+    """false/None: no rerank; true: the strongest reranker available; a name: that one, or a 400.
+
+    `available` lists the rerankers this server can run, strongest first. Never a silent fallback.
+    """
+    if value in (None, False, "", "false", "False"):
+        return None
+    if value is True or value in ("true", "True"):
+        return available[0]
+    if isinstance(value, str) and value in available:
+        return value
+    raise _fail(
+        "reranker-unavailable",
+        field,
+        f"reranker {value!r} is not available here; available: {', '.join(available)}.",
+        available=list(available),
+    )
+
+
+def parse_config(
+    raw, position: int, available_rerankers: Sequence[str], prefix: str | None = None
+) -> RunConfig:
+    """One configuration; errors name `configs[position].field` (or just `field` with prefix="")."""
+    prefix = f"configs[{position}]" if prefix is None else prefix
+    if not isinstance(raw, Mapping):
+        raise _fail("validation-error", prefix, "expected an object.")
+    unknown = sorted(set(raw) - CONFIG_KEYS)
+    if unknown:
+        raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=sorted(CONFIG_KEYS))
+    search_type = _choice(
+        raw.get("search_type", "FullText"), _f(prefix, "search_type"), SEARCH_TYPES, "unknown-search-type"
+    )
+    fusion = _choice(raw.get("fusion", "Rrf"), _f(prefix, "fusion"), FUSIONS, "unknown-fusion")
+    variant = _choice(
+        raw.get("bm25_variant", "lucene"), _f(prefix, "bm25_variant"), VARIANTS, "unknown-variant"
+    )
+    rerank = resolve_rerank(raw.get("rerank"), _f(prefix, "rerank"), available_rerankers)
+    top_k = raw.get("top_k")
+    weight = raw.get("fulltext_weight", 0.5)
+    if isinstance(weight, bool) or not isinstance(weight, int | float | str):
+        raise _fail("validation-error", _f(prefix, "fulltext_weight"), "expected a number from 0 to 1.")
+    try:
+        weight = float(weight)
+    except ValueError:
+        raise _fail(
+            "validation-error", _f(prefix, "fulltext_weight"), "expected a number from 0 to 1."
+        ) from None
+    if not 0 <= weight <= 1:
+        raise _fail("validation-error", _f(prefix, "fulltext_weight"), "expected a number from 0 to 1.")
+    label = raw.get("label")
+    if label is not None and (not isinstance(label, str) or len(label) > 200):
+        raise _fail("validation-error", _f(prefix, "label"), "expected a string of at most 200 characters.")
+    config = RunConfig(
+        label="",
+        search_type=search_type,
+        fusion=fusion,
+        rerank=rerank,
+        bm25_variant=variant,
+        top_k=None if top_k in (None, "") else parse_positive_int(top_k, _f(prefix, "top_k")),
+        as_of=parse_instant(raw.get("as_of"), _f(prefix, "as_of")),
+        include_superseded=_bool(raw.get("include_superseded", False), _f(prefix, "include_superseded")),
+        fulltext_weight=weight,
+    )
+    return RunConfig(**{**config.__dict__, "label": (label or "").strip() or default_label(config)})
+
+
+def _f(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def default_label(config: RunConfig) -> str:
+    parts = [config.search_type]
+    if config.search_type == "Hybrid":
+        parts.append(config.fusion)
+    if config.bm25_variant != "lucene" and config.search_type != "Vector":
+        parts.append(config.bm25_variant)
+    if config.rerank:
+        parts.append(f"rerank:{config.rerank}")
+    if config.as_of:
+        parts.append(f"as_of:{config.as_of:%Y-%m-%d}")
+    return " ".join(parts)
+
+
+def parse_configs(raw, available_rerankers: Sequence[str]) -> list[RunConfig]:
+    if raw is None:
+        raw = [{"search_type": "FullText"}]
+    if not isinstance(raw, list) or not raw:
+        raise _fail("validation-error", "configs", "expected a non-empty list of configurations.")
+    if len(raw) > MAX_CONFIGS:
+        raise _fail("too-many-configs", "configs", f"at most {MAX_CONFIGS} configurations per call.")
+    configs = [parse_config(item, i, available_rerankers) for i, item in enumerate(raw)]
+    seen: dict[str, int] = {}
+    for i, config in enumerate(configs):
+        if config.label in seen:
+            raise _fail(
+                "duplicate-label",
+                f"configs[{i}].label",
+                f"label {config.label!r} repeats configs[{seen[config.label]}]; labels name runs, so each must differ.",
+            )
+        seen[config.label] = i
+    return configs

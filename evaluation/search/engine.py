@@ -1,0 +1,258 @@
+"""The search engine over one collection's pages: FullText (BM25), Vector, Hybrid, rerank, temporal filters.
+
+Search ranks pages; evaluation ranks documents, a document taking the score of its best page. Rankings are
+ordered as trec_eval orders a run (score descending, then document id descending as strings), so the ranks
+reported here are the ranks trec_eval sees. Plain Python and numpy: no Django import.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from evaluation.search import fusion
+from evaluation.search.bm25 import BM25Index, BM25Params, build_index
+from evaluation.search.temporal import Validity, has_temporal_data, visible_mask
+from goldenset.text import tokenize
+
+SEARCH_TYPES = ("FullText", "Vector", "Hybrid")
+FUSIONS = ("Rrf", "Weighted")
+# First-stage candidates per retriever for fusion and rerank: at least this many, or the depth asked.
+CANDIDATES = 100
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    search_type: str = "FullText"
+    fusion: str = "Rrf"
+    bm25_variant: str = "lucene"
+    rerank: str | None = None  # the name of a reranker the caller resolved, or None
+    as_of: datetime | None = None  # None: now
+    include_superseded: bool = False
+    fulltext_weight: float = 0.5  # Weighted fusion: FullText's share; Vector gets the rest
+
+    def __post_init__(self) -> None:
+        if self.search_type not in SEARCH_TYPES:
+            raise ValueError(f"unknown search type {self.search_type!r}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.fusion!r}")
+        BM25Params(self.bm25_variant)  # validates the variant
+
+
+@dataclass(frozen=True)
+class PageHit:
+    row: int
+    document_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Documents in rank order with their scores (arrays: evaluation reads thousands of these)."""
+
+    document_ids: list[str]
+    scores: np.ndarray
+    page_rows: np.ndarray  # the page that gave each document its score
+
+
+class Embedder:
+    """Turns texts into unit vectors. `fit` sees the whole corpus first (LSI needs it; models ignore it)."""
+
+    name = "embedder"
+
+    def fit(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Reranker:
+    """Re-scores candidate pages for a query; higher is better."""
+
+    name = "reranker"
+
+    def score(self, query: str, texts: Sequence[str], first_stage: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass
+class Corpus:
+    """A collection's pages, grouped by document (a document's pages are contiguous rows)."""
+
+    texts: list[str]  # what is indexed per page
+    page_document: np.ndarray  # page row -> document row
+    document_ids: list[str]  # document row -> external id
+    validity: list[Validity]  # per document row
+    page_ids: list[int] = field(default_factory=list)  # page row -> the caller's page id (optional)
+
+    def __post_init__(self) -> None:
+        order = sorted(range(len(self.document_ids)), key=lambda i: self.document_ids[i].encode())
+        # Rank of each id in byte order: trec_eval breaks score ties by docno, descending (strcmp).
+        self.id_rank = np.empty(len(order), dtype=np.int64)
+        self.id_rank[order] = np.arange(len(order))
+        starts = (
+            np.flatnonzero(np.r_[True, np.diff(self.page_document) != 0]) if len(self.texts) else np.array([])
+        )
+        self.document_starts = starts.astype(np.int64)
+        self.one_page_each = len(self.texts) == len(self.document_ids)
+        self.temporal = has_temporal_data(self.validity)
+
+
+@dataclass
+class SearchIndex:
+    corpus: Corpus
+    embedder_factory: Callable[[], Embedder] | None = None
+    bm25_indexes: dict[str, BM25Index] = field(default_factory=dict)
+    page_vectors: np.ndarray | None = None
+    embedder: Embedder | None = None
+    tokens: list[list[str]] | None = None
+    # Parts built so far and the time spent on them: callers tell "built now" from "found cached".
+    builds: int = 0
+    build_seconds: float = 0.0
+
+    # --- the parts, built on first use ---------------------------------------------------------------------
+
+    def bm25(self, variant: str) -> BM25Index:
+        if variant not in self.bm25_indexes:
+            started = time.perf_counter()
+            if self.tokens is None:
+                self.tokens = [tokenize(text) for text in self.corpus.texts]
+            self.bm25_indexes[variant] = build_index(self.tokens, BM25Params(variant))
+            self._built(started)
+        return self.bm25_indexes[variant]
+
+    def _built(self, started: float) -> None:
+        self.builds += 1
+        self.build_seconds += time.perf_counter() - started
+
+    def vectors(self) -> tuple[Embedder, np.ndarray]:
+        if self.embedder is None or self.page_vectors is None:
+            if self.embedder_factory is None:
+                raise LookupError("no embedder configured for vector search")
+            started = time.perf_counter()
+            embedder = self.embedder_factory()
+            self.page_vectors = embedder.fit(self.corpus.texts)
+            self.embedder = embedder
+            self._built(started)
+        return self.embedder, self.page_vectors
+
+    # --- search --------------------------------------------------------------------------------------------
+
+    def page_scores(self, query: str, config: SearchConfig) -> np.ndarray:
+        """A score per page row; -inf for pages that are not candidates (no match, filtered out)."""
+        size = len(self.corpus.texts)
+        if config.search_type == "FullText":
+            scores = self._fulltext(query, config)
+        elif config.search_type == "Vector":
+            scores = self._vector(query)
+        else:
+            scores = self._hybrid(query, config, size)
+        return self._apply_filters(scores, config)
+
+    def _fulltext(self, query: str, config: SearchConfig) -> np.ndarray:
+        scores = self.bm25(config.bm25_variant).scores(tokenize(query))
+        scores[scores <= 0] = -np.inf  # pages sharing no term with the query are not results
+        return scores
+
+    def _vector(self, query: str) -> np.ndarray:
+        embedder, vectors = self.vectors()
+        return vectors @ embedder.embed_query(query)
+
+    def _hybrid(self, query: str, config: SearchConfig, size: int) -> np.ndarray:
+        lists = []
+        for scores in (self._fulltext(query, config), self._vector(query)):
+            rows = _top_rows(scores, CANDIDATES)
+            lists.append((rows, scores[rows]))
+        if config.fusion == "Rrf":
+            fused = fusion.rrf([rows for rows, _ in lists], size)
+        else:
+            fused = fusion.weighted(lists, [config.fulltext_weight, 1 - config.fulltext_weight], size)
+        candidate = np.zeros(size, dtype=bool)
+        for rows, _ in lists:
+            candidate[rows] = True
+        fused[~candidate] = -np.inf
+        return fused
+
+    def _apply_filters(self, scores: np.ndarray, config: SearchConfig) -> np.ndarray:
+        if not self.corpus.temporal:
+            return scores
+        at = config.as_of or datetime.now().astimezone()
+        visible = visible_mask(self.corpus.validity, at, config.include_superseded)
+        scores[~visible[self.corpus.page_document]] = -np.inf
+        return scores
+
+    def search_pages(
+        self, query: str, config: SearchConfig, depth: int, reranker: Reranker | None = None
+    ) -> list[PageHit]:
+        scores = self.page_scores(query, config)
+        if reranker is not None:
+            scores = self._rerank(query, scores, max(depth, CANDIDATES // 2), reranker)
+        rows = self._ordered(scores, depth, self.corpus.id_rank[self.corpus.page_document])
+        ids = self.corpus.document_ids
+        doc_of = self.corpus.page_document
+        return [PageHit(int(r), ids[doc_of[r]], float(scores[r])) for r in rows]
+
+    def rank_documents(
+        self, query: str, config: SearchConfig, depth: int, reranker: Reranker | None = None
+    ) -> Ranking:
+        """The top `depth` documents, each scored by its best page, in trec_eval's order."""
+        scores = self.page_scores(query, config)
+        if reranker is not None:
+            scores = self._rerank(query, scores, max(depth, CANDIDATES // 2), reranker)
+        corpus = self.corpus
+        if corpus.one_page_each:
+            rows = self._ordered(scores, depth, corpus.id_rank)
+            pages = rows
+            doc_scores = scores[rows]
+        else:
+            by_document = np.maximum.reduceat(scores, corpus.document_starts)
+            rows = self._ordered(by_document, depth, corpus.id_rank)
+            doc_scores = by_document[rows]
+            ends = np.r_[corpus.document_starts[1:], len(scores)]
+            pages = np.array(
+                [
+                    start + int(np.argmax(scores[start:end]))
+                    for start, end in zip(corpus.document_starts[rows], ends[rows], strict=True)
+                ],
+                dtype=np.int64,
+            )
+        ids = corpus.document_ids
+        return Ranking([ids[r] for r in rows.tolist()], doc_scores, pages)
+
+    def _rerank(self, query: str, scores: np.ndarray, count: int, reranker: Reranker) -> np.ndarray:
+        """Re-score the best `count` candidate pages; the others drop out of the results."""
+        rows = _top_rows(scores, count)
+        rescored = np.full(len(scores), -np.inf)
+        if len(rows):
+            texts = [self.corpus.texts[r] for r in rows]
+            rescored[rows] = reranker.score(query, texts, scores[rows])
+        return rescored
+
+    @staticmethod
+    def _ordered(scores: np.ndarray, depth: int, id_rank: np.ndarray) -> np.ndarray:
+        """Rows of the `depth` best finite scores in trec_eval's order of a run.
+
+        trec_eval compares scores as 32-bit floats (scores equal to ~7 digits tie) and breaks ties by document
+        id, descending; the cut at `depth` is made in that same order, so it is the cut trec_eval would make.
+        """
+        rows = np.flatnonzero(scores > -np.inf)
+        values = scores[rows].astype(np.float32)
+        if len(rows) > depth:
+            kth = values[np.argpartition(-values, depth - 1)[depth - 1]]
+            keep = values >= kth  # every row tied with the last one kept: the tie-break decides below
+            rows, values = rows[keep], values[keep]
+        order = np.lexsort((-id_rank[rows], -values))
+        return rows[order[:depth]]
+
+
+def _top_rows(scores: np.ndarray, count: int) -> np.ndarray:
+    """Rows of the `count` best finite scores, best first (ties in row order)."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    if len(finite) > count:
+        finite = finite[np.argpartition(-scores[finite], count - 1)[:count]]
+    return finite[np.argsort(-scores[finite], kind="stable")]
