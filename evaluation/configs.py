@@ -6,6 +6,7 @@ Every error is an EvalsiteError with a stable code and the offending field's pat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, time
@@ -15,6 +16,7 @@ from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
 from goldenset.errors import EvalsiteError
 
 MAX_K = 1000
+_DIGITS = re.compile(r"[0-9]+")
 MAX_CONFIGS = 20
 CONFIG_KEYS = {
     "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
@@ -60,10 +62,13 @@ def parse_positive_int(value, field: str, *, maximum: int = MAX_K) -> int:
     if isinstance(value, bool):
         raise _fail("invalid-number", field, f"expected a positive integer, got {value!r}.")
     if isinstance(value, str):
-        text = value.strip()
-        if not text.lstrip("+").isdigit():
+        # ASCII digits only: str.isdigit() also admits "²" and "٣", and int() refuses the first (a 500).
+        digits = value.strip().removeprefix("+").lstrip("0") or "0"
+        if not _DIGITS.fullmatch(digits):
             raise _fail("invalid-number", field, f"expected a positive integer, got {value!r}.")
-        value = int(text)
+        if len(digits) > len(str(maximum)):  # int() of thousands of digits raises; it is out of range anyway
+            raise _fail("invalid-number", field, f"expected an integer from 1 to {maximum}, got {value!r}.")
+        value = int(digits)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or value < 1 or value > maximum:
@@ -120,14 +125,17 @@ def _choice(value, field: str, choices: Sequence[str], code: str) -> str:
 def resolve_rerank(value, field: str, available: Sequence[str]) -> str | None:
     """false/None: no rerank; true: the strongest reranker available; a name: that one, or a 400.
 
-    `available` lists the rerankers this server can run, strongest first. Never a silent fallback.
+    `available` lists the rerankers this server can run, strongest first. Never a silent fallback: `true` with
+    none available, or a name not available, is an error naming what is.
     """
-    if value in (None, False, "", "false", "False"):
+    text = value.strip().lower() if isinstance(value, str) else None
+    if value is None or value is False or text in ("", "false"):  # `is`: 0 == False, but 0 is no answer
         return None
-    if value is True or value in ("true", "True"):
+    if (value is True or text == "true") and available:
         return available[0]
-    if isinstance(value, str) and value in available:
-        return value
+    for name in available:
+        if text == name.lower():
+            return name
     raise _fail(
         "reranker-unavailable",
         field,
@@ -146,6 +154,7 @@ def parse_config(
     unknown = sorted(set(raw) - CONFIG_KEYS)
     if unknown:
         raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=sorted(CONFIG_KEYS))
+    raw = {key: value for key, value in raw.items() if value is not None}  # null: the default, as if left out
     search_type = _choice(
         raw.get("search_type", "FullText"), _f(prefix, "search_type"), SEARCH_TYPES, "unknown-search-type"
     )
@@ -188,15 +197,30 @@ def _f(prefix: str, name: str) -> str:
 
 
 def default_label(config: RunConfig) -> str:
+    """A label naming everything that sets the configuration apart from the defaults.
+
+    Two configurations that search differently get different labels, so a call without labels never fails
+    with duplicate-label for configurations that are in fact distinct.
+    """
     parts = [config.search_type]
     if config.search_type == "Hybrid":
         parts.append(config.fusion)
+        if config.fusion == "Weighted" and config.fulltext_weight != 0.5:
+            parts.append(f"fulltext_weight:{config.fulltext_weight:g}")
     if config.bm25_variant != "lucene" and config.search_type != "Vector":
         parts.append(config.bm25_variant)
     if config.rerank:
         parts.append(f"rerank:{config.rerank}")
+    if config.top_k:
+        parts.append(f"top_k:{config.top_k}")
     if config.as_of:
-        parts.append(f"as_of:{config.as_of:%Y-%m-%d}")
+        moment = config.as_of.astimezone(UTC)
+        if moment.time() == time.min:
+            parts.append(f"as_of:{moment:%Y-%m-%d}")
+        else:
+            parts.append(f"as_of:{moment.isoformat().replace('+00:00', 'Z')}")
+    if config.include_superseded:
+        parts.append("include_superseded")
     return " ".join(parts)
 
 

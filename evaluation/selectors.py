@@ -36,7 +36,9 @@ def runs_list(
 ) -> QuerySet[EvaluationRun]:
     runs = EvaluationRun.objects.filter(tenant=tenant)
     if collection_id:
-        runs = runs.filter(collections__slug=collection_id)
+        # As the golden-set list: a collection that is not the tenant's is a 404, not an empty page.
+        collection = golden_selectors.collection_get(tenant=tenant, collection_id=collection_id)
+        runs = runs.filter(collections=collection)
     if label:
         runs = runs.filter(label=label)
     if batch_id:

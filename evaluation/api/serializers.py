@@ -9,10 +9,11 @@ class SearchIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
     collection_ids = serializers.ListField(child=serializers.CharField(), required=False)
     query = serializers.CharField(max_length=10_000)
-    search_type = serializers.CharField(required=False)
-    fusion = serializers.CharField(required=False)
+    # null means the default, as in a configuration of /search/evaluate
+    search_type = serializers.CharField(required=False, allow_null=True)
+    fusion = serializers.CharField(required=False, allow_null=True)
     rerank = serializers.JSONField(required=False)
-    bm25_variant = serializers.CharField(required=False)
+    bm25_variant = serializers.CharField(required=False, allow_null=True)
     top_k = serializers.JSONField(required=False)
     as_of = serializers.JSONField(required=False)
     include_superseded = serializers.JSONField(required=False)
@@ -23,10 +24,13 @@ class EvaluateIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
     collection_ids = serializers.ListField(child=serializers.CharField(), required=False)
     ks = serializers.JSONField(
-        required=False, help_text='Numbers or numeric strings, e.g. [1, 5, 10] or ["10"].'
+        required=False,
+        allow_null=True,
+        help_text='Numbers or numeric strings, e.g. [1, 5, 10] or ["10"]; default [1, 5, 10].',
     )
     configs = serializers.JSONField(
         required=False,
+        allow_null=True,
         help_text="[{label, search_type: FullText|Vector|Hybrid, fusion: Rrf|Weighted, rerank, bm25_variant, "
         "top_k, as_of, include_superseded}]",
     )

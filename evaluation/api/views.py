@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from evaluation import configs as config_parser
@@ -12,14 +12,30 @@ from evaluation import selectors, services
 from evaluation.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut
+from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
 from goldenset.models import JobKind
+
+
+def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
+    """As `read`, and a field the endpoint does not know is an error: a misspelt `serach_type` must not
+    search with the default instead (configurations are read as strictly)."""
+    validated = read(serializer_class, data)
+    known = set(serializer_class().fields)
+    unknown = sorted(key for key in data if key not in known)
+    if unknown:
+        raise EvalsiteError(
+            "validation-error",
+            f"{unknown[0]}: unknown field.",
+            details={"field": unknown[0], "allowed": sorted(known)},
+        )
+    return validated
 
 
 class SearchApi(TenantAPIView):
     @extend_schema(request=s.SearchIn, responses=dict, summary="Searches one or more collections.")
     def post(self, request):
-        data = read(s.SearchIn, request.data)
+        data = read_strictly(s.SearchIn, request.data)
         tenant = self.tenant(data)
         collections = selectors.collections_named(
             tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
@@ -39,7 +55,7 @@ class EvaluateApi(TenantAPIView):
         summary="Evaluates retrieval configurations against the golden set.",
     )
     def post(self, request):
-        data = read(s.EvaluateIn, request.data)
+        data = read_strictly(s.EvaluateIn, request.data)
         tenant = self.tenant(data)
         collections = selectors.collections_named(
             tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse.linalg import svds
 
 from evaluation.search.engine import Embedder
 from goldenset.text import tokenize
@@ -60,15 +59,35 @@ class LsiEmbedder(Embedder):
         if k < 1:  # a corpus too small to decompose: plain tf-idf is its own space
             self.projection = np.eye(n_terms)
             return _unit_rows(weighted.toarray())
-        # A fixed start vector makes ARPACK, and so the whole index, deterministic.
-        u, s, vt = svds(weighted, k=k, v0=np.ones(min(weighted.shape)) / np.sqrt(min(weighted.shape)))
-        order = np.argsort(-s)
-        u, s, vt = u[:, order], s[order], vt[order]
-        self.projection = vt.T
-        return _unit_rows(u * s)
+        u, s, vt = randomized_svd(weighted, k)
+        # C-contiguous, so a query's sparse row times it needs no copy of the whole projection.
+        self.projection = np.ascontiguousarray(vt.T)
+        return _unit_rows(u * s).astype(np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        row = self._tfidf([tokenize(text)], grow=False).multiply(self.idf)
+        row = self._tfidf([tokenize(text)], grow=False).multiply(self.idf).tocsr()
         vector = np.asarray(row @ self.projection).ravel()
         norm = np.linalg.norm(vector)
-        return vector / norm if norm else vector
+        return (vector / norm if norm else vector).astype(np.float32)
+
+
+def randomized_svd(
+    matrix: sparse.spmatrix, k: int, oversample: int = 10, power_iterations: int = 4, seed: int = 0
+):
+    """The top-k singular triplets by randomized range finding (Halko, Martinsson & Tropp 2011).
+
+    Seconds where ARPACK takes tens on a 10,000-page collection; the fixed seed makes it deterministic, so the
+    same collection always gets the same vectors.
+    """
+    rng = np.random.default_rng(seed)
+    n_rows, n_cols = matrix.shape
+    width = min(k + oversample, min(n_rows, n_cols))
+    basis = matrix @ rng.standard_normal((n_cols, width))
+    for _ in range(power_iterations):  # subspace iteration, re-orthonormalised each pass for stability
+        basis, _ = np.linalg.qr(basis)
+        basis, _ = np.linalg.qr(matrix.T @ basis)
+        basis = matrix @ basis
+    basis, _ = np.linalg.qr(basis)
+    small = np.asarray((matrix.T @ basis).T)
+    u_small, s, vt = np.linalg.svd(small, full_matrices=False)
+    return (basis @ u_small)[:, :k], s[:k], vt[:k]

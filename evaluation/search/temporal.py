@@ -27,7 +27,10 @@ class Validity:
 def statuses(documents: Sequence[Validity], at: datetime) -> list[str]:
     """The status of each document at `at` (an aware datetime)."""
     in_force = {d.document_id for d in documents if d.valid_from is None or d.valid_from <= at}
-    superseded = {old for d in documents if d.document_id in in_force for old in d.supersedes}
+    # A document naming itself (a new version sent under the old id "replacing" itself) does not hide itself.
+    superseded = {
+        old for d in documents if d.document_id in in_force for old in d.supersedes if old != d.document_id
+    }
     out = []
     for d in documents:
         if d.valid_from is not None and d.valid_from > at:

@@ -1,0 +1,268 @@
+"""Search and evaluation benchmark, side by side in one run (issue 3's figures).
+
+    .venv/bin/python benchmarks/search_bench.py [--dataset ../shared/datasets/vaswani_npl] [--repeat 5]
+
+Needs the bench extra (`pip install -e '.[bench]'`: bm25s, rank-bm25, pytrec_eval). Measures, on one collection:
+1. index build time and peak Python memory: evalsite (lucene and okapi) beside bm25s (lucene);
+2. queries per second with the same tokenizer, top 100: evalsite's whole query path (tokenize, score, rank
+   documents in trec_eval order) beside bm25s (numpy backend, same variant, pre-tokenized batch) and
+   rank-bm25 BM25Okapi (get_scores + top 100), best of --repeat runs each;
+3. one whole POST /lmkit/v1/search/evaluate with 3 configurations (persisted, through the Django stack, on a
+   temporary SQLite database) beside the bare search loop of the same 3 configurations;
+4. that a second evaluation of the unchanged collection builds no index;
+5. FullText quality (nDCG@10, R@100, MRR@10) beside the reference figures of ../shared/datasets/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+REFERENCE = {  # ../shared/datasets/README.md: nDCG@10, R@100, MRR@10
+    ("vaswani_npl", "okapi"): (0.3456, 0.4522, 0.6472),
+    ("vaswani_npl", "lucene"): (0.3520, 0.4600, 0.6466),
+    ("cranfield", "okapi"): (0.3370, 0.6865, 0.4930),
+    ("cranfield", "lucene"): (0.3494, 0.7045, 0.5019),
+}
+
+
+def load(folder: Path):
+    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").open()]
+    queries = [json.loads(line) for line in (folder / "queries.jsonl").open()]
+    qrels: dict[str, dict[str, int]] = {}
+    for number, line in enumerate((folder / "qrels.tsv").open()):
+        if number == 0:
+            continue
+        query, doc, grade = line.split()
+        if int(grade) > 0:
+            qrels.setdefault(query, {})[doc] = int(grade)
+    return corpus, queries, qrels
+
+
+def measure_build(build):
+    """(result, seconds, peak MiB): timed without tracing, then built again under tracemalloc for memory."""
+    gc.collect()
+    started = time.perf_counter()
+    result = build()
+    seconds = time.perf_counter() - started
+    del result
+    gc.collect()
+    tracemalloc.start()
+    result = build()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return result, seconds, peak / 2**20
+
+
+def best_of(repeat: int, run) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", type=Path, default=ROOT.parent / "shared" / "datasets" / "vaswani_npl")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--skip-django", action="store_true", help="Only the engine comparisons.")
+    args = parser.parse_args()
+
+    import bm25s
+    import numpy as np
+    import rank_bm25
+
+    from evaluation import metrics
+    from evaluation.search.bm25 import BM25Params, build_index
+    from evaluation.search.engine import Corpus, SearchConfig, SearchIndex
+    from evaluation.search.temporal import Validity
+    from goldenset.text import tokenize
+
+    name = args.dataset.name
+    corpus, queries, qrels = load(args.dataset)
+    texts = [f"{d.get('title', '')}\n{d['text']}" if d.get("title") else d["text"] for d in corpus]
+    ids = [d["_id"] for d in corpus]
+    query_texts = [q["text"] for q in queries]
+    print(f"# {name}: {len(corpus)} documents, {len(queries)} queries, top 100, k1=1.5 b=0.75\n")
+
+    tokens = [tokenize(t) for t in texts]
+    query_tokens = [tokenize(q) for q in query_texts]
+
+    # 1. builds
+    print("## Index build (tokenized corpus given; time, then peak Python memory under tracemalloc)")
+    index = SearchIndex(Corpus(texts, np.arange(len(texts)), ids, [Validity(i) for i in ids]))
+    index.tokens = tokens
+    _, ours_build, ours_mem = measure_build(lambda: build_index(tokens, BM25Params("lucene")))
+    index.bm25_indexes["lucene"] = build_index(tokens, BM25Params("lucene"))
+    index.bm25_indexes["okapi"] = build_index(tokens, BM25Params("okapi"))
+
+    def build_bm25s():
+        retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
+        retriever.index(tokens, show_progress=False)
+        return retriever
+
+    retriever, bm25s_build, bm25s_mem = measure_build(build_bm25s)
+    okapi_ref, rank_build, rank_mem = measure_build(lambda: rank_bm25.BM25Okapi(tokens))
+    print(f"| engine | build s | peak MiB |\n|---|---|---|")
+    print(f"| evalsite (lucene) | {ours_build:.3f} | {ours_mem:.1f} |")
+    print(f"| bm25s (lucene) | {bm25s_build:.3f} | {bm25s_mem:.1f} |")
+    print(f"| rank-bm25 BM25Okapi | {rank_build:.3f} | {rank_mem:.1f} |\n")
+
+    # 2. query speed
+    lucene, okapi = SearchConfig(bm25_variant="lucene"), SearchConfig(bm25_variant="okapi")
+
+    def ours(config):
+        return lambda: [index.rank_documents(q, config, 100) for q in query_texts]
+
+    def bm25s_batch():
+        retriever.retrieve(query_tokens, k=100, show_progress=False, n_threads=1, backend_selection="numpy")
+
+    def rank_loop():
+        for q in query_tokens:
+            scores = okapi_ref.get_scores(q)
+            top = np.argpartition(-scores, 100)[:100]
+            top[np.argsort(-scores[top])]
+
+    ours(lucene)()
+    bm25s_batch()
+    t_ours = best_of(args.repeat, ours(lucene))
+    t_ours_okapi = best_of(args.repeat, ours(okapi))
+    t_bm25s = best_of(args.repeat, bm25s_batch)
+    t_rank = best_of(max(1, args.repeat // 2), rank_loop)
+    n = len(query_texts)
+    print("## Queries per second (best of repeats; evalsite includes tokenizing and document ranking)")
+    print("| engine | qps | evalsite is |\n|---|---|---|")
+    print(f"| evalsite lucene | {n / t_ours:,.0f} | |")
+    print(f"| evalsite okapi | {n / t_ours_okapi:,.0f} | |")
+    print(
+        f"| bm25s lucene (numpy) | {n / t_bm25s:,.0f} | {t_bm25s / t_ours:.2f}x as fast (lucene vs lucene) |"
+    )
+    print(
+        f"| rank-bm25 BM25Okapi | {n / t_rank:,.1f} | {t_rank / t_ours_okapi:.0f}x as fast (okapi vs okapi) |\n"
+    )
+
+    # Same scores as the references (ranking equality is what matters; scores printed for the record).
+    ours_scores = index.bm25_indexes["okapi"].scores(query_tokens[0])
+    exact = bool(np.array_equal(ours_scores, okapi_ref.get_scores(query_tokens[0])))
+    print(f"okapi scores identical to rank-bm25 on query 1: {exact}\n")
+
+    # 5. quality
+    print("## FullText quality (pytrec_eval-equal metrics) beside the reference")
+    print("| variant | nDCG@10 | R@100 | MRR@10 | reference | within 0.005 |\n|---|---|---|---|---|---|")
+    for variant, config in (("okapi", okapi), ("lucene", lucene)):
+        per = []
+        for q in queries:
+            if q["_id"] not in qrels:
+                continue
+            ranking = index.rank_documents(q["text"], config, 100).document_ids
+            per.append(
+                (
+                    metrics.ndcg_at(ranking, qrels[q["_id"]], 10),
+                    metrics.recall_at(ranking, qrels[q["_id"]], 100),
+                    metrics.reciprocal_rank_at(ranking, qrels[q["_id"]], 10),
+                )
+            )
+        got = tuple(statistics.fmean(col) for col in zip(*per, strict=True))
+        ref = REFERENCE.get((name, variant))
+        ok = "n/a" if ref is None else str(all(abs(a - b) <= 0.005 for a, b in zip(got, ref, strict=True)))
+        refs = "n/a" if ref is None else " / ".join(f"{x:.4f}" for x in ref)
+        print(f"| {variant} | {got[0]:.4f} | {got[1]:.4f} | {got[2]:.4f} | {refs} | {ok} |")
+    print()
+
+    if not args.skip_django:
+        django_part(args.dataset, args.repeat)
+
+
+def django_part(dataset: Path, repeat: int) -> None:
+    """3 and 4: the whole evaluate call through Django, on a temporary SQLite database."""
+    data_dir = tempfile.mkdtemp(prefix="evalsite-bench-")
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEBUG": "1",
+            "EVALSITE_DATA_DIR": data_dir,
+            "ALLOWED_HOSTS": "testserver",
+        }
+    )
+    os.environ.pop("DATABASE_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from rest_framework.test import APIClient
+
+    from evaluation import indexes
+    from evaluation.configs import parse_configs
+    from evaluation.services import CollectionSearch, available_rerankers
+    from goldenset import services
+    from goldenset.models import Collection
+
+    call_command("migrate", verbosity=0)
+    call_command("import_beir", str(dataset), "--cluster", "bench", "--tenant", "bench", "--collection", "c")
+    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    _, key = services.api_key_create(tenant=tenant)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    collection = Collection.objects.get(tenant=tenant, slug="c")
+    raw_configs = [
+        {"label": "fulltext", "search_type": "FullText"},
+        {"label": "fulltext okapi", "search_type": "FullText", "bm25_variant": "okapi"},
+        {"label": "hybrid rrf", "search_type": "Hybrid", "fusion": "Rrf"},
+    ]
+    body = {"collection_id": "c", "ks": [1, 5, 10, 100], "configs": raw_configs}
+
+    started = time.perf_counter()
+    first = client.post("/lmkit/v1/search/evaluate", body, format="json")
+    first_seconds = time.perf_counter() - started
+    assert first.status_code == 200, first.status_code
+    print("## Whole evaluate call (3 configurations, persisted) beside the bare search loop")
+    print(
+        f"first call (builds and saves the index): {first_seconds:.2f} s, index {first.json()['runs'][0]['index']}"
+    )
+
+    questions = [
+        e.question for e in collection.golden_entries.exclude(expected_document_ids=[]).order_by("created_at")
+    ]
+    configs = parse_configs(raw_configs, available_rerankers())
+    search = CollectionSearch([collection])
+
+    def bare():
+        for config in configs:
+            for q in questions:
+                search.rank(q, config, 100)
+
+    def whole():
+        response = client.post("/lmkit/v1/search/evaluate", body, format="json")
+        assert response.status_code == 200
+        return response
+
+    bare()
+    t_bare = best_of(repeat, bare)
+    t_whole = best_of(repeat, whole)
+    print(f"| step | seconds |\n|---|---|\n| bare search loop, 3 x {len(questions)} queries | {t_bare:.3f} |")
+    print(
+        f"| POST /search/evaluate, persisted | {t_whole:.3f} |\n\nratio: {t_whole / t_bare:.2f}x (target <= 2x)\n"
+    )
+
+    indexes.clear_memory()  # a fresh process: the index must come from disk, not be rebuilt
+    again = whole().json()["runs"][0]["index"]
+    print(f"second evaluation in a process without the index in memory: {again}")
+    print(f"builds no index: {again['built'] == 0 and again['parts_built'] == 0}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,254 @@
+"""`manage.py evaluate`: the CI gate. Scores retrieval configurations on the golden set, exits 1 below a bar.
+
+    manage.py evaluate --cluster C --tenant T --collection X [--collection Y]
+        [--config FullText] [--config 'Hybrid:fusion=Weighted,rerank=true,label=hybrid-w']
+        [--config '{"search_type": "Hybrid", "rerank": true}']
+        [--ks 1,5,10] [--metric ndcg@10] [--fail-under 0.7] [--format text|json]
+
+The HTTP twin is POST /lmkit/v1/search/evaluate: both read configurations and ks with evaluation.configs and
+run evaluation.services.evaluate_retrieval, so they accept and reject the same requests and persist the same
+runs (listed by GET /lmkit/v1/search/evaluate/runs).
+
+Exit codes: 0 every configuration clears the bar (or no bar was given), 1 some configuration is below it,
+2 a usage or data error, reported as one line `error [code] message` on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+
+from django.core.management.base import CommandError, CommandParser
+
+from evaluation import configs as config_parser
+from evaluation import metrics, selectors, services
+from evaluation.models import EvaluationRun
+from goldenset.errors import EvalsiteError, NotFound
+from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.models import Tenant
+
+USAGE_CODE = "usage"
+
+
+class _OneLineParser(CommandParser):
+    """argparse errors as one line and exit code 2 (Django exits 1 on a CommandError by default)."""
+
+    def error(self, message):
+        if self.called_from_command_line:
+            sys.stderr.write(f"error [{USAGE_CODE}] {message} (see {self.prog} --help)\n")
+            sys.exit(2)
+        raise CommandError(f"Error: {message}", returncode=2)
+
+
+def config_from_cli(text: str, position: int) -> object:
+    """One --config value as the API's configuration object (not yet validated: parse_configs does that).
+
+    `FullText` (a search type, any case), `TYPE:key=value,key=value` (values stay strings, as the API
+    accepts them: "true", "5", "0.3"), or a JSON object.
+    """
+    field = f"configs[{position}]"
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise EvalsiteError(
+                "invalid-json",
+                f"{field}: --config is not valid JSON: {exc.msg} at column {exc.colno}.",
+                details={"field": field, "line": exc.lineno, "column": exc.colno},
+            ) from None
+    search_type, colon, rest = stripped.partition(":")
+    if "=" in search_type:
+        raise EvalsiteError(
+            "validation-error",
+            f"{field}: expected TYPE, TYPE:key=value,... or a JSON object, got {text!r}.",
+            details={"field": field},
+        )
+    raw: dict[str, str] = {"search_type": search_type.strip()}
+    if not colon:
+        return raw
+    for part in rest.split(","):
+        if not part.strip():
+            continue
+        key, equals, value = part.partition("=")
+        key = key.strip()
+        if not equals or not key:
+            raise EvalsiteError(
+                "validation-error",
+                f"{field}: expected key=value after '{search_type.strip()}:', got {part.strip()!r}.",
+                details={"field": field},
+            )
+        if key in raw:
+            raise EvalsiteError(
+                "validation-error", f"{field}.{key}: given twice.", details={"field": f"{field}.{key}"}
+            )
+        raw[key] = value.strip()
+    return raw
+
+
+def parse_fail_under(value) -> float | None:
+    """The bar: a number from 0 to 1 (every metric is a mean in [0, 1]); None for no gate."""
+    if value is None:
+        return None
+    try:
+        bar = float(value)
+    except (TypeError, ValueError):
+        bar = math.nan
+    if isinstance(value, bool) or not 0 <= bar <= 1:
+        raise EvalsiteError(
+            "invalid-number",
+            f"fail_under: expected a number from 0 to 1, got {value!r}.",
+            details={"field": "fail_under"},
+        )
+    return bar
+
+
+def parse_metric(value, ks: Sequence[int]) -> str:
+    """The gated metric: one of the run's metric keys for these ks."""
+    available = list(metrics.evaluate_query([], {}, ks))  # the names a run of these ks carries
+    name = str(value).strip().lower()
+    if name not in available:
+        raise EvalsiteError(
+            "unknown-metric",
+            f"metric: {value!r} is not computed for ks {','.join(map(str, ks))}; "
+            f"available: {', '.join(available)}.",
+            details={"field": "metric", "available": available},
+        )
+    return name
+
+
+def clears(value: float, bar: float) -> bool:
+    """value >= bar, forgiving the last bits of float summation (a mean of 0.7 may sum to 0.69999...)."""
+    return round(value, 12) >= bar
+
+
+def number(value: float) -> str:
+    """A bar as typed: 0.7, not 0.700000 or 0.69999999999999996."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+def shown_below(value: float, bar: float) -> str:
+    """The value with 4 decimals, or with as many more as it takes to be visibly below the bar."""
+    for places in range(4, 13):
+        text = f"{value:.{places}f}"
+        if float(text) < bar:
+            return text
+    return repr(value)
+
+
+class Command(EvalsiteCommand):
+    help = (
+        "Evaluate retrieval configurations on the golden set of one or more collections and gate on a metric: "
+        "exit 0 when every configuration's metric is >= --fail-under, 1 when one is below, 2 on a usage "
+        "or data error. The runs are stored like the API's (GET /lmkit/v1/search/evaluate/runs)."
+    )
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.__class__ = _OneLineParser
+        return parser
+
+    def add_arguments(self, parser):
+        self.add_scope_arguments(parser, collection=False)
+        parser.add_argument(
+            "--collection",
+            action="append",
+            help="collection_id (required); repeat to evaluate several collections as one.",
+        )
+        parser.add_argument(
+            "--config",
+            action="append",
+            help=(
+                "A configuration; repeat for several. A search type (FullText, Vector, Hybrid), "
+                "TYPE:key=value,... (keys: label, fusion, rerank, bm25_variant, top_k, as_of, "
+                "include_superseded, fulltext_weight), or a JSON object as in the API. Default: FullText."
+            ),
+        )
+        parser.add_argument("--ks", default="1,5,10", help="Cutoffs, comma-separated (default 1,5,10).")
+        parser.add_argument(
+            "--metric", default="ndcg@10", help="The gated metric: recall@K, ndcg@K or mrr (default ndcg@10)."
+        )
+        parser.add_argument(
+            "--fail-under",
+            help="The bar from 0 to 1: exit 1 when a configuration's metric is below it. Without it, just report.",
+        )
+        parser.add_argument(
+            "--format", choices=["text", "json"], default="text", help="Output (default text)."
+        )
+
+    def handle(self, *args, **options):
+        if options["format"] not in ("text", "json"):
+            raise EvalsiteError(USAGE_CODE, f"format: expected text or json, got {options['format']!r}.")
+        collection_ids = options["collection"]
+        if not collection_ids:  # not required by argparse: Django's call_command cannot pass a required list
+            raise EvalsiteError(USAGE_CODE, "the following arguments are required: --collection")
+        tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
+        if tenant is None:
+            raise NotFound("Tenant", f"{options['cluster']}/{options['tenant']}")
+        collections = selectors.collections_named(
+            tenant=tenant,
+            collection_id=None,
+            collection_ids=[collection_ids] if isinstance(collection_ids, str) else collection_ids,
+        )
+        ks = config_parser.parse_ks(options["ks"])
+        raw_configs = options["config"]
+        if isinstance(raw_configs, str):
+            raw_configs = [raw_configs]
+        configs = config_parser.parse_configs(
+            None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
+            services.available_rerankers(),
+        )
+        metric = parse_metric(options["metric"], ks)
+        bar = parse_fail_under(options["fail_under"])
+
+        batch_id, runs = services.evaluate_retrieval(
+            tenant=tenant, collections=collections, ks=ks, configs=configs
+        )
+        failing = [run for run in runs if bar is not None and not clears(run.metrics[metric], bar)]
+        if options["format"] == "json":
+            document = {
+                "batch_id": str(batch_id),
+                "metric": metric,
+                "fail_under": bar,
+                "passed": not failing,
+                "runs": [services.run_summary(run) for run in runs],
+            }
+            self.stdout.write(json.dumps(document, indent=2))
+        else:
+            self.write_report(runs, metric, bar, failing)
+        if failing:
+            sys.exit(1)
+
+    def write_report(
+        self, runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing: Sequence[EvaluationRun]
+    ) -> None:
+        names = list(runs[0].metrics)
+        header = ["label", *names, "questions", "ms"] + (["gate"] if bar is not None else [])
+        rows = []
+        for run in runs:
+            row = [run.label, *(f"{run.metrics[n]:.4f}" for n in names), str(run.question_count)]
+            row.append(f"{run.duration_ms:.1f}" if run.duration_ms is not None else "-")
+            if bar is not None:
+                row.append("FAIL" if run in failing else "PASS")
+            rows.append(row)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            cells = [
+                cell.ljust(width) if i == 0 or header[i] == "gate" else cell.rjust(width)
+                for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+            ]
+            self.stdout.write("  ".join(cells).rstrip())
+        for warning in dict.fromkeys(w for run in runs for w in run.warnings):
+            self.stdout.write(f"warning: {warning}")
+        if bar is None:
+            self.stdout.write(f"gate: none (no --fail-under); {metric} reported only")
+        elif failing:
+            reasons = "; ".join(
+                f"{r.label}: {shown_below(r.metrics[metric], bar)} < {number(bar)}" for r in failing
+            )
+            self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: FAIL ({reasons})")
+        else:
+            self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: PASS")
