@@ -117,7 +117,7 @@ def main() -> None:
 
     retriever, bm25s_build, bm25s_mem = measure_build(build_bm25s)
     okapi_ref, rank_build, rank_mem = measure_build(lambda: rank_bm25.BM25Okapi(tokens))
-    print(f"| engine | build s | peak MiB |\n|---|---|---|")
+    print("| engine | build s | peak MiB |\n|---|---|---|")
     print(f"| evalsite (lucene) | {ours_build:.3f} | {ours_mem:.1f} |")
     print(f"| bm25s (lucene) | {bm25s_build:.3f} | {bm25s_mem:.1f} |")
     print(f"| rank-bm25 BM25Okapi | {rank_build:.3f} | {rank_mem:.1f} |\n")
