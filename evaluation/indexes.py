@@ -1,6 +1,6 @@
 """Search indexes per collection and content version: built once, kept in memory and on disk.
 
-The key is (collection, content_version, ENGINE_VERSION): any change to a collection's documents bumps its
+The key is (collection uid, content_version, ENGINE_VERSION): any change to a collection's documents bumps its
 content version, so a stale index is never used; a process that lacks an index loads it from the data
 directory or builds it from the database (nothing depends on another process's memory). Built parts
 (BM25 per variant, vectors per embedder) are added to the cached index as they are first used.
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from evaluation.search.embeddings import LsiEmbedder
-from evaluation.search.engine import Corpus, SearchIndex
+from evaluation.embedding_store import configured_embedder
+from evaluation.search.engine import Corpus, Embedder, SearchIndex
 from evaluation.search.temporal import Validity
 from goldenset.models import Collection, Document, Page
 
@@ -55,11 +55,11 @@ _lock = threading.Lock()
 
 
 def _key(collection: Collection) -> tuple:
-    return (collection.pk, collection.content_version, ENGINE_VERSION)
+    return (str(collection.uid), collection.content_version, ENGINE_VERSION)
 
 
 def _path(key: tuple) -> Path:
-    return Path(settings.DATA_DIR) / "indexes" / f"c{key[0]}-v{key[1]}-e{key[2]}.pickle"
+    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}.pickle"
 
 
 def page_text(title: str, number: int, text: str) -> str:
@@ -98,9 +98,12 @@ def load_corpus(collection: Collection) -> Corpus:
     )
 
 
-def embedder_factory():
-    # Model-backed embedders are chosen by EVALSITE_EMBEDDER; LSI is the offline default.
-    return LsiEmbedder()
+def embedder_factory(corpus: Corpus | None = None) -> Embedder:
+    """The embedder EVALSITE_EMBEDDER names (LSI, the offline default, or a model-backed one).
+
+    Given the corpus, a model-backed embedder reads and stores each page's vector in PageEmbedding (computed
+    once per page); without it, it embeds every page of each build."""
+    return configured_embedder(corpus)
 
 
 def get_index(collection: Collection, stats: IndexStats | None = None) -> SearchIndex:
@@ -149,6 +152,11 @@ def save_index(collection: Collection, index: SearchIndex) -> None:
         temporary.replace(path)  # atomic: readers see the old file or the new one, never half of one
     finally:
         index.embedder_factory = factory
+    for stale in path.parent.glob(
+        f"{collection.uid}-v*.pickle"
+    ):  # older content versions are never read again
+        if stale != path:
+            stale.unlink(missing_ok=True)
 
 
 def clear_memory() -> None:

@@ -89,6 +89,9 @@ class Collection(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="collections")
     slug = models.CharField(max_length=200, help_text="The collection_id clients send.")
     name = models.CharField(max_length=300, blank=True)
+    # Identity beyond this database's primary keys: cached search indexes are named by it, so an index file can
+    # never be mistaken for another collection's (another database, a recreated collection).
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     # Bumped on every change of documents or pages: search indexes are keyed by (collection, content_version).
     content_version = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

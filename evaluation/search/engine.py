@@ -106,7 +106,8 @@ class Corpus:
 @dataclass
 class SearchIndex:
     corpus: Corpus
-    embedder_factory: Callable[[], Embedder] | None = None
+    # Given the corpus, so a model-backed embedder can reuse the vectors stored per page.
+    embedder_factory: Callable[[Corpus], Embedder] | None = None
     bm25_indexes: dict[str, BM25Index] = field(default_factory=dict)
     page_vectors: np.ndarray | None = None
     embedder: Embedder | None = None
@@ -135,7 +136,7 @@ class SearchIndex:
             if self.embedder_factory is None:
                 raise LookupError("no embedder configured for vector search")
             started = time.perf_counter()
-            embedder = self.embedder_factory()
+            embedder = self.embedder_factory(self.corpus)
             self.page_vectors = embedder.fit(self.corpus.texts)
             self.embedder = embedder
             self._built(started)
