@@ -89,12 +89,19 @@ def load_corpus(collection: Collection) -> Corpus:
         Validity(external_id, valid_from, valid_until, tuple(supersedes or ()))
         for _pk, external_id, valid_from, valid_until, supersedes in documents
     ]
+    pageless = (
+        Document.objects.filter(collection=collection, pages__isnull=True)
+        .exclude(supersedes=[])
+        .values_list("external_id", "valid_from", "valid_until", "supersedes")
+    )
+    successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
     return Corpus(
         texts=texts,
         page_document=np.asarray(page_document, dtype=np.int64),
         document_ids=[row[1] for row in documents],
         validity=validity,
         page_ids=page_ids,
+        successors=successors,
     )
 
 

@@ -89,6 +89,8 @@ class Corpus:
     document_ids: list[str]  # document row -> external id
     validity: list[Validity]  # per document row
     page_ids: list[int] = field(default_factory=list)  # page row -> the caller's page id (optional)
+    # Documents without pages: never results, but a successor among them still supersedes what it names.
+    successors: list[Validity] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         order = sorted(range(len(self.document_ids)), key=lambda i: self.document_ids[i].encode())
@@ -100,7 +102,7 @@ class Corpus:
         )
         self.document_starts = starts.astype(np.int64)
         self.one_page_each = len(self.texts) == len(self.document_ids)
-        self.temporal = has_temporal_data(self.validity)
+        self.temporal = has_temporal_data([*self.validity, *self.successors])
 
 
 @dataclass
@@ -115,6 +117,7 @@ class SearchIndex:
     # Parts built so far and the time spent on them: callers tell "built now" from "found cached".
     builds: int = 0
     build_seconds: float = 0.0
+    _masks: dict[tuple[datetime, bool], np.ndarray] = field(default_factory=dict, repr=False)
 
     # --- the parts, built on first use ---------------------------------------------------------------------
 
@@ -183,9 +186,22 @@ class SearchIndex:
         if not self.corpus.temporal:
             return scores
         at = config.as_of or datetime.now().astimezone()
-        visible = visible_mask(self.corpus.validity, at, config.include_superseded)
-        scores[~visible[self.corpus.page_document]] = -np.inf
+        scores[self._hidden_pages(at, config.include_superseded)] = -np.inf
         return scores
+
+    def _hidden_pages(self, at: datetime, include_superseded: bool) -> np.ndarray:
+        """Pages whose document is not visible at `at`; kept for the last few instants asked (an evaluation
+        asks the same instant for every question)."""
+        key = (at, include_superseded)
+        hidden = self._masks.get(key)
+        if hidden is None:
+            corpus = self.corpus
+            visible = visible_mask(corpus.validity, at, include_superseded, corpus.successors)
+            hidden = ~visible[corpus.page_document]
+            if len(self._masks) >= 8:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[key] = hidden
+        return hidden
 
     def search_pages(
         self, query: str, config: SearchConfig, depth: int, reranker: Reranker | None = None

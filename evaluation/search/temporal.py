@@ -24,12 +24,16 @@ class Validity:
     supersedes: tuple[str, ...] = ()
 
 
-def statuses(documents: Sequence[Validity], at: datetime) -> list[str]:
-    """The status of each document at `at` (an aware datetime)."""
-    in_force = {d.document_id for d in documents if d.valid_from is None or d.valid_from <= at}
+def statuses(documents: Sequence[Validity], at: datetime, successors: Sequence[Validity] = ()) -> list[str]:
+    """The status of each document at `at` (an aware datetime).
+
+    `successors` are further documents that only take part as superseders (say, ones with no pages to search).
+    """
+    everyone = [*documents, *successors]
+    in_force = {d.document_id for d in everyone if d.valid_from is None or d.valid_from <= at}
     # A document naming itself (a new version sent under the old id "replacing" itself) does not hide itself.
     superseded = {
-        old for d in documents if d.document_id in in_force for old in d.supersedes if old != d.document_id
+        old for d in everyone if d.document_id in in_force for old in d.supersedes if old != d.document_id
     }
     out = []
     for d in documents:
@@ -44,13 +48,15 @@ def statuses(documents: Sequence[Validity], at: datetime) -> list[str]:
     return out
 
 
-def visible_mask(documents: Sequence[Validity], at: datetime, include_superseded: bool) -> np.ndarray:
+def visible_mask(
+    documents: Sequence[Validity], at: datetime, include_superseded: bool, successors: Sequence[Validity] = ()
+) -> np.ndarray:
     """Which documents search may return: current ones, plus superseded and expired ones when asked.
 
     A document not yet valid at the instant is never returned: at that instant it does not exist.
     """
     allowed = {CURRENT, SUPERSEDED, EXPIRED} if include_superseded else {CURRENT}
-    return np.array([s in allowed for s in statuses(documents, at)], dtype=bool)
+    return np.array([s in allowed for s in statuses(documents, at, successors)], dtype=bool)
 
 
 def has_temporal_data(documents: Sequence[Validity]) -> bool:
