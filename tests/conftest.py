@@ -55,3 +55,31 @@ def world(db) -> World:
     rival_collection = services.collection_create(tenant=other, slug="handbook")
     add_documents(rival_collection, {"refunds": "Rival refunds policy: no refunds."})
     return World(tenant, key, api_client(key), other, other_key, api_client(other_key), collection)
+
+
+@pytest.fixture
+def manage_env():
+    """The environment for a real `manage.py` subprocess on this test run's database and index directory."""
+    import os
+
+    from django.conf import settings
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        url = f"sqlite:///{db['NAME']}"
+    else:
+        auth = (
+            (db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "") + "@")
+            if db.get("USER")
+            else ""
+        )
+        url = f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+        "DEBUG": "1",
+        "DATABASE_URL": url,
+        "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
+        "EVALSITE_INDEX_DIR": str(settings.EVALSITE_INDEX_DIR),
+    }

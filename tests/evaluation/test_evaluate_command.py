@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -11,9 +10,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import CommandError, call_command
-from django.db import connection
 
 from evaluation import configs as config_parser
 from evaluation import services
@@ -370,24 +367,9 @@ def test_argparse_usage_errors_carry_exit_code_2(world, golden):
 # --- the real process -------------------------------------------------------------------------------------
 
 
-def _database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "") + "@" if db.get("USER") else ""
-    return f"postgres://{auth}{host}:{port}/{db['NAME']}"
-
-
 @pytest.mark.django_db(transaction=True)
-def test_the_real_command_exits_0_1_and_2(world, hard):
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-        "DEBUG": "1",
-        "DATABASE_URL": _database_url(),
-        "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
-    }
+def test_the_real_command_exits_0_1_and_2(world, hard, manage_env):
+    env = manage_env
 
     def manage(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(

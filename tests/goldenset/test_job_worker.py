@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connection
 from django.test import override_settings
 
 from goldenset.models import Document, Job, JobStatus
@@ -18,29 +15,13 @@ from goldenset.models import Document, Job, JobStatus
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _database_url() -> str:
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    host, port = db.get("HOST") or "127.0.0.1", db.get("PORT") or 5432
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "") + "@" if db.get("USER") else ""
-    return f"postgres://{auth}{host}:{port}/{db['NAME']}"
-
-
 @pytest.fixture
-def qcluster(transactional_db, monkeypatch, tmp_path):
+def qcluster(transactional_db, monkeypatch, tmp_path, manage_env):
     """A real `manage.py qcluster` on the test database (and Redis, when the suite runs with it)."""
     from django_q.conf import Conf
 
     monkeypatch.setattr(Conf, "SYNC", False)  # the test settings run tasks inline; this test wants the worker
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-        "DEBUG": "1",
-        "DATABASE_URL": _database_url(),
-        "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
-        "EVALSITE_WORKERS": "1",
-    }
+    env = {**manage_env, "EVALSITE_WORKERS": "1"}
     log = tmp_path / "qcluster.log"
     with log.open("w") as out:  # a file, not a pipe: a chatty worker must never block on a full pipe
         process = subprocess.Popen(
