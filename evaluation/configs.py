@@ -63,10 +63,10 @@ def parse_positive_int(value, field: str, *, maximum: int = MAX_K) -> int:
         raise _fail("invalid-number", field, f"expected a positive integer, got {value!r}.")
     if isinstance(value, str):
         # ASCII digits only: str.isdigit() also admits "²" and "٣", and int() refuses the first (a 500).
-        digits = value.strip().removeprefix("+").lstrip("0") or "0"
+        digits = value.strip().removeprefix("+")
         if not _DIGITS.fullmatch(digits):
             raise _fail("invalid-number", field, f"expected a positive integer, got {value!r}.")
-        if len(digits) > len(str(maximum)):  # int() of thousands of digits raises; it is out of range anyway
+        if len(digits.lstrip("0")) > len(str(maximum)):  # int() of 5000 digits raises; out of range anyway
             raise _fail("invalid-number", field, f"expected an integer from 1 to {maximum}, got {value!r}.")
         value = int(digits)
     if isinstance(value, float) and value.is_integer():

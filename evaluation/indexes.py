@@ -1,6 +1,6 @@
 """Search indexes per collection and content version: built once, kept in memory and on disk.
 
-The key is (collection uid, content_version, ENGINE_VERSION): any change to a collection's documents bumps its
+The key is (collection uid, content_version, ENGINE_VERSION, embedder): any change to a collection's documents bumps its
 content version, so a stale index is never used; a process that lacks an index loads it from the data
 directory or builds it from the database (nothing depends on another process's memory). Built parts
 (BM25 per variant, vectors per embedder) are added to the cached index as they are first used.
@@ -8,6 +8,7 @@ directory or builds it from the database (nothing depends on another process's m
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import pickle
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from evaluation.embedding_store import configured_embedder
+from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.engine import Corpus, Embedder, SearchIndex
 from evaluation.search.temporal import Validity
 from goldenset.models import Collection, Document, Page
@@ -55,11 +56,14 @@ _lock = threading.Lock()
 
 
 def _key(collection: Collection) -> tuple:
-    return (str(collection.uid), collection.content_version, ENGINE_VERSION)
+    # The embedder is part of the key: its vectors live in the index, so changing EVALSITE_EMBEDDER (or the
+    # endpoint's model) must not serve the old vectors.
+    embedder = hashlib.sha256(embedder_identity().encode()).hexdigest()[:12]
+    return (str(collection.uid), collection.content_version, ENGINE_VERSION, embedder)
 
 
 def _path(key: tuple) -> Path:
-    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}.pickle"
+    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}.pickle"
 
 
 def page_text(title: str, number: int, text: str) -> str:

@@ -4,7 +4,7 @@ import uuid
 
 from django.db import models
 
-from goldenset.models import Collection, Job, Tenant
+from goldenset.models import Collection, Job, Page, Tenant
 
 
 class RunKind(models.TextChoices):
@@ -80,3 +80,25 @@ class QuestionResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} #{self.position}"
+
+
+class PageEmbedding(models.Model):
+    """A page's vector under one model-backed embedder, computed once and reused by every index build.
+
+    `text_hash` is the sha256 of the text that was embedded: when a page's indexed text changes the vector
+    is recomputed. LSI vectors depend on the whole collection and are never stored here."""
+
+    page = models.ForeignKey(Page, on_delete=models.CASCADE, related_name="embeddings")
+    embedder = models.CharField(max_length=300, help_text='e.g. "endpoint:<model>" or "minilm".')
+    text_hash = models.CharField(max_length=64)
+    vector = models.BinaryField(help_text="Little-endian float32, unit length.")
+    dims = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["page", "embedder"], name="page_embedding_unique_embedder")
+        ]
+
+    def __str__(self) -> str:
+        return f"page {self.page_id} / {self.embedder} ({self.dims} dims)"

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from evaluation import indexes, metrics
+from evaluation import embedding_store, indexes, metrics
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.search import embeddings
+from evaluation.search.embeddings import EmbeddingReranker
 from evaluation.search.engine import Ranking, Reranker, SearchIndex
 from evaluation.search.rerank import ProximityReranker, idf_table
 from goldenset.errors import EvalsiteError
@@ -21,18 +23,39 @@ from goldenset.models import Collection, GoldenEntry, Job, Page, Tenant
 
 
 def available_rerankers() -> list[str]:
-    """The rerankers this server can run, strongest first (what `rerank: true` picks)."""
-    return ["proximity"]
+    """The rerankers this server can run, strongest first (what `rerank: true` picks).
+
+    "minilm" when the `minilm` extra is installed, "endpoint" when an embeddings endpoint is configured, then
+    "proximity" (always). The two embedding rerankers score a candidate by cosine(query, page) alone."""
+    names = []
+    if embeddings.minilm_available():
+        names.append("minilm")
+    if embedding_store.endpoint_configured():
+        names.append("endpoint")
+    return [*names, "proximity"]
 
 
 def make_reranker(name: str | None, index: SearchIndex, variant: str) -> Reranker | None:
+    """The named reranker over this index; EvalsiteError reranker-unavailable for one this server lacks.
+
+    "minilm" / "endpoint": cosine similarity of the query's and each candidate page's embedding (page vectors
+    from the index when it was built with that embedder, else the stored ones, else embedded now and
+    stored), blended with nothing else: the first-stage score only chooses the candidates.
+    "proximity": the first-stage score plus a term-proximity bonus (evaluation.search.rerank)."""
     if name is None:
         return None
     if name == "proximity":
         bm25 = index.bm25(variant)
         df = bm25.matrix.indptr[1:] - bm25.matrix.indptr[:-1]
         return ProximityReranker(idf_table(bm25.vocabulary, df, bm25.size))
-    raise EvalsiteError("reranker-unavailable", f"reranker {name!r} is not available here.")
+    if name in ("minilm", "endpoint") and name in available_rerankers():
+        embedder = embedding_store.model_embedder(name)
+        return EmbeddingReranker(name, embedder, embedding_store.CandidateVectors(embedder, index))
+    raise EvalsiteError(
+        "reranker-unavailable",
+        f"reranker {name!r} is not available here; available: {', '.join(available_rerankers())}.",
+        details={"available": available_rerankers()},
+    )
 
 
 # --- search over one or several collections --------------------------------------------------------------

