@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from evalsite import views
@@ -15,10 +15,14 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("lmkit/v1/", include("goldenset.api.urls")),
     path("lmkit/v1/", include("evaluation.api.urls")),
+    # After both apps' routes: any other /lmkit/ path is the JSON 404, also with DEBUG on.
+    re_path(r"^lmkit/", views.api_not_found, name="api-not-found"),
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
 ]
 
+handler400 = "evalsite.views.bad_request"
+handler403 = "evalsite.views.permission_denied"
 handler404 = "evalsite.views.not_found"
 handler500 = "evalsite.views.server_error"

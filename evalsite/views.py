@@ -1,7 +1,10 @@
 from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
+from django.views.defaults import permission_denied as django_permission_denied
 from django.views.defaults import server_error as django_server_error
 
 from evalsite.api.errors import envelope
@@ -17,15 +20,42 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+def _is_api(request) -> bool:
+    return request.path.startswith("/lmkit/")
+
+
+def _no_endpoint(request) -> JsonResponse:
+    return JsonResponse(envelope("not-found", f"No API endpoint at {request.path}."), status=404)
+
+
+@csrf_exempt  # any method may be sent to a missing endpoint; the answer is the same 404
+def api_not_found(request, *args, **kwargs):
+    """The last /lmkit/ route: with DEBUG on, Django would answer an unmatched path with its HTML page."""
+    return _no_endpoint(request)
+
+
 def not_found(request, exception=None):
     """JSON for API paths (clients never parse an HTML 404), the usual page elsewhere."""
-    if request.path.startswith("/lmkit/"):
-        return JsonResponse(envelope("not-found", f"No API endpoint at {request.path}."), status=404)
+    if _is_api(request):
+        return _no_endpoint(request)
     return page_not_found(request, exception)
 
 
+def bad_request(request, exception=None):
+    """A request Django refuses before any view (a disallowed Host, say): the envelope on API paths."""
+    if _is_api(request):
+        return JsonResponse(envelope("bad-request", "Bad request."), status=400)
+    return django_bad_request(request, exception)
+
+
+def permission_denied(request, exception=None):
+    if _is_api(request):
+        return JsonResponse(envelope("permission-denied", "Permission denied."), status=403)
+    return django_permission_denied(request, exception)
+
+
 def server_error(request):
-    if request.path.startswith("/lmkit/"):
+    if _is_api(request):
         return JsonResponse(
             envelope("internal-error", "An unexpected error occurred; it has been logged."), status=500
         )

@@ -21,6 +21,7 @@ from django.utils.text import Truncator, slugify
 
 from goldenset import importers, services
 from goldenset.forms import (
+    CollectionAdminForm,
     CollectionChoiceField,
     DocumentAdminForm,
     GoldenEntryAdminForm,
@@ -367,6 +368,7 @@ class DocumentAdmin(PathLabelsMixin):
 
 @admin.register(Collection)
 class CollectionAdmin(PathLabelsMixin):
+    form = CollectionAdminForm
     list_display = (
         "slug",
         "name",

@@ -7,12 +7,19 @@ broken folder stops with one readable line and loads nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldenset.errors import EvalsiteError
-from goldenset.text import find_nul
+from goldenset.text import (
+    JsonValueError,
+    document_id_problem,
+    find_lone_surrogate,
+    find_nul,
+    json_loads,
+    key_problem,
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,14 @@ def _error(name: str, line: int, message: str) -> EvalsiteError:
     )
 
 
+def _at(name: str, line: int, column: int, message: str) -> EvalsiteError:
+    return EvalsiteError(
+        "beir-invalid",
+        f"{name} line {line}, column {column}: {message}",
+        details={"file": name, "line": line, "column": column},
+    )
+
+
 def _json_lines(lines: Iterable[str | bytes], name: str) -> Iterator[tuple[int, dict]]:
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
@@ -49,32 +64,37 @@ def _json_lines(lines: Iterable[str | bytes], name: str) -> Iterator[tuple[int, 
             raw = raw.lstrip("\ufeff")
         if not raw.strip():
             continue
-        if (nul := find_nul(raw)) is not None:
-            raise EvalsiteError(
-                "beir-invalid",
-                f"{name} line {number}, column {nul[1]}: NUL characters are not allowed",
-                details={"file": name, "line": number, "column": nul[1]},
-            )
+        for found, problem in (
+            (find_nul(raw), "NUL characters are not allowed"),
+            (find_lone_surrogate(raw), "lone surrogates are not valid Unicode"),
+        ):
+            if found is not None:
+                raise _at(name, number, found[1], problem)
         try:
-            row = json.loads(raw)
+            row = json_loads(raw)
         except json.JSONDecodeError as exc:
-            raise EvalsiteError(
-                "beir-invalid",
-                f"{name} line {number}, column {exc.colno}: {exc.msg}",
-                details={"file": name, "line": number, "column": exc.colno},
-            ) from None
+            raise _at(name, number, exc.colno, exc.msg) from None
+        except JsonValueError as exc:
+            raise _at(name, number, exc.column, exc.message) from None
+        except RecursionError:
+            raise _error(name, number, "JSON is nested too deeply") from None
         if not isinstance(row, dict):
             raise _error(name, number, "expected a JSON object")
         yield number, row
 
 
-def _id(row: dict, name: str, number: int) -> str:
+def _id(row: dict, name: str, number: int, problem_of: Callable[[str], str | None]) -> str:
     value = row.get("_id", row.get("id"))
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str) or not value.strip():
         raise _error(name, number, 'field "_id" must be a non-empty string')
-    return value.strip()
+    value = value.strip()
+    if problem := problem_of(value):
+        error = _error(name, number, f'field "_id" {problem}')
+        error.details["field"] = "_id"
+        raise error
+    return value
 
 
 def _str(row: dict, key: str, name: str, number: int) -> str:
@@ -91,14 +111,31 @@ _QUERY_KEYS = {"_id", "id", "text", "answerable", "reference_answer"}
 
 
 def read_corpus(lines: Iterable[str | bytes], name: str = "corpus.jsonl") -> Iterator[CorpusRow]:
+    """Corpus rows; a row's "metadata" object, or else its fields beyond id, title and text, is its metadata."""
     for number, row in _json_lines(lines, name):
+        row_id = _id(row, name, number, document_id_problem)
         metadata = {k: v for k, v in row.items() if k not in _CORPUS_KEYS}
+        nested = metadata.pop("metadata", None)
+        if nested is not None and not isinstance(nested, dict):
+            error = _error(name, number, f'field "metadata" must be an object, not {_json_type(nested)}')
+            error.details["field"] = "metadata"
+            raise error
         yield CorpusRow(
-            id=_id(row, name, number),
+            id=row_id,
             title=_str(row, "title", name, number),
             text=_str(row, "text", name, number),
-            metadata=metadata.pop("metadata", None) or metadata,
+            metadata=nested or metadata,
         )
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def read_queries(lines: Iterable[str | bytes], name: str = "queries.jsonl") -> Iterator[QueryRow]:
@@ -111,7 +148,7 @@ def read_queries(lines: Iterable[str | bytes], name: str = "queries.jsonl") -> I
             raise _error(name, number, 'field "answerable" must be true or false')
         metadata = {k: v for k, v in row.items() if k not in _QUERY_KEYS}
         yield QueryRow(
-            id=_id(row, name, number),
+            id=_id(row, name, number, key_problem),
             text=text,
             answerable=answerable,
             reference_answer=_str(row, "reference_answer", name, number),
@@ -137,6 +174,8 @@ def read_qrels(
         line = raw.strip("\r\n").lstrip("\ufeff")
         if "\x00" in line:
             raise _error(name, number, "NUL characters are not allowed")
+        if find_lone_surrogate(line, json_escapes=False) is not None:  # only a str line can hold one
+            raise _error(name, number, "lone surrogates are not valid Unicode")
         if not line.strip():
             continue
         cols = line.split("\t") if "\t" in line else line.split()

@@ -8,14 +8,24 @@ these forms check them against the instance's collection and report a field erro
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
 from django import forms
+from django.forms.fields import InvalidJSONInput
 
 from goldenset import services
 from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Document, GoldenEntry
+from goldenset.text import (
+    JsonValueError,
+    collection_id_problem,
+    document_id_problem,
+    find_lone_surrogate,
+    find_nul,
+    json_loads,
+)
 
 
 def collection_label(collection: Collection) -> str:
@@ -67,6 +77,41 @@ class StringListField(forms.Field):
             )
 
 
+class StoredJSONField(forms.JSONField):
+    """A JSON form field that reads JSON as the API does: NUL, lone surrogates, NaN, Infinity, numbers out of
+    range and absurd nesting are field errors, not rows that fail to store (PostgreSQL) or to read (SQLite)."""
+
+    def to_python(self, value: Any) -> Any:
+        text = value if isinstance(value, str) and not self.disabled else ""
+        if text not in self.empty_values and (problem := _json_text_problem(text)):
+            raise forms.ValidationError(problem, code="invalid")
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Refused input is shown back as typed: decoded, a lone surrogate would break the page's encoding.
+        if not self.disabled and isinstance(data, str) and _json_text_problem(data):
+            return InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+def _json_text_problem(text: str) -> str | None:
+    for found, problem in (
+        (find_nul(text), "NUL characters are not allowed"),
+        (find_lone_surrogate(text), "lone surrogates are not valid Unicode"),
+    ):
+        if found is not None:
+            return f"Line {found[0]}, column {found[1]}: {problem}."
+    try:
+        json_loads(text)
+    except json.JSONDecodeError:
+        return None  # Django's own "Enter a valid JSON."
+    except JsonValueError as exc:
+        return f"Line {exc.line}, column {exc.column}: {exc.message}."
+    except RecursionError:
+        return "JSON is nested too deeply."
+    return None
+
+
 class GoldenEntryAdminForm(forms.ModelForm):
     expected_document_ids = StringListField(
         label="Expected document ids", help_text="One document id (external id) per line."
@@ -92,6 +137,7 @@ class GoldenEntryAdminForm(forms.ModelForm):
             "answerable",
             "reviewed",
         )
+        field_classes = {"grades": StoredJSONField}
 
     def _collection(self) -> Collection | None:
         if "collection" in self.fields:
@@ -144,6 +190,18 @@ _ERROR_FIELDS = {
 }
 
 
+class CollectionAdminForm(forms.ModelForm):
+    class Meta:
+        model = Collection
+        fields = ("tenant", "slug", "name")
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        if problem := collection_id_problem(slug):
+            raise forms.ValidationError(f"A collection id {problem}.")
+        return slug
+
+
 class DocumentAdminForm(forms.ModelForm):
     supersedes = StringListField(help_text="External ids this document replaces, one per line.")
 
@@ -160,6 +218,13 @@ class DocumentAdminForm(forms.ModelForm):
             "supersedes",
             "last_verified",
         )
+        field_classes = {"metadata": StoredJSONField}
+
+    def clean_external_id(self) -> str:
+        external_id = self.cleaned_data["external_id"]
+        if problem := document_id_problem(external_id):
+            raise forms.ValidationError(f"A document id {problem}.")
+        return external_id
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import codecs
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from goldenset.errors import EvalsiteError
-from goldenset.text import find_nul, normalize_question
+from goldenset.text import (
+    JsonValueError,
+    find_lone_surrogate,
+    find_nul,
+    json_loads,
+    key_problem,
+    normalize_question,
+    tag_problem,
+)
 
 _WS = " \t\n\r"
 _FIELDS = ("id", "question", "expected_answer", "must_cite", "tags", "answerable")
-# A JSON string, or one of the non-standard constants Python's json module accepts by default.
-_STRING_OR_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?:NaN|Infinity)', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -38,10 +43,6 @@ class GoldenFileError(EvalsiteError):
     """A golden.json that cannot be loaded: code "golden-invalid" (not JSON) or "golden-schema"."""
 
     status_code = 400
-
-
-class _ConstantFound(Exception):
-    """Raised from parse_constant: NaN/Infinity are not JSON and have no place in a golden file."""
 
 
 def parse_golden(data: str | bytes) -> list[GoldenRecord]:
@@ -133,28 +134,22 @@ def _decode(data: str | bytes) -> str:
 
 
 def _load(text: str) -> Any:
-    """Whole-document JSON parse: syntax errors, NaN/Infinity and absurd nesting become golden-invalid."""
+    """Whole-document JSON parse: syntax errors, NUL, lone surrogates, NaN/Infinity, numbers out of range
+    and absurd nesting become golden-invalid."""
     if not text.strip():
         raise _invalid(1, 1, "file is empty")
     if (nul := find_nul(text)) is not None:
         raise _invalid(*nul, "NUL characters are not allowed")
+    if (surrogate := find_lone_surrogate(text)) is not None:
+        raise _invalid(*surrogate, "lone surrogates are not valid Unicode")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json_loads(text)
     except json.JSONDecodeError as exc:
         raise _invalid(exc.lineno, exc.colno, exc.msg) from None
-    except _ConstantFound as exc:
-        # The decoder reads left to right, so the text before the constant is valid JSON and the first
-        # constant-looking token outside a string is the one it rejected.
-        match = next(m for m in _STRING_OR_CONSTANT.finditer(text) if not m.group().startswith('"'))
-        line = text.count("\n", 0, match.start()) + 1
-        column = match.start() - text.rfind("\n", 0, match.start())
-        raise _invalid(line, column, f"{exc} is not valid JSON") from None
+    except JsonValueError as exc:
+        raise _invalid(exc.line, exc.column, exc.message) from None
     except RecursionError:
         raise GoldenFileError("golden-invalid", "golden.json: JSON is nested too deeply") from None
-
-
-def _reject_constant(name: str) -> Any:
-    raise _ConstantFound(name)
 
 
 def _skip(text: str, pos: int, chars: str) -> int:
@@ -212,7 +207,9 @@ def _record(item: Any, index: int, line: int) -> GoldenRecord:
         if name not in _FIELDS:
             problem = "is not a golden-file field (expected one of: " + ", ".join(_FIELDS) + ")"
         elif name == "id":
-            problem = None if record_id is not None else "must be a non-empty string or an integer"
+            problem = (
+                "must be a non-empty string or an integer" if record_id is None else key_problem(record_id)
+            )
             value = record_id
         elif name == "question":
             problem = None if isinstance(value, str) and value.strip() else "must be a non-empty string"
@@ -221,6 +218,8 @@ def _record(item: Any, index: int, line: int) -> GoldenRecord:
         elif name in ("must_cite", "tags"):
             ok = isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
             problem = None if ok else "must be a list of non-empty strings"
+            if ok and name == "tags":
+                problem = next((f"item {i} {p}" for i, v in enumerate(value) if (p := tag_problem(v))), None)
             value = tuple(value) if ok else value
         elif name == "answerable":
             problem = None if isinstance(value, bool) else "must be true or false"

@@ -24,7 +24,7 @@ from goldenset.services import (
     documents_upsert,
     golden_entries_add,
 )
-from goldenset.text import find_nul
+from goldenset.text import document_id_problem, find_nul
 
 _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -54,9 +54,16 @@ def documents_from_upload(name: str, content: bytes) -> list[DocumentInput]:
                 f"{name} line {nul[0]}, column {nul[1]}: NUL characters are not allowed",
                 details={"file": name, "line": nul[0], "column": nul[1]},
             )
+        document_id = Path(name).stem
+        if problem := document_id_problem(document_id):
+            raise EvalsiteError(
+                "invalid-file",
+                f"{name}: the file name gives the document id {document_id!r}, which {problem}.",
+                details={"file": name, "field": "id"},
+            )
         heading = _HEADING.search(text) if suffix != ".txt" else None
-        title = heading.group(1) if heading else Path(name).stem
-        return [DocumentInput.from_text(id=Path(name).stem, title=title, text=text, source=name)]
+        title = heading.group(1) if heading else document_id
+        return [DocumentInput.from_text(id=document_id, title=title, text=text, source=name)]
     raise EvalsiteError(
         "unsupported-file",
         f"{name}: unsupported file type {suffix or '(none)'}; upload .jsonl (BEIR corpus rows), .md or .txt.",
@@ -76,11 +83,13 @@ def _entry(record: GoldenRecord) -> EntryInput:
         key=record.id or "",
         tags=list(record.tags),
         answerable=record.answerable,
+        grades=None,  # golden.json has no grades: an entry it replaces keeps its own
     )
 
 
 def golden_file_import(*, collection: Collection, data: str | bytes, actor: str) -> dict[str, int]:
-    """Load a golden.json into the collection, atomically; a record whose id exists replaces that entry."""
+    """Load a golden.json into the collection, atomically; a record whose id exists replaces that entry, and
+    so does a record without an id whose question an entry has (so an export imports back in place)."""
     records = parse_golden(data)
     if not records:
         return {"records": 0, "created": 0, "updated": 0}
@@ -91,6 +100,7 @@ def golden_file_import(*, collection: Collection, data: str | bytes, actor: str)
             actor=actor,
             origin=Origin.IMPORTED,
             upsert_by_key=True,
+            match_questions=True,
         )
     except EvalsiteError as exc:
         index = exc.details.get("index")

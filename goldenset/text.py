@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import sys
 import unicodedata
+from typing import Any
 
 _SPACE = re.compile(r"\s+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
@@ -122,3 +126,162 @@ def find_nul(text: str, *, json_escapes: bool = True) -> tuple[int, int] | None:
         return None
     at = match.end() - (1 if match.group().endswith("\x00") else 6)
     return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+
+
+# A UTF-16 surrogate that is not half of a pair cannot be encoded as UTF-8, so a row holding one is stored
+# (SQLite) and then fails every read. Only a str can hold one literally (strict UTF-8 decoding refuses the
+# bytes); JSON can spell one as an escape. A high escape directly followed by a low one is one character
+# (json.loads joins them), so the pair is matched first and skipped.
+_SURROGATE = re.compile(
+    r"[\ud800-\udfff]"
+    r"|(?<!\\)(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    r"|\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
+)
+_LITERAL_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def find_lone_surrogate(text: str, *, json_escapes: bool = True) -> tuple[int, int] | None:
+    """(line, column), 1-based, of the first lone surrogate in text or in its JSON escapes, else None.
+
+    The companion of find_nul: every reader of outside text refuses both, at their position.
+    """
+    for match in (_SURROGATE if json_escapes else _LITERAL_SURROGATE).finditer(text):
+        escape = match.group(1) if json_escapes else None
+        if escape is not None and len(escape) == 12:  # a high and a low escape: one valid character
+            continue
+        at = match.start(1) if escape is not None else match.start()
+        return _position(text, at)
+    return None
+
+
+def _position(text: str, at: int) -> tuple[int, int]:
+    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
+
+
+class JsonValueError(ValueError):
+    """A JSON text that is well formed but holds a value evalsite cannot store or render."""
+
+    def __init__(self, message: str, line: int, column: int):
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+class _Refused(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not valid JSON")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise _Refused(f"the number {token} is out of range")
+    return value
+
+
+def _bounded_int(token: str) -> int:
+    limit = sys.get_int_max_str_digits()
+    if limit and len(token.lstrip("-")) > limit:
+        raise _Refused(f"an integer of {len(token.lstrip('-'))} digits is too long")
+    return int(token)
+
+
+# A JSON string, or a token the decoder hands to parse_constant / parse_float / parse_int.
+_JSON_VALUE_TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*"|-?(?:NaN|Infinity)|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?', re.DOTALL
+)
+
+
+def json_loads(text: str) -> Any:
+    """json.loads for outside text: NaN and Infinity (not JSON), numbers that overflow a float to infinity
+    and integers too long to convert are refused with a JsonValueError at their line and column.
+
+    A syntax error stays json.JSONDecodeError; absurd nesting stays RecursionError.
+    """
+    try:
+        return json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int
+        )
+    except _Refused as exc:
+        # The decoder reads left to right, so the text before the refused value is valid JSON and the first
+        # refused-looking token outside a string is the one it refused.
+        for match in _JSON_VALUE_TOKEN.finditer(text):
+            token = match.group()
+            if token.startswith('"'):
+                continue
+            try:
+                if "N" in token or "I" in token:
+                    _refuse_constant(token)
+                elif any(c in token for c in ".eE"):
+                    _finite_float(token)
+                else:
+                    _bounded_int(token)
+            except _Refused:
+                raise JsonValueError(str(exc), *_position(text, match.start())) from None
+        raise JsonValueError(str(exc), 1, 1) from None  # not reached: the decoder saw such a token
+
+
+# --- identifiers -------------------------------------------------------------------------------------------
+
+# The lengths of the columns that hold them (goldenset.models), enforced by every reader of outside input.
+MAX_COLLECTION_ID_CHARS = 200
+MAX_ID_CHARS = 300  # a document's external id, a golden entry's key
+MAX_TAG_CHARS = 100
+
+
+def find_control(text: str) -> int | None:
+    """Index of the first control character (Unicode category Cc: C0, DEL, C1) in text, else None."""
+    for index, char in enumerate(text):
+        if unicodedata.category(char) == "Cc":
+            return index
+    return None
+
+
+def _control_problem(value: str) -> str | None:
+    index = find_control(value)
+    if index is None:
+        return None
+    return f"may not contain control characters (U+{ord(value[index]):04X} at position {index + 1})"
+
+
+def _length_problem(value: str, limit: int) -> str | None:
+    return f"may have at most {limit} characters (it has {len(value)})" if len(value) > limit else None
+
+
+def collection_id_problem(value: str) -> str | None:
+    """Why value cannot be a collection id, or None. The id is one URL path segment
+    (collections/{collection_id}/...): with a "/" it could never be reached, and clients normalise "." and
+    ".." away."""
+    if problem := _length_problem(value, MAX_COLLECTION_ID_CHARS):
+        return problem
+    if "/" in value:
+        return 'may not contain "/"'
+    if value in (".", ".."):
+        return f'may not be "{value}"'
+    return _control_problem(value)
+
+
+def document_id_problem(value: str) -> str | None:
+    """Why value cannot be a document id, or None. The id ends a URL path (.../documents/{document_id}) and
+    may hold "/", but clients normalise "." and ".." segments away and a leading or trailing "/" is lost."""
+    if problem := _length_problem(value, MAX_ID_CHARS):
+        return problem
+    if value.startswith("/") or value.endswith("/"):
+        return 'may not start or end with "/"'
+    if any(segment in (".", "..") for segment in value.split("/")):
+        return 'may not have "." or ".." as a path segment'
+    return _control_problem(value)
+
+
+def key_problem(value: str) -> str | None:
+    """Why value cannot be a golden entry's key (its client id), or None."""
+    return _length_problem(value, MAX_ID_CHARS) or _control_problem(value)
+
+
+def tag_problem(value: str) -> str | None:
+    """Why value cannot be a tag, or None. "|" separates tags in the index the tag filter searches."""
+    if problem := _length_problem(value, MAX_TAG_CHARS):
+        return problem
+    return 'may not contain "|"' if "|" in value else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 
 
 _CODES = {
-    exceptions.ParseError: "invalid-json",
+    # evalsite's JSON parser raises its own invalid-json; DRF's ParseError comes from the form parsers.
+    exceptions.ParseError: "invalid-body",
     exceptions.AuthenticationFailed: "unauthenticated",
     exceptions.NotAuthenticated: "unauthenticated",
     exceptions.PermissionDenied: "permission-denied",
@@ -74,6 +75,18 @@ def exception_handler(exc: Exception, context: dict) -> Response:
 
     if isinstance(exc, EvalsiteError):
         return Response({"error": exc.as_dict()}, status=exc.status_code)
+
+    # Django's request limits (DATA_UPLOAD_MAX_NUMBER_FIELDS / _FILES / _MEMORY_SIZE) and other malformed
+    # requests: the client's fault, so a 4xx, never the 500 an unknown exception gets.
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            envelope("payload-too-large", str(exc) or "Request body too large."),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, SuspiciousOperation):
+        return Response(
+            envelope("bad-request", str(exc) or "Bad request."), status=status.HTTP_400_BAD_REQUEST
+        )
 
     if isinstance(exc, exceptions.APIException):
         if auth_header := getattr(exc, "auth_header", None):

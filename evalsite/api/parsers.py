@@ -6,7 +6,7 @@ from django.conf import settings
 from rest_framework import parsers
 
 from goldenset.errors import EvalsiteError
-from goldenset.text import find_nul
+from goldenset.text import JsonValueError, find_lone_surrogate, find_nul, json_loads
 
 
 class JSONParser(parsers.JSONParser):
@@ -34,19 +34,25 @@ class JSONParser(parsers.JSONParser):
                 f"NUL character at line {nul[0]}, column {nul[1]}: not allowed.",
                 details={"line": nul[0], "column": nul[1]},
             )
+        if (surrogate := find_lone_surrogate(text)) is not None:  # not UTF-8: stored, then unreadable
+            raise EvalsiteError(
+                "invalid-json",
+                f"Lone surrogate at line {surrogate[0]}, column {surrogate[1]}: not valid Unicode.",
+                details={"line": surrogate[0], "column": surrogate[1]},
+            )
         try:
-            return json.loads(text, parse_constant=_reject_constant)
-        except ValueError as exc:
-            if isinstance(exc, json.JSONDecodeError):
-                raise EvalsiteError(
-                    "invalid-json",
-                    f"Malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
-                    details={"line": exc.lineno, "column": exc.colno},
-                ) from None
-            raise EvalsiteError("invalid-json", str(exc)) from None
+            return json_loads(text)
+        except json.JSONDecodeError as exc:
+            raise EvalsiteError(
+                "invalid-json",
+                f"Malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}.",
+                details={"line": exc.lineno, "column": exc.colno},
+            ) from None
+        except JsonValueError as exc:  # NaN, Infinity, 1e400: no database column or JSON reader takes them
+            raise EvalsiteError(
+                "invalid-json",
+                f"Malformed JSON at line {exc.line}, column {exc.column}: {exc.message}.",
+                details={"line": exc.line, "column": exc.column},
+            ) from None
         except RecursionError:
             raise EvalsiteError("invalid-json", "Malformed JSON: nested too deeply.") from None
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON")

@@ -11,7 +11,7 @@ from evaluation import configs as config_parser
 from evaluation import selectors, services
 from evaluation.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
-from goldenset.api.serializers import JobAcceptedOut
+from goldenset.api.serializers import JobAcceptedOut, error_responses
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
 from goldenset.models import JobKind
@@ -33,7 +33,11 @@ def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
 
 
 class SearchApi(TenantAPIView):
-    @extend_schema(request=s.SearchIn, responses=dict, summary="Searches one or more collections.")
+    @extend_schema(
+        request=s.SearchIn,
+        responses={200: dict, **error_responses(400, 404, 413, 415, 503)},
+        summary="Searches one or more collections.",
+    )
     def post(self, request):
         data = read_strictly(s.SearchIn, request.data)
         tenant = self.tenant(data)
@@ -51,7 +55,7 @@ class SearchApi(TenantAPIView):
 class EvaluateApi(TenantAPIView):
     @extend_schema(
         request=s.EvaluateIn,
-        responses={200: dict, 202: JobAcceptedOut},
+        responses={200: dict, 202: JobAcceptedOut, **error_responses(400, 404, 413, 415, 503)},
         summary="Evaluates retrieval configurations against the golden set.",
     )
     def post(self, request):

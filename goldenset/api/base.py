@@ -16,6 +16,20 @@ from goldenset.models import ApiKey, Tenant
 class TenantAPIView(APIView):
     pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
 
+    def initial(self, request, *args, **kwargs):
+        """After authentication: refuse NUL in the path's ids and in query values, once for every view.
+
+        PostgreSQL cannot hold NUL in a text parameter, so a lookup with one would fail in the database.
+        """
+        super().initial(request, *args, **kwargs)
+        named = [*kwargs.items(), *((k, v) for k, values in request.query_params.lists() for v in values)]
+        for name, value in named:
+            if isinstance(value, str) and "\x00" in value:
+                message = "NUL characters are not allowed."
+                raise EvalsiteError(
+                    "validation-error", f"{name}: {message}", details={"fields": {name: [message]}}
+                )
+
     def tenant(self, data=None) -> Tenant:
         """The key's tenant; cluster_id / tenant_id from the body (or the query) must name it, or 404."""
         source = data if data is not None else self.request.query_params
@@ -48,8 +62,11 @@ def _as_str(value, name: str) -> str | None:
     return value
 
 
-def read(serializer_class: type[serializers.Serializer], data) -> dict:
-    """Validate input with a serializer; DRF's ValidationError becomes the envelope with field paths."""
-    serializer = serializer_class(data=data)
+def read(serializer_class: type[serializers.Serializer], data, *, partial: bool = False) -> dict:
+    """Validate input with a serializer; DRF's ValidationError becomes the envelope with field paths.
+
+    partial (PATCH): only the fields sent are validated and returned; no default fills an absent one.
+    """
+    serializer = serializer_class(data=data, partial=partial)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data

@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, time, timedelta
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from goldenset.text import (
+    MAX_COLLECTION_ID_CHARS,
+    MAX_ID_CHARS,
+    MAX_TAG_CHARS,
+    collection_id_problem,
+    document_id_problem,
+    key_problem,
+    tag_problem,
+)
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
@@ -27,10 +38,12 @@ class TemporalField(serializers.Field):
             # The date first: parse_datetime also reads "2024-06-30" (as midnight), which would lose end_of_day.
             day = parse_date(text)
             moment = None if day else parse_datetime(text)
-        except ValueError:
+            if moment is not None:
+                # Stored in UTC: an instant that leaves years 1..9999 there ("0001-01-01T00:00:00+05:00")
+                # overflows (SQLite) or is stored and then unreadable (PostgreSQL).
+                return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+        except (ValueError, OverflowError):
             self.fail("invalid", value=data)
-        if moment is not None:
-            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
         if day is None:
             self.fail("invalid", value=data)
         start = datetime.combine(day, time.min, tzinfo=UTC)
@@ -72,10 +85,13 @@ class StrictCharField(serializers.CharField):
 
 
 class StringListField(serializers.ListField):
-    """A list of non-empty strings; a single string is taken as a one-item list."""
+    """A list of non-empty strings; a single string is taken as a one-item list.
+
+    Absent, it is an empty list on create; a partial serializer (PATCH) skips it, so an edit never clears it.
+    """
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("child", serializers.CharField(max_length=300))
+        kwargs.setdefault("child", serializers.CharField(max_length=MAX_ID_CHARS))
         kwargs.setdefault("default", list)
         super().__init__(**kwargs)
 
@@ -83,3 +99,38 @@ class StringListField(serializers.ListField):
         if isinstance(data, str):
             data = [data]
         return super().to_internal_value(data)
+
+
+def _rule(problem_of: Callable[[str], str | None], prefix: str, max_length: int) -> Callable[[str], None]:
+    """A validator from one of goldenset.text's *_problem rules (the length is the CharField's own check)."""
+
+    def validate(value: str) -> None:
+        if len(value) <= max_length and (problem := problem_of(value)):
+            raise serializers.ValidationError(f"{prefix} {problem}.")
+
+    return validate
+
+
+def _char_field(max_length: int, rule: Callable[[str], None], **kwargs) -> serializers.CharField:
+    return serializers.CharField(max_length=max_length, validators=[rule], **kwargs)
+
+
+def collection_id_field(**kwargs) -> serializers.CharField:
+    """A new collection's id: one URL path segment, so no "/", "." or "..", and no control characters."""
+    limit = MAX_COLLECTION_ID_CHARS
+    return _char_field(limit, _rule(collection_id_problem, "A collection id", limit), **kwargs)
+
+
+def document_id_field(**kwargs) -> serializers.CharField:
+    """A document's id: it ends a URL path, so no "." or ".." segments, no leading or trailing "/"."""
+    return _char_field(MAX_ID_CHARS, _rule(document_id_problem, "A document id", MAX_ID_CHARS), **kwargs)
+
+
+def key_field(**kwargs) -> serializers.CharField:
+    """A golden entry's key (its client id): no control characters."""
+    return _char_field(MAX_ID_CHARS, _rule(key_problem, "A key", MAX_ID_CHARS), **kwargs)
+
+
+def tag_field() -> serializers.CharField:
+    """A tag: no "|" (it separates tags in the index the tag filter searches)."""
+    return _char_field(MAX_TAG_CHARS, _rule(tag_problem, "A tag", MAX_TAG_CHARS))

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from goldenset.api.fields import PageTextField, StrictCharField, StringListField, TemporalField
+from goldenset.api.fields import (
+    PageTextField,
+    StrictCharField,
+    StringListField,
+    TemporalField,
+    collection_id_field,
+    document_id_field,
+    key_field,
+    tag_field,
+)
 from goldenset.models import Origin
 
 
@@ -15,14 +24,8 @@ class TenantIn(serializers.Serializer):
 
 
 class CollectionIn(TenantIn):
-    collection_id = serializers.CharField(max_length=200)
+    collection_id = collection_id_field()
     name = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
-
-    def validate_collection_id(self, value: str) -> str:
-        # The id is one URL path segment (collections/{collection_id}/...): with a "/" it could never be reached.
-        if "/" in value:
-            raise serializers.ValidationError('A collection id may not contain "/".')
-        return value
 
 
 class CollectionOut(serializers.Serializer):
@@ -41,7 +44,7 @@ class CollectionOut(serializers.Serializer):
 
 
 class DocumentIn(serializers.Serializer):
-    id = serializers.CharField(max_length=300)
+    id = document_id_field()
     title = serializers.CharField(allow_blank=True, required=False, default="")
     text = serializers.CharField(allow_blank=True, required=False, trim_whitespace=False)
     pages = serializers.ListField(child=PageTextField(), required=False)
@@ -82,10 +85,10 @@ class DocumentOut(serializers.Serializer):
     title = serializers.CharField()
     source = serializers.CharField()  # type: ignore[assignment]
     metadata = serializers.DictField()
-    valid_from = TemporalField()
-    valid_until = TemporalField()
+    valid_from = TemporalField(allow_null=True)
+    valid_until = TemporalField(allow_null=True)
     supersedes = serializers.ListField(child=serializers.CharField())
-    last_verified = TemporalField()
+    last_verified = TemporalField(allow_null=True)
     page_count = serializers.IntegerField(required=False)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
@@ -102,8 +105,8 @@ class GoldenEntryIn(serializers.Serializer):
     question = StrictCharField(allow_blank=True, trim_whitespace=False)
     expected_document_ids = StringListField(required=False)
     reference_answer = serializers.CharField(allow_blank=True, allow_null=True, required=False, default="")
-    key = serializers.CharField(max_length=300, allow_blank=True, required=False, default="")
-    tags = StringListField(required=False, child=serializers.CharField(max_length=100))
+    key = key_field(allow_blank=True, required=False, default="")
+    tags = StringListField(required=False, child=tag_field())
     answerable = serializers.BooleanField(required=False, default=True)
     grades = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=1000), required=False, default=dict
@@ -122,8 +125,8 @@ class GoldenEntryPatchIn(serializers.Serializer):
     question = StrictCharField(allow_blank=True, trim_whitespace=False, required=False)
     expected_document_ids = StringListField(required=False)
     reference_answer = serializers.CharField(allow_blank=True, required=False)
-    key = serializers.CharField(max_length=300, allow_blank=True, required=False)
-    tags = StringListField(required=False, child=serializers.CharField(max_length=100))
+    key = key_field(allow_blank=True, required=False)
+    tags = StringListField(required=False, child=tag_field())
     answerable = serializers.BooleanField(required=False)
     reviewed = serializers.BooleanField(required=False)
     grades = serializers.DictField(
@@ -182,10 +185,14 @@ class JobOut(serializers.Serializer):
 
 
 class IngestResultOut(serializers.Serializer):
+    """What services.documents_upsert returns."""
+
     received = serializers.IntegerField()
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
-    pages = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    pages_written = serializers.IntegerField()
+    pages_deleted = serializers.IntegerField()
 
 
 class JobAcceptedOut(serializers.Serializer):
@@ -202,3 +209,34 @@ class GoldenImportOut(serializers.Serializer):
 class GoldenAddOut(serializers.Serializer):
     added = serializers.IntegerField()
     entries = GoldenEntryOut(many=True)
+
+
+class GoldenFileRecordOut(serializers.Serializer):
+    """One record of an okfsmith golden.json (goldenset.golden_files.dump_golden)."""
+
+    id = serializers.CharField(required=False, help_text="The entry's key; absent when it has none.")
+    question = serializers.CharField()
+    expected_answer = serializers.CharField()
+    must_cite = serializers.ListField(child=serializers.CharField())
+    tags = serializers.ListField(child=serializers.CharField())
+    answerable = serializers.BooleanField(required=False, help_text="Present (false) only when unanswerable.")
+
+
+# --- errors ------------------------------------------------------------------------------------------------
+
+
+class ErrorBodyOut(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable: clients branch on it, never on the message.")
+    message = serializers.CharField()
+    details = serializers.DictField(help_text="The offending field, record or line.")
+
+
+class ErrorOut(serializers.Serializer):
+    """The one error envelope of every API call."""
+
+    error = ErrorBodyOut()
+
+
+def error_responses(*statuses: int) -> dict[int, type[serializers.Serializer]]:
+    """OpenAPI responses: the envelope for each error status an operation answers."""
+    return dict.fromkeys(statuses, ErrorOut)

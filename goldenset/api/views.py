@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -31,6 +32,12 @@ def _too_many(field: str, count: int, limit: int) -> EvalsiteError:
     )
 
 
+def _form(request) -> dict:
+    """A form body's fields as a dict: a QueryDict (last value wins), or DRF's plain {} when no body came."""
+    data = request.data
+    return data.dict() if hasattr(data, "dict") else dict(data)
+
+
 TENANT_PARAMS = [OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)]
 
 
@@ -46,7 +53,11 @@ class CollectionListApi(TenantAPIView):
         collections = selectors.collections_list(tenant=self.tenant()).order_by("slug")
         return _paginate(self, collections, s.CollectionOut)
 
-    @extend_schema(request=s.CollectionIn, responses={201: s.CollectionOut}, summary="Creates a collection.")
+    @extend_schema(
+        request=s.CollectionIn,
+        responses={201: s.CollectionOut, **s.error_responses(400, 404, 409, 413, 415)},
+        summary="Creates a collection.",
+    )
     def post(self, request):
         data = read(s.CollectionIn, request.data)
         collection = services.collection_create(
@@ -101,7 +112,11 @@ class DocumentListApi(TenantAPIView):
 
     @extend_schema(
         request=s.DocumentsIn,
-        responses={200: s.IngestResultOut, 202: s.JobAcceptedOut},
+        responses={
+            200: s.IngestResultOut,
+            202: s.JobAcceptedOut,
+            **s.error_responses(400, 404, 413, 415),
+        },
         summary="Adds or replaces documents (upsert by id).",
     )
     def post(self, request, collection_id: str):
@@ -126,12 +141,16 @@ class DocumentUploadApi(TenantAPIView):
 
     @extend_schema(
         request={"multipart/form-data": s.DocumentUploadIn},
-        responses={200: s.IngestResultOut, 202: s.JobAcceptedOut},
+        responses={
+            200: s.IngestResultOut,
+            202: s.JobAcceptedOut,
+            **s.error_responses(400, 404, 413, 415),
+        },
         summary="Uploads .jsonl, .md or .txt files.",
     )
     def post(self, request, collection_id: str):
         files = request.FILES.getlist("file")
-        data = read(s.DocumentUploadIn, {**request.data.dict(), "file": files})
+        data = read(s.DocumentUploadIn, {**_form(request), "file": files})
         collection = selectors.collection_get(tenant=self.tenant(data), collection_id=collection_id)
         documents = [doc for f in data["file"] for doc in importers.documents_from_upload(f.name, f.read())]
         if not documents:
@@ -185,7 +204,11 @@ class GoldenSetApi(TenantAPIView):
         )
         return _paginate(self, entries, s.GoldenEntryOut)
 
-    @extend_schema(request=s.GoldenSetAddIn, responses={201: s.GoldenAddOut}, summary="Adds entries.")
+    @extend_schema(
+        request=s.GoldenSetAddIn,
+        responses={201: s.GoldenAddOut, **s.error_responses(400, 404, 409, 413, 415)},
+        summary="Adds entries.",
+    )
     def post(self, request):
         body = read(s.GoldenSetAddIn, request.data)
         limit = settings.EVALSITE_MAX_ENTRIES_PER_CALL
@@ -214,10 +237,12 @@ class GoldenEntryApi(TenantAPIView):
         )
 
     @extend_schema(
-        request=s.GoldenEntryPatchIn, responses=s.GoldenEntryOut, summary="Edits one golden-set entry."
+        request=s.GoldenEntryPatchIn,
+        responses={200: s.GoldenEntryOut, **s.error_responses(400, 404, 409, 413, 415)},
+        summary="Edits one golden-set entry.",
     )
     def patch(self, request, entry_id: str):
-        changes = read(s.GoldenEntryPatchIn, request.data)
+        changes = read(s.GoldenEntryPatchIn, request.data, partial=True)
         tenant = self.tenant(request.data if isinstance(request.data, dict) else {})
         entry = selectors.golden_entry_get(tenant=tenant, entry_id=entry_id)
         entry = services.golden_entry_update(entry=entry, changes=changes, actor=self.actor)
@@ -235,11 +260,11 @@ class GoldenSetUploadApi(TenantAPIView):
 
     @extend_schema(
         request={"multipart/form-data": s.GoldenUploadIn},
-        responses={201: s.GoldenImportOut},
+        responses={201: s.GoldenImportOut, **s.error_responses(400, 404, 409, 413, 415)},
         summary="Imports an okfsmith golden.json.",
     )
     def post(self, request):
-        data = read(s.GoldenUploadIn, {**request.data.dict(), "file": request.FILES.get("file")})
+        data = read(s.GoldenUploadIn, {**_form(request), "file": request.FILES.get("file")})
         collection = selectors.collection_get(tenant=self.tenant(data), collection_id=data["collection_id"])
         result = importers.golden_file_import(
             collection=collection, data=data["file"].read(), actor=self.actor
@@ -248,9 +273,14 @@ class GoldenSetUploadApi(TenantAPIView):
 
 
 class GoldenSetExportApi(TenantAPIView):
+    pagination_class = None  # the whole golden.json list, never a page of it
+
     @extend_schema(
         parameters=[*TENANT_PARAMS, OpenApiParameter("collection_id", str, required=True)],
-        responses={(200, "application/json"): dict},
+        responses={
+            (200, "application/json"): s.GoldenFileRecordOut(many=True),
+            **s.error_responses(400, 404),
+        },
         summary="Exports a collection's golden set as an okfsmith golden.json.",
     )
     def get(self, request):
@@ -265,7 +295,10 @@ class GoldenSetExportApi(TenantAPIView):
         response = HttpResponse(
             importers.golden_file_export(collection=collection), content_type="application/json"
         )
-        response["Content-Disposition"] = f'attachment; filename="{collection.slug}-golden.json"'
+        # Quoted and escaped by Django (RFC 6266, filename* for non-ASCII): the slug is the client's text.
+        response["Content-Disposition"] = content_disposition_header(
+            as_attachment=True, filename=f"{collection.slug}-golden.json"
+        )
         return response
 
 
@@ -279,7 +312,11 @@ class JobApi(TenantAPIView):
 
 
 class JobCancelApi(TenantAPIView):
-    @extend_schema(request=None, responses=s.JobOut, summary="Cancels a job that has not finished.")
+    @extend_schema(
+        request=None,
+        responses={200: s.JobOut, **s.error_responses(404, 409)},
+        summary="Cancels a job that has not finished.",
+    )
     def post(self, request, job_id: str):
         # A POST names its cluster_id / tenant_id in the body, like every other POST.
         tenant = self.tenant(request.data if isinstance(request.data, dict) else {})

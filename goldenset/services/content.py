@@ -8,11 +8,11 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from goldenset.errors import EvalsiteError
+from goldenset.errors import EvalsiteError, NotFound
 from goldenset.models import (
     ApiKey,
     AuditAction,
@@ -25,7 +25,7 @@ from goldenset.models import (
     hash_api_key,
 )
 from goldenset.services.audit import CHUNK, audit_entries, chunks
-from goldenset.text import split_pages
+from goldenset.text import collection_id_problem, split_pages
 
 # --- tenancy -----------------------------------------------------------------------------------------------
 
@@ -53,26 +53,55 @@ def api_key_revoke(*, key: ApiKey) -> None:
 # --- collections -------------------------------------------------------------------------------------------
 
 
+def lock_collection(collection: Collection, *, delete: bool = False) -> None:
+    """Take the collection's row lock for the rest of the transaction, so its writers run one at a time.
+
+    Concurrent identical writes (the same new document id, the same new question) then see each other's
+    rows instead of racing into the unique constraints. Raises NotFound if the collection was deleted while
+    waiting. SQLite serializes writers anyway (and Django skips FOR UPDATE there); FOR NO KEY UPDATE does
+    not block other tables' rows that merely reference the collection (jobs, runs), a delete takes FOR UPDATE.
+    """
+    rows = Collection.objects.select_for_update(no_key=_no_key() and not delete).filter(pk=collection.pk)
+    if not list(rows.values_list("pk", flat=True)):
+        raise NotFound("Collection", collection.slug)
+
+
+def _no_key() -> bool:
+    return connection.features.has_select_for_no_key_update
+
+
+def _collection_exists(slug: str) -> EvalsiteError:
+    return EvalsiteError(
+        "collection-exists", f"Collection {slug} already exists.", details={"collection_id": slug}, status=409
+    )
+
+
 def collection_create(*, tenant: Tenant, slug: str, name: str = "") -> Collection:
     slug = slug.strip()
     if not slug:
         raise EvalsiteError(
             "validation-error", "collection_id: may not be blank.", details={"field": "collection_id"}
         )
+    if problem := collection_id_problem(slug):
+        raise EvalsiteError(
+            "validation-error", f"collection_id: {problem}.", details={"field": "collection_id"}
+        )
     with transaction.atomic():
+        # Creators of one tenant's collections take turns: the second of two identical creates sees the first.
+        list(Tenant.objects.select_for_update(no_key=_no_key()).filter(pk=tenant.pk).values_list("pk"))
         if Collection.objects.filter(tenant=tenant, slug=slug).exists():
-            raise EvalsiteError(
-                "collection-exists",
-                f"Collection {slug} already exists.",
-                details={"collection_id": slug},
-                status=409,
-            )
-        return Collection.objects.create(tenant=tenant, slug=slug, name=name or slug)
+            raise _collection_exists(slug)
+        try:
+            with transaction.atomic():
+                return Collection.objects.create(tenant=tenant, slug=slug, name=name or slug)
+        except IntegrityError:  # a writer that took no lock (the admin) got there first
+            raise _collection_exists(slug) from None
 
 
 def collection_delete(*, collection: Collection, actor: str) -> None:
     """Delete a collection with its documents and golden entries; each entry's deletion is audited."""
     with transaction.atomic():
+        lock_collection(collection, delete=True)
         audit_entries(
             entries=collection.golden_entries.select_related("collection"),
             action=AuditAction.DELETE,
@@ -164,6 +193,7 @@ def documents_upsert(
     ids = list(by_id)
     now = timezone.now()
     with transaction.atomic():
+        lock_collection(collection)
         existing: dict[str, Document] = {}
         for chunk in chunks(ids):
             existing.update(
@@ -248,5 +278,6 @@ def documents_ingest_job(job: Job, progress) -> dict[str, int]:
 def document_delete(*, document: Document) -> None:
     with transaction.atomic():
         collection = document.collection
+        lock_collection(collection)  # first, as every writer of the collection does: no lock-order deadlock
         document.delete()
         collection_touch(collection=collection)

@@ -18,7 +18,8 @@ from goldenset.models import (
     Origin,
 )
 from goldenset.services.audit import AUDITED_FIELDS, CHUNK, _audit, audit_entries, chunks, entry_snapshot
-from goldenset.text import normalize_question
+from goldenset.services.content import lock_collection
+from goldenset.text import key_problem, normalize_question, tag_problem
 
 # --- golden entries ----------------------------------------------------------------------------------------
 
@@ -31,7 +32,8 @@ class EntryInput:
     key: str = ""
     tags: list[str] = field(default_factory=list)
     answerable: bool = True
-    grades: dict[str, int] = field(default_factory=dict)
+    # None (imports of golden.json, which has no grades): keep the replaced entry's grades.
+    grades: dict[str, int] | None = field(default_factory=dict)
 
     @classmethod
     def of(cls, entry: GoldenEntry) -> EntryInput:
@@ -54,12 +56,19 @@ def _check_entries(
     collection: Collection,
     entries: Sequence[EntryInput],
     upsert_by_key: bool,
+    match_questions: bool = False,
     replacing: GoldenEntry | None = None,
-) -> dict[str, GoldenEntry]:
+    replacing_had: Sequence[str] = (),
+) -> list[GoldenEntry | None]:
     """Validate a batch against itself and the collection; errors name the entry's index.
 
-    Returns the existing entries each input replaces, by key: with upsert_by_key an input whose key exists
-    replaces that entry (imports); `replacing` is the one entry a single-entry update rewrites.
+    Returns, for each input, the existing entry it replaces (None: it is new). With upsert_by_key an input
+    whose key exists replaces that entry (imports); with match_questions an input without a key replaces the
+    entry that has its question, so an exported golden set imports back into its collection; `replacing` is
+    the one entry a single-entry update rewrites, `replacing_had` the expected ids it has in the database.
+
+    An expected document must exist, unless the entry it replaces already expected it: documents deleted
+    since stay (evaluation reports them as a warning) instead of making the entry uneditable.
     """
     if not entries:
         raise EvalsiteError(
@@ -70,15 +79,13 @@ def _check_entries(
     for chunk in chunks(keys):
         by_key.update({g.key: g for g in collection.golden_entries.filter(key__in=chunk)})
     norms = [normalize_question(e.question) for e in entries]
-    by_norm: dict[str, str] = {}
+    by_norm: dict[str, GoldenEntry] = {}
     for chunk in chunks(norms):
         by_norm.update(
-            (norm, str(pk))
-            for pk, norm in collection.golden_entries.filter(question_norm__in=chunk).values_list(
-                "pk", "question_norm"
-            )
+            (g.question_norm, g) for g in collection.golden_entries.filter(question_norm__in=chunk)
         )
-    replaces: dict[str, GoldenEntry] = {}
+    targets: list[GoldenEntry | None] = []
+    targeted: dict[str, int] = {}  # existing entry id -> the input that replaces it
     seen_norms: dict[str, int] = {}
     seen_keys: dict[str, int] = {}
     for index, (entry, norm) in enumerate(zip(entries, norms, strict=True)):
@@ -88,6 +95,7 @@ def _check_entries(
                 f"entries[{index}].question: the question is empty.",
                 details={"index": index, "field": "question"},
             )
+        _check_identifiers(index, entry)
         own = replacing
         if entry.key:
             if entry.key in seen_keys:
@@ -100,7 +108,7 @@ def _check_entries(
             seen_keys[entry.key] = index
             holder = by_key.get(entry.key)
             if holder is not None and upsert_by_key:
-                own = replaces[entry.key] = holder
+                own = holder
             elif holder is not None and (replacing is None or holder.pk != replacing.pk):
                 raise EvalsiteError(
                     "duplicate-key",
@@ -116,27 +124,45 @@ def _check_entries(
                 status=409,
             )
         seen_norms[norm] = index
-        holder_pk = by_norm.get(norm)
-        if holder_pk and (own is None or str(own.pk) != holder_pk):
+        same_question = by_norm.get(norm)
+        if same_question is not None and own is None and not entry.key and match_questions:
+            own = same_question
+        if same_question is not None and (own is None or own.pk != same_question.pk):
             raise EvalsiteError(
                 "duplicate-question",
-                f"entries[{index}]: the question already exists in collection {collection.slug} (entry {holder_pk}).",
-                details={"index": index, "question": entry.question, "existing_entry_id": holder_pk},
+                f"entries[{index}]: the question already exists in collection {collection.slug} "
+                f"(entry {same_question.pk}).",
+                details={
+                    "index": index,
+                    "question": entry.question,
+                    "existing_entry_id": str(same_question.pk),
+                },
                 status=409,
             )
-        unknown_grades = sorted(set(entry.grades) - set(entry.expected_document_ids))
+        if own is not None and own is not replacing:
+            first = targeted.setdefault(str(own.pk), index)
+            if first != index:  # one by its key, the other by its question
+                raise EvalsiteError(
+                    "duplicate-question",
+                    f"entries[{index}]: replaces the same entry as entries[{first}] (entry {own.pk}).",
+                    details={"index": index, "first_index": first, "existing_entry_id": str(own.pk)},
+                    status=409,
+                )
+        unknown_grades = sorted(set(entry.grades or {}) - set(entry.expected_document_ids))
         if unknown_grades:
             raise EvalsiteError(
                 "validation-error",
                 f"entries[{index}].grades: graded documents not in expected_document_ids: {', '.join(unknown_grades)}",
                 details={"index": index, "field": "grades", "document_ids": unknown_grades},
             )
+        targets.append(own if own is not replacing else None)
     referenced = sorted({d for e in entries for d in e.expected_document_ids})
     known: set[str] = set()
     for chunk in chunks(referenced):
         known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
-    for index, entry in enumerate(entries):
-        unknown = [d for d in entry.expected_document_ids if d not in known]
+    for index, (entry, target) in enumerate(zip(entries, targets, strict=True)):
+        had = set(replacing_had if replacing is not None else target.expected_document_ids if target else ())
+        unknown = [d for d in entry.expected_document_ids if d not in known and d not in had]
         if unknown:
             raise EvalsiteError(
                 "unknown-documents",
@@ -144,7 +170,20 @@ def _check_entries(
                 + ", ".join(unknown[:5]),
                 details={"index": index, "field": "expected_document_ids", "unknown_document_ids": unknown},
             )
-    return replaces
+    return targets
+
+
+def _check_identifiers(index: int, entry: EntryInput) -> None:
+    """The API's rules for keys and tags, for every writer (the API's serializers report them first)."""
+    problems = [("key", key_problem(entry.key))] if entry.key else []
+    problems += [(f"tags[{i}]", tag_problem(tag)) for i, tag in enumerate(entry.tags)]
+    for name, problem in problems:
+        if problem:
+            raise EvalsiteError(
+                "validation-error",
+                f"entries[{index}].{name}: {problem}.",
+                details={"index": index, "field": name.split("[")[0]},
+            )
 
 
 def golden_entries_add(
@@ -154,26 +193,40 @@ def golden_entries_add(
     actor: str,
     origin: str = Origin.MANUAL,
     upsert_by_key: bool = False,
+    match_questions: bool = False,
 ) -> tuple[list[GoldenEntry], list[GoldenEntry]]:
     """Add entries atomically: all of them or none. Returns (created, updated).
 
-    With upsert_by_key (imports), an entry whose key already exists replaces that entry's content.
+    With upsert_by_key (imports), an entry whose key already exists replaces that entry's content; with
+    match_questions, so does an entry without a key whose question exists. An input without grades (None)
+    keeps the replaced entry's grades of the documents it still expects.
     """
     with transaction.atomic():
-        existing_by_key = _check_entries(collection=collection, entries=entries, upsert_by_key=upsert_by_key)
+        lock_collection(collection)
+        targets = _check_entries(
+            collection=collection,
+            entries=entries,
+            upsert_by_key=upsert_by_key,
+            match_questions=match_questions,
+        )
         created: list[GoldenEntry] = []
         updated: list[GoldenEntry] = []
         update_events: list[AuditEvent] = []
-        for entry in entries:
+        for entry, current in zip(entries, targets, strict=True):
+            expected = list(dict.fromkeys(entry.expected_document_ids))
+            if entry.grades is not None:
+                grades = {k: int(v) for k, v in entry.grades.items()}
+            else:
+                kept = current.grades if current is not None else {}
+                grades = {k: v for k, v in kept.items() if k in expected}
             values = {
                 "question": entry.question.strip(),
-                "expected_document_ids": list(dict.fromkeys(entry.expected_document_ids)),
-                "grades": {k: int(v) for k, v in entry.grades.items()},
+                "expected_document_ids": expected,
+                "grades": grades,
                 "reference_answer": entry.reference_answer,
                 "tags": list(dict.fromkeys(entry.tags)),
                 "answerable": entry.answerable,
             }
-            current = existing_by_key.get(entry.key) if entry.key else None
             if current is None:
                 obj = GoldenEntry(collection=collection, key=entry.key, origin=origin, **values)
                 obj.prepare()
@@ -191,26 +244,47 @@ def golden_entries_add(
         GoldenEntry.objects.bulk_create(created, batch_size=CHUNK)
         if updated:
             GoldenEntry.objects.bulk_update(
-                updated, [*values.keys(), "question_norm", "tags_index", "updated_at"], batch_size=CHUNK
+                updated, [*_WRITTEN_FIELDS, "question_norm", "tags_index", "updated_at"], batch_size=CHUNK
             )
         audit_entries(entries=created, action=AuditAction.CREATE, actor=actor)
         AuditEvent.objects.bulk_create(update_events, batch_size=CHUNK)
     return created, updated
 
 
+_WRITTEN_FIELDS = (
+    "question",
+    "expected_document_ids",
+    "grades",
+    "reference_answer",
+    "tags",
+    "answerable",
+)
+
+
 def golden_entry_check(*, entry: GoldenEntry) -> None:
-    """Validate one entry, new or edited in place, exactly as an add would (raises EvalsiteError)."""
+    """Validate one entry, new or edited in place, exactly as an add would (raises EvalsiteError).
+
+    An edit may keep expected documents that were deleted since; only ids it adds must exist.
+    """
+    stored: Sequence[str] = ()
+    if not entry._state.adding:
+        stored = (
+            GoldenEntry.objects.filter(pk=entry.pk).values_list("expected_document_ids", flat=True).first()
+            or ()
+        )
     _check_entries(
         collection=entry.collection,
         entries=[EntryInput.of(entry)],
         upsert_by_key=False,
         replacing=None if entry._state.adding else entry,
+        replacing_had=stored,
     )
 
 
 def golden_entry_save(*, entry: GoldenEntry, actor: str) -> GoldenEntry:
     """Validate and save one entry, new or edited in place (API and admin alike); audit what changed."""
     with transaction.atomic():
+        lock_collection(entry.collection)
         adding = entry._state.adding
         before = None if adding else entry_snapshot(GoldenEntry.objects.get(pk=entry.pk))
         golden_entry_check(entry=entry)
@@ -225,7 +299,8 @@ def golden_entry_save(*, entry: GoldenEntry, actor: str) -> GoldenEntry:
 
 
 def golden_entry_update(*, entry: GoldenEntry, changes: dict[str, Any], actor: str) -> GoldenEntry:
-    """Apply a partial update of the audited fields, validated like an add."""
+    """Apply a partial update of the audited fields, validated like an add: fields not in changes keep
+    their values."""
     unknown = set(changes) - set(AUDITED_FIELDS)
     if unknown:
         raise ValueError(f"not editable: {sorted(unknown)}")

@@ -117,7 +117,15 @@ CASES = {
         {"line": 3, "column": 15},
         raw='{\n  "collection_id": "handbook",\n  "entries": [}\n}',
     ),
-    "json-nan": Bad("post", GS, 400, "invalid-json", "NaN is not valid JSON", raw='{"entries": [NaN]}'),
+    "json-nan": Bad(
+        "post",
+        GS,
+        400,
+        "invalid-json",
+        "Malformed JSON at line 1, column 14: NaN is not valid JSON.",
+        {"line": 1, "column": 14},
+        raw='{"entries": [NaN]}',
+    ),
     "json-not-utf8": Bad(
         "post",
         GS,
