@@ -29,7 +29,7 @@ from goldenset.models import Collection, Document, Page
 logger = logging.getLogger(__name__)
 
 # Bump when the index layout or the indexed text changes: old files are then ignored.
-ENGINE_VERSION = 1
+ENGINE_VERSION = 2
 _MEMORY_SLOTS = 8
 
 

@@ -147,13 +147,32 @@ def evaluate_query(ranking: Sequence[str], qrels: Mapping[str, int], ks: Iterabl
     if not cutoffs:
         raise ValueError("at least one cutoff is needed")
     for k in cutoffs:
-        _cut(ranking, k)  # validates k
+        if k < 1:
+            raise ValueError(f"a cutoff must be a positive integer, got {k!r}")
+    depth = max(cutoffs)
+    top = ranking[:depth]
+    if len(set(top)) != len(top):  # trec_eval refuses a run that lists a document twice
+        raise ValueError("the ranking lists a document more than once")
+    # One pass over the ranking, then every cutoff from it. Gains are added in rank order and the ideal in
+    # grade order, term by term, exactly as recall_at / ndcg_at add them, so the values are bit-identical.
+    hits = [(i, qrels[doc]) for i, doc in enumerate(top) if qrels.get(doc, 0) > 0]
+    gains = sorted((grade for grade in qrels.values() if grade > 0), reverse=True)
+    relevant = len(gains)
     metrics: dict[str, float] = {}
     for k in cutoffs:
-        metrics[f"recall@{k}"] = recall_at(ranking, qrels, k)
+        found = sum(1 for i, _ in hits if i < k)
+        metrics[f"recall@{k}"] = found / relevant if relevant else 0.0
     for k in cutoffs:
-        metrics[f"ndcg@{k}"] = ndcg_at(ranking, qrels, k)
-    metrics["mrr"] = reciprocal_rank_at(ranking, qrels, max(cutoffs))
+        dcg = 0.0
+        for i, gain in hits:
+            if i >= k:
+                break
+            dcg += gain / math.log2(i + 2)
+        ideal = 0.0
+        for i, gain in enumerate(gains[:k]):
+            ideal += gain / math.log2(i + 2)
+        metrics[f"ndcg@{k}"] = dcg / ideal if ideal > 0.0 else 0.0
+    metrics["mrr"] = 1.0 / (hits[0][0] + 1) if hits else 0.0
     return metrics
 
 

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
+import numpy as np
 from django.db import models
 
 from goldenset.models import Collection, Job, Page, Tenant
@@ -65,7 +67,10 @@ class QuestionResult(models.Model):
     collection_id = models.CharField(max_length=200)
     question = models.TextField()
     expected = models.JSONField(default=dict, help_text="Expected document id -> grade.")
-    ranked = models.JSONField(default=list, help_text="[[document_id, score], ...] in rank order, to depth.")
+    # The ranking to depth, in rank order: ids one per line (ids hold no control characters) and scores as
+    # float64 bytes; a JSON list of [id, score] pairs cost more to write than the whole search (float repr).
+    ranked_ids = models.TextField(blank=True)
+    ranked_scores = models.BinaryField(default=b"")
     first_relevant_rank = models.PositiveIntegerField(null=True, blank=True)
     missing_document_ids = models.JSONField(default=list, help_text="Expected documents not retrieved.")
     metrics = models.JSONField(default=dict)
@@ -80,6 +85,19 @@ class QuestionResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} #{self.position}"
+
+    @property
+    def ranked(self) -> list[tuple[str, float]]:
+        """[(document_id, score), ...] in rank order."""
+        if not self.ranked_ids:
+            return []
+        scores = np.frombuffer(bytes(self.ranked_scores), dtype="<f8").tolist()
+        return list(zip(self.ranked_ids.split("\n"), scores, strict=True))
+
+    @ranked.setter
+    def ranked(self, pairs: Sequence[tuple[str, float]]) -> None:
+        self.ranked_ids = "\n".join(doc for doc, _ in pairs)
+        self.ranked_scores = np.asarray([score for _, score in pairs], dtype="<f8").tobytes()
 
 
 class PageEmbedding(models.Model):

@@ -7,16 +7,19 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
+import numpy as np
 from django.db import transaction
+from django.utils import timezone
 
 from evaluation import embedding_store, indexes, metrics
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.search import embeddings
 from evaluation.search.embeddings import EmbeddingReranker
-from evaluation.search.engine import Ranking, Reranker, SearchIndex
+from evaluation.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
 from evaluation.search.rerank import ProximityReranker, idf_table
 from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, GoldenEntry, Job, Page, Tenant
@@ -61,12 +64,21 @@ def make_reranker(name: str | None, index: SearchIndex, variant: str) -> Reranke
 # --- search over one or several collections --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Hit:
-    collection_id: str
-    document_id: str
-    score: float
-    page_row: int
+@dataclass
+class Hits:
+    """One query's ranked documents across the selected collections, as columns (not an object per hit:
+    an evaluation reads hundreds of thousands of them)."""
+
+    collection_ids: list[str]
+    document_ids: list[str]
+    scores: list[float]
+    page_rows: list[int]
+
+    def keys(self, qualified: bool) -> list[str]:
+        """The ids metrics compare: "collection/document" when several collections are searched."""
+        if not qualified:
+            return self.document_ids
+        return [f"{c}/{d}" for c, d in zip(self.collection_ids, self.document_ids, strict=True)]
 
 
 class CollectionSearch:
@@ -82,6 +94,7 @@ class CollectionSearch:
         self.indexes = [indexes.get_index(c, self.stats) for c in self.collections]
         self._builds_before = sum(i.builds for i in self.indexes)
         self._rerankers: dict[tuple[int, str | None, str], Reranker | None] = {}
+        self._search_configs: dict[tuple[RunConfig, datetime | None], SearchConfig] = {}
 
     def reranker(self, position: int, config: RunConfig) -> Reranker | None:
         key = (position, config.rerank, config.bm25_variant)
@@ -89,22 +102,38 @@ class CollectionSearch:
             self._rerankers[key] = make_reranker(config.rerank, self.indexes[position], config.bm25_variant)
         return self._rerankers[key]
 
-    def rank(self, query: str, config: RunConfig, depth: int) -> list[Hit]:
-        search_config = config.search_config()
-        merged: list[Hit] = []
+    def rank(self, query: str, config: RunConfig, depth: int, at: datetime | None = None) -> Hits:
+        """The top `depth` documents; `at` is the instant to replay when the config names no as_of."""
+        search_config = self._search_configs.get((config, at))
+        if search_config is None:
+            search_config = config.search_config()
+            if at is not None and search_config.as_of is None:
+                search_config = replace(search_config, as_of=at)
+            self._search_configs[(config, at)] = search_config
+        parts = []
         for position, (collection, index) in enumerate(zip(self.collections, self.indexes, strict=True)):
             ranking: Ranking = index.rank_documents(
                 query, search_config, depth, self.reranker(position, config)
             )
-            merged.extend(
-                Hit(collection.slug, doc, score, page)
-                for doc, score, page in zip(
-                    ranking.document_ids, ranking.scores.tolist(), ranking.page_rows.tolist(), strict=True
-                )
+            parts.append((collection.slug, ranking))
+        if len(parts) == 1:
+            slug, ranking = parts[0]
+            return Hits(
+                [slug] * len(ranking.document_ids),
+                ranking.document_ids,
+                ranking.scores.tolist(),
+                ranking.page_rows.tolist(),
             )
-        if len(self.collections) > 1:
-            merged.sort(key=lambda h: (h.score, f"{h.collection_id}/{h.document_id}".encode()), reverse=True)
-        return merged[:depth]
+        rows = [
+            (float(np.float32(score)), f"{slug}/{doc}".encode(), slug, doc, score, page)
+            for slug, ranking in parts
+            for doc, score, page in zip(
+                ranking.document_ids, ranking.scores.tolist(), ranking.page_rows.tolist(), strict=True
+            )
+        ]
+        rows.sort(reverse=True)  # trec_eval's order: 32-bit score, then "collection/id" descending
+        rows = rows[:depth]
+        return Hits([r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows], [r[5] for r in rows])
 
     def persist_new_parts(self) -> int:
         """Save indexes that gained parts during this call, so other processes load instead of building."""
@@ -141,10 +170,17 @@ def golden_questions(collections: Sequence[Collection]) -> tuple[list[GoldenQues
     questions: list[GoldenQuestion] = []
     skipped = 0
     for collection in collections:
-        known = set(collection.documents.values_list("external_id", flat=True))
+        entries = list(GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id"))
+        expected = sorted({d for e in entries for d in e.expected_document_ids})
+        known: set[str] = set()
+        for start in range(0, len(expected), 500):  # only the expected ids: a collection may hold millions
+            known.update(
+                collection.documents.filter(external_id__in=expected[start : start + 500]).values_list(
+                    "external_id", flat=True
+                )
+            )
         gone: list[str] = []
-        entries = GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id")
-        for entry in entries.iterator(chunk_size=2000):
+        for entry in entries:
             if not entry.expected_document_ids:
                 skipped += 1
                 continue
@@ -198,23 +234,30 @@ def evaluate_retrieval(
     search = CollectionSearch(collections)
     depth_default = max(ks)
     multi = len(collections) > 1
-    batch_id = uuid.uuid4()
     golden_fingerprint = fingerprint(questions)
+    # One instant for the whole batch: every question sees the same temporal state (and the visibility mask
+    # is computed once); a run without as_of records the instant it replayed.
+    now = timezone.now()
     total = len(questions) * len(configs)
-    runs: list[EvaluationRun] = []
+    scored = []
     for number, config in enumerate(configs):
         depth = min(config.top_k, depth_default) if config.top_k else depth_default
         started = time.perf_counter()
         per_question = []
         for i, q in enumerate(questions):
-            hits = search.rank(q.question, config, depth)
-            ranking = [f"{h.collection_id}/{h.document_id}" if multi else h.document_id for h in hits]
+            hits = search.rank(q.question, config, depth, at=now)
+            ranking = hits.keys(qualified=multi)
             per_question.append((q, hits, ranking, metrics.evaluate_query(ranking, q.qrels, ks)))
             if progress and (i + 1) % 50 == 0:
                 progress(number * len(questions) + i + 1, total)
         means = metrics.mean_metrics([m for *_rest, m in per_question])
-        search_ms = (time.perf_counter() - started) * 1000
-        runs.append(
+        scored.append((config, per_question, means, (time.perf_counter() - started) * 1000))
+        if progress:
+            progress((number + 1) * len(questions), total)
+    batch_id = uuid.uuid4()
+    index_info = {**search.index_info(), "evaluated_at": now.isoformat().replace("+00:00", "Z")}
+    with transaction.atomic():  # a batch is stored whole or not at all
+        runs = [
             _persist_run(
                 tenant=tenant,
                 collections=collections,
@@ -225,61 +268,56 @@ def evaluate_retrieval(
                 per_question=per_question,
                 warnings=warnings,
                 golden_fingerprint=golden_fingerprint,
-                index_info=search.index_info(),
-                started=started,
+                index_info={**index_info, "search_ms": round(search_ms, 1)},
                 search_ms=search_ms,
                 job=job,
             )
-        )
-        if progress:
-            progress((number + 1) * len(questions), total)
+            for config, per_question, means, search_ms in scored
+        ]
     search.persist_new_parts()
     return batch_id, runs
 
 
 def _persist_run(*, tenant, collections, batch_id, config, ks, means, per_question, warnings, golden_fingerprint,
-                 index_info, started, search_ms, job) -> EvaluationRun:  # fmt: skip
-    with transaction.atomic():
-        run = EvaluationRun.objects.create(
-            tenant=tenant,
-            collection_ids=[c.slug for c in collections],
-            batch_id=batch_id,
-            kind=RunKind.RETRIEVAL,
-            label=config.label,
-            config=config.as_dict(),
-            ks=list(ks),
-            metrics=means,
-            metric_methods={name: "trec_eval" for name in means},
-            question_count=len(per_question),
-            warnings=warnings,
-            golden_fingerprint=golden_fingerprint,
-            index_info={**index_info, "search_ms": round(search_ms, 1)},
-            job=job,
+                 index_info, search_ms, job) -> EvaluationRun:  # fmt: skip
+    started = time.perf_counter()
+    results = [
+        QuestionResult(
+            position=position,
+            entry_id=q.entry_id,
+            entry_key=q.key,
+            collection_id=q.collection_id,
+            question=q.question,
+            expected=q.qrels,
+            ranked=[[doc, score] for doc, score in zip(ranking, hits.scores, strict=True)],
+            first_relevant_rank=metrics.first_relevant_rank(ranking, q.qrels),
+            missing_document_ids=metrics.missing_relevant(ranking, q.qrels),
+            metrics=values,
         )
-        run.collections.set(collections)
-        QuestionResult.objects.bulk_create(
-            [
-                QuestionResult(
-                    run=run,
-                    position=position,
-                    entry_id=q.entry_id,
-                    entry_key=q.key,
-                    collection_id=q.collection_id,
-                    question=q.question,
-                    expected=q.qrels,
-                    ranked=[
-                        [doc, score] for doc, score in zip(ranking, (h.score for h in hits), strict=True)
-                    ],
-                    first_relevant_rank=metrics.first_relevant_rank(ranking, q.qrels),
-                    missing_document_ids=metrics.missing_relevant(ranking, q.qrels),
-                    metrics=values,
-                )
-                for position, (q, hits, ranking, values) in enumerate(per_question)
-            ],
-            batch_size=500,
-        )
-        run.duration_ms = round((time.perf_counter() - started) * 1000, 1)
-        EvaluationRun.objects.filter(pk=run.pk).update(duration_ms=run.duration_ms)
+        for position, (q, hits, ranking, values) in enumerate(per_question)
+    ]
+    run = EvaluationRun.objects.create(
+        tenant=tenant,
+        collection_ids=[c.slug for c in collections],
+        batch_id=batch_id,
+        kind=RunKind.RETRIEVAL,
+        label=config.label,
+        config=config.as_dict(),
+        ks=list(ks),
+        metrics=means,
+        metric_methods={name: "trec_eval" for name in means},
+        question_count=len(per_question),
+        warnings=warnings,
+        golden_fingerprint=golden_fingerprint,
+        index_info=index_info,
+        job=job,
+        # The configuration's searches and scoring plus building its results (the insert itself follows).
+        duration_ms=round(search_ms + (time.perf_counter() - started) * 1000, 1),
+    )
+    run.collections.set(collections)
+    for result in results:
+        result.run = run
+    QuestionResult.objects.bulk_create(results, batch_size=500)
     return run
 
 
@@ -293,7 +331,10 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
     engine = CollectionSearch(collections)
     hits = engine.rank(query, config, top_k)
     by_slug = {c.slug: i for i, c in enumerate(collections)}
-    page_ids = [engine.indexes[by_slug[h.collection_id]].corpus.page_ids[h.page_row] for h in hits]
+    page_ids = [
+        engine.indexes[by_slug[slug]].corpus.page_ids[row]
+        for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
+    ]
     pages = {
         p.pk: p
         for p in Page.objects.filter(pk__in=page_ids)
@@ -307,14 +348,16 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
         "results": [
             {
                 "rank": rank,
-                "collection_id": hit.collection_id,
-                "document_id": hit.document_id,
+                "collection_id": slug,
+                "document_id": document_id,
                 "title": pages[page_id].document.title,
-                "score": hit.score,
+                "score": score,
                 "page_number": pages[page_id].number,
                 "text": pages[page_id].text,
             }
-            for rank, (hit, page_id) in enumerate(zip(hits, page_ids, strict=True), start=1)
+            for rank, (slug, document_id, score, page_id) in enumerate(
+                zip(hits.collection_ids, hits.document_ids, hits.scores, page_ids, strict=True), start=1
+            )
         ],
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
         "index": engine.index_info(),

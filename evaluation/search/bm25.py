@@ -109,6 +109,9 @@ def build_index(documents: Sequence[Sequence[str]], params: BM25Params | None = 
         tfc = tf_values / (tf_values + row_norm)
     term_of_value = np.repeat(np.arange(n_terms), np.diff(tf.indptr))
     matrix = sparse.csc_matrix((idf[term_of_value] * tfc, tf.indices, tf.indptr), shape=(n_docs, n_terms))
+    # 64-bit row indices: np.bincount takes them as they are (with 32-bit ones it copies every query's).
+    matrix.indices = matrix.indices.astype(np.int64)
+    matrix.indptr = matrix.indptr.astype(np.int64)
     return BM25Index(params=params, vocabulary=vocabulary, matrix=matrix)
 
 

@@ -102,6 +102,7 @@ class Corpus:
         )
         self.document_starts = starts.astype(np.int64)
         self.one_page_each = len(self.texts) == len(self.document_ids)
+        self.id_array = np.array(self.document_ids, dtype=object)  # fancy-indexable ids
         self.temporal = has_temporal_data([*self.validity, *self.successors])
 
 
@@ -160,7 +161,7 @@ class SearchIndex:
 
     def _fulltext(self, query: str, config: SearchConfig) -> np.ndarray:
         scores = self.bm25(config.bm25_variant).scores(tokenize(query))
-        scores[scores <= 0] = -np.inf  # pages sharing no term with the query are not results
+        np.putmask(scores, scores <= 0, -np.inf)  # pages sharing no term with the query are not results
         return scores
 
     def _vector(self, query: str) -> np.ndarray:
@@ -238,8 +239,7 @@ class SearchIndex:
                 ],
                 dtype=np.int64,
             )
-        ids = corpus.document_ids
-        return Ranking([ids[r] for r in rows.tolist()], doc_scores, pages)
+        return Ranking(corpus.id_array[rows].tolist(), doc_scores, pages)
 
     def _rerank(self, query: str, scores: np.ndarray, count: int, reranker: Reranker) -> np.ndarray:
         """Re-score the best `count` candidate pages; the others drop out of the results."""
@@ -257,13 +257,13 @@ class SearchIndex:
         trec_eval compares scores as 32-bit floats (scores equal to ~7 digits tie) and breaks ties by document
         id, descending; the cut at `depth` is made in that same order, so it is the cut trec_eval would make.
         """
-        rows = np.flatnonzero(scores > -np.inf)
-        values = scores[rows].astype(np.float32)
-        if len(rows) > depth:
-            kth = values[np.argpartition(-values, depth - 1)[depth - 1]]
-            keep = values >= kth  # every row tied with the last one kept: the tie-break decides below
-            rows, values = rows[keep], values[keep]
-        order = np.lexsort((-id_rank[rows], -values))
+        values = scores.astype(np.float32)  # -inf (not a candidate) stays -inf
+        kth = -np.inf
+        if len(values) > depth:
+            kth = np.partition(values, len(values) - depth)[len(values) - depth]
+        # Every row tied with the depth-th value is kept: the id tie-break decides among them below.
+        rows = np.flatnonzero(values >= kth) if kth > -np.inf else np.flatnonzero(values > -np.inf)
+        order = np.lexsort((-id_rank[rows], -values[rows]))
         return rows[order[:depth]]
 
 

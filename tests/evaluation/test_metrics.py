@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+from evaluation import metrics
 from evaluation.metrics import (
     evaluate_query,
     first_relevant_rank,
@@ -313,3 +314,19 @@ def test_every_query_matches_pytrec_eval_on_full_bm25_runs(name, variant):
     )
     for key, expected_mean in expected_means.items():
         assert abs(means[key] - expected_mean) <= TOLERANCE, key
+
+
+def test_evaluate_query_equals_the_per_measure_functions_bit_for_bit():
+    """The one-pass evaluate_query gives exactly what the per-measure functions give, float for float."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        docs = [str(i) for i in rng.sample(range(60), 40)]
+        qrels = {str(d): rng.choice([0, 1, 1, 2, 3]) for d in rng.sample(range(60), 15)}
+        ks = sorted(rng.sample(range(1, 45), 3))
+        got = metrics.evaluate_query(docs, qrels, ks)
+        want = {f"recall@{k}": metrics.recall_at(docs, qrels, k) for k in ks}
+        want |= {f"ndcg@{k}": metrics.ndcg_at(docs, qrels, k) for k in ks}
+        want["mrr"] = metrics.reciprocal_rank_at(docs, qrels, max(ks))
+        assert got == want and list(got) == list(want)
