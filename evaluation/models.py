@@ -94,10 +94,13 @@ class QuestionResult(models.Model):
         scores = np.frombuffer(bytes(self.ranked_scores), dtype="<f8").tolist()
         return list(zip(self.ranked_ids.split("\n"), scores, strict=True))
 
-    @ranked.setter
-    def ranked(self, pairs: Sequence[tuple[str, float]]) -> None:
-        self.ranked_ids = "\n".join(doc for doc, _ in pairs)
-        self.ranked_scores = np.asarray([score for _, score in pairs], dtype="<f8").tobytes()
+    @staticmethod
+    def ranked_fields(pairs: Sequence[tuple[str, float]]) -> dict:
+        """The stored form of a ranking, for QuestionResult(**...)."""
+        return {
+            "ranked_ids": "\n".join(doc for doc, _ in pairs),
+            "ranked_scores": np.asarray([score for _, score in pairs], dtype="<f8").tobytes(),
+        }
 
 
 class PageEmbedding(models.Model):

@@ -289,7 +289,7 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, means, per_questi
             collection_id=q.collection_id,
             question=q.question,
             expected=q.qrels,
-            ranked=[[doc, score] for doc, score in zip(ranking, hits.scores, strict=True)],
+            **QuestionResult.ranked_fields(list(zip(ranking, hits.scores, strict=True))),
             first_relevant_rank=metrics.first_relevant_rank(ranking, q.qrels),
             missing_document_ids=metrics.missing_relevant(ranking, q.qrels),
             metrics=values,

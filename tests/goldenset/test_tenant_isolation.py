@@ -60,7 +60,7 @@ def _run(collection: Collection, entry: GoldenEntry) -> EvaluationRun:
         collection_id=collection.slug,
         question=entry.question,
         expected={"refunds": 1},
-        ranked=[["refunds", 1.5]],
+        **QuestionResult.ranked_fields([("refunds", 1.5)]),
         first_relevant_rank=1,
     )
     return run
