@@ -8,6 +8,7 @@ with annotations, so a page costs the same number of queries whatever its length
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 
 from django.contrib import admin, messages
@@ -53,7 +54,7 @@ def actor_for(request: HttpRequest) -> str:
 # --- shared pieces -----------------------------------------------------------------------------------------
 
 
-class PathFilter(admin.SimpleListFilter):
+class PathFilter(admin.SimpleListFilter, ABC):
     """Filter on a tenant or collection, labelled cluster/tenant(/collection) and listed in one query.
 
     Django's RelatedFieldListFilter labels choices with str(), which is ambiguous for collections (slugs
@@ -62,8 +63,8 @@ class PathFilter(admin.SimpleListFilter):
 
     field_path = ""
 
-    def choices_queryset(self) -> QuerySet:
-        raise NotImplementedError
+    @abstractmethod
+    def choices_queryset(self) -> QuerySet: ...
 
     def label(self, obj: Any) -> str:
         return str(obj)

@@ -20,6 +20,7 @@ import os
 import random
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -129,8 +130,8 @@ class ModelEmbedder(Embedder):
     def __init__(self) -> None:
         self._queries: dict[str, np.ndarray] = {}
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def fit(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_texts(texts)

@@ -8,6 +8,7 @@ reported here are the ranks trec_eval sees. Plain Python and numpy: no Django im
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,25 +60,25 @@ class Ranking:
     page_rows: np.ndarray  # the page that gave each document its score
 
 
-class Embedder:
+class Embedder(ABC):
     """Turns texts into unit vectors. `fit` sees the whole corpus first (LSI needs it; models ignore it)."""
 
     name = "embedder"
 
-    def fit(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def fit(self, texts: Sequence[str]) -> np.ndarray: ...
 
-    def embed_query(self, text: str) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def embed_query(self, text: str) -> np.ndarray: ...
 
 
-class Reranker:
+class Reranker(ABC):
     """Re-scores candidate pages for a query; higher is better."""
 
     name = "reranker"
 
-    def score(self, query: str, texts: Sequence[str], first_stage: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+    @abstractmethod
+    def score(self, query: str, texts: Sequence[str], first_stage: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass
