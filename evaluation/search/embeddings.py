@@ -76,7 +76,10 @@ class LsiEmbedder(Embedder):
         if k < 1:  # a corpus too small to decompose: plain tf-idf is its own space
             self.projection = np.eye(n_terms)
             return _unit_rows(weighted.toarray())
-        u, s, vt = randomized_svd(weighted, k)
+        if min(weighted.shape) <= GRAM_LIMIT:
+            u, s, vt = gram_svd(weighted, k)
+        else:
+            u, s, vt = randomized_svd(weighted, k)
         # C-contiguous, so a query's sparse row times it needs no copy of the whole projection.
         self.projection = np.ascontiguousarray(vt.T)
         return _unit_rows(u * s).astype(np.float32)
@@ -86,6 +89,29 @@ class LsiEmbedder(Embedder):
         vector = np.asarray(row @ self.projection).ravel()
         norm = np.linalg.norm(vector)
         return (vector / norm if norm else vector).astype(np.float32)
+
+
+GRAM_LIMIT = (
+    3000  # up to this many pages (or terms), the exact decomposition through the Gram matrix is cheap
+)
+
+
+def gram_svd(matrix: sparse.spmatrix, k: int):
+    """The exact top-k singular triplets through the Gram matrix of the smaller side (eigh of at most
+    GRAM_LIMIT x GRAM_LIMIT): a small collection decomposes in milliseconds, deterministically."""
+    transpose = matrix.shape[0] > matrix.shape[1]
+    a = matrix.T.tocsr() if transpose else matrix
+    gram = (a @ a.T).toarray()
+    values, vectors = np.linalg.eigh(gram)  # ascending
+    order = np.argsort(-values)[:k]
+    s = np.sqrt(np.clip(values[order], 0.0, None))
+    u = vectors[:, order]
+    keep = s > 1e-12 * (s[0] if len(s) else 1.0)  # drop null directions: they would divide by zero
+    u, s = u[:, keep], s[keep]
+    vt = np.asarray((a.T @ u) / s).T  # v = a^T u / s
+    if transpose:  # decomposed the transpose: swap the roles back
+        return vt.T, s, u.T
+    return u, s, vt
 
 
 def randomized_svd(

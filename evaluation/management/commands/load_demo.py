@@ -5,11 +5,21 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from evaluation.configs import parse_configs
+from evaluation.models import EvaluationRun
+from evaluation.services import available_rerankers, evaluate_retrieval
 from goldenset import importers, services
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.models import ApiKey, Collection, Membership, hash_api_key
 
 DEMO_FOLDER = Path(settings.BASE_DIR) / "demo" / "clapnq"
+DEMO_CONFIGS = [
+    {"label": "fulltext", "search_type": "FullText"},
+    {"label": "fulltext okapi", "search_type": "FullText", "bm25_variant": "okapi"},
+    {"label": "vector lsi", "search_type": "Vector"},
+    {"label": "hybrid rrf", "search_type": "Hybrid", "fusion": "Rrf"},
+    {"label": "hybrid rrf + rerank", "search_type": "Hybrid", "fusion": "Rrf", "rerank": "proximity"},
+]
 
 
 class Command(EvalsiteCommand):
@@ -31,6 +41,17 @@ class Command(EvalsiteCommand):
             )
             self.stdout.write(
                 f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries."
+            )
+            collection = Collection.objects.get(tenant=tenant, slug="clapnq")
+        if not EvaluationRun.objects.filter(tenant=tenant).exists():
+            # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
+            configs = parse_configs(DEMO_CONFIGS, available_rerankers())
+            _, runs = evaluate_retrieval(
+                tenant=tenant, collections=[collection], ks=[1, 5, 10], configs=configs
+            )
+            self.stdout.write(
+                "Evaluated the demo golden set: "
+                + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
             )
         password = self._secret_file("demo_password", lambda: secrets.token_urlsafe(12))
         with transaction.atomic():

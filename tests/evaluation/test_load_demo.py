@@ -1,0 +1,43 @@
+"""`load_demo`: the ClapNQ demo collection, its golden set, real runs to compare, a login and an API key."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from django.core.management import call_command
+from django.test import override_settings
+
+from evaluation.models import EvaluationRun
+from goldenset.models import ApiKey, Collection, GoldenEntry, Membership, hash_api_key
+
+
+def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp_path):
+    with override_settings(DATA_DIR=tmp_path):
+        first = StringIO()
+        call_command("load_demo", stdout=first)
+        second = StringIO()
+        call_command("load_demo", stdout=second)
+
+    collection = Collection.objects.get(tenant__cluster__slug="demo", tenant__slug="demo", slug="clapnq")
+    assert collection.documents.count() == 597
+    assert GoldenEntry.objects.filter(collection=collection).count() == 600
+    runs = EvaluationRun.objects.filter(tenant=collection.tenant)
+    assert sorted(runs.values_list("label", flat=True)) == [
+        "fulltext",
+        "fulltext okapi",
+        "hybrid rrf",
+        "hybrid rrf + rerank",
+        "vector lsi",
+    ]
+    assert len(set(runs.values_list("batch_id", flat=True))) == 1
+    assert all(run.question_count == 300 for run in runs)  # the answerable questions carry expected documents
+    assert "Loaded ClapNQ" in first.getvalue() and "Evaluated the demo golden set" in first.getvalue()
+    assert "Loaded ClapNQ" not in second.getvalue() and "Evaluated" not in second.getvalue()
+
+    lines = {out: out.getvalue().strip().splitlines()[-2:] for out in (first, second)}
+    assert lines[first] == lines[second]  # the same login and the same key each start
+    secret = lines[first][1].rsplit(" ", 1)[1]
+    key = ApiKey.objects.get(key_hash=hash_api_key(secret))
+    assert key.tenant == collection.tenant and key.revoked_at is None
+    assert Membership.objects.filter(user__username="demo", tenant=collection.tenant).exists()
+    assert (tmp_path / "demo_api_key").read_text() == secret
