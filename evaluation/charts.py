@@ -1,0 +1,223 @@
+"""Plotly figures for the dashboard's Compare and Trends pages. No Django: views build the inputs and embed the HTML.
+
+A configuration label keeps one colour everywhere (``label_color``: a hash of the label, so the same in every page
+and process). Two labels of one figure that hash to the same colour are told apart by a bar pattern or a line dash,
+which depends on the figure, while the colour never does. Labels are HTML-escaped before plotly renders them.
+plotly.js is served locally, so ``figure_html`` never includes or links it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import plotly.graph_objects as go
+
+__all__ = [
+    "CompareSeries",
+    "PALETTE",
+    "TrendPoint",
+    "compare_figure",
+    "figure_html",
+    "label_color",
+    "trends_figure",
+]
+
+# Paul Tol's "muted" qualitative scheme, designed to stay distinct under colour-blindness, plus his dark grey.
+PALETTE: tuple[str, ...] = (
+    "#332288",
+    "#88CCEE",
+    "#44AA99",
+    "#117733",
+    "#999933",
+    "#DDCC77",
+    "#CC6677",
+    "#882255",
+    "#AA4499",
+    "#555555",
+)
+_PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+_HEIGHT = 480  # px; the width follows the container (autosize + responsive)
+
+
+@dataclass(frozen=True)
+class CompareSeries:
+    """One configuration on the Compare page: mean and (low, high) 95% CI per metric, over ``questions``."""
+
+    label: str
+    means: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+    questions: int
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run's value of a metric; ``url`` opens the run (carried in the marker's ``customdata``)."""
+
+    label: str
+    created_at: datetime
+    value: float
+    run_id: int | str
+    url: str
+
+
+def label_color(label: str) -> str:
+    """The colour of a configuration label: stable across pages, processes and restarts (sha256, not hash())."""
+    digest = hashlib.sha256(label.encode("utf-8")).digest()
+    return PALETTE[int.from_bytes(digest[:8], "big") % len(PALETTE)]
+
+
+def _clash_index(labels: Sequence[str]) -> list[int]:
+    """For each label, how many earlier labels of the same figure share its colour (0 for most)."""
+    seen: dict[str, int] = {}
+    result = []
+    for label in labels:
+        color = label_color(label)
+        result.append(seen.get(color, 0))
+        seen[color] = seen.get(color, 0) + 1
+    return result
+
+
+def _base_layout(fig: go.Figure, title: str, x_title: str, y_title: str) -> None:
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left", "y": 1, "yref": "container", "yanchor": "top"},
+        title_pad={"t": 10, "l": 8},
+        title_font_size=16,
+        xaxis={"title": {"text": x_title}, "automargin": True},
+        yaxis={"title": {"text": y_title}, "range": [0, 1.05], "automargin": True},
+        # At the foot of the figure, under the axis title: it wraps onto more rows on a narrow screen.
+        legend={
+            "title": {"text": "configuration"},
+            "orientation": "h",
+            "yref": "container",
+            "yanchor": "bottom",
+            "y": 0,
+            "x": 0,
+        },
+        autosize=True,
+        height=_HEIGHT,
+        margin={"l": 60, "r": 20, "t": 60, "b": 40},
+        template="plotly_white",
+        hoverlabel={"align": "left"},
+    )
+
+
+def _empty_note(fig: go.Figure, text: str) -> None:
+    """Say why a figure has no data, instead of showing bare axes with invented ticks."""
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    fig.update_xaxes(showticklabels=False, showgrid=False)
+
+
+def compare_figure(series: Sequence[CompareSeries], metrics: Sequence[str]) -> go.Figure:
+    """Grouped bars: x = metric (in the given order), one trace per configuration, 95% bootstrap CI error bars.
+
+    A metric missing from a series leaves a gap (no bar), never a zero.
+    """
+    fig = go.Figure()
+    clashes = _clash_index([s.label for s in series])
+    for item, clash in zip(series, clashes, strict=True):
+        name = html.escape(item.label)
+        means = [item.means.get(metric) for metric in metrics]
+        intervals = [item.ci.get(metric) for metric in metrics]
+        above, below, hover = [], [], []
+        for metric, mean, ci in zip(metrics, means, intervals, strict=True):
+            if mean is None:
+                above.append(0.0)
+                below.append(0.0)
+                hover.append(f"{name}<br>{html.escape(metric)}: no score")
+                continue
+            low, high = ci if ci is not None else (mean, mean)
+            above.append(max(0.0, high - mean))
+            below.append(max(0.0, mean - low))
+            hover.append(
+                f"<b>{name}</b><br>{html.escape(metric)}: {mean:.3f}<br>"
+                f"95% CI [{low:.3f}, {high:.3f}]<br>{item.questions} questions"
+            )
+        fig.add_trace(
+            go.Bar(
+                x=list(metrics),
+                y=means,
+                name=name,
+                marker={
+                    "color": label_color(item.label),
+                    "pattern": {"shape": _PATTERNS[clash % len(_PATTERNS)]},
+                },
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": above,
+                    "arrayminus": below,
+                    "visible": True,
+                },
+                hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    counts = sorted({s.questions for s in series})
+    questions = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}" if counts else "0"
+    _base_layout(
+        fig,
+        f"Metrics by configuration (95% bootstrap CI over {questions} questions)",
+        "metric",
+        "score (0–1)",
+    )
+    fig.update_layout(barmode="group", xaxis_type="category")
+    if not series:
+        _empty_note(fig, "No runs to compare")
+    return fig
+
+
+def _utc_naive(moment: datetime) -> datetime:
+    """plotly.js reads dates without an offset: convert an aware datetime to UTC; a naive one is taken as UTC."""
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+def trends_figure(points: Sequence[TrendPoint], metric: str) -> go.Figure:
+    """Lines + markers: one trace per configuration label (first-seen order), points in date order.
+
+    Each marker's ``customdata`` is its run URL, so the page can open the run on click (``plotly_click``).
+    """
+    by_label: dict[str, list[TrendPoint]] = {}
+    for point in points:
+        by_label.setdefault(point.label, []).append(point)
+    fig = go.Figure()
+    for (label, group), clash in zip(by_label.items(), _clash_index(list(by_label)), strict=True):
+        group = sorted(group, key=lambda p: _utc_naive(p.created_at))
+        name = html.escape(label)
+        fig.add_trace(
+            go.Scatter(
+                x=[_utc_naive(p.created_at) for p in group],
+                y=[p.value for p in group],
+                mode="lines+markers",
+                name=name,
+                line={"color": label_color(label), "dash": _DASHES[clash % len(_DASHES)]},
+                marker={"color": label_color(label), "size": 8},
+                customdata=[p.url for p in group],
+                hovertext=[
+                    f"<b>{name}</b><br>{_utc_naive(p.created_at):%Y-%m-%d %H:%M} UTC<br>"
+                    f"{html.escape(metric)}: {p.value:.3f}<br>run {html.escape(str(p.run_id))}"
+                    for p in group
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    _base_layout(fig, f"{html.escape(metric)} over time", "run date (UTC)", f"{html.escape(metric)} (0–1)")
+    fig.update_layout(xaxis_type="date", hovermode="closest")
+    if not points:
+        _empty_note(fig, "No runs in this range")
+    return fig
+
+
+def figure_html(fig: go.Figure, div_id: str) -> str:
+    """The figure as an HTML fragment (a div and its script) for a page that already loads plotly.js locally."""
+    html_fragment: str = fig.to_html(
+        include_plotlyjs=False,
+        full_html=False,
+        div_id=div_id,
+        config={"displaylogo": False, "responsive": True},
+    )
+    return html_fragment
