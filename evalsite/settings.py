@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from evalsite.env import env_bool, env_int, env_list, env_str
@@ -83,6 +84,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "evaluation.views.dashboard_context",
             ],
         },
     },
@@ -127,7 +129,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # plotly.js from the installed plotly package itself (/static/plotly/plotly.min.js): no copy in the
+    # repository, no CDN, and always the version the Python side renders figures for.
+    ("plotly", Path(plotly.__file__).resolve().parent / "package_data"),
+]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -136,7 +143,10 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-LOGIN_URL = "admin:login"
+# The dashboard's sign-in (the admin keeps its own).
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
 # Server-side messages: the admin shows a new API key's secret once in a message, never in a cookie.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 

@@ -1,17 +1,22 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI auth extension)
+from evaluation import views as dashboard_views
 
 admin.site.site_header = "evalsite admin"
 admin.site.site_title = "evalsite admin"
 admin.site.index_title = "Golden sets, documents and API keys"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    # The dashboard's home; its other pages are in evaluation.urls (namespace "dashboard").
+    path("", dashboard_views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("lmkit/v1/", include("goldenset.api.urls")),
     path("lmkit/v1/", include("evaluation.api.urls")),
@@ -20,6 +25,7 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("", include("evaluation.urls")),
 ]
 
 handler400 = "evalsite.views.bad_request"

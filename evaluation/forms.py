@@ -1,0 +1,200 @@
+"""The dashboard's forms: filters read from the query string, golden-entry edits and the run launcher.
+
+Forms only read and shape input; validation that defines a valid entry or configuration stays in the services
+and in evaluation.configs, whose errors the views put back on the form.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any, cast
+
+from django import forms
+
+from evaluation.models import RunKind
+from evaluation.search.bm25 import VARIANTS
+from evaluation.search.engine import FUSIONS, SEARCH_TYPES
+from goldenset.forms import StringListField
+from goldenset.models import Origin
+
+YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
+
+
+class DashboardForm(forms.Form):
+    """Labels without Django's trailing colon: the dashboard's stylesheet sets labels apart instead."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
+def yes_no(value: str | None) -> bool | None:
+    return {"yes": True, "no": False}.get(value or "")
+
+
+class DateRangeMixin(DashboardForm):
+    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        start: date | None = cleaned.get("date_from")
+        end: date | None = cleaned.get("date_to")
+        if start and end and start > end:
+            self.add_error("date_to", "The end date is before the start date.")
+        return cleaned
+
+
+class RunFilterForm(DateRangeMixin):
+    collection = forms.ChoiceField(required=False, label="Collection")
+    label = forms.ChoiceField(required=False, label="Label")
+    kind = forms.ChoiceField(required=False, label="Kind", choices=[("", "any"), *RunKind.choices])
+
+    def __init__(self, *args, collections: list[str], labels: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].choices = [("", "all"), *((c, c) for c in collections)]  # type: ignore[attr-defined]
+        self.fields["label"].choices = [("", "all"), *((label, label) for label in labels)]  # type: ignore[attr-defined]
+
+
+class TrendsForm(DateRangeMixin):
+    collection = forms.ChoiceField(label="Collection")
+    metric = forms.CharField(required=False, label="Metric")
+
+    def __init__(self, *args, collections: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].choices = [(c, c) for c in collections]  # type: ignore[attr-defined]
+
+
+class GoldenFilterForm(DashboardForm):
+    q = forms.CharField(required=False, label="Search", max_length=500)
+    tag = forms.ChoiceField(required=False, label="Tag")
+    origin = forms.ChoiceField(required=False, label="Origin", choices=[("", "any"), *Origin.choices])
+    reviewed = forms.ChoiceField(required=False, label="Reviewed", choices=YES_NO)
+
+    def __init__(self, *args, tags: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tag"].choices = [("", "any"), *((t, t) for t in tags)]  # type: ignore[attr-defined]
+
+
+class DocumentSearchForm(DashboardForm):
+    q = forms.CharField(required=False, label="Search id or title", max_length=500)
+
+
+class GoldenEntryForm(DashboardForm):
+    """An entry's editable fields; the service validates them as an add would (duplicates, unknown ids)."""
+
+    question = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
+    key = forms.CharField(
+        required=False, max_length=300, help_text="Optional client id, unique per collection."
+    )
+    expected_document_ids = StringListField(
+        label="Expected document ids", help_text="One document id per line."
+    )
+    reference_answer = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    tags = StringListField(
+        split_commas=True, forbidden="|", widget=forms.TextInput(), help_text="Comma-separated."
+    )
+    answerable = forms.BooleanField(required=False)
+    reviewed = forms.BooleanField(required=False)
+
+    FIELDS = (
+        "question",
+        "key",
+        "expected_document_ids",
+        "reference_answer",
+        "tags",
+        "answerable",
+        "reviewed",
+    )
+    # Where a service error belongs on the form.
+    ERROR_FIELDS = {
+        "empty-question": "question",
+        "duplicate-question": "question",
+        "duplicate-key": "key",
+        "unknown-documents": "expected_document_ids",
+    }
+
+    def add_service_error(self, code: str, message: str, field: str | None) -> None:
+        text = message.split(": ", 1)[-1]  # drop the API's "entries[0].field: " prefix
+        target = self.ERROR_FIELDS.get(code, field if field in self.fields else None)
+        self.add_error(target, text[:1].upper() + text[1:])
+
+
+RERANK_NONE = ""
+
+
+class LaunchForm(DashboardForm):
+    collections = forms.MultipleChoiceField(
+        label="Collections",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Several collections are searched as one (document ids become collection/id).",
+    )
+    ks = forms.CharField(
+        label="Cutoffs (k)", initial="1,5,10", help_text="Comma-separated, e.g. 1,5,10: recall@k and nDCG@k."
+    )
+
+    def __init__(self, *args, collections: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collections"].choices = collections  # type: ignore[attr-defined]
+
+
+class ConfigForm(DashboardForm):
+    """One configuration row of the launcher; only rows ticked "run" are evaluated."""
+
+    enabled = forms.BooleanField(required=False, label="Run")
+    label = forms.CharField(required=False, max_length=200, help_text="Blank: named from its settings.")
+    search_type = forms.ChoiceField(choices=[(t, t) for t in SEARCH_TYPES], initial="FullText")
+    fusion = forms.ChoiceField(choices=[(f, f) for f in FUSIONS], initial="Rrf", help_text="Hybrid only.")
+    rerank = forms.ChoiceField(required=False)
+    bm25_variant = forms.ChoiceField(choices=[(v, v) for v in VARIANTS], initial="lucene", label="BM25")
+    as_of = forms.DateField(required=False, label="As of", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args, rerankers: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["rerank"].choices = [(RERANK_NONE, "none"), *((r, r) for r in rerankers)]  # type: ignore[attr-defined]
+
+    def as_config(self) -> dict[str, Any]:
+        """The row as an API configuration object (evaluation.configs reads it)."""
+        data = self.cleaned_data
+        config: dict[str, Any] = {
+            "search_type": data["search_type"],
+            "fusion": data["fusion"],
+            "bm25_variant": data["bm25_variant"],
+            "rerank": data.get("rerank") or None,
+        }
+        if data.get("label", "").strip():
+            config["label"] = data["label"].strip()
+        if data.get("as_of"):
+            config["as_of"] = data["as_of"].isoformat()
+        return config
+
+
+class BaseConfigFormSet(forms.BaseFormSet):
+    def __init__(self, *args, rerankers: list[str], **kwargs):
+        self.rerankers = rerankers
+        super().__init__(*args, **kwargs)
+
+    def get_form_kwargs(self, index):
+        return {**super().get_form_kwargs(index), "rerankers": self.rerankers}
+
+
+# formset_factory builds a subclass of BaseConfigFormSet (typed as a plain BaseFormSet by the stubs).
+ConfigFormSet = cast(
+    type[BaseConfigFormSet],
+    forms.formset_factory(ConfigForm, formset=BaseConfigFormSet, extra=0, max_num=20, absolute_max=20),
+)
+
+LAUNCH_PRESETS: list[dict[str, Any]] = [
+    {"enabled": True, "label": "fulltext", "search_type": "FullText"},
+    {"enabled": False, "label": "fulltext okapi", "search_type": "FullText", "bm25_variant": "okapi"},
+    {"enabled": False, "label": "vector", "search_type": "Vector"},
+    {"enabled": True, "label": "hybrid rrf", "search_type": "Hybrid", "fusion": "Rrf"},
+    {
+        "enabled": False,
+        "label": "hybrid rrf + rerank",
+        "search_type": "Hybrid",
+        "fusion": "Rrf",
+        "rerank": "proximity",
+    },
+    {"enabled": False, "label": "", "search_type": "FullText"},
+]

@@ -1,0 +1,156 @@
+/* evalsite dashboard: small progressive enhancements; every page works without them. */
+(function () {
+  "use strict";
+
+  // The tenant switcher submits on change (a button stands in without JavaScript).
+  document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+    select.addEventListener("change", function () { select.form.submit(); });
+  });
+
+  // "Select all" checkboxes: data-select-all="<name of the row checkboxes>".
+  document.querySelectorAll("input[data-select-all]").forEach(function (all) {
+    var form = all.form || document;
+    all.addEventListener("change", function () {
+      form.querySelectorAll('input[type=checkbox][name="' + all.dataset.selectAll + '"]').forEach(function (box) {
+        box.checked = all.checked;
+      });
+    });
+  });
+
+  // Inline edit of a golden entry: the "Edit" link opens the row's form instead of the entry page.
+  document.querySelectorAll("a[data-inline-edit]").forEach(function (link) {
+    link.addEventListener("click", function (event) {
+      var row = document.getElementById(link.dataset.inlineEdit);
+      if (!row) { return; }
+      event.preventDefault();
+      row.hidden = !row.hidden;
+      if (!row.hidden) {
+        var first = row.querySelector("textarea, input");
+        if (first) { first.focus(); }
+      }
+    });
+  });
+  document.querySelectorAll("button[data-inline-cancel]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var row = document.getElementById(button.dataset.inlineCancel);
+      if (row) { row.hidden = true; }
+    });
+  });
+
+  // Runs: count the ticked runs; the compare button needs two or more.
+  var compareForm = document.getElementById("compare-form");
+  if (compareForm) {
+    var button = compareForm.querySelector("[data-compare-button]");
+    var counter = compareForm.querySelector("[data-selected-count]");
+    var update = function () {
+      var ticked = compareForm.querySelectorAll('input[name="run"]:checked').length;
+      var max = parseInt((compareForm.querySelector('input[name="run"]') || {dataset: {}}).dataset.max || "20", 10);
+      button.disabled = ticked < 2 || ticked > max;
+      counter.textContent = ticked ? ticked + " selected" + (ticked > max ? " (at most " + max + ")" : "") : "select two or more";
+    };
+    compareForm.addEventListener("change", update);
+    update();
+  }
+
+  // Sortable tables: a click on a header with data-sort ("num" or "text") sorts the body by that column.
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var headers = table.querySelectorAll("thead th");
+    headers.forEach(function (th, index) {
+      var kind = th.dataset.sort;
+      if (!kind) { return; }
+      th.tabIndex = 0;
+      th.classList.add("sort-header");
+      th.setAttribute("aria-sort", "none");
+      var sort = function () {
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        headers.forEach(function (other) { if (other.dataset.sort) { other.setAttribute("aria-sort", "none"); } });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var key = function (row) {
+          var cell = row.cells[index];
+          var raw = cell ? (cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent.trim()) : "";
+          if (kind === "num") {
+            var number = parseFloat(raw);
+            return isNaN(number) ? Infinity : number;
+          }
+          return raw.toLowerCase();
+        };
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          var order = x < y ? -1 : x > y ? 1 : 0;
+          return ascending ? order : -order;
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      };
+      th.addEventListener("click", sort);
+      th.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sort(); }
+      });
+    });
+  });
+
+  // Trends: a click on a marker opens its run (the marker's customdata is the run's URL).
+  document.querySelectorAll("[data-open-runs] .plotly-graph-div").forEach(function (chart) {
+    if (!chart.on) { return; }
+    chart.on("plotly_click", function (data) {
+      var point = data && data.points && data.points[0];
+      if (point && typeof point.customdata === "string") { window.location.href = point.customdata; }
+    });
+  });
+
+  // A job's progress page: poll its progress every poll-ms, open the results when it completes.
+  var job = document.getElementById("job");
+  if (job && job.dataset.finished !== "true") {
+    var bar = job.querySelector("[data-job-bar]");
+    var status = job.querySelector("[data-job-status]");
+    var count = job.querySelector("[data-job-count]");
+    var hint = job.querySelector("[data-job-hint]");
+    var error = job.querySelector("[data-job-error]");
+    var result = job.querySelector("[data-job-result]");
+    var cancel = job.querySelector("[data-job-cancel]");
+    var started = Date.now();
+    var interval = parseInt(job.dataset.pollMs || "500", 10);
+    var failures = 0;
+    var poll = function () {
+      fetch(job.dataset.progressUrl, {credentials: "same-origin", headers: {"Accept": "application/json"}, cache: "no-store"})
+        .then(function (response) {
+          if (!response.ok) { throw new Error("HTTP " + response.status); }
+          return response.json();
+        })
+        .then(function (state) {
+          failures = 0;
+          status.textContent = state.status;
+          bar.value = state.progress;
+          if (state.total) {
+            count.textContent = state.done + " of " + state.total + " question searches (" + Math.round(state.progress * 100) + "%)";
+          }
+          hint.hidden = !(state.status === "Queued" && Date.now() - started > 5000);
+          if (state.status === "Completed" && state.result_url) {
+            bar.value = 1;
+            result.hidden = false;
+            result.querySelector("a").href = state.result_url;
+            window.location.assign(state.result_url);
+            return;
+          }
+          if (state.finished) {
+            if (cancel) { cancel.hidden = true; }
+            if (state.error) { error.textContent = state.error; error.hidden = false; }
+            else if (state.status === "Cancelled") { count.textContent = "The job was cancelled."; }
+            return;
+          }
+          window.setTimeout(poll, interval);
+        })
+        .catch(function () {
+          failures += 1;
+          if (failures > 20) {
+            error.textContent = "Lost contact with the server; reload the page to try again.";
+            error.hidden = false;
+            return;
+          }
+          window.setTimeout(poll, Math.min(interval * failures, 5000));
+        });
+    };
+    window.setTimeout(poll, interval);
+  }
+})();

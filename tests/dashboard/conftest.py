@@ -1,0 +1,193 @@
+"""The dashboard's test world: the shared `world` plus dashboard users, a golden set and runs."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from evaluation import indexes
+from evaluation.configs import parse_configs
+from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.services import available_rerankers, evaluate_retrieval
+from goldenset import services
+from goldenset.models import Collection, GoldenEntry, Membership
+from goldenset.services import EntryInput
+from tests.conftest import add_documents
+
+
+@pytest.fixture(autouse=True)
+def fresh_indexes(tmp_path, settings):
+    """Each test builds its search indexes afresh in a directory of its own."""
+    indexes.clear_memory()
+    settings.EVALSITE_INDEX_DIR = tmp_path / "indexes"
+    yield
+    indexes.clear_memory()
+
+
+@pytest.fixture
+def member(world, django_user_model):
+    """alice: a member of the world's tenant (acme/search) only."""
+    user = django_user_model.objects.create_user("alice", password="secret-alice")
+    Membership.objects.create(user=user, tenant=world.tenant)
+    return user
+
+
+@pytest.fixture
+def outsider(world, django_user_model):
+    """rob: a member of the rival tenant only."""
+    user = django_user_model.objects.create_user("rob", password="secret-rob")
+    Membership.objects.create(user=user, tenant=world.other_tenant)
+    return user
+
+
+@pytest.fixture
+def alice(member) -> Client:
+    client = Client()
+    client.force_login(member)
+    return client
+
+
+@pytest.fixture
+def golden(world) -> list[GoldenEntry]:
+    created, _ = services.golden_entries_add(
+        collection=world.collection,
+        entries=[
+            EntryInput(
+                question="How long is the refund window?",
+                expected_document_ids=["refunds"],
+                key="q-refund",
+                tags=["policy", "money"],
+                reference_answer="30 days.",
+            ),
+            EntryInput(
+                question="When does express shipping arrive?",
+                expected_document_ids=["shipping"],
+                key="q-ship",
+                tags=["shipping"],
+            ),
+            EntryInput(
+                question="What does the warranty cover?",
+                expected_document_ids=["warranty", "refunds"],
+                grades={"warranty": 2},
+                tags=["policy"],
+            ),
+        ],
+        actor="test",
+    )
+    return created
+
+
+CONFIGS = [
+    {"label": "fulltext", "search_type": "FullText"},
+    {"label": "vector", "search_type": "Vector"},
+    {"label": "hybrid", "search_type": "Hybrid", "fusion": "Rrf"},
+]
+
+
+@dataclass
+class Batch:
+    batch_id: uuid.UUID
+    runs: list[EvaluationRun]
+
+
+@pytest.fixture
+def batch(world, golden) -> Batch:
+    """A real evaluation of the world's golden set: three configurations, one batch."""
+    batch_id, runs = evaluate_retrieval(
+        tenant=world.tenant,
+        collections=[world.collection],
+        ks=[1, 3],
+        configs=parse_configs(CONFIGS, available_rerankers()),
+    )
+    return Batch(batch_id, runs)
+
+
+@pytest.fixture
+def other_collection(world) -> Collection:
+    """A second collection of the same tenant, with a golden entry."""
+    collection = services.collection_create(tenant=world.tenant, slug="faq", name="FAQ")
+    add_documents(collection, {"hours": "The shop opens at nine and closes at six."})
+    services.golden_entries_add(
+        collection=collection,
+        entries=[EntryInput(question="When does the shop open?", expected_document_ids=["hours"])],
+        actor="test",
+    )
+    return collection
+
+
+def make_runs(
+    tenant,
+    collection: Collection,
+    count: int,
+    *,
+    labels=("fulltext", "vector", "hybrid"),
+    questions: int = 0,
+    start=None,
+    step=timedelta(hours=1),
+) -> list[EvaluationRun]:
+    """Many stored runs at once (bulk_create), `questions` results each, the newest `start` (now)."""
+    start = start or timezone.now()
+    runs = [
+        EvaluationRun(
+            tenant=tenant,
+            collection_ids=[collection.slug],
+            batch_id=uuid.uuid4(),
+            label=labels[i % len(labels)],
+            config={"search_type": "FullText"},
+            ks=[1, 10],
+            metrics={
+                "recall@1": 0.3,
+                "recall@10": 0.6 + (i % 7) / 100,
+                "ndcg@1": 0.3,
+                "ndcg@10": 0.5,
+                "mrr": 0.4,
+            },
+            question_count=questions,
+        )
+        for i in range(count)
+    ]
+    EvaluationRun.objects.bulk_create(runs)
+    # created_at is auto_now_add: spread the runs over time afterwards.
+    for i, run in enumerate(runs):
+        run.created_at = start - step * i
+    EvaluationRun.objects.bulk_update(runs, ["created_at"])
+    EvaluationRun.collections.through.objects.bulk_create(
+        [
+            EvaluationRun.collections.through(evaluationrun_id=run.pk, collection_id=collection.pk)
+            for run in runs
+        ]
+    )
+    if questions:
+        entry_ids = [uuid.uuid4() for _ in range(questions)]
+        QuestionResult.objects.bulk_create(
+            [
+                QuestionResult(
+                    run=run,
+                    position=q,
+                    entry_id=entry_ids[q],
+                    entry_key=f"q{q}",
+                    collection_id=collection.slug,
+                    question=f"question {q}?",
+                    expected={f"doc{q}": 1},
+                    **QuestionResult.ranked_fields([(f"doc{q}", 2.0), (f"doc{q + 1}", 1.0)]),
+                    first_relevant_rank=1 if (q + r) % 3 else None,
+                    missing_document_ids=[] if (q + r) % 3 else [f"doc{q}"],
+                    metrics={
+                        "recall@1": float((q + r) % 3 != 0),
+                        "recall@10": float((q + r) % 3 != 0),
+                        "ndcg@1": float((q + r) % 3 != 0),
+                        "ndcg@10": float((q + r) % 3 != 0),
+                        "mrr": float((q + r) % 3 != 0),
+                    },
+                )
+                for r, run in enumerate(runs)
+                for q in range(questions)
+            ],
+            batch_size=1000,
+        )
+    return runs

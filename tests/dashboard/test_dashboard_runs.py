@@ -1,0 +1,156 @@
+"""Runs: the list (newest first, filtered, paginated), a run's questions, one question's ranking, downloads."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import timedelta
+
+from django.urls import reverse
+from django.utils import timezone
+
+from evaluation.models import QuestionResult
+from tests.dashboard.conftest import make_runs
+
+
+def test_runs_are_listed_newest_first_with_their_metrics(alice, world, batch):
+    older = make_runs(world.tenant, world.collection, 2, start=timezone.now() - timedelta(days=3))
+    page = alice.get(reverse("dashboard:runs"))
+    listed = [row.run.pk for row in page.context["rows"]]
+    assert listed[-2:] == [r.pk for r in older]
+    assert set(listed[:3]) == {r.pk for r in batch.runs}
+    first = page.context["rows"][0]
+    assert [name for name, _ in first.metrics] == ["ndcg@3", "recall@3", "mrr"]
+    assert first.color.startswith("#")
+    assert b"Compare selected" in page.content
+
+
+def test_runs_filter_by_collection_label_kind_and_date(alice, world, batch, other_collection):
+    faq = make_runs(
+        world.tenant,
+        other_collection,
+        2,
+        labels=("faq-run",),
+        start=timezone.now() - timedelta(days=10),
+        step=timedelta(days=1),
+    )
+    url = reverse("dashboard:runs")
+    by_collection = alice.get(f"{url}?collection=faq")
+    assert [r.run.pk for r in by_collection.context["rows"]] == [r.pk for r in faq]
+    by_label = alice.get(f"{url}?label=vector")
+    assert [r.run.label for r in by_label.context["rows"]] == ["vector"]
+    assert alice.get(f"{url}?kind=answers").context["rows"] == []
+    day = (timezone.now() - timedelta(days=10)).date().isoformat()
+    by_date = alice.get(f"{url}?date_from={day}&date_to={day}")
+    assert [r.run.pk for r in by_date.context["rows"]] == [faq[0].pk]
+    backwards = alice.get(f"{url}?date_from=2030-01-02&date_to=2030-01-01")
+    assert "date_to" in backwards.context["form"].errors
+
+
+def test_runs_are_paginated_by_fifty(alice, world):
+    make_runs(world.tenant, world.collection, 60)
+    first = alice.get(reverse("dashboard:runs"))
+    assert len(first.context["rows"]) == 50 and first.context["page"].paginator.num_pages == 2
+    second = alice.get(reverse("dashboard:runs") + "?page=2")
+    assert len(second.context["rows"]) == 10
+
+
+def test_no_runs_says_how_to_make_one(alice, world):
+    page = alice.get(reverse("dashboard:runs"))
+    assert b"No runs yet" in page.content and reverse("dashboard:launch").encode() in page.content
+
+
+def test_run_detail_lists_every_question_and_filters_to_failures(alice, world, batch):
+    run = batch.runs[0]
+    page = alice.get(reverse("dashboard:run", args=[run.pk]))
+    questions = page.context["questions"]
+    assert [q.question for q in questions] == [
+        "How long is the refund window?",
+        "When does express shipping arrive?",
+        "What does the warranty cover?",
+    ]
+    stored = {r.position: r for r in QuestionResult.objects.filter(run=run)}
+    for q in questions:
+        result = stored[q.position]
+        assert q.first_relevant_rank == result.first_relevant_rank
+        assert q.recall == result.metrics["recall@3"] and q.ndcg == result.metrics["ndcg@3"]
+        expected = (
+            "pass"
+            if not result.missing_document_ids
+            else ("miss" if result.first_relevant_rank is None else "partial")
+        )
+        assert q.diagnosis == expected
+    failures = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1").context["questions"]
+    assert [q.position for q in failures] == [q.position for q in questions if q.diagnosis != "pass"]
+    assert b'class="data sortable questions"' in page.content
+
+
+def test_a_question_shows_its_ranking_with_relevant_documents_marked(alice, world, batch):
+    run = batch.runs[0]
+    result = QuestionResult.objects.get(run=run, position=2)  # expects warranty and refunds
+    page = alice.get(reverse("dashboard:run-question", args=[run.pk, 2]))
+    ranked = page.context["ranked"]
+    assert [(d.rank, d.document_id) for d in ranked] == [
+        (i, doc) for i, (doc, _) in enumerate(result.ranked, 1)
+    ]
+    assert {d.document_id for d in ranked if d.grade} == {d for d, _ in result.ranked if d in result.expected}
+    assert {d.document_id: d.title for d in ranked}.get("warranty", "Warranty") == "Warranty"
+    assert [d.document_id for d in page.context["missing"]] == result.missing_document_ids
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, 99])).status_code == 404
+
+
+def test_a_question_lists_expected_documents_that_were_not_retrieved(alice, world):
+    (run,) = make_runs(world.tenant, world.collection, 1, questions=3)
+    missed = QuestionResult.objects.get(run=run, position=0)  # (q + r) % 3 == 0: nothing found
+    assert missed.missing_document_ids == ["doc0"]
+    page = alice.get(reverse("dashboard:run-question", args=[run.pk, 0]))
+    assert page.context["diagnosis"] == "miss"
+    assert [(d.document_id, d.exists) for d in page.context["missing"]] == [("doc0", False)]
+    assert b"no longer in the collection" in page.content
+
+
+def test_the_trec_download_is_a_run_file(alice, world, batch):
+    run = batch.runs[0]
+    response = alice.get(reverse("dashboard:run-trec", args=[run.pk]))
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith('attachment; filename="run-fulltext-')
+    lines = response.content.decode().splitlines()
+    expected = []
+    for result in QuestionResult.objects.filter(run=run).order_by("position"):
+        qid = result.entry_key or str(result.entry_id)
+        expected += [
+            f"{qid} Q0 {doc} {rank} {score!r} fulltext" for rank, (doc, score) in enumerate(result.ranked, 1)
+        ]
+    assert lines == expected
+    fields = lines[0].split()
+    assert len(fields) == 6 and fields[0] == "q-refund" and fields[1] == "Q0" and fields[3] == "1"
+    # The entry without a key is named by its id.
+    assert any(line.split()[0] == str(batch.runs[0].results.get(position=2).entry_id) for line in lines)
+
+
+def test_the_csv_download_has_a_row_per_question(alice, world, batch):
+    run = batch.runs[1]
+    response = alice.get(reverse("dashboard:run-csv", args=[run.pk]))
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert list(rows[0])[:7] == [
+        "position",
+        "entry_id",
+        "entry_key",
+        "collection_id",
+        "question",
+        "first_relevant_rank",
+        "diagnosis",
+    ]
+    assert {"recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"} <= set(rows[0])
+    assert [r["question"] for r in rows] == [r.question for r in run.results.order_by("position")]
+    assert json.loads(rows[0]["expected_document_ids"]) == ["refunds"]
+
+
+def test_the_json_download_is_the_apis_run(alice, world, batch):
+    run = batch.runs[2]
+    response = alice.get(reverse("dashboard:run-json", args=[run.pk]))
+    data = json.loads(response.content)
+    api = world.client.get(f"/lmkit/v1/search/evaluate/runs/{run.pk}").json()
+    assert data == api
+    assert data["label"] == "hybrid" and len(data["results"]) == 3
