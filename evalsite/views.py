@@ -1,6 +1,5 @@
 from django.db import connection
 from django.http import JsonResponse
-from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
@@ -8,10 +7,6 @@ from django.views.defaults import permission_denied as django_permission_denied
 from django.views.defaults import server_error as django_server_error
 
 from evalsite.api.errors import envelope
-
-
-def home(request):
-    return render(request, "home.html")
 
 
 def healthz(request):

@@ -22,7 +22,8 @@ from evaluation.search.embeddings import EmbeddingReranker
 from evaluation.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
 from evaluation.search.rerank import ProximityReranker, idf_table
 from goldenset.errors import EvalsiteError
-from goldenset.models import Collection, GoldenEntry, Job, Page, Tenant
+from goldenset.jobs import job_create
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, Page, Tenant
 
 
 def available_rerankers() -> list[str]:
@@ -377,6 +378,23 @@ def run_summary(run: EvaluationRun) -> dict:
         "warnings": run.warnings,
         "index": run.index_info,
     }
+
+
+def evaluation_job_create(
+    *, tenant: Tenant, collections: Sequence[Collection], ks: Sequence[int], configs: Sequence[RunConfig]
+) -> Job:
+    """An Evaluate job for validated collections, ks and configurations (the API's large evaluations and the
+    dashboard's launcher both create it here), which evaluate_job runs."""
+    return job_create(
+        tenant=tenant,
+        kind=JobKind.EVALUATE,
+        collection=collections[0],
+        input={
+            "collection_pks": [c.pk for c in collections],
+            "ks": list(ks),
+            "configs": [c.as_dict() for c in configs],
+        },
+    )
 
 
 def evaluate_job(job: Job, progress) -> dict:

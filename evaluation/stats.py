@@ -7,6 +7,9 @@ The unit of sampling is the question: a run's score on a metric is the mean of i
   (Fisher/Pitman) randomization test that Smucker, Allan & Carterette (CIKM 2007, "A comparison of statistical
   significance tests for information retrieval evaluation") recommend for IR: under the null hypothesis the two
   systems are exchangeable on each question, so the sign of each per-question difference is a coin flip;
+- ``bootstrap_cis`` and ``paired_randomization_tests`` do the same for every row of a matrix at once (one row
+  per run, or per pair of runs): the resamples and sign flips are drawn once and serve every row, so each row
+  gets the very numbers the single-row function gives it (which is that function: they share one body);
 - ``align_by_question`` keeps only the questions every run scored, so the pairing is honest;
 - ``pairwise_comparisons`` runs the test for every pair of configurations.
 
@@ -29,7 +32,9 @@ __all__ = [
     "PairwiseResult",
     "align_by_question",
     "bootstrap_ci",
+    "bootstrap_cis",
     "paired_randomization_test",
+    "paired_randomization_tests",
     "pairwise_comparisons",
 ]
 
@@ -50,6 +55,17 @@ def _as_scores(values: Sequence[float] | np.ndarray, name: str = "values") -> np
     return array
 
 
+def _as_rows(values: np.ndarray, name: str) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a matrix: one row per series, one column per question")
+    if array.shape[1] == 0:
+        raise ValueError(f"{name} is empty: need at least one question")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return array
+
+
 def _blocks(total: int, n: int) -> list[int]:
     """Split ``total`` rows of ``n`` draws each into blocks of at most ``_BLOCK_CELLS`` draws."""
     rows = max(1, _BLOCK_CELLS // n)
@@ -64,23 +80,46 @@ def bootstrap_ci(
     Draws ``resamples`` x n question indexes with replacement, takes each resample's mean, and returns the
     (1 - confidence) / 2 and (1 + confidence) / 2 percentiles (numpy's linear interpolation, as
     ``scipy.stats.bootstrap(method="percentile")``). One value gives (v, v). Raises ValueError when ``values``
-    is empty or not finite, or when ``confidence`` or ``resamples`` is out of range.
+    is empty or not finite, or when ``confidence`` or ``resamples`` is out of range. ``bootstrap_cis`` of a
+    one-row matrix.
     """
     scores = _as_scores(values)
+    return bootstrap_cis(scores[None, :], confidence=confidence, resamples=resamples, seed=seed)[0]
+
+
+def bootstrap_cis(
+    matrix: np.ndarray, *, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+) -> list[tuple[float, float]]:
+    """``bootstrap_ci`` of every row of ``matrix`` (one row per run, one column per question), in row order.
+
+    One set of resamples of question indexes serves every row: with the same seed each row gets the resamples
+    ``bootstrap_ci`` draws for it alone, so each interval is the one ``bootstrap_ci(row)`` gives. Each block of
+    resamples is counted (how often each question was drawn) and every row's resample means are one matrix
+    product, rather than a pass per row. A matrix of one column gives (v, v) per row; one of no rows, []. Raises
+    ValueError when ``matrix`` is not 2-D, has no columns or a value that is not finite, or when ``confidence``
+    or ``resamples`` is out of range.
+    """
+    matrix = _as_rows(matrix, "matrix")
     if not 0.0 < confidence < 1.0:
         raise ValueError("confidence must be between 0 and 1 (exclusive)")
     if resamples < 1:
         raise ValueError("resamples must be at least 1")
-    n = scores.size
+    rows_total, n = matrix.shape
+    if rows_total == 0:
+        return []
     if n == 1:
-        return float(scores[0]), float(scores[0])
+        return [(float(v), float(v)) for v in matrix[:, 0]]
     rng = np.random.default_rng(seed)
-    means = np.concatenate(
-        [scores[rng.integers(0, n, size=(rows, n))].mean(axis=1) for rows in _blocks(resamples, n)]
-    )
+    blocks = []
+    for rows in _blocks(resamples, n):
+        picks = rng.integers(0, n, size=(rows, n))
+        counts = np.bincount((np.arange(rows)[:, None] * n + picks).ravel(), minlength=rows * n).reshape(
+            rows, n
+        )
+        blocks.append(matrix @ counts.T / n)
     tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    return float(low), float(high)
+    low, high = np.percentile(np.concatenate(blocks, axis=1), [tail, 100.0 - tail], axis=1)
+    return [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
 
 
 def paired_randomization_test(
@@ -96,29 +135,46 @@ def paired_randomization_test(
     2007): each of ``permutations`` draws flips the sign of every difference at random; the p-value is
     (1 + #{|permuted mean| >= |observed mean| - 1e-12}) / (1 + permutations), so it is never 0 and a run
     compared with itself gets exactly 1.0. ``a`` and ``b`` must score the same questions in the same order
-    (see ``align_by_question``); different lengths raise ValueError.
+    (see ``align_by_question``); different lengths raise ValueError. ``paired_randomization_tests`` of the one
+    row ``a - b``.
     """
     first, second = _as_scores(a, "a"), _as_scores(b, "b")
     if first.size != second.size:
         raise ValueError(
             f"paired samples differ in length ({first.size} != {second.size}): align them by question"
         )
+    return paired_randomization_tests((first - second)[None, :], permutations=permutations, seed=seed)[0]
+
+
+def paired_randomization_tests(
+    differences: np.ndarray, *, permutations: int = 10000, seed: int = 0
+) -> list[float]:
+    """``paired_randomization_test`` for every row of ``differences``, in row order.
+
+    Row i holds one pair's per-question differences ``a - b`` (the same questions in the same order for both
+    runs of the pair; rows may be different pairs, or the same pair on different metrics). The sign flips are
+    drawn once and every row sees the flips the single test draws with the same seed, so each p-value is
+    ``paired_randomization_test(a, b)``'s. No rows give []. Raises ValueError when ``differences`` is not 2-D,
+    has no columns or a value that is not finite, or when ``permutations`` is below 1.
+    """
+    differences = _as_rows(differences, "differences")
     if permutations < 1:
         raise ValueError("permutations must be at least 1")
-    differences = first - second
-    n = differences.size
-    observed = abs(differences.mean())
-    total = differences.sum()
+    pairs, n = differences.shape
+    if pairs == 0:
+        return []
+    observed = np.abs(differences.mean(axis=1))
+    totals = differences.sum(axis=1)
     rng = np.random.default_rng(seed)
-    extreme = 0
+    extreme = np.zeros(pairs, dtype=np.int64)
     for rows in _blocks(permutations, n):
         # One random bit per question: 1 flips the sign, so the permuted sum is total - 2 * (flipped part).
         flips = np.unpackbits(
             rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8), axis=1, count=n
         )
-        permuted = np.abs(total - 2.0 * (flips.astype(float) @ differences)) / n
-        extreme += int(np.count_nonzero(permuted >= observed - _TIE_TOLERANCE))
-    return (1 + extreme) / (1 + permutations)
+        permuted = np.abs(totals[None, :] - 2.0 * (flips.astype(float) @ differences.T)) / n
+        extreme += np.count_nonzero(permuted >= observed[None, :] - _TIE_TOLERANCE, axis=0)
+    return [float((1 + e) / (1 + permutations)) for e in extreme]
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,6 @@ from evaluation.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
 from goldenset.errors import EvalsiteError
-from goldenset.jobs import job_create
-from goldenset.models import JobKind
 
 
 def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
@@ -68,15 +66,8 @@ class EvaluateApi(TenantAPIView):
         configs = config_parser.parse_configs(data.get("configs"), services.available_rerankers())
         questions = services.count_golden_questions(collections)
         if questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT:
-            job = job_create(
-                tenant=tenant,
-                kind=JobKind.EVALUATE,
-                collection=collections[0],
-                input={
-                    "collection_pks": [c.pk for c in collections],
-                    "ks": ks,
-                    "configs": [c.as_dict() for c in configs],
-                },
+            job = services.evaluation_job_create(
+                tenant=tenant, collections=collections, ks=ks, configs=configs
             )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = services.evaluate_retrieval(

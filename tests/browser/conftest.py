@@ -7,6 +7,7 @@ Screenshots of each page go to test-artifacts/screenshots/ (not committed): look
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -29,14 +30,21 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screensh
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
+def _missing() -> str | None:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is not installed (apt-get install chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "Playwright's Python client is not installed (pip install -e '.[test]')"
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
-    if CHROMIUM.exists():
+    missing = _missing()
+    if missing is None:
         return
     if os.environ.get("EVALSITE_REQUIRE_BROWSER") == "1":
-        raise pytest.UsageError(
-            f"EVALSITE_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)"
-        )
-    skip = pytest.mark.skip(reason=f"{CHROMIUM} is not installed (apt-get install chromium)")
+        raise pytest.UsageError(f"EVALSITE_REQUIRE_BROWSER=1 but {missing}")
+    skip = pytest.mark.skip(reason=missing)
     for item in items:
         if "tests/browser/" in str(item.fspath):
             item.add_marker(skip)
@@ -68,9 +76,16 @@ def page(browser):
 def screenshot():
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    def take(page, name: str) -> Path:
+    def take(page, name: str, *, max_height: int | None = None) -> Path:
+        """The whole page; with max_height, only its top (a 300-row table makes a picture no one reads)."""
         path = SCREENSHOTS / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        clip = None
+        if max_height:
+            width, height = page.evaluate(
+                "[document.documentElement.scrollWidth, document.documentElement.scrollHeight]"
+            )
+            clip = {"x": 0, "y": 0, "width": width, "height": min(height, max_height)}
+        page.screenshot(path=str(path), full_page=True, clip=clip)
         return path
 
     return take

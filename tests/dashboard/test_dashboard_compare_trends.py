@@ -61,24 +61,6 @@ def test_a_pairwise_p_value_is_the_paired_randomization_tests(alice, world):
     assert cell.difference == np.mean(a) - np.mean(b)
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 200, 1500])
-def test_batched_statistics_are_the_stats_modules_own(n):
-    """Compare computes every run's interval and every pair's test in one pass; the numbers are stats'."""
-    rng = np.random.default_rng(n)
-    matrix = np.vstack([rng.random(n), (rng.random(n) > 0.4).astype(float), rng.random(n) ** 3])
-    cis = dashboard.bootstrap_cis(matrix, confidence=0.95, resamples=2000)
-    for row, ci in zip(matrix, cis, strict=True):
-        assert ci == pytest.approx(stats.bootstrap_ci(row, confidence=0.95, resamples=2000), abs=1e-12)
-    pairs = [(0, 1), (0, 2), (1, 2), (0, 0)]
-    p_values = dashboard.randomization_p_values(
-        np.array([matrix[a] - matrix[b] for a, b in pairs]), permutations=3000
-    )
-    assert p_values == [
-        stats.paired_randomization_test(matrix[a], matrix[b], permutations=3000) for a, b in pairs
-    ]
-    assert p_values[-1] == 1.0
-
-
 def test_runs_of_two_collections_cannot_be_compared(alice, world, batch, other_collection):
     (faq_run,) = make_runs(world.tenant, other_collection, 1)
     page = alice.get(compare_url(batch.runs[0], faq_run))
@@ -128,9 +110,9 @@ def test_trends_default_to_the_last_ninety_days(alice, world):
 
 
 def test_trends_keep_the_latest_points_of_each_label(alice, world, monkeypatch):
-    monkeypatch.setattr(dashboard, "TREND_POINTS_PER_LABEL", 4)
+    monkeypatch.setattr(dashboard.trends, "TREND_POINTS_PER_LABEL", 4)
     runs = make_runs(world.tenant, world.collection, 12, labels=("a", "b"))
-    rows = dashboard.trend_rows(
+    rows = dashboard.trends.trend_rows(
         tenant=world.tenant,
         collection=world.collection,
         date_from=timezone.localdate() - timedelta(days=5),

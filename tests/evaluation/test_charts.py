@@ -22,6 +22,7 @@ from evaluation.charts import (
     compare_figure,
     figure_html,
     label_color,
+    recolor_by_label,
     trends_figure,
 )
 
@@ -116,6 +117,31 @@ def test_labels_sharing_a_colour_are_told_apart_by_pattern_and_dash() -> None:
     points = [TrendPoint(label, datetime(2025, 1, 1), 0.5, 1, "/runs/1/") for label in (first, second)]
     lines = {trace.name: trace for trace in trends_figure(points, "ndcg@10").data}
     assert lines[first].line.dash == "solid" and lines[second].line.dash != "solid"
+
+
+def test_recolor_by_label_colours_series_by_their_runs_label() -> None:
+    """Compare names repeated labels with a date; each bar still takes its label's colour, and bars of one
+    colour are told apart by pattern."""
+    first, second = clashing_labels()
+    names = ["bm25 (2025-01-01 10:00, a1b2c3)", "bm25 (2025-01-02 10:00, d4e5f6)", first, second]
+    labels = ["bm25", "bm25", first, second]
+    series = [CompareSeries(name, {"mrr": 0.5}, {"mrr": (0.4, 0.6)}, 10) for name in names]
+    fig = compare_figure(series, ["mrr"])
+    recolor_by_label(fig, labels)
+    assert [trace.marker.color for trace in fig.data] == [label_color(label) for label in labels]
+    shapes = [trace.marker.pattern.shape for trace in fig.data]
+    assert shapes[0] == "" and shapes[1] != "" and shapes[2] == "" and shapes[3] != ""
+    with pytest.raises(ValueError):
+        recolor_by_label(fig, labels[:2])  # one label per trace
+
+
+def test_figures_carry_their_template_resolved_for_plotly_js() -> None:
+    """Figures are not validated by plotly, which would turn a template's name into its properties:
+    plotly.js knows no names, so the figure must carry the properties themselves."""
+    for fig in (compare_figure(make_series(), METRICS), trends_figure(make_points(), "mrr")):
+        template = fig.to_dict()["layout"]["template"]
+        assert isinstance(template, dict) and template["layout"]["plot_bgcolor"] == "white"
+        assert fig.layout.title.font.size == 16 and fig.layout.title.pad.t == 10
 
 
 # --- compare ---------------------------------------------------------------------------------------------------

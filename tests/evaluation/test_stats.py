@@ -18,7 +18,9 @@ from evaluation.stats import (
     PairwiseResult,
     align_by_question,
     bootstrap_ci,
+    bootstrap_cis,
     paired_randomization_test,
+    paired_randomization_tests,
     pairwise_comparisons,
 )
 
@@ -190,6 +192,66 @@ def test_bootstrap_ci_validation() -> None:
         bootstrap_ci([0.5, 0.2], confidence=1.0)
     with pytest.raises(ValueError, match="resamples"):
         bootstrap_ci([0.5, 0.2], resamples=0)
+
+
+# --- batches: every row of a matrix at once -------------------------------------------------------------------
+
+
+def score_matrix(n: int) -> np.ndarray:
+    """Three runs over n questions: uniform scores, a 0/1 metric, and scores bunched near zero."""
+    rng = np.random.default_rng(n)
+    return np.vstack([rng.random(n), (rng.random(n) > 0.4).astype(float), rng.random(n) ** 3])
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 200, 1500])
+def test_batched_statistics_are_the_single_call_functions_row_by_row(n: int) -> None:
+    """Compare computes every run's interval and every pair's test in one pass; each row's numbers are the
+    ones the single-row functions give it, with the same seed."""
+    matrix = score_matrix(n)
+    cis = bootstrap_cis(matrix, confidence=0.95, resamples=2000)
+    assert len(cis) == len(matrix)
+    for row, ci in zip(matrix, cis, strict=True):
+        assert ci == pytest.approx(bootstrap_ci(row, confidence=0.95, resamples=2000), abs=1e-12)
+    pairs = [(0, 1), (0, 2), (1, 2), (0, 0)]
+    p_values = paired_randomization_tests(
+        np.array([matrix[a] - matrix[b] for a, b in pairs]), permutations=3000
+    )
+    assert p_values == [paired_randomization_test(matrix[a], matrix[b], permutations=3000) for a, b in pairs]
+    assert p_values[-1] == 1.0
+
+
+def test_batched_statistics_match_row_by_row_across_many_blocks_and_seeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stats, "_BLOCK_CELLS", 1000)  # 25 draws of 40 questions per block
+    matrix = score_matrix(40)
+    for seed in (0, 9):
+        cis = bootstrap_cis(matrix, confidence=0.9, resamples=700, seed=seed)
+        for row, ci in zip(matrix, cis, strict=True):
+            assert ci == pytest.approx(bootstrap_ci(row, confidence=0.9, resamples=700, seed=seed), abs=1e-12)
+        differences = np.array([matrix[0] - matrix[1], matrix[2] - matrix[1]])
+        assert paired_randomization_tests(differences, permutations=900, seed=seed) == [
+            paired_randomization_test(matrix[0], matrix[1], permutations=900, seed=seed),
+            paired_randomization_test(matrix[2], matrix[1], permutations=900, seed=seed),
+        ]
+
+
+def test_batched_statistics_of_no_rows_and_validation() -> None:
+    assert bootstrap_cis(np.zeros((0, 5))) == []
+    assert paired_randomization_tests(np.zeros((0, 5))) == []
+    for function in (bootstrap_cis, paired_randomization_tests):
+        with pytest.raises(ValueError, match="matrix"):
+            function(np.array([0.1, 0.2]))  # one flat series: use the single-row function
+        with pytest.raises(ValueError, match="empty"):
+            function(np.zeros((2, 0)))
+        with pytest.raises(ValueError, match="NaN"):
+            function(np.array([[0.1, math.inf]]))
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_cis(np.ones((1, 2)), confidence=0.0)
+    with pytest.raises(ValueError, match="resamples"):
+        bootstrap_cis(np.ones((1, 2)), resamples=0)
+    with pytest.raises(ValueError, match="permutations"):
+        paired_randomization_tests(np.ones((1, 2)), permutations=0)
 
 
 # --- pairwise comparisons --------------------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""The dashboard's reads (the evaluation launch path it shares with the API is in evaluation.services).
+
+Every read is scoped to one tenant, as the API's selectors are; views stay thin and call these. Pages that
+list many runs (runs, trends, home) read EvaluationRun rows only, never their question results; compare reads
+the question results' metrics of the selected runs only, as plain values.
+
+By page: `golden` (home and a collection's golden set), `runs` (the runs list, one run, its downloads),
+`launch` (the launcher and the job pages), `compare`, `trends`; `common` holds what they share (tenancy, the order
+of metrics, whole-day bounds, the cache of finished runs' results). The views use the names below.
+"""
+
+from evaluation.dashboard.common import ordered_metrics, tenant_key, tenants_for_user
+from evaluation.dashboard.compare import MAX_COMPARE_RUNS, compare_runs, comparison
+from evaluation.dashboard.golden import (
+    audit_summary,
+    audit_trail,
+    golden_csv,
+    golden_tags,
+    home_collections,
+    recent_changes,
+)
+from evaluation.dashboard.launch import job_error_message, job_result_batch, launch_collections
+from evaluation.dashboard.runs import (
+    DIAGNOSES,
+    RUNS_PER_PAGE,
+    neighbour_positions,
+    question_diagnosis,
+    question_documents,
+    question_result,
+    run_csv,
+    run_depth_k,
+    run_json,
+    run_labels,
+    run_questions,
+    run_rows,
+    run_trec,
+    runs_filtered,
+)
+from evaluation.dashboard.trends import TREND_DAYS, latest_run_collection, trend_report, trend_window
+
+__all__ = [
+    "DIAGNOSES",
+    "MAX_COMPARE_RUNS",
+    "RUNS_PER_PAGE",
+    "TREND_DAYS",
+    "audit_summary",
+    "audit_trail",
+    "compare_runs",
+    "comparison",
+    "golden_csv",
+    "golden_tags",
+    "home_collections",
+    "job_error_message",
+    "job_result_batch",
+    "latest_run_collection",
+    "launch_collections",
+    "neighbour_positions",
+    "ordered_metrics",
+    "question_diagnosis",
+    "question_documents",
+    "question_result",
+    "recent_changes",
+    "run_csv",
+    "run_depth_k",
+    "run_json",
+    "run_labels",
+    "run_questions",
+    "run_rows",
+    "run_trec",
+    "runs_filtered",
+    "tenant_key",
+    "tenants_for_user",
+    "trend_report",
+    "trend_window",
+]

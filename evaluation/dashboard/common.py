@@ -1,0 +1,95 @@
+"""What every dashboard page shares: the tenants a user may see, the order metrics are shown in, whole-day
+date bounds, and a small cache of results computed from finished runs."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, time
+from typing import Any
+
+from django.utils import timezone
+
+from goldenset.models import Tenant
+
+# --- tenancy -----------------------------------------------------------------------------------------------
+
+
+def tenants_for_user(user) -> list[Tenant]:
+    """The tenants a dashboard user may see: their memberships', or every tenant for a superuser."""
+    if not user.is_authenticated:
+        return []
+    tenants = Tenant.objects.select_related("cluster").order_by("cluster__slug", "slug")
+    if not user.is_superuser:
+        tenants = tenants.filter(memberships__user=user)
+    return list(tenants)
+
+
+def tenant_key(tenant: Tenant) -> str:
+    """How the dashboard names a tenant in a URL or a form: cluster/tenant."""
+    return f"{tenant.cluster.slug}/{tenant.slug}"
+
+
+# --- metrics -----------------------------------------------------------------------------------------------
+
+_METRIC = re.compile(r"^(?P<name>[a-z_]+)@(?P<k>\d+)$")
+_METRIC_ORDER = {"recall": 0, "ndcg": 1, "mrr": 2}
+
+
+def metric_sort_key(name: str) -> tuple[int, str, int]:
+    """recall@k (by k), then ndcg@k, then mrr, then anything else alphabetically."""
+    match = _METRIC.match(name)
+    base, k = (match["name"], int(match["k"])) if match else (name, 0)
+    return (_METRIC_ORDER.get(base, 3), base, k)
+
+
+def ordered_metrics(names: Iterable[str]) -> list[str]:
+    return sorted(set(names), key=metric_sort_key)
+
+
+def headline_metric_names(ks: Sequence[int], available: Iterable[str]) -> list[str]:
+    """The few metrics a run's row shows: nDCG and recall at 10 (or the largest k), and MRR."""
+    available = list(available)
+    k = 10 if 10 in ks else max(ks, default=10)
+    wanted = [name for name in (f"ndcg@{k}", f"recall@{k}", "mrr") if name in available]
+    return wanted or ordered_metrics(available)[:3]
+
+
+def default_metric(names: Sequence[str]) -> str | None:
+    for preferred in ("ndcg@10", "recall@10", "mrr"):
+        if preferred in names:
+            return preferred
+    return names[0] if names else None
+
+
+# --- dates and caching -------------------------------------------------------------------------------------
+
+
+def day_start(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+class Memo:
+    """A small in-process LRU of results computed from immutable inputs (finished runs): an optimisation
+    only, so nothing depends on it being shared or kept."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.items: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        return None
+
+    def put(self, key: str, value: Any) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)

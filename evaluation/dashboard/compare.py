@@ -1,0 +1,235 @@
+"""The Compare page: runs over the same questions side by side, every metric's mean with a bootstrap interval
+and a paired randomization test per pair of runs, and the chart; computed once per set of runs."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.utils import timezone
+
+from evaluation import charts, stats
+from evaluation.dashboard.common import Memo, ordered_metrics
+from evaluation.dashboard.runs import batch_runs
+from evaluation.models import EvaluationRun, QuestionResult
+from goldenset.errors import EvalsiteError
+from goldenset.models import Tenant
+
+MAX_COMPARE_RUNS = 20
+
+
+def compare_runs(
+    *, tenant: Tenant, run_ids: Sequence[str] = (), batch_id: str | None = None
+) -> list[EvaluationRun]:
+    """The runs to compare, oldest first: a batch, or runs picked by id; all of one collection (or one set of
+    collections), since only runs over the same questions can be compared question by question."""
+    if batch_id:
+        try:
+            batch = uuid.UUID(str(batch_id))
+        except ValueError:
+            raise EvalsiteError("bad-request", f"{batch_id!r} is not a batch id.") from None
+        runs = batch_runs(tenant=tenant, batch_id=batch)
+        if not runs:
+            raise EvalsiteError("not-found", f"Batch {batch_id} not found.", status=404)
+    else:
+        ids = []
+        for value in dict.fromkeys(run_ids):
+            try:
+                ids.append(uuid.UUID(str(value)))
+            except ValueError:
+                raise EvalsiteError("bad-request", f"{value!r} is not a run id.") from None
+        if len(ids) > MAX_COMPARE_RUNS:
+            raise EvalsiteError("too-many-runs", f"Select at most {MAX_COMPARE_RUNS} runs to compare.")
+        runs = list(EvaluationRun.objects.filter(tenant=tenant, pk__in=ids).order_by("created_at", "id"))
+        if len(runs) != len(ids):
+            raise EvalsiteError("not-found", "Some selected runs were not found.", status=404)
+    if len(runs) < 2:
+        raise EvalsiteError("too-few-runs", "Select at least two runs to compare.")
+    collection_sets = {tuple(sorted(run.collection_ids)) for run in runs}
+    if len(collection_sets) > 1:
+        names = sorted(", ".join(ids) for ids in collection_sets)
+        raise EvalsiteError(
+            "mixed-collections",
+            "The selected runs belong to different collections ("
+            + "; ".join(names)
+            + "): compare runs of one collection, which answer the same questions.",
+        )
+    return runs
+
+
+def compare_question_metrics(runs: Sequence[EvaluationRun]) -> dict[uuid.UUID, dict[str, dict[str, float]]]:
+    """run id -> question (entry id) -> metric -> value, read as plain values in one query."""
+    out: dict[uuid.UUID, dict[str, dict[str, float]]] = {run.pk: {} for run in runs}
+    rows = QuestionResult.objects.filter(run__in=[run.pk for run in runs]).values_list(
+        "run_id", "entry_id", "metrics"
+    )
+    for run_id, entry_id, values in rows:
+        out[run_id][str(entry_id)] = values
+    return out
+
+
+def series_names(runs: Sequence[EvaluationRun]) -> list[str]:
+    """A name per run: its label, and when labels repeat, the label with the run's time (and id) added."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.label] = counts.get(run.label, 0) + 1
+    names = []
+    for run in runs:
+        if counts[run.label] == 1:
+            names.append(run.label)
+        else:
+            names.append(
+                f"{run.label} ({timezone.localtime(run.created_at):%Y-%m-%d %H:%M}, {str(run.pk)[:6]})"
+            )
+    return names
+
+
+PERMUTATIONS = 10000
+RESAMPLES = 2000
+CONFIDENCE = 0.95
+ALPHA = 0.05
+
+
+@dataclass
+class SeriesRow:
+    run: EvaluationRun
+    name: str
+    color: str
+    cells: list[tuple[str, float | None, tuple[float, float] | None, bool]]  # metric, mean, CI, best
+
+
+@dataclass
+class PairRow:
+    name_a: str
+    name_b: str
+    color_a: str
+    color_b: str
+    cells: list[stats.PairwiseResult | None]
+
+
+@dataclass(frozen=True)
+class CompareStats:
+    metric_names: list[str]
+    means: dict[str, dict[str, float]]
+    intervals: dict[str, dict[str, tuple[float, float]]]
+    pair_results: dict[tuple[str, str], dict[str, stats.PairwiseResult]]
+    questions: int
+    dropped: int
+    chart: str
+
+
+# Runs never change once written, so a comparison of the same runs is the same page: a repeat view skips the
+# statistics and the chart.
+_COMPARISONS = Memo(32)
+
+
+def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareStats:
+    per_run = compare_question_metrics(runs)
+    metric_names = ordered_metrics(set.intersection(*(set(run.metrics) for run in runs)))
+    means: dict[str, dict[str, float]] = {name: {} for name in names}
+    intervals: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in names}
+    pair_results: dict[tuple[str, str], dict[str, stats.PairwiseResult]] = {}
+    questions = 0
+    dropped = 0
+    # Metrics scored on the same questions (usually all of them) are computed together: one set of resamples
+    # and one set of sign flips serves every run, pair and metric of the group.
+    groups: dict[tuple[str, ...], list[tuple[str, np.ndarray]]] = {}
+    for metric in metric_names:
+        aligned = stats.align_by_question(
+            [{question: values.get(metric) for question, values in per_run[run.pk].items()} for run in runs]
+        )
+        if aligned.keys:
+            groups.setdefault(tuple(aligned.keys), []).append((metric, aligned.matrix))
+            questions = max(questions, len(aligned.keys))
+            dropped = max(dropped, aligned.dropped)
+    pairs = list(itertools.combinations(range(len(names)), 2))
+    for group in groups.values():
+        stacked = np.vstack([matrix for _, matrix in group])  # metric-major: row m * runs + i
+        cis = stats.bootstrap_cis(stacked, confidence=CONFIDENCE, resamples=RESAMPLES)
+        row_means = stacked.mean(axis=1)
+        differences = np.array([matrix[a] - matrix[b] for _, matrix in group for a, b in pairs])
+        p_values = stats.paired_randomization_tests(
+            differences.reshape(len(group) * len(pairs), stacked.shape[1]), permutations=PERMUTATIONS
+        )
+        for m, (metric, _) in enumerate(group):
+            base = m * len(names)
+            for i, name in enumerate(names):
+                means[name][metric] = float(row_means[base + i])
+                intervals[name][metric] = cis[base + i]
+            for j, (a, b) in enumerate(pairs):
+                mean_a, mean_b = means[names[a]][metric], means[names[b]][metric]
+                p_value = p_values[m * len(pairs) + j]
+                pair_results.setdefault((names[a], names[b]), {})[metric] = stats.PairwiseResult(
+                    names[a], names[b], mean_a, mean_b, mean_a - mean_b, p_value, p_value < ALPHA
+                )
+    series = [charts.CompareSeries(name, means[name], intervals[name], questions) for name in names]
+    figure = charts.compare_figure(series, metric_names)
+    charts.recolor_by_label(figure, [run.label for run in runs])
+    return CompareStats(
+        metric_names,
+        means,
+        intervals,
+        pair_results,
+        questions,
+        dropped,
+        charts.figure_html(figure, "compare-chart"),
+    )
+
+
+def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
+    """Means with bootstrap intervals per run and metric, and a paired randomization test per pair of runs and
+    metric, all over the questions every run scored (a question one run lacks would unpair the test)."""
+    names = series_names(runs)
+    key = "|".join(f"{run.pk}={name}" for run, name in zip(runs, names, strict=True))
+    computed: CompareStats | None = _COMPARISONS.get(key)
+    if computed is None:
+        computed = _compare_stats(runs, names)
+        _COMPARISONS.put(key, computed)
+    metric_names, means, intervals = computed.metric_names, computed.means, computed.intervals
+    pair_results, questions, dropped = computed.pair_results, computed.questions, computed.dropped
+    colors = [charts.label_color(run.label) for run in runs]
+    best = {
+        metric: max((means[name][metric] for name in names if metric in means[name]), default=None)
+        for metric in metric_names
+    }
+    series_rows = [
+        SeriesRow(
+            run,
+            name,
+            color,
+            [
+                (
+                    metric,
+                    means[name].get(metric),
+                    intervals[name].get(metric),
+                    best[metric] is not None and means[name].get(metric) == best[metric],
+                )
+                for metric in metric_names
+            ],
+        )
+        for run, name, color in zip(runs, names, colors, strict=True)
+    ]
+    color_of = dict(zip(names, colors, strict=True))
+    pair_rows = [
+        PairRow(a, b, color_of[a], color_of[b], [results.get(metric) for metric in metric_names])
+        for (a, b), results in pair_results.items()
+    ]
+    return {
+        "runs": runs,
+        "collection_ids": runs[0].collection_ids,
+        "metric_names": metric_names,
+        "series_rows": series_rows,
+        "pair_rows": pair_rows,
+        "questions": questions,
+        "dropped": dropped,
+        "chart": computed.chart,
+        "alpha": ALPHA,
+        "confidence": round(CONFIDENCE * 100),
+        "permutations_text": f"{PERMUTATIONS:,}",
+        "resamples_text": f"{RESAMPLES:,}",
+        "same_batch": len({run.batch_id for run in runs}) == 1,
+    }

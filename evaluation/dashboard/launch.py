@@ -1,0 +1,40 @@
+"""The launcher's reads: which collections can be evaluated, and what an Evaluate job produced or why it failed
+(evaluation.services.evaluation_job_create creates the job, for the launcher as for the API)."""
+
+from __future__ import annotations
+
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from goldenset.models import Collection, GoldenEntry, Job, Tenant
+
+
+def launch_collections(*, tenant: Tenant) -> list[tuple[str, int]]:
+    """(slug, questions an evaluation would ask) per collection: entries with expected documents."""
+    evaluable = (
+        GoldenEntry.objects.filter(collection=OuterRef("pk"))
+        .exclude(expected_document_ids=[])
+        .order_by()
+        .values("collection")
+        .annotate(n=Count("*"))
+        .values("n")[:1]
+    )
+    return list(
+        Collection.objects.filter(tenant=tenant)
+        .annotate(questions=Coalesce(Subquery(evaluable, output_field=IntegerField()), 0))
+        .order_by("slug")
+        .values_list("slug", "questions")
+    )
+
+
+def job_result_batch(job: Job) -> str | None:
+    """The batch an Evaluate job produced, once it has."""
+    if isinstance(job.result, dict) and isinstance(job.result.get("batch_id"), str):
+        return job.result["batch_id"]
+    return None
+
+
+def job_error_message(job: Job) -> str:
+    if isinstance(job.error, dict):
+        return str(job.error.get("message") or job.error.get("code") or "The job failed.")
+    return "The job failed." if job.error is None else str(job.error)

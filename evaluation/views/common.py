@@ -1,0 +1,151 @@
+"""What every dashboard page shares: the current tenant (from the session, switched by `?tenant=`), the
+decorator that hands it to a page, the header's context, and the helpers for `next`, paging and lookups."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cached_property, wraps
+from typing import Any, cast
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.paginator import Page as PaginatorPage
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from evaluation import dashboard
+from goldenset import selectors as golden_selectors
+from goldenset.errors import NotFound
+from goldenset.models import Collection, Tenant
+
+SESSION_TENANT = "dashboard_tenant"
+
+
+# --- the current tenant ------------------------------------------------------------------------------------
+
+
+def visible_tenants(request: HttpRequest) -> list[Tenant]:
+    cached = getattr(request, "_dashboard_tenants", None)
+    if cached is None:
+        cached = dashboard.tenants_for_user(request.user)
+        request._dashboard_tenants = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def current_tenant(request: HttpRequest, *, from_query: bool = True) -> Tenant | None:
+    """The tenant this request works in: `?tenant=` (switching to it), else the session's, else the first
+    one the user may see (None when there is none). A tenant the user may not see is a 404."""
+    if hasattr(request, "_dashboard_tenant"):
+        return cast(Tenant | None, request._dashboard_tenant)
+    tenants = visible_tenants(request)
+    wanted = request.GET.get("tenant") if from_query else None
+    if wanted:
+        tenant = next((t for t in tenants if dashboard.tenant_key(t) == wanted), None)
+        if tenant is None:
+            raise Http404("No such tenant.")
+    else:
+        stored = request.session.get(SESSION_TENANT)
+        tenant = next((t for t in tenants if t.pk == stored), tenants[0] if tenants else None)
+    if tenant is not None and request.session.get(SESSION_TENANT) != tenant.pk:
+        request.session[SESSION_TENANT] = tenant.pk
+    if from_query:
+        request._dashboard_tenant = tenant  # type: ignore[attr-defined]
+    return tenant
+
+
+TenantView = Callable[..., HttpResponseBase]
+
+
+def tenant_page(view: TenantView) -> Callable[..., HttpResponseBase]:
+    """Login required, the current tenant passed in, and the domain's NotFound shown as the 404 page."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        tenant = current_tenant(request)
+        if tenant is None:
+            return render(request, "dashboard/no_tenant.html")
+        try:
+            return view(request, tenant, *args, **kwargs)
+        except NotFound as exc:
+            raise Http404(exc.message) from None
+
+    return wrapper
+
+
+class DashboardContext:
+    """What base.html shows in the header, computed only when a template reads it (admin pages never do)."""
+
+    def __init__(self, request: HttpRequest):
+        self.request = request
+
+    @cached_property
+    def tenants(self) -> list[dict[str, str]]:
+        return [
+            {"key": dashboard.tenant_key(t), "name": t.name or dashboard.tenant_key(t)}
+            for t in visible_tenants(self.request)
+        ]
+
+    @cached_property
+    def tenant(self) -> Tenant | None:
+        try:
+            return current_tenant(self.request, from_query=False)
+        except Http404:
+            return None
+
+    @cached_property
+    def tenant_key(self) -> str:
+        return dashboard.tenant_key(self.tenant) if self.tenant else ""
+
+
+def dashboard_context(request: HttpRequest) -> dict[str, Any]:
+    """Template context processor (settings.TEMPLATES): the header's tenant switcher."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"dashboard": DashboardContext(request)}
+
+
+@require_POST
+def tenant_switch(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("home"))
+    wanted = request.POST.get("tenant", "")
+    tenant = next((t for t in visible_tenants(request) if dashboard.tenant_key(t) == wanted), None)
+    if tenant is None:
+        raise Http404("No such tenant.")
+    request.session[SESSION_TENANT] = tenant.pk
+    # Pages that name no tenant's object keep the user where they were; any other could be another
+    # tenant's object (a 404 after the switch), so home instead.
+    staying = {reverse(name) for name in ("home", "dashboard:runs", "dashboard:trends", "dashboard:launch")}
+    target = safe_next(request, reverse("home"))
+    return redirect(target if target.split("?")[0] in staying else reverse("home"))
+
+
+def safe_next(request: HttpRequest, default: str) -> str:
+    """The `next` the form sent when it is a path on this site, else default."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if not target or not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return default
+    return target
+
+
+def paginate(request: HttpRequest, items: Any, per_page: int) -> PaginatorPage:
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+def query_without_page(request: HttpRequest) -> str:
+    params = request.GET.copy()
+    params.pop("page", None)
+    return params.urlencode()
+
+
+def collection_for(tenant: Tenant, slug: str) -> Collection:
+    """The tenant's collection named by a URL's slug; NotFound (a 404 under tenant_page) for any other."""
+    return golden_selectors.collection_get(tenant=tenant, collection_id=slug)

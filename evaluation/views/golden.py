@@ -1,0 +1,312 @@
+"""The home page and a collection's pages: its golden set (filter, edit, add, review, delete, export) and its
+documents."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib import messages
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluation import charts, dashboard
+from evaluation.forms import DocumentSearchForm, GoldenEntryForm, GoldenFilterForm, yes_no
+from evaluation.views.common import (
+    collection_for,
+    paginate,
+    query_without_page,
+    safe_next,
+    tenant_page,
+)
+from goldenset import importers, services
+from goldenset import selectors as golden_selectors
+from goldenset.errors import EvalsiteError, NotFound
+from goldenset.models import Collection, GoldenEntry, Tenant
+
+GOLDEN_PER_PAGE = 50
+DOCUMENTS_PER_PAGE = 50
+
+
+def _actor(request: HttpRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+# --- home --------------------------------------------------------------------------------------------------
+
+
+@require_GET
+@tenant_page
+def home(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    summaries = dashboard.home_collections(tenant=tenant)
+    for summary in summaries:
+        for run in summary.latest_runs:
+            run.color = charts.label_color(run.label)  # type: ignore[attr-defined]
+    return render(request, "dashboard/home.html", {"tenant": tenant, "summaries": summaries})
+
+
+# --- a collection: its golden set and documents ------------------------------------------------------------
+
+
+def _golden_entries(request: HttpRequest, tenant: Tenant, collection: Collection):
+    form = GoldenFilterForm(request.GET or None, tags=dashboard.golden_tags(collection=collection))
+    filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
+    entries = golden_selectors.golden_entries_list(
+        tenant=tenant,
+        collection=collection,
+        tag=filters.get("tag") or None,
+        origin=filters.get("origin") or None,
+        reviewed=yes_no(filters.get("reviewed")),
+        text=(filters.get("q") or "").strip() or None,
+    )
+    return form, entries, bool(filters and any(filters.values()))
+
+
+@require_GET
+@tenant_page
+def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    collection = collection_for(tenant, slug)
+    form, entries, filtered = _golden_entries(request, tenant, collection)
+    page = paginate(request, entries, GOLDEN_PER_PAGE)
+    counts = collection.golden_entries.aggregate(
+        total=Count("pk"), reviewed=Count("pk", filter=Q(reviewed=True))
+    )
+    rows = [
+        {
+            "entry": e,
+            "expected_text": "\n".join(e.expected_document_ids),
+            "tags_text": ", ".join(e.tags),
+        }
+        for e in page.object_list
+    ]
+    changes = [
+        {"event": e, "summary": dashboard.audit_summary(e)}
+        for e in dashboard.recent_changes(collection=collection)
+    ]
+    return render(
+        request,
+        "dashboard/collection.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "form": form,
+            "page": page,
+            "rows": rows,
+            "counts": counts,
+            "document_count": collection.documents.count(),
+            "filtered": filtered,
+            "query": query_without_page(request),
+            "changes": changes,
+            "here": request.get_full_path(),
+        },
+    )
+
+
+@require_GET
+@tenant_page
+def golden_export(request: HttpRequest, tenant: Tenant, slug: str, fmt: str) -> HttpResponse:
+    """The golden set (as filtered on the page) as CSV, or as an okfsmith golden.json."""
+    collection = collection_for(tenant, slug)
+    _, entries, _ = _golden_entries(request, tenant, collection)
+    name = slugify(collection.slug) or "collection"
+    if fmt == "json":
+        response = HttpResponse(
+            importers.golden_entries_dump(entries), content_type="application/json; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{name}-golden.json"'
+    else:
+        response = HttpResponse(dashboard.golden_csv(entries), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}-golden.csv"'
+    return response
+
+
+def _entry(tenant: Tenant, collection: Collection, entry_id: str) -> GoldenEntry:
+    entry = golden_selectors.golden_entry_get(tenant=tenant, entry_id=entry_id)
+    if entry.collection_id != collection.pk:
+        raise NotFound("Golden entry", entry_id)
+    return entry
+
+
+def _entry_initial(entry: GoldenEntry) -> dict[str, Any]:
+    return {name: getattr(entry, name) for name in GoldenEntryForm.FIELDS}
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str) -> HttpResponse:
+    """One entry: its form (saved through the audited service) and its audit trail."""
+    collection = collection_for(tenant, slug)
+    entry = _entry(tenant, collection, entry_id)
+    back = safe_next(request, reverse("dashboard:collection", args=[collection.slug]))
+    if request.method == "POST":
+        form = GoldenEntryForm(request.POST, initial=_entry_initial(entry))
+        if form.is_valid():
+            changes = {
+                name: form.cleaned_data[name]
+                for name in GoldenEntryForm.FIELDS
+                if form.cleaned_data[name] != getattr(entry, name)
+            }
+            expected = changes.get("expected_document_ids")
+            if expected is not None:
+                # Grades belong to expected documents: drop those of documents no longer expected.
+                grades = {k: v for k, v in entry.grades.items() if k in expected}
+                if grades != entry.grades:
+                    changes["grades"] = grades
+            if not changes:
+                messages.info(request, "Nothing changed.")
+                return redirect(back)
+            try:
+                services.golden_entry_update(entry=entry, changes=changes, actor=_actor(request))
+            except EvalsiteError as exc:
+                form.add_service_error(exc.code, exc.message, exc.details.get("field"))
+            else:
+                messages.success(request, f"Saved “{entry.question[:80]}”.")
+                return redirect(back)
+    else:
+        form = GoldenEntryForm(initial=_entry_initial(entry))
+    trail = [
+        {"event": e, "summary": dashboard.audit_summary(e)}
+        for e in dashboard.audit_trail(tenant=tenant, entry_id=entry.pk)
+    ]
+    return render(
+        request,
+        "dashboard/golden_entry.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "entry": entry,
+            "form": form,
+            "trail": trail,
+            "back": back,
+        },
+        status=400 if form.is_bound and form.errors else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def golden_new(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Add one entry by hand (origin Manual), validated and audited as every other writer's."""
+    collection = collection_for(tenant, slug)
+    back = reverse("dashboard:collection", args=[collection.slug])
+    form = GoldenEntryForm(request.POST or None, initial={"answerable": True})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            created, _ = services.golden_entries_add(
+                collection=collection,
+                entries=[
+                    services.EntryInput(
+                        question=data["question"],
+                        expected_document_ids=data["expected_document_ids"],
+                        reference_answer=data["reference_answer"],
+                        key=data["key"].strip(),
+                        tags=data["tags"],
+                        answerable=data["answerable"],
+                    )
+                ],
+                actor=_actor(request),
+            )
+        except EvalsiteError as exc:
+            form.add_service_error(exc.code, exc.message, exc.details.get("field"))
+        else:
+            entry = created[0]
+            if data["reviewed"]:
+                services.golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor=_actor(request))
+            messages.success(request, f"Added “{entry.question[:80]}”.")
+            return redirect(back)
+    return render(
+        request,
+        "dashboard/golden_entry.html",
+        {"tenant": tenant, "collection": collection, "entry": None, "form": form, "trail": [], "back": back},
+        status=400 if form.is_bound and form.errors else 200,
+    )
+
+
+@require_POST
+@tenant_page
+def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Mark selected entries reviewed or unreviewed, or delete them (after a confirmation page)."""
+    collection = collection_for(tenant, slug)
+    back = safe_next(request, reverse("dashboard:collection", args=[collection.slug]))
+    # A row's own button sends "single" = "<entry id>:<action>"; the toolbar's send "action" and the ticked ids.
+    single = request.POST.get("single", "")
+    if single:
+        value, _, action = single.partition(":")
+        values = [value]
+    else:
+        action = request.POST.get("action", "")
+        values = request.POST.getlist("entry")
+    ids = []
+    for value in values:
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    entries = golden_selectors.golden_entries_list(tenant=tenant, collection=collection).filter(pk__in=ids)
+    if not ids:
+        messages.warning(request, "Select one or more entries first.")
+        return redirect(back)
+    actor = _actor(request)
+    if action in ("reviewed", "unreviewed"):
+        count = services.golden_entries_mark_reviewed(
+            entries=entries, reviewed=action == "reviewed", actor=actor
+        )
+        messages.success(request, f"Marked {count} {'entry' if count == 1 else 'entries'} {action}.")
+        return redirect(back)
+    if action == "delete":
+        return render(
+            request,
+            "dashboard/golden_delete.html",
+            {"tenant": tenant, "collection": collection, "entries": list(entries), "back": back},
+        )
+    if action == "delete-confirmed":
+        count = services.golden_entries_delete(entries=entries, actor=actor)
+        messages.success(request, f"Deleted {count} {'entry' if count == 1 else 'entries'}.")
+        return redirect(back)
+    messages.error(request, "Unknown action.")
+    return redirect(back)
+
+
+@require_GET
+@tenant_page
+def documents(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    collection = collection_for(tenant, slug)
+    form = DocumentSearchForm(request.GET or None)
+    text = form.cleaned_data.get("q", "").strip() if form.is_bound and form.is_valid() else ""
+    page = paginate(
+        request, golden_selectors.documents_list(collection=collection, text=text or None), DOCUMENTS_PER_PAGE
+    )
+    return render(
+        request,
+        "dashboard/documents.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "form": form,
+            "page": page,
+            "text": text,
+            "query": query_without_page(request),
+        },
+    )
+
+
+@require_GET
+@tenant_page
+def document_detail(request: HttpRequest, tenant: Tenant, slug: str, document_id: str) -> HttpResponse:
+    collection = collection_for(tenant, slug)
+    document = golden_selectors.document_get(collection=collection, document_id=document_id)
+    return render(
+        request,
+        "dashboard/document.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "document": document,
+            "pages": list(document.pages.order_by("number")),
+        },
+    )

@@ -1,0 +1,178 @@
+"""Launching an evaluation from the dashboard, and any job's progress page, its poll and its cancel button."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from evaluation import dashboard
+from evaluation.configs import parse_configs, parse_ks
+from evaluation.forms import LAUNCH_PRESETS, ConfigFormSet, LaunchForm
+from evaluation.services import available_rerankers, count_golden_questions, evaluation_job_create
+from evaluation.views.common import current_tenant, tenant_page
+from goldenset import selectors as golden_selectors
+from goldenset.errors import EvalsiteError, NotFound
+from goldenset.jobs import job_cancel
+from goldenset.models import Job, JobKind, JobStatus, Tenant
+
+POLL_MS = 500
+
+
+# --- launching an evaluation, and its progress -------------------------------------------------------------
+
+_CONFIG_FIELD = re.compile(r"^configs\[(\d+)\](?:\.(\w+))?")
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def launch(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """Pick collections, ks and configurations; the evaluation runs as a job whose progress page follows."""
+    collections = dashboard.launch_collections(tenant=tenant)
+    choices = [
+        (slug, f"{slug} ({questions} question{'' if questions == 1 else 's'} with expected documents)")
+        for slug, questions in collections
+    ]
+    rerankers = available_rerankers()
+    if request.method == "POST":
+        form = LaunchForm(request.POST, collections=choices)
+        formset = ConfigFormSet(request.POST, prefix="configs", rerankers=rerankers)
+        job = _launch(tenant, form, formset, rerankers)
+        if job is not None:
+            return redirect("dashboard:job", job_id=job.pk)
+    else:
+        wanted = request.GET.get("collection")
+        initial_collections = [wanted] if wanted else [slug for slug, _ in collections[:1]]
+        form = LaunchForm(initial={"collections": initial_collections, "ks": "1,5,10"}, collections=choices)
+        presets = [
+            {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""} for p in LAUNCH_PRESETS
+        ]
+        formset = ConfigFormSet(initial=presets, prefix="configs", rerankers=rerankers)
+    return render(
+        request,
+        "dashboard/launch.html",
+        {
+            "tenant": tenant,
+            "form": form,
+            "formset": formset,
+            "has_collections": bool(collections),
+            "sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT,
+        },
+        status=400 if form.is_bound and (form.errors or formset.errors or formset.non_form_errors()) else 200,
+    )
+
+
+def _launch(tenant: Tenant, form: LaunchForm, formset, rerankers: list[str]) -> Job | None:
+    """Validate the launcher as the API validates a request, and create the job; None with errors on the forms."""
+    if not (form.is_valid() and formset.is_valid()):
+        return None
+    rows = [(i, f) for i, f in enumerate(formset.forms) if f.cleaned_data.get("enabled")]
+    if not rows:
+        form.add_error(None, "Tick “run” on at least one configuration.")
+        return None
+    try:
+        ks = parse_ks(form.cleaned_data["ks"])
+    except EvalsiteError as exc:
+        form.add_error("ks", exc.message)
+        return None
+    try:
+        configs = parse_configs([f.as_config() for _, f in rows], rerankers)
+    except EvalsiteError as exc:
+        match = _CONFIG_FIELD.match(str(exc.details.get("field", "")))
+        if match:
+            target = rows[int(match.group(1))][1]
+            name = match.group(2)
+            target.add_error(name if name in target.fields else None, exc.message.split(": ", 1)[-1])
+        else:
+            form.add_error(None, exc.message)
+        return None
+    collections = [
+        golden_selectors.collection_get(tenant=tenant, collection_id=slug)
+        for slug in form.cleaned_data["collections"]
+    ]
+    if count_golden_questions(collections) == 0:
+        form.add_error(
+            "collections",
+            "These collections have no golden entries with expected documents yet: add some on the collection's page "
+            "(or import a golden.json) first.",
+        )
+        return None
+    return evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
+
+
+def _job_result_url(job: Job) -> str | None:
+    if job.status != JobStatus.COMPLETED:
+        return None
+    batch = dashboard.job_result_batch(job)
+    if job.kind == JobKind.EVALUATE and batch:
+        return reverse("dashboard:compare") + "?" + urlencode({"batch": batch})
+    if job.collection_id:
+        return reverse("dashboard:collection", args=[job.collection.slug])  # type: ignore[union-attr]
+    return reverse("home")
+
+
+def _job_state(job: Job) -> dict[str, Any]:
+    return {
+        "job_id": str(job.pk),
+        "kind": job.kind,
+        "status": job.status,
+        "done": job.progress_done,
+        "total": job.progress_total,
+        "progress": round(job.progress, 4),
+        "finished": job.status in Job.FINISHED,
+        "error": dashboard.job_error_message(job) if job.status == JobStatus.FAILED else None,
+        "result_url": _job_result_url(job),
+    }
+
+
+def _job(tenant: Tenant, job_id: str) -> Job:
+    return golden_selectors.job_get(tenant=tenant, job_id=job_id)
+
+
+@require_GET
+@tenant_page
+def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
+    job = _job(tenant, job_id)
+    state = _job_state(job)
+    if state["result_url"] and request.GET.get("stay") != "1":
+        return redirect(state["result_url"])  # finished already: straight to the results
+    return render(
+        request,
+        "dashboard/job.html",
+        {"tenant": tenant, "job": job, "state": state, "poll_ms": POLL_MS},
+    )
+
+
+@require_GET
+def job_progress(request: HttpRequest, job_id: str) -> JsonResponse:
+    """The progress page's poll: the job's status and progress as JSON (session auth, current tenant)."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401)
+    tenant = current_tenant(request)
+    if tenant is None:
+        raise Http404("No tenant.")
+    try:
+        job = _job(tenant, job_id)
+    except NotFound as exc:
+        return JsonResponse({"error": exc.as_dict()}, status=404)
+    response = JsonResponse(_job_state(job))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+@tenant_page
+def job_cancel_view(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
+    job = _job(tenant, job_id)
+    if job_cancel(job=job):
+        messages.info(request, "The job was cancelled.")
+    else:
+        messages.warning(request, f"The job had already finished ({job.status}).")
+    return redirect(reverse("dashboard:job", args=[job.pk]) + "?stay=1")
