@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import Prefetch, QuerySet
 
@@ -30,14 +31,19 @@ def runs_list(
     *,
     tenant: Tenant,
     collection_id: str | None = None,
+    collection: Collection | None = None,
     label: str | None = None,
     batch_id: uuid.UUID | None = None,
     kind: str | None = None,
+    date_from: date | None = None,
+    date_to: date | None = None,
 ) -> QuerySet[EvaluationRun]:
+    """The tenant's runs newest first (API and dashboard); dates are whole UTC days, date_to included."""
     runs = EvaluationRun.objects.filter(tenant=tenant)
     if collection_id:
         # As the golden-set list: a collection that is not the tenant's is a 404, not an empty page.
         collection = golden_selectors.collection_get(tenant=tenant, collection_id=collection_id)
+    if collection is not None:
         runs = runs.filter(collections=collection)
     if label:
         runs = runs.filter(label=label)
@@ -45,6 +51,10 @@ def runs_list(
         runs = runs.filter(batch_id=batch_id)
     if kind:
         runs = runs.filter(kind=kind)
+    if date_from:
+        runs = runs.filter(created_at__gte=datetime.combine(date_from, time.min, tzinfo=UTC))
+    if date_to:
+        runs = runs.filter(created_at__lt=datetime.combine(date_to + timedelta(days=1), time.min, tzinfo=UTC))
     return runs.order_by("-created_at", "-id")
 
 

@@ -18,6 +18,7 @@ from django.forms.fields import InvalidJSONInput
 from goldenset import services
 from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Document, GoldenEntry
+from goldenset.services.golden import ENTRY_INPUT_FIELDS
 from goldenset.text import (
     JsonValueError,
     collection_id_problem,
@@ -161,7 +162,7 @@ class GoldenEntryAdminForm(forms.ModelForm):
         # The service's own validation, on a copy: the one definition of a valid entry.
         candidate = copy.copy(self.instance)
         candidate.collection = collection
-        for name in _ENTRY_FIELDS:
+        for name in ENTRY_INPUT_FIELDS:
             setattr(candidate, name, cleaned.get(name, getattr(candidate, name)))
         try:
             services.golden_entry_check(entry=candidate)
@@ -172,15 +173,6 @@ class GoldenEntryAdminForm(forms.ModelForm):
         return cleaned
 
 
-_ENTRY_FIELDS = (
-    "question",
-    "expected_document_ids",
-    "reference_answer",
-    "key",
-    "tags",
-    "answerable",
-    "grades",
-)
 # Where a service error belongs on the form (errors that name no field go on top of it).
 _ERROR_FIELDS = {
     "empty-question": "question",

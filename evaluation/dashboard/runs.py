@@ -10,13 +10,13 @@ import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
-from evaluation import charts
-from evaluation.dashboard.common import day_start, headline_metric_names, ordered_metrics
+from evaluation import charts, selectors
+from evaluation.dashboard.common import headline_metric_names, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.models import Collection, Document, Tenant
 
@@ -35,21 +35,11 @@ def runs_filtered(
     date_from: date | None = None,
     date_to: date | None = None,
 ) -> QuerySet[EvaluationRun]:
-    """Runs newest first; dates are whole days (date_to included). Heavy columns are left out."""
-    runs = EvaluationRun.objects.filter(tenant=tenant)
-    if collection is not None:
-        runs = runs.filter(collections=collection)
-    if label:
-        runs = runs.filter(label=label)
-    if kind:
-        runs = runs.filter(kind=kind)
-    if date_from:
-        runs = runs.filter(created_at__gte=day_start(date_from))
-    if date_to:
-        runs = runs.filter(created_at__lt=day_start(date_to + timedelta(days=1)))
-    return runs.defer("index_info", "warnings", "metric_methods", "golden_fingerprint").order_by(
-        "-created_at", "-id"
+    """The runs table's rows: the one runs selector, with the heavy columns left out."""
+    runs = selectors.runs_list(
+        tenant=tenant, collection=collection, label=label, kind=kind, date_from=date_from, date_to=date_to
     )
+    return runs.defer("index_info", "warnings", "metric_methods", "golden_fingerprint")
 
 
 def run_labels(*, tenant: Tenant) -> list[str]:

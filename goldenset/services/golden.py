@@ -37,10 +37,10 @@ class EntryInput:
 
     @classmethod
     def of(cls, entry: GoldenEntry) -> EntryInput:
-        return cls(**{name: getattr(entry, name) for name in _ENTRY_INPUT_FIELDS})
+        return cls(**{name: getattr(entry, name) for name in ENTRY_INPUT_FIELDS})
 
 
-_ENTRY_INPUT_FIELDS = (
+ENTRY_INPUT_FIELDS = (
     "question",
     "expected_document_ids",
     "reference_answer",
