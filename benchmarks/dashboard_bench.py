@@ -126,10 +126,12 @@ def build(data_dir: str, runs: int, questions: int) -> dict:
                 result_rows,
             )
     print(f"stored {runs:,} runs x {questions} questions in {time.perf_counter() - started:.0f} s")
-    return {"batch": batch_ids[len(batch_ids) // 2]}
+    return {"batches": batch_ids}
 
 
-def measure(base: str, paths: dict[str, str], requests: int) -> None:
+def measure(base: str, paths: dict[str, list[str]], requests: int) -> None:
+    """GET each page `requests` times, cycling through its URLs (distinct URLs defeat the pages' caches of
+    finished runs, so every request is a first view)."""
     import logging
 
     import httpx
@@ -149,11 +151,12 @@ def measure(base: str, paths: dict[str, str], requests: int) -> None:
             response,
         )
         print("| page | requests | p50 ms | p95 ms | max ms |\n|---|---|---|---|---|")
-        for name, path in paths.items():
-            for _ in range(3):  # warm: imports, templates, the SQLite page cache
+        for name, urls in paths.items():
+            for path in urls[-3:]:  # warm: imports, templates, the SQLite page cache (URLs not measured)
                 assert client.get(path).status_code == 200, path
             times = []
-            for _ in range(requests):
+            for number in range(requests):
+                path = urls[number % max(1, len(urls) - 3)]
                 started = time.perf_counter()
                 response = client.get(path)
                 times.append((time.perf_counter() - started) * 1000)
@@ -161,7 +164,7 @@ def measure(base: str, paths: dict[str, str], requests: int) -> None:
             times.sort()
             p95 = times[min(len(times) - 1, int(round(0.95 * len(times))) - 1)]
             print(
-                f"| {name} `{path}` | {requests} | {statistics.median(times):.0f} | {p95:.0f} | {times[-1]:.0f} |"
+                f"| {name}, {len(set(urls[: len(urls) - 3]))} distinct URLs | {requests} | {statistics.median(times):.0f} | {p95:.0f} | {times[-1]:.0f} |"
             )
 
 
@@ -193,12 +196,20 @@ def main() -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
+        today = datetime.now(UTC).date()
+        count = args.requests + 3
         measure(
             base,
             {
-                "runs": "/runs/",
-                "compare (5 runs)": f"/compare/?batch={info['batch']}",
-                "trends": "/trends/?collection=docs&metric=ndcg%4010",
+                "runs (page n)": [f"/runs/?page={1 + n % 200}" for n in range(count)],
+                "compare (5 runs, a new batch each time)": [
+                    f"/compare/?batch={batch}" for batch in info["batches"][-count:]
+                ],
+                "trends (90 days, a new window each time)": [
+                    f"/trends/?collection=docs&metric=ndcg%4010&date_from={today - timedelta(days=90 + n)}"
+                    f"&date_to={today - timedelta(days=n)}"
+                    for n in range(count)
+                ],
             },
             args.requests,
         )
