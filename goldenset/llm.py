@@ -1,0 +1,411 @@
+"""A chat client for any OpenAI-compatible /v1/chat/completions endpoint (Ollama, llama.cpp, vLLM, OpenAI, ...).
+
+Plain Python + httpx, no Django at import: `ChatClient(base_url, ...)` is configured explicitly, and
+`ChatClient.from_settings()` reads EVALSITE_LLM_BASE_URL / EVALSITE_LLM_API_KEY / EVALSITE_LLM_MODEL (and the
+optional EVALSITE_LLM_TIMEOUT / _MAX_ATTEMPTS / _BACKOFF / _CONCURRENCY) when called.
+
+- `complete(messages, model=None, temperature=0.0, max_tokens=None) -> ChatResult` (text, model, tokens,
+  latency, attempts). 408, 429, 5xx, timeouts, connection errors, bodies cut short and bodies that are not
+  JSON are retried with jittered exponential backoff (Retry-After honoured, capped at backoff_max); other 4xx
+  are not. Whatever still fails raises EvalsiteError("llm-unavailable", status 503); the API key is never in
+  the message or the details.
+- `complete_json(messages, schema=...) -> (data, ChatResult)`: the answer's first JSON value (code fences and
+  prose around it tolerated, see `extract_json`) validated against a small JSON-schema subset (`validate`);
+  an answer that does not fit raises EvalsiteError("llm-unreadable", status 502) naming the path.
+- At most `concurrency` requests are in flight per client, however many threads call it; `map_concurrent`
+  runs a function over items on that many threads and returns the results in input order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+import httpx
+
+from goldenset.errors import EvalsiteError
+
+logger = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+Message = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    model: str
+    prompt_tokens: int | None  # None when the server reports no usage
+    completion_tokens: int | None
+    latency_ms: float  # first attempt sent -> answer read, retries and backoff included
+    attempts: int
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Totals over a client's calls (a snapshot; see ChatClient.usage())."""
+
+    calls: int = 0
+    failures: int = 0
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class ChatClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        model: str = "",
+        timeout: float = 30.0,
+        max_attempts: int = 4,
+        backoff: float = 0.5,
+        concurrency: int = 4,
+        backoff_max: float = 20.0,
+    ):
+        if not base_url or not base_url.startswith(("http://", "https://")):
+            raise EvalsiteError(
+                "llm-unavailable", "The LLM base URL must start with http:// or https://.", status=503
+            )
+        if max_attempts < 1 or concurrency < 1:
+            raise ValueError("max_attempts and concurrency must be at least 1")
+        base = base_url.rstrip("/")
+        self.url = f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
+        self._api_key = api_key or ""
+        self.model = model
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff = backoff
+        self.backoff_max = backoff_max
+        self.concurrency = concurrency
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._client: httpx.Client | None = None
+        self._client_pid = 0
+        self._usage = Usage()
+
+    def __repr__(self) -> str:  # no key
+        return f"ChatClient({self.url!r}, model={self.model!r}, concurrency={self.concurrency})"
+
+    @classmethod
+    def from_settings(cls, **overrides: Any) -> ChatClient:
+        """A client configured from Django settings (read now, not at import); keyword arguments override."""
+        from django.conf import settings
+
+        config: dict[str, Any] = {
+            "base_url": settings.EVALSITE_LLM_BASE_URL,
+            "api_key": settings.EVALSITE_LLM_API_KEY or None,
+            "model": settings.EVALSITE_LLM_MODEL,
+            "timeout": float(settings.EVALSITE_LLM_TIMEOUT),
+            "max_attempts": settings.EVALSITE_LLM_MAX_ATTEMPTS,
+            "concurrency": settings.EVALSITE_LLM_CONCURRENCY,
+        }
+        config.update(overrides)
+        if not config["base_url"]:
+            raise EvalsiteError(
+                "llm-unavailable", "No LLM endpoint configured (EVALSITE_LLM_BASE_URL).", status=503
+            )
+        return cls(**config)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def _http(self) -> httpx.Client:
+        """One pool per client and process (a forked worker makes its own); httpx clients are thread-safe."""
+        with self._lock:
+            if self._client is None or self._client_pid != os.getpid():
+                self._client = httpx.Client(
+                    headers={"Accept": "application/json"},
+                    limits=httpx.Limits(
+                        max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+                    ),
+                )
+                self._client_pid = os.getpid()
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None and self._client_pid == os.getpid():
+                self._client.close()
+            self._client = None
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def usage(self) -> Usage:
+        with self._lock:
+            return self._usage
+
+    def _record(self, result: ChatResult | None, attempts: int, latency_ms: float) -> None:
+        with self._lock:
+            u = self._usage
+            self._usage = Usage(
+                calls=u.calls + 1,
+                failures=u.failures + (result is None),
+                attempts=u.attempts + attempts,
+                prompt_tokens=u.prompt_tokens + ((result.prompt_tokens or 0) if result else 0),
+                completion_tokens=u.completion_tokens + ((result.completion_tokens or 0) if result else 0),
+                latency_ms=u.latency_ms + latency_ms,
+            )
+
+    # --- calls -------------------------------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> ChatResult:
+        model = model if model is not None else self.model
+        payload: dict[str, Any] = {"messages": [dict(m) for m in messages], "temperature": temperature}
+        if model:
+            payload["model"] = model
+        if max_tokens is not None:
+            payload["max_tokens"] = max_tokens
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
+        problem = "no attempt made"
+        retry_after: float | None = None
+        started = time.perf_counter()
+        attempt = 0
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1:
+                time.sleep(self._delay(attempt - 1, retry_after))
+            retry_after = None
+            try:
+                with self._slots:
+                    response = self._http().post(self.url, json=payload, headers=headers, timeout=timeout)
+            except httpx.TimeoutException:
+                problem = f"no answer within {self.timeout:g}s"
+                continue
+            except httpx.TransportError as exc:  # refused, reset, a body cut short
+                problem = f"connection failed ({type(exc).__name__})"
+                continue
+            if response.status_code in RETRY_STATUSES:
+                problem = f"HTTP {response.status_code}"
+                retry_after = _seconds(response.headers.get("Retry-After"))
+                continue
+            if response.status_code != 200:
+                logger.warning(
+                    "LLM endpoint %s: HTTP %s: %s", self.url, response.status_code, response.text[:500]
+                )
+                self._record(None, attempt, _ms(started))
+                raise self._unavailable(
+                    f"HTTP {response.status_code}", model, status=response.status_code, attempts=attempt
+                )
+            try:
+                result = self._parse(response, model, attempt, _ms(started))
+            except ValueError as exc:  # not JSON, or not a chat completion: the server's fault, try again
+                problem = f"unreadable answer ({exc})"
+                continue
+            self._record(result, attempt, result.latency_ms)
+            logger.debug(
+                "LLM call model=%s prompt_tokens=%s completion_tokens=%s latency_ms=%.0f attempts=%d",
+                result.model,
+                result.prompt_tokens,
+                result.completion_tokens,
+                result.latency_ms,
+                attempt,
+            )
+            return result
+        self._record(None, attempt, _ms(started))
+        raise self._unavailable(
+            f"{problem} after {self.max_attempts} attempts", model, attempts=self.max_attempts
+        )
+
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: Mapping[str, Any],
+        model: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> tuple[Any, ChatResult]:
+        result = self.complete(messages, model=model, temperature=temperature, max_tokens=max_tokens)
+        expected = schema.get("type")
+        data = extract_json(result.text, expect=expected if expected in ("object", "array") else None)
+        validate(data, schema)
+        return data, result
+
+    def map_concurrent(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        return map_concurrent(fn, items, concurrency=self.concurrency)
+
+    # --- helpers -----------------------------------------------------------------------------------------
+
+    def _delay(self, retry: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max)
+        return random.uniform(0, min(self.backoff_max, self.backoff * 2 ** (retry - 1)))
+
+    @staticmethod
+    def _parse(response: httpx.Response, model: str, attempts: int, latency_ms: float) -> ChatResult:
+        try:
+            body = response.json()
+            choice = body["choices"][0]
+            content = choice["message"].get("content")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a chat completion: {type(exc).__name__}") from None
+        if isinstance(content, list):  # content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        return ChatResult(
+            text=content if isinstance(content, str) else "",
+            model=str(body.get("model") or model),
+            prompt_tokens=_int(usage.get("prompt_tokens")),
+            completion_tokens=_int(usage.get("completion_tokens")),
+            latency_ms=latency_ms,
+            attempts=attempts,
+            finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
+        )
+
+    def _unavailable(self, problem: str, model: str, **details: object) -> EvalsiteError:
+        # The endpoint's address is the operator's business: the log has it, the error does not.
+        logger.warning("LLM endpoint %s (model %r) failed: %s", self.url, model, problem)
+        return EvalsiteError(
+            "llm-unavailable",
+            f"The LLM endpoint failed: {problem}.",
+            details={"model": model, **details},
+            status=503,
+        )
+
+
+def map_concurrent(fn: Callable[[T], R], items: Iterable[T], *, concurrency: int = 4) -> list[R]:
+    """fn over items on at most `concurrency` threads; results in input order. The first exception is
+    raised once the calls already running have finished; calls not yet started are cancelled."""
+    items = list(items)
+    if not items:
+        return []
+    with ThreadPoolExecutor(
+        max_workers=max(1, min(concurrency, len(items))), thread_name_prefix="llm"
+    ) as pool:
+        futures: list[Future[R]] = [pool.submit(fn, item) for item in items]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:
+            if future in done and future.exception() is not None:
+                for other in futures:
+                    other.cancel()
+                break
+        return [future.result() for future in futures]
+
+
+# --- reading JSON out of a model's answer ---------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_decoder = json.JSONDecoder()
+
+
+def extract_json(text: str, *, expect: str | None = None) -> Any:
+    """The first JSON object or array in a model's answer.
+
+    Fenced blocks (```json ... ``` or plain ```) are tried first, then the text itself from each `{` or `[`
+    on; prose before and after is ignored, as are <think>...</think> blocks. With `expect` ("object" or
+    "array") only a value of that kind counts. Raises EvalsiteError("llm-unreadable") when there is none."""
+    cleaned = _THINK.sub("", text or "")
+    wanted: tuple[type, ...] = {"object": (dict,), "array": (list,)}.get(expect or "", (dict, list))
+    fenced = [body for _, body in _FENCE.findall(cleaned)]
+    for source in [*fenced, cleaned]:
+        for match in re.finditer(r"[{\[]", source):
+            try:
+                value, _ = _decoder.raw_decode(source, match.start())
+            except ValueError:
+                continue
+            if isinstance(value, wanted):
+                return value
+    kind = expect or "object or array"
+    raise EvalsiteError(
+        "llm-unreadable",
+        f"The model's answer holds no JSON {kind}.",
+        details={"path": "$", "answer": (text or "")[:200]},
+        status=502,
+    )
+
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def validate(data: Any, schema: Mapping[str, Any], path: str = "$") -> None:
+    """Check data against a JSON-schema subset: type (a name or a list of names), required, properties,
+    items, enum, minLength. Raises EvalsiteError("llm-unreadable") naming the first offending path."""
+    expected = schema.get("type")
+    if expected is not None:
+        names = [expected] if isinstance(expected, str) else list(expected)
+        unknown = [n for n in names if n not in _TYPES]
+        if unknown:
+            raise ValueError(f"unsupported schema type {unknown} at {path}")
+        if not any(_TYPES[n](data) for n in names):
+            _unreadable(path, f"expected {' or '.join(names)}, got {_type_name(data)}")
+    if "enum" in schema and data not in schema["enum"]:
+        _unreadable(path, f"expected one of {list(schema['enum'])!r}, got {data!r}"[:300])
+    if "minLength" in schema and isinstance(data, str) and len(data) < schema["minLength"]:
+        _unreadable(path, f"expected at least {schema['minLength']} characters, got {len(data)}")
+    if isinstance(data, dict):
+        for key in schema.get("required", ()):
+            if key not in data:
+                _unreadable(f"{path}.{key}", "required property missing")
+        for key, subschema in (schema.get("properties") or {}).items():
+            if key in data:
+                validate(data[key], subschema, f"{path}.{key}")
+    if isinstance(data, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(data):
+            validate(item, schema["items"], f"{path}[{index}]")
+
+
+def _unreadable(path: str, problem: str) -> NoReturn:
+    raise EvalsiteError(
+        "llm-unreadable",
+        f"The model's answer does not fit the schema at {path}: {problem}.",
+        details={"path": path},
+        status=502,
+    )
+
+
+def _type_name(value: Any) -> str:
+    for name in ("boolean", "integer", "number", "string", "array", "object", "null"):
+        if _TYPES[name](value):
+            return name
+    return type(value).__name__
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0
