@@ -36,6 +36,7 @@ from goldenset.errors import EvalsiteError
 
 logger = logging.getLogger(__name__)
 
+# Answers worth another try from any OpenAI-compatible server (chat and embeddings clients alike).
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 T = TypeVar("T")
@@ -203,7 +204,7 @@ class ChatClient:
                 continue
             if response.status_code in RETRY_STATUSES:
                 problem = f"HTTP {response.status_code}"
-                retry_after = _seconds(response.headers.get("Retry-After"))
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
                 continue
             if response.status_code != 200:
                 logger.warning(
@@ -254,9 +255,7 @@ class ChatClient:
     # --- helpers -----------------------------------------------------------------------------------------
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.backoff_max)
-        return random.uniform(0, min(self.backoff_max, self.backoff * 2 ** (retry - 1)))
+        return retry_delay(retry, backoff=self.backoff, backoff_max=self.backoff_max, retry_after=retry_after)
 
     @staticmethod
     def _parse(response: httpx.Response, model: str, attempts: int, latency_ms: float) -> ChatResult:
@@ -396,11 +395,20 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _seconds(value: str | None) -> float | None:
+def retry_delay(retry: int, *, backoff: float, backoff_max: float, retry_after: float | None) -> float:
+    """Seconds to wait before retry number `retry` (1-based) of an HTTP call: the server's Retry-After when it
+    sent one, else full-jitter exponential backoff; capped at backoff_max. Shared by every outbound client."""
+    if retry_after is not None:
+        return min(retry_after, backoff_max)
+    return random.uniform(0, min(backoff_max, backoff * 2 ** (retry - 1)))
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header in seconds, or None (absent, or an HTTP date: fall back to our own backoff)."""
     try:
         return max(0.0, float(value)) if value else None
     except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
+        return None
 
 
 def _int(value: Any) -> int | None:

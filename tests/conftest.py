@@ -81,6 +81,8 @@ def manage_env():
         "DEBUG": "1",
         "DATABASE_URL": url,
         "EVALSITE_DATA_DIR": str(settings.DATA_DIR),
+        # django-q2 signs queued tasks with SECRET_KEY: the worker must hold the same one.
+        "SECRET_KEY": settings.SECRET_KEY,
         "EVALSITE_INDEX_DIR": str(settings.EVALSITE_INDEX_DIR),
     }
 
@@ -92,3 +94,46 @@ def _no_optional_model(monkeypatch):
     from evaluation.search import embeddings
 
     monkeypatch.setattr(embeddings, "minilm_available", lambda: False)
+
+
+@pytest.fixture
+def qcluster(transactional_db, monkeypatch, tmp_path, manage_env):
+    """A real `manage.py qcluster` on the test database, index directory and broker (Redis when the suite runs
+    with it). The test settings run django-q2 tasks inline; a test that takes this fixture gets the worker."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)
+    log = tmp_path / "qcluster.log"
+    with log.open("w") as out:  # a file, not a pipe: a chatty worker must never block on a full pipe
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "qcluster"],
+            cwd=Path(__file__).resolve().parents[1],
+            env={**manage_env, "EVALSITE_WORKERS": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        process.log = log
+        yield process
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def fresh_indexes(tmp_path, settings):
+    """Search indexes of this test only, built afresh: test databases reuse primary keys and content versions,
+    so nothing may come from memory or another test's files."""
+    from evaluation import indexes
+
+    indexes.clear_memory()
+    settings.EVALSITE_INDEX_DIR = tmp_path / "indexes"
+    settings.DATA_DIR = tmp_path
+    yield
+    indexes.clear_memory()

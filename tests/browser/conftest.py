@@ -89,3 +89,8 @@ def screenshot():
         return path
 
     return take
+
+
+@pytest.fixture(autouse=True)
+def _fresh_indexes(fresh_indexes):
+    """Every test here gets search indexes of its own (tests/conftest.py)."""

@@ -14,15 +14,12 @@ Every page must load without a JavaScript error and without a request to any hos
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.core.management import call_command
 
-from evaluation import indexes
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun
 from evaluation.services import available_rerankers, evaluate_retrieval
@@ -43,15 +40,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # --- fixtures and helpers ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path, settings):
-    """Search indexes of this test only: test databases reuse primary keys and content versions."""
-    indexes.clear_memory()
-    settings.EVALSITE_INDEX_DIR = tmp_path / "indexes"
-    yield
-    indexes.clear_memory()
-
-
 @pytest.fixture
 def member(django_user_model):
     """alice, a member of tenant acme/search (which has no collection yet)."""
@@ -62,30 +50,13 @@ def member(django_user_model):
 
 
 @pytest.fixture
-def qcluster(transactional_db, fresh_indexes, monkeypatch, tmp_path, manage_env):
-    """A real `manage.py qcluster` on the test database and this test's index directory.
+def qcluster(fresh_indexes, qcluster):
+    """The shared worker (tests/conftest.py), started after this test's own index directory is in place.
 
     The test settings run django-q2 in sync mode, and the live server's thread then runs the job inline at
     enqueue time: the POST to /launch/ only answers once the evaluation is over and /jobs/<id>/ redirects straight
     to the results, so no progress bar is ever shown. With a worker, the browser sees the bar move."""
-    from django.conf import settings
-    from django_q.conf import Conf
-
-    monkeypatch.setattr(Conf, "SYNC", False)
-    env = {**manage_env, "EVALSITE_WORKERS": "1", "EVALSITE_INDEX_DIR": str(settings.EVALSITE_INDEX_DIR)}
-    log = tmp_path / "qcluster.log"
-    with log.open("w") as out:  # a file, not a pipe: a chatty worker must never block on a full pipe
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-        process.log = log
-        yield process
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    return qcluster
 
 
 # Reports every change of the job page's progress bar to the test (page.expose_function("recordBar")).

@@ -10,7 +10,6 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evaluation import indexes
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.services import available_rerankers, evaluate_retrieval
@@ -18,15 +17,6 @@ from goldenset import services
 from goldenset.models import Collection, GoldenEntry, Membership
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
-
-
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path, settings):
-    """Each test builds its search indexes afresh in a directory of its own."""
-    indexes.clear_memory()
-    settings.EVALSITE_INDEX_DIR = tmp_path / "indexes"
-    yield
-    indexes.clear_memory()
 
 
 @pytest.fixture
@@ -191,3 +181,8 @@ def make_runs(
             batch_size=1000,
         )
     return runs
+
+
+@pytest.fixture(autouse=True)
+def _fresh_indexes(fresh_indexes):
+    """Every test here gets search indexes of its own (tests/conftest.py)."""

@@ -10,7 +10,6 @@ import pytest
 from django.apps import apps
 from django.test import override_settings
 
-from evaluation import indexes
 from evaluation.configs import CONFIG_KEYS, MAX_CONFIGS
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import services
@@ -18,15 +17,6 @@ from goldenset.services import EntryInput, golden_entries_add
 from tests.conftest import add_documents
 
 URL = "/lmkit/v1/search/evaluate"
-
-
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path):
-    """Each test builds its indexes afresh, in a directory of its own: none is found in memory or on disk."""
-    indexes.clear_memory()
-    with override_settings(EVALSITE_INDEX_DIR=tmp_path / "indexes", DATA_DIR=tmp_path):
-        yield
-    indexes.clear_memory()
 
 
 @pytest.fixture

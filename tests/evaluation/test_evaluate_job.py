@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from evaluation import indexes
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.models import Job, JobKind, JobStatus
 from goldenset.services import EntryInput, golden_entries_add
@@ -24,15 +23,6 @@ BODY = {
     ],
 }
 PERFECT = {"recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr": 1.0}
-
-
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path):
-    """Each test builds its indexes afresh, in a directory of its own: none is found in memory or on disk."""
-    indexes.clear_memory()
-    with override_settings(EVALSITE_INDEX_DIR=tmp_path / "indexes", DATA_DIR=tmp_path):
-        yield
-    indexes.clear_memory()
 
 
 @pytest.fixture

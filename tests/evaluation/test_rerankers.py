@@ -20,17 +20,6 @@ SEARCH = "/lmkit/v1/search"
 MODEL = "scripted-embed"
 
 
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path, monkeypatch):
-    """An empty index cache and data directory per test; the minilm extra counts as not installed unless a
-    test says otherwise (so these tests behave the same with or without it)."""
-    monkeypatch.setattr(embeddings, "minilm_available", lambda: False)
-    indexes.clear_memory()
-    with override_settings(DATA_DIR=tmp_path):
-        yield
-    indexes.clear_memory()
-
-
 @pytest.fixture
 def endpoint(llm_server):
     with override_settings(

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.test import override_settings
 
-from evaluation import indexes
 from goldenset import services
 from goldenset.models import Collection
 from tests.conftest import add_documents
@@ -25,15 +23,6 @@ DEFAULT_CONFIG = {
     "include_superseded": False,
     "fulltext_weight": 0.5,
 }
-
-
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path):
-    """Each test builds its indexes afresh, in a directory of its own: none is found in memory or on disk."""
-    indexes.clear_memory()
-    with override_settings(EVALSITE_INDEX_DIR=tmp_path / "indexes", DATA_DIR=tmp_path):
-        yield
-    indexes.clear_memory()
 
 
 @pytest.fixture

@@ -7,10 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from django.test import override_settings
 from django.utils import timezone
 
-from evaluation import indexes
 from evaluation.search.temporal import (
     CURRENT,
     EXPIRED,
@@ -120,15 +118,6 @@ def test_has_temporal_data():
 
 
 # --- through the API -------------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def fresh_indexes(tmp_path):
-    """Each test builds its indexes afresh, in a directory of its own: none is found in memory or on disk."""
-    indexes.clear_memory()
-    with override_settings(EVALSITE_INDEX_DIR=tmp_path / "indexes", DATA_DIR=tmp_path):
-        yield
-    indexes.clear_memory()
 
 
 @pytest.fixture

@@ -2,39 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-import pytest
 from django.test import override_settings
 
 from goldenset.models import Document, Job, JobStatus
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def qcluster(transactional_db, monkeypatch, tmp_path, manage_env):
-    """A real `manage.py qcluster` on the test database (and Redis, when the suite runs with it)."""
-    from django_q.conf import Conf
-
-    monkeypatch.setattr(Conf, "SYNC", False)  # the test settings run tasks inline; this test wants the worker
-    env = {**manage_env, "EVALSITE_WORKERS": "1"}
-    log = tmp_path / "qcluster.log"
-    with log.open("w") as out:  # a file, not a pipe: a chatty worker must never block on a full pipe
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-        process.log = log
-        yield process
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @override_settings(EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS=5)
