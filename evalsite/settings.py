@@ -200,6 +200,17 @@ EVALSITE_LLM_MODEL = (env_str("EVALSITE_LLM_MODEL") or "").strip()
 EVALSITE_LLM_TIMEOUT = env_int("EVALSITE_LLM_TIMEOUT", 60, minimum=1)  # seconds per call
 EVALSITE_LLM_MAX_ATTEMPTS = env_int("EVALSITE_LLM_MAX_ATTEMPTS", 4, minimum=1)
 EVALSITE_LLM_CONCURRENCY = env_int("EVALSITE_LLM_CONCURRENCY", 4, minimum=1)  # calls in flight per client
+# Golden-set generation: at most this many questions per call, and at most count x this many pages tried.
+EVALSITE_GENERATE_MAX_COUNT = env_int("EVALSITE_GENERATE_MAX_COUNT", 1000, minimum=1)
+EVALSITE_GENERATE_PAGES_PER_QUESTION = env_int("EVALSITE_GENERATE_PAGES_PER_QUESTION", 3, minimum=1)
+# Jobs: a running job beats a heartbeat this often; one silent for longer than the stale limit lost its worker
+# and is marked Failed when jobs are next read.
+EVALSITE_JOB_HEARTBEAT_SECONDS = env_int("EVALSITE_JOB_HEARTBEAT_SECONDS", 10, minimum=1)
+EVALSITE_JOB_STALE_SECONDS = env_int("EVALSITE_JOB_STALE_SECONDS", 120, minimum=2)
+if EVALSITE_JOB_STALE_SECONDS <= EVALSITE_JOB_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        "EVALSITE_JOB_STALE_SECONDS must be longer than EVALSITE_JOB_HEARTBEAT_SECONDS"
+    )
 if EVALSITE_LLM_BASE_URL and not EVALSITE_LLM_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(
         f"EVALSITE_LLM_BASE_URL: expected an http:// or https:// URL, got {EVALSITE_LLM_BASE_URL!r}"

@@ -21,3 +21,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Index files of this test process only (the tests' databases reuse primary keys and content versions).
 EVALSITE_INDEX_DIR = Path(tempfile.mkdtemp(prefix="evalsite-test-indexes-"))
 atexit.register(shutil.rmtree, EVALSITE_INDEX_DIR, True)
+
+# Inline jobs finish long before a beat: the heartbeat thread stays idle instead of writing beside the test's
+# own transaction. The real-worker tests set EVALSITE_JOB_HEARTBEAT_SECONDS in the worker's environment.
+EVALSITE_JOB_HEARTBEAT_SECONDS = 3600
+EVALSITE_JOB_STALE_SECONDS = 7200

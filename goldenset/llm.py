@@ -14,10 +14,15 @@ optional EVALSITE_LLM_TIMEOUT / _MAX_ATTEMPTS / _BACKOFF / _CONCURRENCY) when ca
   an answer that does not fit raises EvalsiteError("llm-unreadable", status 502) naming the path.
 - At most `concurrency` requests are in flight per client, however many threads call it; `map_concurrent`
   runs a function over items on that many threads and returns the results in input order.
+- With a `cache` (anything with `get(key)` / `put(key, record)`; `MemoryCallCache` here, the database-backed
+  `goldenset.llm_cache.DbCallCache` in the app), an answer is stored under `call_key(model, messages, params)`
+  and a repeated call is answered from it: a re-run costs nothing and reads the same text. Only successful
+  answers are stored; a cached result says so (`cached=True`, no attempts, no latency).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -28,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import httpx
 
@@ -54,6 +59,53 @@ class ChatResult:
     latency_ms: float  # first attempt sent -> answer read, retries and backoff included
     attempts: int
     finish_reason: str | None = None
+    cached: bool = False  # answered from the call cache: no request was sent
+
+    def record(self) -> dict[str, Any]:
+        """What the call cache stores (the answer, not the circumstances of this call)."""
+        return {
+            "text": self.text,
+            "model": self.model,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "finish_reason": self.finish_reason,
+        }
+
+
+class CallCache(Protocol):
+    def get(self, key: str) -> Mapping[str, Any] | None: ...
+
+    def put(self, key: str, record: Mapping[str, Any]) -> None: ...
+
+
+class MemoryCallCache:
+    """A call cache in this process's memory (tests, benchmarks, one-off scripts)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Mapping[str, Any] | None:
+        with self._lock:
+            return self._records.get(key)
+
+    def put(self, key: str, record: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._records[key] = dict(record)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+
+def call_key(model: str, messages: Sequence[Message], params: Mapping[str, Any]) -> str:
+    """The cache key of a call: sha256 of its model, messages and parameters in canonical JSON."""
+    canonical = json.dumps(
+        {"model": model, "messages": [dict(m) for m in messages], "params": dict(params)},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -61,6 +113,7 @@ class Usage:
     """Totals over a client's calls (a snapshot; see ChatClient.usage())."""
 
     calls: int = 0
+    cache_hits: int = 0
     failures: int = 0
     attempts: int = 0
     prompt_tokens: int = 0
@@ -79,6 +132,7 @@ class ChatClient:
         backoff: float = 0.5,
         concurrency: int = 4,
         backoff_max: float = 20.0,
+        cache: CallCache | None = None,
     ):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise EvalsiteError(
@@ -95,6 +149,7 @@ class ChatClient:
         self.backoff = backoff
         self.backoff_max = backoff_max
         self.concurrency = concurrency
+        self.cache = cache
         self._slots = threading.BoundedSemaphore(concurrency)
         self._lock = threading.Lock()
         self._client: httpx.Client | None = None
@@ -160,6 +215,7 @@ class ChatClient:
             u = self._usage
             self._usage = Usage(
                 calls=u.calls + 1,
+                cache_hits=u.cache_hits + bool(result is not None and result.cached),
                 failures=u.failures + (result is None),
                 attempts=u.attempts + attempts,
                 prompt_tokens=u.prompt_tokens + ((result.prompt_tokens or 0) if result else 0),
@@ -176,6 +232,7 @@ class ChatClient:
         model: str | None = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> ChatResult:
         model = model if model is not None else self.model
         payload: dict[str, Any] = {"messages": [dict(m) for m in messages], "temperature": temperature}
@@ -183,6 +240,27 @@ class ChatClient:
             payload["model"] = model
         if max_tokens is not None:
             payload["max_tokens"] = max_tokens
+        if seed is not None:  # OpenAI, vLLM, llama.cpp and Ollama's OpenAI API read it; others ignore it
+            payload["seed"] = seed
+        key = ""
+        if self.cache is not None:
+            key = call_key(
+                model, messages, {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+            )
+            hit = self.cache.get(key)
+            if hit is not None:
+                result = ChatResult(
+                    text=str(hit.get("text") or ""),
+                    model=str(hit.get("model") or model),
+                    prompt_tokens=_int(hit.get("prompt_tokens")),
+                    completion_tokens=_int(hit.get("completion_tokens")),
+                    latency_ms=0.0,
+                    attempts=0,
+                    finish_reason=hit.get("finish_reason"),
+                    cached=True,
+                )
+                self._record(result, 0, 0.0)
+                return result
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
         problem = "no attempt made"
@@ -220,6 +298,8 @@ class ChatClient:
                 problem = f"unreadable answer ({exc})"
                 continue
             self._record(result, attempt, result.latency_ms)
+            if self.cache is not None and result.finish_reason != "length":  # a cut-off answer is not kept
+                self.cache.put(key, result.record())
             logger.debug(
                 "LLM call model=%s prompt_tokens=%s completion_tokens=%s latency_ms=%.0f attempts=%d",
                 result.model,
@@ -242,8 +322,11 @@ class ChatClient:
         model: str | None = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> tuple[Any, ChatResult]:
-        result = self.complete(messages, model=model, temperature=temperature, max_tokens=max_tokens)
+        result = self.complete(
+            messages, model=model, temperature=temperature, max_tokens=max_tokens, seed=seed
+        )
         expected = schema.get("type")
         data = extract_json(result.text, expect=expected if expected in ("object", "array") else None)
         validate(data, schema)

@@ -291,3 +291,22 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.object_type} {self.object_id}"
+
+
+class LLMCall(models.Model):
+    """The call cache of the chat client (goldenset.llm_cache): one successful answer per
+    (model, messages, parameters), so a re-run of a generation or a judgement costs nothing and reads the same."""
+
+    key = models.CharField(max_length=64, unique=True, help_text="sha256 of model, messages and parameters.")
+    model = models.CharField(max_length=300)
+    text = models.TextField()
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=50, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = "LLM call"
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.key[:12]}"

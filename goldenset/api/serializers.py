@@ -134,6 +134,37 @@ class GoldenEntryPatchIn(serializers.Serializer):
     )
 
 
+class GoldenSetGenerateIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    count = serializers.IntegerField(
+        min_value=1,
+        help_text="Questions wanted (a number or a numeric string); at most EVALSITE_GENERATE_MAX_COUNT.",
+    )
+    model = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        max_length=300,
+        help_text='The chat model; default EVALSITE_LLM_MODEL. "template" (or no endpoint configured): the offline '
+        "template writer.",
+    )
+    seed = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=2**63 - 1,
+        help_text="Sampling seed (a number or a numeric string); chosen and reported when absent.",
+    )
+
+
+class GenerateAcceptedOut(serializers.Serializer):
+    job_id = serializers.UUIDField()
+    status = serializers.CharField()
+    seed = serializers.IntegerField()
+    model = serializers.CharField()
+    backend = serializers.CharField()
+
+
 class GoldenSetFilterIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
     tag = serializers.CharField(required=False, allow_blank=True)

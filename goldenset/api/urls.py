@@ -17,6 +17,7 @@ urlpatterns = [
     path("search/golden-set", views.GoldenSetApi.as_view(), name="golden-set"),
     path("search/golden-set/upload", views.GoldenSetUploadApi.as_view(), name="golden-set-upload"),
     path("search/golden-set/export", views.GoldenSetExportApi.as_view(), name="golden-set-export"),
+    path("search/golden-set/generate", views.GoldenSetGenerateApi.as_view(), name="golden-set-generate"),
     path("search/golden-set/<str:entry_id>", views.GoldenEntryApi.as_view(), name="golden-entry"),
     path("jobs/<str:job_id>", views.JobApi.as_view(), name="job"),
     path("jobs/<str:job_id>/cancel", views.JobCancelApi.as_view(), name="job-cancel"),

@@ -14,8 +14,9 @@ from goldenset import importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.errors import EvalsiteError
-from goldenset.jobs import job_cancel, job_create
+from goldenset.jobs import job_cancel, job_create, jobs_fail_stale
 from goldenset.models import JobKind
+from goldenset.services.generate import generate_job_create
 
 
 def _paginate(view: TenantAPIView, queryset, serializer_class) -> Response:
@@ -225,6 +226,41 @@ class GoldenSetApi(TenantAPIView):
         )
 
 
+class GoldenSetGenerateApi(TenantAPIView):
+    @extend_schema(
+        request=s.GoldenSetGenerateIn,
+        responses={202: s.GenerateAcceptedOut, **s.error_responses(400, 404, 413, 415)},
+        summary="Generates a golden set from a collection's own content.",
+        description="Samples at most one page per document in an order given by a seeded hash (the seed is "
+        "reported), has the chat model (or the offline template writer) write one self-contained question and "
+        "reference answer per page, and stores what passes the quality gate as golden entries (origin Generated, "
+        "reviewed false). Answers 202 with a job: poll jobs/{job_id}; its result holds the discard counts per "
+        "reason.",
+    )
+    def post(self, request):
+        body = read(s.GoldenSetGenerateIn, request.data)
+        tenant = self.tenant(body)
+        collection = selectors.collection_get(tenant=tenant, collection_id=body["collection_id"])
+        job = generate_job_create(
+            tenant=tenant,
+            collection=collection,
+            count=body["count"],
+            model=body.get("model"),
+            seed=body.get("seed"),
+            actor=self.actor,
+        )
+        return Response(
+            {
+                "job_id": str(job.pk),
+                "status": job.status,
+                "seed": job.input["seed"],
+                "model": job.input["model"],
+                "backend": job.input["backend"],
+            },
+            status=status.HTTP_202_ACCEPTED,
+        )
+
+
 class _EntriesIn(s.serializers.Serializer):
     entries = s.GoldenEntryIn(many=True)
 
@@ -308,7 +344,9 @@ class GoldenSetExportApi(TenantAPIView):
 class JobApi(TenantAPIView):
     @extend_schema(parameters=TENANT_PARAMS, responses=s.JobOut, summary="Polls a job.")
     def get(self, request, job_id: str):
-        return Response(s.JobOut(selectors.job_get(tenant=self.tenant(), job_id=job_id)).data)
+        tenant = self.tenant()
+        jobs_fail_stale(tenant=tenant)
+        return Response(s.JobOut(selectors.job_get(tenant=tenant, job_id=job_id)).data)
 
 
 class JobCancelApi(TenantAPIView):

@@ -15,6 +15,7 @@ from goldenset.models import (
     AuditEvent,
     Collection,
     GoldenEntry,
+    Job,
     Origin,
 )
 from goldenset.services.audit import AUDITED_FIELDS, CHUNK, _audit, audit_entries, chunks, entry_snapshot
@@ -194,12 +195,15 @@ def golden_entries_add(
     origin: str = Origin.MANUAL,
     upsert_by_key: bool = False,
     match_questions: bool = False,
+    source_page_id: int | None = None,
+    job: Job | None = None,
 ) -> tuple[list[GoldenEntry], list[GoldenEntry]]:
     """Add entries atomically: all of them or none. Returns (created, updated).
 
     With upsert_by_key (imports), an entry whose key already exists replaces that entry's content; with
     match_questions, so does an entry without a key whose question exists. An input without grades (None)
-    keeps the replaced entry's grades of the documents it still expects.
+    keeps the replaced entry's grades of the documents it still expects. Generation records the page and the
+    job an entry came from (source_page_id, job).
     """
     with transaction.atomic():
         lock_collection(collection)
@@ -228,7 +232,14 @@ def golden_entries_add(
                 "answerable": entry.answerable,
             }
             if current is None:
-                obj = GoldenEntry(collection=collection, key=entry.key, origin=origin, **values)
+                obj = GoldenEntry(
+                    collection=collection,
+                    key=entry.key,
+                    origin=origin,
+                    source_page_id=source_page_id,
+                    job=job,
+                    **values,
+                )
                 obj.prepare()
                 created.append(obj)
                 continue

@@ -1,0 +1,239 @@
+"""Golden-set generation jobs: create one (the API and the dashboard), run one (a django-q2 worker).
+
+The sampling, the writers and the gate loop are pure (goldenset.generation, goldenset.quality); this module
+loads the pages, picks the writer, stores what passes, and reports progress.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from goldenset import generation
+from goldenset.errors import EvalsiteError
+from goldenset.jobs import Progress, job_cancelled, job_create
+from goldenset.llm import ChatClient
+from goldenset.llm_cache import DbCallCache
+from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind, Origin, Page, Tenant
+from goldenset.quality import DuplicateIndex, Verdict
+from goldenset.services.audit import chunks
+from goldenset.services.golden import EntryInput, golden_entries_add
+
+MIN_PAGE_CHARS = 120  # shorter pages hold no question worth asking
+
+
+def generate_backend(model: str | None) -> tuple[str, str]:
+    """(backend, model) for a request's `model`: "llm" with the named or default model when an endpoint is
+    configured, "template" (the offline writer) when none is or the request asks for it."""
+    requested = (model or "").strip()
+    if requested == generation.TEMPLATE_MODEL:
+        return "template", generation.TEMPLATE_MODEL
+    if not settings.EVALSITE_LLM_BASE_URL:
+        if requested:
+            raise EvalsiteError(
+                "llm-not-configured",
+                f'model: "{requested}" needs a chat endpoint and none is configured (EVALSITE_LLM_BASE_URL); '
+                f'omit model or send "{generation.TEMPLATE_MODEL}" for the offline template writer.',
+                details={"field": "model"},
+            )
+        return "template", generation.TEMPLATE_MODEL
+    chosen = requested or settings.EVALSITE_LLM_MODEL
+    if not chosen:
+        raise EvalsiteError(
+            "validation-error",
+            "model: no model named and EVALSITE_LLM_MODEL is not set.",
+            details={"field": "model"},
+        )
+    return "llm", chosen
+
+
+def generate_job_create(
+    *, tenant: Tenant, collection: Collection, count: int, model: str | None, seed: int | None, actor: str
+) -> Job:
+    limit = settings.EVALSITE_GENERATE_MAX_COUNT
+    if not 1 <= count <= limit:
+        raise EvalsiteError(
+            "validation-error",
+            f"count: expected 1 to {limit}, got {count}.",
+            details={"field": "count", "limit": limit},
+        )
+    if seed is not None and not 0 <= seed <= generation.SEED_MAX:
+        raise EvalsiteError(
+            "validation-error",
+            f"seed: expected 0 to {generation.SEED_MAX}, got {seed}.",
+            details={"field": "seed"},
+        )
+    backend, chosen = generate_backend(model)
+    return job_create(
+        tenant=tenant,
+        kind=JobKind.GENERATE,
+        collection=collection,
+        input={
+            "count": count,
+            "model": chosen,
+            "backend": backend,
+            "seed": generation.new_seed() if seed is None else seed,
+            "actor": actor,
+        },
+    )
+
+
+def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
+    spec = job.input
+    collection = job.collection
+    if collection is None:
+        raise EvalsiteError("collection-not-found", "The job's collection was deleted.", status=404)
+    seed, count, model = int(spec["seed"]), int(spec["count"]), str(spec["model"])
+
+    candidates = _candidate_pages(collection)
+    sampled = generation.sample_pages(candidates, seed)
+    done = set(
+        GoldenEntry.objects.filter(collection=collection, source_page__isnull=False).values_list(
+            "source_page_id", flat=True
+        )
+    )
+    remaining = [key for key in sampled if key not in done]
+    budget = count * settings.EVALSITE_GENERATE_PAGES_PER_QUESTION
+    pages = _load_pages(remaining[:budget])
+    duplicates = DuplicateIndex(collection.golden_entries.values_list("question", flat=True))
+
+    client: ChatClient | None = None
+    cache = DbCallCache()
+    writer: generation.QuestionWriter
+    if spec["backend"] == "llm":
+        client = ChatClient.from_settings(cache=cache)
+        writer = generation.ChatQuestionWriter(client, model)
+    else:
+        writer = generation.TemplateQuestionWriter()
+
+    total = len(pages)
+    progress(0, total)
+    done_pages = 0
+    checked_at = time.monotonic()
+
+    def on_page(page: generation.PageText, draft: generation.Draft, verdict: Verdict) -> str | None:
+        reason = verdict.reason
+        cache.flush()  # the answers read so far, written from this thread
+        if verdict.accepted:
+            reason = _store(collection, job, page, draft, actor=str(spec.get("actor") or "job"))
+        nonlocal done_pages
+        done_pages += 1
+        progress(done_pages, total)
+        return reason
+
+    def should_stop() -> bool:
+        nonlocal checked_at
+        if time.monotonic() - checked_at < 0.5:
+            return False
+        checked_at = time.monotonic()
+        return job_cancelled(job.pk)
+
+    try:
+        outcome = generation.generate(
+            pages,
+            writer,
+            count=count,
+            seed=seed,
+            duplicates=duplicates,
+            on_page=on_page,
+            should_stop=should_stop,
+        )
+    finally:
+        cache.flush()
+        if client is not None:
+            client.close()
+    warnings = list(outcome.warnings)
+    if outcome.accepted < count and outcome.stopped is None:
+        if len(remaining) > budget:
+            warnings.append(
+                f"The page budget ({budget} = count x {settings.EVALSITE_GENERATE_PAGES_PER_QUESTION}, "
+                "EVALSITE_GENERATE_PAGES_PER_QUESTION) was used up; call again to try more pages."
+            )
+        else:
+            warnings.append(
+                f"The collection has no more eligible pages: {len(sampled)} documents with a page of at least "
+                f"{MIN_PAGE_CHARS} characters, {len(sampled) - len(remaining)} of them already questioned."
+            )
+    return {
+        "seed": seed,
+        "model": model,
+        "backend": spec["backend"],
+        "requested": count,
+        "pages_available": len(sampled),
+        "pages_already_done": len(sampled) - len(remaining),
+        "pages_sampled": outcome.pages_sampled,
+        "accepted": outcome.accepted,
+        "discarded": outcome.pages_sampled - outcome.accepted,
+        "discards": outcome.discards,
+        "warnings": warnings,
+        "stopped": outcome.stopped,
+        "calls": outcome.calls,
+        "cache_hits": outcome.cache_hits,
+        "prompt_tokens": outcome.prompt_tokens,
+        "completion_tokens": outcome.completion_tokens,
+        "call_latency_ms": round(outcome.call_latency_ms, 1),
+        "elapsed_s": round(outcome.elapsed_s, 3),
+    }
+
+
+def _candidate_pages(collection: Collection) -> list[tuple[int, str, int]]:
+    """(page pk, document id, page number) of the pages worth a question: long enough, in documents that are
+    in force now (not expired, not yet valid, or superseded by a successor in force)."""
+    now = timezone.now()
+    documents = Document.objects.filter(collection=collection)
+    in_force = documents.filter(Q(valid_from__isnull=True) | Q(valid_from__lte=now)).filter(
+        Q(valid_until__isnull=True) | Q(valid_until__gte=now)
+    )
+    superseded: set[str] = set()
+    for names in in_force.exclude(supersedes=[]).values_list("supersedes", flat=True):
+        superseded.update(str(n) for n in names)
+    pages = (
+        Page.objects.filter(document__in=in_force)
+        .annotate(chars=Length("text"))
+        .filter(chars__gte=MIN_PAGE_CHARS)
+        .values_list("pk", "document__external_id", "number")
+    )
+    return [(pk, doc, number) for pk, doc, number in pages if doc not in superseded]
+
+
+def _load_pages(keys: list[int]) -> list[generation.PageText]:
+    loaded: dict[int, generation.PageText] = {}
+    for chunk in chunks(keys):
+        for pk, doc, number, title, text in Page.objects.filter(pk__in=chunk).values_list(
+            "pk", "document__external_id", "number", "document__title", "text"
+        ):
+            loaded[pk] = generation.PageText(key=pk, document_id=doc, number=number, title=title, text=text)
+    return [loaded[key] for key in keys if key in loaded]  # a page deleted meanwhile drops out
+
+
+def _store(
+    collection: Collection, job: Job, page: generation.PageText, draft: generation.Draft, *, actor: str
+) -> str | None:
+    """Commit one accepted entry now (a killed worker keeps what it accepted); None when stored."""
+    try:
+        golden_entries_add(
+            collection=collection,
+            entries=[
+                EntryInput(
+                    question=draft.question,
+                    expected_document_ids=[page.document_id],
+                    reference_answer=draft.answer,
+                )
+            ],
+            actor=actor,
+            origin=Origin.GENERATED,
+            source_page_id=page.key,
+            job=job,
+        )
+    except EvalsiteError as exc:
+        if exc.code == "duplicate-question":  # an identical question was added meanwhile
+            return "near_duplicate"
+        if exc.code == "unknown-documents":  # the document was deleted meanwhile
+            return "document_deleted"
+        raise
+    return None
