@@ -1,0 +1,96 @@
+"""Golden-set generation with a slow model (issue 5's figure): the Generate job over `--pages` pages against the
+scripted OpenAI-compatible server answering every call after `--latency` seconds, one call at a time
+(EVALSITE_LLM_CONCURRENCY=1) and then with `--concurrency` calls in flight, side by side in one run.
+
+    .venv/bin/python benchmarks/generate_bench.py [--pages 100] [--latency 0.2] [--concurrency 8]
+
+Each measurement is the whole job as a worker runs it (django-q2 in sync mode runs it inline: sampling, the chat writer, the
+quality gate, one committed golden entry per accepted page, progress and cache writes) on a fresh temporary
+SQLite database with an empty call cache, so every page costs one real HTTP call. It checks that both runs
+accepted the same questions (the gate runs in sample order whatever the concurrency) and prints the speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=100)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=8)
+    args = parser.parse_args()
+
+    data_dir = tempfile.mkdtemp(prefix="evalsite-generate-bench-")
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEBUG": "1",
+            "EVALSITE_DATA_DIR": data_dir,
+            "EVALSITE_Q_SYNC": "1",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from goldenset import services
+    from goldenset.models import Job, LLMCall
+    from goldenset.services.generate import generate_job_create
+    from tests.generation_support import scripted_writer, synthetic_corpus
+    from tests.llm_server import ScriptedLLMServer
+
+    call_command("migrate", verbosity=0)
+    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    corpus = synthetic_corpus(args.pages)
+    print(f"{args.pages} pages, scripted server latency {args.latency * 1000:.0f} ms per call")
+
+    with ScriptedLLMServer(latency=args.latency) as server:
+        server.reply(r"Passage:", scripted_writer)
+        settings.EVALSITE_LLM_BASE_URL = server.url
+        settings.EVALSITE_LLM_MODEL = "scripted"
+        runs: dict[int, tuple[float, list[str], dict]] = {}
+        for run, concurrency in enumerate((1, args.concurrency)):
+            settings.EVALSITE_LLM_CONCURRENCY = concurrency
+            LLMCall.objects.all().delete()  # every page a real call
+            collection = services.collection_create(tenant=tenant, slug=f"run-{run}")
+            services.documents_upsert(
+                collection=collection,
+                documents=[services.DocumentInput.from_text(id=d, text=t) for d, t in corpus.items()],
+            )
+            sent = server.count()
+            started = time.perf_counter()
+            # django-q2 in sync mode (EVALSITE_Q_SYNC=1): the job runs inline once created, as a worker runs it.
+            job = generate_job_create(
+                tenant=tenant, collection=collection, count=args.pages, model="scripted", seed=1, actor="bench"
+            )
+            elapsed = time.perf_counter() - started
+            job.refresh_from_db()
+            assert job.status == "Completed", job.error
+            assert server.count() - sent == job.result["calls"] == args.pages, job.result
+            questions = list(collection.golden_entries.order_by("question").values_list("question", flat=True))
+            runs[concurrency] = (elapsed, questions, job.result)
+            print(
+                f"  concurrency {concurrency:2d}: {elapsed:6.2f} s  ({args.pages / elapsed:5.1f} pages/s), "
+                f"accepted {job.result['accepted']}, calls {job.result['calls']}"
+            )
+
+    sequential, concurrent = runs[1], runs[args.concurrency]
+    assert sequential[1] == concurrent[1], "the two runs accepted different questions"
+    print(f"speed-up: {sequential[0] / concurrent[0]:.1f}x (same {len(concurrent[1])} questions accepted)")
+
+
+if __name__ == "__main__":
+    main()
