@@ -47,7 +47,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from goldenset import services
-    from goldenset.models import Job, LLMCall
+    from goldenset.models import LLMCall
     from goldenset.services.generate import generate_job_create
     from tests.generation_support import scripted_writer, synthetic_corpus
     from tests.llm_server import ScriptedLLMServer
@@ -74,13 +74,20 @@ def main() -> None:
             started = time.perf_counter()
             # django-q2 in sync mode (EVALSITE_Q_SYNC=1): the job runs inline once created, as a worker runs it.
             job = generate_job_create(
-                tenant=tenant, collection=collection, count=args.pages, model="scripted", seed=1, actor="bench"
+                tenant=tenant,
+                collection=collection,
+                count=args.pages,
+                model="scripted",
+                seed=1,
+                actor="bench",
             )
             elapsed = time.perf_counter() - started
             job.refresh_from_db()
             assert job.status == "Completed", job.error
             assert server.count() - sent == job.result["calls"] == args.pages, job.result
-            questions = list(collection.golden_entries.order_by("question").values_list("question", flat=True))
+            questions = list(
+                collection.golden_entries.order_by("question").values_list("question", flat=True)
+            )
             runs[concurrency] = (elapsed, questions, job.result)
             print(
                 f"  concurrency {concurrency:2d}: {elapsed:6.2f} s  ({args.pages / elapsed:5.1f} pages/s), "
