@@ -169,6 +169,10 @@ _DEFINITION = re.compile(
 _VAGUE_SUBJECTS = frozenset(
     {"it", "this", "that", "these", "those", "they", "he", "she", "there", "here", "which", "what", "who"}
 )
+# A subject holding one of these is a clause ("the review found that the evidence"), not a name.
+_CLAUSE_WORDS = frozenset(
+    {"that", "which", "who", "whom", "whose", "where", "when", "if", "because", "although", "while", "as"}
+)
 
 
 class TemplateQuestionWriter:
@@ -202,8 +206,10 @@ class TemplateQuestionWriter:
 def _definition_ok(match: re.Match[str]) -> bool:
     subject = match["subject"].strip()
     first = subject.split()[0].casefold()
+    words = {w.casefold() for w in subject.split()}
     return (
         first not in _VAGUE_SUBJECTS
+        and not words & _CLAUSE_WORDS
         and len(subject.split()) <= 6
         and bool(lexical.content_terms(subject))
         and len(lexical.content_terms(match["rest"])) >= 3

@@ -59,6 +59,7 @@ class ScriptedLLMServer:
     dims: int = 256
     latency: float = 0.0
     hang_seconds: float = 3.0
+    port: int = 0  # 0: any free port
     api_key: str | None = None  # when set, requests without "Authorization: Bearer <api_key>" get 401
     requests: list[Recorded] = field(default_factory=list)
     rules: list[tuple[re.Pattern[str], str | Callable[[list[dict]], str]]] = field(default_factory=list)
@@ -153,7 +154,7 @@ class ScriptedLLMServer:
             def do_POST(self) -> None:
                 server._handle(self, "POST")
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-server", daemon=True
@@ -273,3 +274,38 @@ def llm_server_fixture() -> Iterator[ScriptedLLMServer]:
     to use it (its own name differs from the fixture's, so the import is not shadowed by test parameters)."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+def demo_writer(messages: list[dict]) -> str:
+    """For local demos: answer a golden-set generation prompt the way a model would, with a question written
+    from the passage by the offline template writer (so the whole LLM path runs without a model)."""
+    from goldenset.generation import PageText, TemplateQuestionWriter
+
+    user = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    found = re.search(r"(?:Title: (?P<title>[^\n]*)\n)?Passage:\n<<<\n(?P<text>.*?)\n>>>", user, re.DOTALL)
+    if not found:
+        return user
+    page = PageText(key=0, document_id="", number=1, title=found["title"] or "", text=found["text"])
+    draft = TemplateQuestionWriter().write(page, seed=0)
+    return json.dumps({"question": draft.question, "answer": draft.answer})
+
+
+def main() -> None:
+    """`python -m tests.llm_server [--port 8089] [--latency 0.2]`: a scripted OpenAI-compatible server for local
+    demos; point EVALSITE_LLM_BASE_URL at the address it prints."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--port", type=int, default=8089)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    args = parser.parse_args()
+    server = ScriptedLLMServer(latency=args.latency, port=args.port)
+    server.reply(r"Passage:\n<<<", demo_writer)
+    with server:
+        print(f"scripted OpenAI-compatible server on {server.url}/v1 (Ctrl-C stops it)", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -242,3 +242,16 @@ def test_should_stop_ends_the_loop_between_pages(llm_server, writer):
     assert outcome.stopped == "cancelled"
     assert outcome.pages_sampled == 3 == len(seen)
     assert not outcome.warnings  # a cancel is not a shortfall
+
+
+def test_a_clause_is_not_taken_for_a_definitions_subject():
+    page = PageText(
+        key=1,
+        document_id="d",
+        number=1,
+        title="Acupuncture",
+        text="The review found that the evidence was of moderate quality across the randomized trials examined.",
+    )
+    draft = TemplateQuestionWriter().write(page, seed=1)
+    assert not draft.question.startswith("What was the review")
+    assert draft.question.startswith("What is known about")
