@@ -1,4 +1,5 @@
-"""Plotly figures for the dashboard's Compare and Trends pages. No Django: views build the inputs and embed the HTML.
+"""Plotly figures for the dashboard's Compare, Trends and generation-job pages. No Django: views build the inputs
+and embed the HTML.
 
 A configuration label keeps one colour everywhere (``label_color``: a hash of the label, so the same in every page
 and process). Two labels of one figure that hash to the same colour are told apart by a bar pattern or a line dash,
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "PALETTE",
     "TrendPoint",
     "compare_figure",
+    "discard_figure",
     "figure_html",
     "label_color",
     "recolor_by_label",
@@ -241,6 +243,51 @@ def trends_figure(points: Sequence[TrendPoint], metric: str) -> go.Figure:
     layout["hovermode"] = "closest"
     if not points:
         _empty_note(layout, "No runs in this range")
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+def discard_figure(discards: Mapping[str, int], reasons: Sequence[str]) -> go.Figure:
+    """Horizontal bars: how many drafts of a generation job the quality gate discarded, per reason.
+
+    One bar per reason in ``reasons`` order (top to bottom), zeros included so that every check shows; a reason
+    in ``discards`` but not in ``reasons`` (one a newer gate reports) follows at the end. Each bar carries its
+    count as text, so a zero reads as 0, not as a missing bar."""
+    names = list(reasons) + [r for r in discards if r not in reasons]
+    counts = [int(discards.get(name, 0) or 0) for name in names]
+    labels = [html.escape(name.replace("_", " ")) for name in names]
+    total = sum(counts)
+    traces = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "x": counts,
+            "y": labels,
+            "text": [str(n) for n in counts],
+            "textposition": "outside",
+            "cliponaxis": False,
+            "marker": {"color": PALETTE[6]},
+            "hovertext": [
+                f"<b>{label}</b><br>{n} draft{'' if n == 1 else 's'} discarded"
+                for label, n in zip(labels, counts, strict=True)
+            ],
+            "hovertemplate": "%{hovertext}<extra></extra>",
+        }
+    ]
+    layout = _base_layout(f"Discarded drafts by reason ({total} in all)", "drafts discarded", "")
+    layout["showlegend"] = False
+    layout["height"] = 110 + 30 * len(names)
+    layout["margin"] = {"l": 20, "r": 40, "t": 50, "b": 50}
+    layout["bargap"] = 0.35
+    # Whole drafts: integer ticks from zero, with room for the largest bar's text.
+    top = max(counts, default=0) * 1.12 + 1
+    layout["xaxis"].update(range=[0, top], tickformat="d", tick0=0, automargin=True)
+    if top <= 10:
+        layout["xaxis"]["dtick"] = 1
+    layout["yaxis"] = {
+        "type": "category",
+        "autorange": "reversed",  # the first reason at the top
+        "automargin": True,
+    }
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 

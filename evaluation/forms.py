@@ -1,4 +1,5 @@
-"""The dashboard's forms: filters read from the query string, golden-entry edits and the run launcher.
+"""The dashboard's forms: filters read from the query string, golden-entry edits, the run launcher and the
+question generator.
 
 Forms only read and shape input; validation that defines a valid entry or configuration stays in the services
 and in evaluation.configs, whose errors the views put back on the form.
@@ -15,6 +16,7 @@ from evaluation.models import RunKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.forms import StringListField
+from goldenset.generation import SEED_MAX
 from goldenset.models import Origin
 
 YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
@@ -23,9 +25,18 @@ YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
 class DashboardForm(forms.Form):
     """Labels without Django's trailing colon: the dashboard's stylesheet sets labels apart instead."""
 
+    # Where a service error belongs on the form, by its code (else on the field its details name, if any).
+    ERROR_FIELDS: dict[str, str] = {}
+
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+
+    def add_service_error(self, code: str, message: str, field: str | None) -> None:
+        """An EvalsiteError of the service the form feeds, on the field it is about."""
+        text = message.split(": ", 1)[-1]  # drop the API's "entries[0].field: " prefix
+        target = self.ERROR_FIELDS.get(code, field if field in self.fields else None)
+        self.add_error(target, text[:1].upper() + text[1:])
 
 
 def yes_no(value: str | None) -> bool | None:
@@ -106,7 +117,6 @@ class GoldenEntryForm(DashboardForm):
         "answerable",
         "reviewed",
     )
-    # Where a service error belongs on the form.
     ERROR_FIELDS = {
         "empty-question": "question",
         "duplicate-question": "question",
@@ -114,10 +124,54 @@ class GoldenEntryForm(DashboardForm):
         "unknown-documents": "expected_document_ids",
     }
 
+
+GENERATE_COUNT = 20  # the form's suggestion
+
+
+class GenerateForm(DashboardForm):
+    """Generate golden questions from a collection's pages; goldenset.services.generate checks the rest (the
+    model needs a configured endpoint), and its errors come back on these fields."""
+
+    count = forms.IntegerField(label="Questions")  # replaced in __init__: its limit is a setting
+    model = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Model",
+        help_text="Blank: the default.",
+    )
+    seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=SEED_MAX,
+        label="Seed",
+        help_text="Blank: a new one (reported).",
+        error_messages={"max_value": "The seed is at most %(limit_value)s."},
+    )
+
+    def __init__(self, *args, max_count: int, model_placeholder: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["count"] = forms.IntegerField(
+            label="Questions",
+            min_value=1,
+            max_value=max_count,
+            initial=GENERATE_COUNT,
+            help_text=f"1 to {max_count}.",
+            error_messages={
+                "invalid": "Enter a whole number of questions.",
+                "min_value": "Ask for at least 1 question.",
+                "max_value": "At most %(limit_value)s questions per job (EVALSITE_GENERATE_MAX_COUNT).",
+            },
+        )
+        self.fields["model"].widget.attrs["placeholder"] = model_placeholder
+        self.fields["seed"].widget.attrs["placeholder"] = "random"
+
     def add_service_error(self, code: str, message: str, field: str | None) -> None:
-        text = message.split(": ", 1)[-1]  # drop the API's "entries[0].field: " prefix
-        target = self.ERROR_FIELDS.get(code, field if field in self.fields else None)
-        self.add_error(target, text[:1].upper() + text[1:])
+        if code == "llm-not-configured":  # the API's wording says what to send; this form's, what to type
+            message = (
+                f"model: “{self.cleaned_data.get('model', '')}” needs a chat endpoint, and none is configured "
+                "(EVALSITE_LLM_BASE_URL): leave the model blank, or enter “template”, for the offline writer."
+            )
+        super().add_service_error(code, message, field)
 
 
 RERANK_NONE = ""

@@ -15,6 +15,13 @@ urlpatterns = [
         "collections/<str:slug>/golden/export.json", views.golden_export, {"fmt": "json"}, name="golden-json"
     ),
     path("collections/<str:slug>/golden/new/", views.golden_new, name="golden-new"),
+    path("collections/<str:slug>/golden/generate/", views.golden_generate, name="golden-generate"),
+    path("collections/<str:slug>/golden/review/", views.golden_review, name="golden-review"),
+    path(
+        "collections/<str:slug>/golden/review/action/",
+        views.golden_review_action,
+        name="golden-review-action",
+    ),
     path("collections/<str:slug>/golden/<str:entry_id>/", views.golden_entry, name="golden-entry"),
     path("collections/<str:slug>/documents/", views.documents, name="documents"),
     path("collections/<str:slug>/documents/<path:document_id>", views.document_detail, name="document"),

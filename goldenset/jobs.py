@@ -136,8 +136,11 @@ def _finish(job: Job, status: str, *, result=None, error=None) -> None:
     }
     if status == JobStatus.COMPLETED:
         fields["progress_done"] = F("progress_total")
-    # Only a Running job is finished here: a job cancelled meanwhile stays Cancelled.
-    Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(**fields)
+    # Only a Running job is finished here: a job cancelled meanwhile stays Cancelled, and keeps what its handler
+    # reports about the work done before it stopped (a generation's counts so far).
+    finished = Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(**fields)
+    if not finished and result is not None:
+        Job.objects.filter(pk=job.pk, status=JobStatus.CANCELLED, result__isnull=True).update(result=result)
 
 
 class _Heartbeat(threading.Thread):

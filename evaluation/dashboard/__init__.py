@@ -4,7 +4,7 @@ Every read is scoped to one tenant, as the API's selectors are; views stay thin 
 list many runs (runs, trends, home) read EvaluationRun rows only, never their question results; compare reads
 the question results' metrics of the selected runs only, as plain values.
 
-By page: `golden` (home and a collection's golden set), `runs` (the runs list, one run, its downloads),
+By page: `golden` (home, a collection's golden set, question generation and its review queue), `runs` (the runs list, one run, its downloads),
 `launch` (the launcher and the job pages), `compare`, `trends`; `common` holds what they share (tenancy, the order
 of metrics, whole-day bounds, the cache of finished runs' results). The views use the names below.
 """
@@ -12,12 +12,19 @@ of metrics, whole-day bounds, the cache of finished runs' results). The views us
 from evaluation.dashboard.common import ordered_metrics, tenant_key, tenants_for_user
 from evaluation.dashboard.compare import MAX_COMPARE_RUNS, compare_runs, comparison
 from evaluation.dashboard.golden import (
+    DISCARD_CHART_ID,
+    GenerateBackend,
     audit_summary,
     audit_trail,
+    generate_backend_info,
+    generate_report,
     golden_csv,
     golden_tags,
     home_collections,
     recent_changes,
+    review_pending_count,
+    review_queue,
+    review_rows,
 )
 from evaluation.dashboard.launch import job_error_message, job_result_batch, launch_collections
 from evaluation.dashboard.runs import (
@@ -40,6 +47,8 @@ from evaluation.dashboard.trends import TREND_DAYS, latest_run_collection, trend
 
 __all__ = [
     "DIAGNOSES",
+    "DISCARD_CHART_ID",
+    "GenerateBackend",
     "MAX_COMPARE_RUNS",
     "RUNS_PER_PAGE",
     "TREND_DAYS",
@@ -47,6 +56,8 @@ __all__ = [
     "audit_trail",
     "compare_runs",
     "comparison",
+    "generate_backend_info",
+    "generate_report",
     "golden_csv",
     "golden_tags",
     "home_collections",
@@ -60,6 +71,9 @@ __all__ = [
     "question_documents",
     "question_result",
     "recent_changes",
+    "review_pending_count",
+    "review_queue",
+    "review_rows",
     "run_csv",
     "run_depth_k",
     "run_json",

@@ -1,5 +1,6 @@
-"""The collection pages' reads: the home page's collection summaries, and a golden set's tags, CSV export
-and audit trail."""
+"""The collection pages' reads: the home page's collection summaries, a golden set's tags, CSV export and audit
+trail, and question generation (the backend the form will use, a Generate job's report, the review queue of
+the entries it wrote)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,19 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
-from django.db.models import Max, QuerySet
+from django.conf import settings
+from django.db.models import Count, Max, Q, QuerySet
 
+from evaluation import charts
 from evaluation.dashboard.common import headline_metric_names
 from evaluation.models import EvaluationRun
-from goldenset.models import AuditEvent, Collection, GoldenEntry, Page, Tenant
-from goldenset.selectors import collections_list, count_of
+from goldenset import generation
+from goldenset.errors import EvalsiteError
+from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, Origin, Page, Tenant
+from goldenset.selectors import collections_list, count_of, golden_entries_list
+from goldenset.services.generate import generate_backend
 
 TAGS_LIMIT = 200
 AUDIT_TRAIL_LENGTH = 20
@@ -180,3 +187,106 @@ def audit_summary(event: AuditEvent) -> str:
 def _short(value: Any, length: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= length else text[: length - 1] + "…"
+
+
+# --- question generation -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GenerateBackend:
+    """What a generation with no model named would use, as the form describes it (never the API key)."""
+
+    backend: str  # "llm" (a chat endpoint) or "template" (the offline writer)
+    model: str  # "" when an endpoint is configured without a default model
+    endpoint: str  # the endpoint's host[:port], "" offline
+
+    @property
+    def placeholder(self) -> str:
+        if self.backend == "template":
+            return f"{generation.TEMPLATE_MODEL} (offline)"
+        return self.model or "model name"
+
+
+def generate_backend_info() -> GenerateBackend:
+    try:
+        backend, model = generate_backend(None)
+    except EvalsiteError:  # an endpoint without EVALSITE_LLM_MODEL: the form must name a model
+        backend, model = "llm", ""
+    endpoint = ""
+    if backend == "llm":
+        parts = urlsplit(settings.EVALSITE_LLM_BASE_URL)
+        endpoint = parts.hostname or ""
+        if parts.port:
+            endpoint += f":{parts.port}"
+    return GenerateBackend(backend, model, endpoint)
+
+
+def review_pending_count(*, collection: Collection) -> int:
+    """Generated entries nobody has reviewed yet."""
+    return collection.golden_entries.filter(origin=Origin.GENERATED, reviewed=False).count()
+
+
+def review_queue(*, tenant: Tenant, collection: Collection, job: Job | None = None) -> QuerySet[GoldenEntry]:
+    """The collection's generated entries awaiting review (those of one job, when given), oldest first."""
+    entries = golden_entries_list(
+        tenant=tenant, collection=collection, origin=Origin.GENERATED, reviewed=False
+    )
+    if job is not None:
+        entries = entries.filter(job=job)
+    return entries.select_related("source_page__document")
+
+
+@dataclass
+class ReviewRow:
+    entry: GoldenEntry
+    expected: list[tuple[str, str | None]]  # (document id, its title; None: not in the collection any more)
+    source_page: Page | None
+
+
+def review_rows(*, collection: Collection, entries: list[GoldenEntry]) -> list[ReviewRow]:
+    """A page of the review queue with its expected documents' titles (one query)."""
+    ids = {d for e in entries for d in e.expected_document_ids}
+    titles = dict(collection.documents.filter(external_id__in=ids).values_list("external_id", "title"))
+    return [
+        ReviewRow(e, [(d, titles.get(d)) for d in e.expected_document_ids], e.source_page) for e in entries
+    ]
+
+
+@dataclass
+class GenerateReport:
+    """A Generate job's result as its page shows it, with what became of the entries it wrote."""
+
+    result: dict[str, Any]  # the job's result ({} until it completes)
+    discards: list[tuple[str, int]]  # every reason, in the gate's order
+    chart: str  # the discard chart's HTML ("" without a result)
+    entries: int  # the job's entries still in the golden set
+    pending: int  # of those, not reviewed yet
+
+    @property
+    def tokens(self) -> int:
+        return int(self.result.get("prompt_tokens") or 0) + int(self.result.get("completion_tokens") or 0)
+
+
+DISCARD_CHART_ID = "discard-chart"
+
+
+def generate_report(job: Job) -> GenerateReport | None:
+    """What a Generate job did: its result (when it completed), the discard chart, and its entries now."""
+    if job.kind != JobKind.GENERATE:
+        return None
+    counts = GoldenEntry.objects.filter(job=job).aggregate(
+        total=Count("pk"), pending=Count("pk", filter=Q(reviewed=False))
+    )
+    result = job.result if isinstance(job.result, dict) else {}
+    discards = result.get("discards") if isinstance(result.get("discards"), dict) else None
+    rows: list[tuple[str, int]] = []
+    chart = ""
+    if discards is not None:
+        reasons = list(generation.DISCARD_REASONS) + [
+            r for r in discards if r not in generation.DISCARD_REASONS
+        ]
+        rows = [(reason, int(discards.get(reason) or 0)) for reason in reasons]
+        chart = charts.figure_html(
+            charts.discard_figure(discards, generation.DISCARD_REASONS), DISCARD_CHART_ID
+        )
+    return GenerateReport(result, rows, chart, counts["total"], counts["pending"])

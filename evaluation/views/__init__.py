@@ -6,9 +6,9 @@ superuser sees every tenant); `?tenant=cluster/tenant` on any page switches to t
 the user may not see it. Every object is looked up within the current tenant, so another tenant's is a 404.
 
 By area: `common` (the current tenant, the switcher, what every page shares), `golden` (home, a collection's
-golden set and documents), `jobs` (the launcher and job progress), `results` (runs, a run and its questions,
-downloads, compare, trends). evaluation.urls routes to the names below, and settings name
-`evaluation.views.dashboard_context` as a template context processor.
+golden set, question generation and its review queue, and documents), `jobs` (the launcher and job progress),
+`results` (runs, a run and its questions, downloads, compare, trends). evaluation.urls routes to the names
+below, and settings name `evaluation.views.dashboard_context` as a template context processor.
 """
 
 from evaluation.views.common import SESSION_TENANT, dashboard_context, tenant_switch
@@ -19,7 +19,10 @@ from evaluation.views.golden import (
     golden_action,
     golden_entry,
     golden_export,
+    golden_generate,
     golden_new,
+    golden_review,
+    golden_review_action,
     home,
 )
 from evaluation.views.jobs import job_cancel_view, job_detail, job_progress, launch
@@ -35,7 +38,10 @@ __all__ = [
     "golden_action",
     "golden_entry",
     "golden_export",
+    "golden_generate",
     "golden_new",
+    "golden_review",
+    "golden_review_action",
     "home",
     "job_cancel_view",
     "job_detail",

@@ -1,11 +1,12 @@
-"""The home page and a collection's pages: its golden set (filter, edit, add, review, delete, export) and its
-documents."""
+"""The home page and a collection's pages: its golden set (filter, edit, add, review, delete, export), question
+generation and the review queue of generated entries, and its documents."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
@@ -15,7 +16,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation import charts, dashboard
-from evaluation.forms import DocumentSearchForm, GoldenEntryForm, GoldenFilterForm, yes_no
+from evaluation.forms import DocumentSearchForm, GenerateForm, GoldenEntryForm, GoldenFilterForm, yes_no
 from evaluation.views.common import (
     collection_for,
     paginate,
@@ -26,10 +27,12 @@ from evaluation.views.common import (
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
-from goldenset.models import Collection, GoldenEntry, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, Origin, Tenant
+from goldenset.services.generate import generate_job_create
 
 GOLDEN_PER_PAGE = 50
 DOCUMENTS_PER_PAGE = 50
+REVIEW_PER_PAGE = 20  # each with its page's text
 
 
 def _actor(request: HttpRequest) -> str:
@@ -73,8 +76,12 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
     form, entries, filtered = _golden_entries(request, tenant, collection)
     page = paginate(request, entries, GOLDEN_PER_PAGE)
     counts = collection.golden_entries.aggregate(
-        total=Count("pk"), reviewed=Count("pk", filter=Q(reviewed=True))
+        total=Count("pk"),
+        # Before "reviewed": an aggregate's alias hides the field of that name from the filters after it.
+        review_pending=Count("pk", filter=Q(origin=Origin.GENERATED, reviewed=False)),
+        reviewed=Count("pk", filter=Q(reviewed=True)),
     )
+    review_pending = counts.pop("review_pending")  # generated entries awaiting review
     rows = [
         {
             "entry": e,
@@ -87,6 +94,7 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
         {"event": e, "summary": dashboard.audit_summary(e)}
         for e in dashboard.recent_changes(collection=collection)
     ]
+    backend = dashboard.generate_backend_info()
     return render(
         request,
         "dashboard/collection.html",
@@ -102,6 +110,9 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
             "query": query_without_page(request),
             "changes": changes,
             "here": request.get_full_path(),
+            "review_pending": review_pending,
+            "generate_form": _generate_form(None, backend),
+            "generate_backend": backend,
         },
     )
 
@@ -143,7 +154,10 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
     entry = _entry(tenant, collection, entry_id)
     back = safe_next(request, reverse("dashboard:collection", args=[collection.slug]))
     if request.method == "POST":
-        form = GoldenEntryForm(request.POST, initial=_entry_initial(entry))
+        data = request.POST.copy()
+        if data.get("mark_reviewed"):  # "Save and mark reviewed" (a reviewer's edit of an unreviewed entry)
+            data["reviewed"] = "on"
+        form = GoldenEntryForm(data, initial=_entry_initial(entry))
         if form.is_valid():
             changes = {
                 name: form.cleaned_data[name]
@@ -269,6 +283,119 @@ def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
         messages.success(request, f"Deleted {count} {'entry' if count == 1 else 'entries'}.")
         return redirect(back)
     messages.error(request, "Unknown action.")
+    return redirect(back)
+
+
+# --- generating questions, and reviewing them ---------------------------------------------------------------
+
+
+def _generate_form(
+    data, backend: dashboard.GenerateBackend, initial: dict[str, Any] | None = None
+) -> GenerateForm:
+    return GenerateForm(
+        data,
+        initial=initial,
+        max_count=settings.EVALSITE_GENERATE_MAX_COUNT,
+        model_placeholder=backend.placeholder,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def golden_generate(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Generate questions from the collection's pages: a Generate job, whose page follows it and reports what
+    the quality gate kept. GET shows the form (prefilled from the query, e.g. to run a seed again)."""
+    collection = collection_for(tenant, slug)
+    backend = dashboard.generate_backend_info()
+    if request.method == "POST":
+        form = _generate_form(request.POST, backend)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                job = generate_job_create(
+                    tenant=tenant,
+                    collection=collection,
+                    count=data["count"],
+                    model=data["model"].strip() or None,
+                    seed=data["seed"],
+                    actor=_actor(request),
+                )
+            except EvalsiteError as exc:
+                form.add_service_error(exc.code, exc.message, exc.details.get("field"))
+            else:
+                return redirect("dashboard:job", job_id=job.pk)
+    else:
+        initial = {k: v for k, v in request.GET.items() if k in ("count", "model", "seed")}
+        form = _generate_form(None, backend, initial)
+    return render(
+        request,
+        "dashboard/golden_generate.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "generate_form": form,
+            "generate_backend": backend,
+            "document_count": collection.documents.count(),
+        },
+        status=400 if form.is_bound and form.errors else 200,
+    )
+
+
+def _review_job(tenant: Tenant, collection: Collection, job_id: str | None) -> Job | None:
+    """The Generate job `?job=` names: the tenant's, of this collection (else a 404)."""
+    if not job_id:
+        return None
+    job = golden_selectors.job_get(tenant=tenant, job_id=job_id)
+    if job.kind != JobKind.GENERATE or job.collection_id != collection.pk:
+        raise NotFound("Job", job_id)
+    return job
+
+
+@require_GET
+@tenant_page
+def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Generated entries nobody has reviewed yet, each with its page: accept, edit or reject them."""
+    collection = collection_for(tenant, slug)
+    job = _review_job(tenant, collection, request.GET.get("job"))
+    page = paginate(
+        request, dashboard.review_queue(tenant=tenant, collection=collection, job=job), REVIEW_PER_PAGE
+    )
+    return render(
+        request,
+        "dashboard/golden_review.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "job": job,
+            "page": page,
+            "rows": dashboard.review_rows(collection=collection, entries=list(page.object_list)),
+            # Unfiltered, the queue is every pending entry: its paginator counted them already.
+            "pending": page.paginator.count
+            if job is None
+            else dashboard.review_pending_count(collection=collection),
+            "query": query_without_page(request),
+            "here": request.get_full_path(),
+        },
+    )
+
+
+@require_POST
+@tenant_page
+def golden_review_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Accept (mark reviewed) or reject (delete) one entry of the review queue, audited; back to the queue."""
+    collection = collection_for(tenant, slug)
+    back = safe_next(request, reverse("dashboard:golden-review", args=[collection.slug]))
+    entry = _entry(tenant, collection, request.POST.get("entry", ""))
+    action = request.POST.get("action", "")
+    question = entry.question[:80]
+    if action == "accept":
+        services.golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor=_actor(request))
+        messages.success(request, f"Accepted “{question}”.")
+    elif action == "reject":
+        services.golden_entries_delete(entries=[entry], actor=_actor(request))
+        messages.success(request, f"Rejected “{question}”: deleted from the golden set.")
+    else:
+        messages.error(request, "Unknown action.")
     return redirect(back)
 
 

@@ -1,4 +1,7 @@
-"""Launching an evaluation from the dashboard, and any job's progress page, its poll and its cancel button."""
+"""Launching an evaluation from the dashboard, and any job's progress page, its poll and its cancel button.
+
+A finished Evaluate job's page opens its results; a Generate job's page is its results (what the quality gate
+kept and discarded), so it stays. Both the page and the poll first mark the tenant's stale jobs Failed."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from evaluation.services import available_rerankers, count_golden_questions, eva
 from evaluation.views.common import current_tenant, tenant_page
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
-from goldenset.jobs import job_cancel
+from goldenset.jobs import job_cancel, jobs_fail_stale
 from goldenset.models import Job, JobKind, JobStatus, Tenant
 
 POLL_MS = 500
@@ -113,6 +116,8 @@ def _job_result_url(job: Job) -> str | None:
     batch = dashboard.job_result_batch(job)
     if job.kind == JobKind.EVALUATE and batch:
         return reverse("dashboard:compare") + "?" + urlencode({"batch": batch})
+    if job.kind == JobKind.GENERATE:
+        return reverse("dashboard:job", args=[job.pk])  # the job's page shows its report
     if job.collection_id:
         return reverse("dashboard:collection", args=[job.collection.slug])  # type: ignore[union-attr]
     return reverse("home")
@@ -133,6 +138,7 @@ def _job_state(job: Job) -> dict[str, Any]:
 
 
 def _job(tenant: Tenant, job_id: str) -> Job:
+    jobs_fail_stale(tenant=tenant)  # a job whose worker died reads as Failed, not Running forever
     return golden_selectors.job_get(tenant=tenant, job_id=job_id)
 
 
@@ -141,12 +147,20 @@ def _job(tenant: Tenant, job_id: str) -> Job:
 def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
     job = _job(tenant, job_id)
     state = _job_state(job)
-    if state["result_url"] and request.GET.get("stay") != "1":
+    if state["result_url"] and job.kind != JobKind.GENERATE and request.GET.get("stay") != "1":
         return redirect(state["result_url"])  # finished already: straight to the results
     return render(
         request,
         "dashboard/job.html",
-        {"tenant": tenant, "job": job, "state": state, "poll_ms": POLL_MS},
+        {
+            "tenant": tenant,
+            "job": job,
+            "state": state,
+            "poll_ms": POLL_MS,
+            "report": dashboard.generate_report(job),
+            # A generation belongs to its collection's pages in the header, an evaluation to the launcher's.
+            "nav_section": "collection" if job.kind == JobKind.GENERATE else None,
+        },
     )
 
 

@@ -99,7 +99,8 @@
     });
   });
 
-  // A job's progress page: poll its progress every poll-ms, open the results when it completes.
+  // A job's progress page: poll its progress every poll-ms, open the results when it completes (a page marked
+  // data-reload-when-finished is itself the results: it reloads once the job is over, however it ended).
   var job = document.getElementById("job");
   if (job && job.dataset.finished !== "true") {
     var bar = job.querySelector("[data-job-bar]");
@@ -109,6 +110,7 @@
     var error = job.querySelector("[data-job-error]");
     var result = job.querySelector("[data-job-result]");
     var cancel = job.querySelector("[data-job-cancel]");
+    var unit = job.dataset.unit || "question searches";
     var started = Date.now();
     var interval = parseInt(job.dataset.pollMs || "500", 10);
     var failures = 0;
@@ -123,9 +125,14 @@
           status.textContent = state.status;
           bar.value = state.progress;
           if (state.total) {
-            count.textContent = state.done + " of " + state.total + " question searches (" + Math.round(state.progress * 100) + "%)";
+            count.textContent = state.done + " of " + state.total + " " + unit + " (" + Math.round(state.progress * 100) + "%)";
           }
           hint.hidden = !(state.status === "Queued" && Date.now() - started > 5000);
+          if (state.finished && job.dataset.reloadWhenFinished === "true") {
+            if (state.status === "Completed") { bar.value = 1; }
+            window.location.reload();
+            return;
+          }
           if (state.status === "Completed" && state.result_url) {
             bar.value = 1;
             result.hidden = false;

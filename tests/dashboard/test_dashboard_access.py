@@ -29,6 +29,8 @@ def pages(world, golden, batch, job) -> list[str]:
         reverse("dashboard:document", args=[slug, "refunds"]),
         reverse("dashboard:golden-entry", args=[slug, golden[0].pk]),
         reverse("dashboard:golden-new", args=[slug]),
+        reverse("dashboard:golden-generate", args=[slug]),
+        reverse("dashboard:golden-review", args=[slug]),
         reverse("dashboard:golden-csv", args=[slug]),
         reverse("dashboard:golden-json", args=[slug]),
         reverse("dashboard:launch"),

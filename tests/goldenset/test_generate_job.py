@@ -313,6 +313,7 @@ def test_a_job_cancelled_in_a_real_worker_stops_and_keeps_its_entries(
     assert job.status == JobStatus.CANCELLED
     kept = collection.golden_entries.filter(job=job).count()
     assert 2 <= kept < 40
+    assert job.result["stopped"] == "cancelled" and job.result["accepted"] == kept  # the counts so far
 
 
 def test_a_killed_worker_leaves_a_failed_job_and_a_retry_continues_it(
