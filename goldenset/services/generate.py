@@ -147,6 +147,7 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
         cache.flush()
         if client is not None:
             client.close()
+    progress(outcome.pages_sampled, outcome.pages_sampled)  # done: the pages checked, not the budget
     warnings = list(outcome.warnings)
     if outcome.accepted < count and outcome.stopped is None:
         if len(remaining) > budget:

@@ -123,7 +123,7 @@ def test_the_offline_job_stores_generated_entries_with_their_page_and_job(world,
     assert result["pages_sampled"] == result["accepted"] + sum(result["discards"].values())
     assert set(result["discards"]) >= {"passage_dependent", "near_duplicate", "unreadable", "model_error"}
     assert (result["requested"], result["pages_available"], result["backend"]) == (10, 40, "template")
-    assert result["calls"] == 0 and job.progress_done == job.progress_total
+    assert result["calls"] == 0 and job.progress_done == job.progress_total == result["pages_sampled"]
     for entry in companies.golden_entries.select_related("source_page__document"):
         assert entry.origin == Origin.GENERATED and entry.reviewed is False and entry.job_id == job.pk
         assert entry.expected_document_ids == [entry.source_page.document.external_id]
