@@ -9,8 +9,10 @@ class EvaluationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from evaluation.answers import evaluate_answers_job
         from evaluation.services import evaluate_job
         from goldenset.jobs import register_job_handler
         from goldenset.models import JobKind
 
         register_job_handler(JobKind.EVALUATE, evaluate_job)
+        register_job_handler(JobKind.EVALUATE_ANSWERS, evaluate_answers_job)

@@ -6,6 +6,7 @@ Every error is an EvalsiteError with a stable code and the offending field's pat
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -242,3 +243,109 @@ def parse_configs(raw, available_rerankers: Sequence[str]) -> list[RunConfig]:
             )
         seen[config.label] = i
     return configs
+
+
+# --- answer evaluation ---------------------------------------------------------------------------------------
+
+GROUNDEDNESS = ("Off", "Low", "Medium", "High")
+ANSWER_KEYS = {"model", "groundedness"}
+DEFAULT_ANSWER_TOP_K = 5  # passages an answer is written from
+
+
+@dataclass(frozen=True)
+class AnswerConfig:
+    """A grounded-answer configuration: how to retrieve (`run`), which model answers (None: the default one, or
+    the extractive answer offline), and how strictly the answer must be grounded."""
+
+    run: RunConfig
+    model: str | None = None
+    groundedness: str = "Off"
+
+    @property
+    def label(self) -> str:
+        return self.run.label
+
+    @property
+    def top_k(self) -> int:
+        return self.run.top_k or DEFAULT_ANSWER_TOP_K
+
+    def as_dict(self) -> dict:
+        return {
+            **self.run.as_dict(),
+            "top_k": self.top_k,
+            "model": self.model,
+            "groundedness": self.groundedness,
+        }
+
+
+def parse_answer_config(
+    raw, position: int, available_rerankers: Sequence[str], prefix: str | None = None
+) -> AnswerConfig:
+    prefix = f"configs[{position}]" if prefix is None else prefix
+    if not isinstance(raw, Mapping):
+        raise _fail("validation-error", prefix, "expected an object.")
+    unknown = sorted(set(raw) - CONFIG_KEYS - ANSWER_KEYS)
+    if unknown:
+        allowed = sorted(CONFIG_KEYS | ANSWER_KEYS)
+        raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=allowed)
+    run = parse_config(
+        {k: v for k, v in raw.items() if k not in ANSWER_KEYS}, position, available_rerankers, prefix
+    )
+    groundedness = _choice(
+        raw.get("groundedness") or "Off", _f(prefix, "groundedness"), GROUNDEDNESS, "unknown-groundedness"
+    )
+    model = raw.get("model")
+    if model is not None and (not isinstance(model, str) or len(model) > 300):
+        raise _fail("validation-error", _f(prefix, "model"), "expected a string of at most 300 characters.")
+    model = (model or "").strip() or None
+    label = raw.get("label")
+    if not (isinstance(label, str) and label.strip()):  # a default label names the answer settings too
+        extra = [f"groundedness:{groundedness}"] if groundedness != "Off" else []
+        extra += [f"model:{model}"] if model else []
+        if extra:
+            run = RunConfig(**{**run.__dict__, "label": " ".join([run.label, *extra])})
+    return AnswerConfig(run=run, model=model, groundedness=groundedness)
+
+
+def parse_answer_configs(raw, available_rerankers: Sequence[str]) -> list[AnswerConfig]:
+    if raw is None:
+        raw = [{"search_type": "FullText"}]
+    if not isinstance(raw, list) or not raw:
+        raise _fail("validation-error", "configs", "expected a non-empty list of configurations.")
+    if len(raw) > MAX_CONFIGS:
+        raise _fail("too-many-configs", "configs", f"at most {MAX_CONFIGS} configurations per call.")
+    configs = [parse_answer_config(item, i, available_rerankers) for i, item in enumerate(raw)]
+    seen: dict[str, int] = {}
+    for i, config in enumerate(configs):
+        if config.label in seen:
+            raise _fail(
+                "duplicate-label",
+                f"configs[{i}].label",
+                f"label {config.label!r} repeats configs[{seen[config.label]}]; labels name runs, so each must differ.",
+            )
+        seen[config.label] = i
+    return configs
+
+
+def parse_thresholds(raw, field: str = "metric_thresholds") -> dict[str, float]:
+    """{metric: threshold in [0, 1]} for the answer metrics; unknown metrics and bad numbers are errors."""
+    from evaluation.judge import METRICS
+
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail("validation-error", field, "expected an object of metric -> threshold.")
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        if name not in METRICS:
+            raise _fail(
+                "validation-error", f"{field}.{name}", f"unknown metric; known: {', '.join(METRICS)}."
+            )
+        try:
+            number = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        if not 0 <= number <= 1:
+            raise _fail("validation-error", f"{field}.{name}", "expected a number from 0 to 1.")
+        out[name] = number
+    return out

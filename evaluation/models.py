@@ -40,6 +40,11 @@ class EvaluationRun(models.Model):
     question_count = models.PositiveIntegerField(default=0)
     warnings = models.JSONField(default=list, blank=True)
     golden_fingerprint = models.CharField(max_length=64, blank=True)
+    summary = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Answer runs: score, excluded counts per metric, refusal both ways, diagnosis counts, usage.",
+    )
     index_info = models.JSONField(default=dict, blank=True)
     duration_ms = models.FloatField(default=0)
     job = models.ForeignKey(
@@ -78,6 +83,14 @@ class QuestionResult(models.Model):
     answer = models.TextField(blank=True)
     citations = models.JSONField(default=list, blank=True)
     warnings = models.JSONField(default=list, blank=True)
+    # Answer runs: each metric's {value, method, detail, excluded, fallback}; `metrics` keeps the values alone.
+    judgements = models.JSONField(default=dict, blank=True)
+    context = models.JSONField(
+        default=list, blank=True, help_text="The numbered passages the answer was written from (a snapshot)."
+    )
+    answerable = models.BooleanField(default=True)
+    refused = models.BooleanField(null=True, blank=True)
+    passed = models.BooleanField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "position"]

@@ -36,6 +36,48 @@ class EvaluateIn(TenantIn):
     )
 
 
+class AnswerIn(SearchIn):
+    model = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=300,
+        help_text='The answering model; default EVALSITE_LLM_MODEL; "extractive" (or no endpoint configured): '
+        "the offline extractive answer.",
+    )
+    groundedness = serializers.CharField(
+        required=False, allow_null=True, help_text="Off | Low | Medium | High: how strictly to decline."
+    )
+
+
+class EvaluateAnswersIn(TenantIn):
+    collection_id = serializers.CharField(required=False, allow_blank=True)
+    collection_ids = serializers.ListField(child=serializers.CharField(), required=False)
+    judge_model = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=300,
+        help_text='The judge; default EVALSITE_LLM_MODEL; "heuristic" (or no endpoint configured): the '
+        "token-overlap heuristic.",
+    )
+    configs = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="[{label, model, search_type, fusion, rerank, top_k (passages, default 5), groundedness: "
+        "Off|Low|Medium|High}]",
+    )
+    unanswerable_questions = serializers.ListField(
+        child=serializers.CharField(max_length=10_000), required=False, default=list, max_length=1000
+    )
+    max_questions = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    metric_thresholds = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="{metric: 0..1}; defaults context_relevancy 0.6, faithfulness 0.6, answer_relevancy 0.4.",
+    )
+
+
 class RunOut(serializers.Serializer):
     run_id = serializers.UUIDField(source="id")
     batch_id = serializers.UUIDField()

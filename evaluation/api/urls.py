@@ -4,7 +4,9 @@ from evaluation.api import views
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
+    path("search/answer", views.AnswerApi.as_view(), name="answer"),
     path("search/evaluate", views.EvaluateApi.as_view(), name="evaluate"),
+    path("search/evaluate/answers", views.EvaluateAnswersApi.as_view(), name="evaluate-answers"),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
 ]

@@ -7,8 +7,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from evaluation import answers, selectors, services
 from evaluation import configs as config_parser
-from evaluation import selectors, services
 from evaluation.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
@@ -74,6 +74,57 @@ class EvaluateApi(TenantAPIView):
             tenant=tenant, collections=collections, ks=ks, configs=configs
         )
         return Response({"batch_id": str(batch_id), "runs": [services.run_summary(r) for r in runs]})
+
+
+class AnswerApi(TenantAPIView):
+    @extend_schema(
+        request=s.AnswerIn,
+        responses={200: dict, **error_responses(400, 404, 413, 415, 503)},
+        summary="Answers a question from the retrieved pages only, citing them.",
+    )
+    def post(self, request):
+        data = read_strictly(s.AnswerIn, request.data)
+        tenant = self.tenant(data)
+        collections = selectors.collections_named(
+            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
+        )
+        raw = {k: data[k] for k in (*config_parser.CONFIG_KEYS, *config_parser.ANSWER_KEYS) if k in data}
+        raw.pop("label", None)
+        config = config_parser.parse_answer_config(raw, 0, services.available_rerankers(), prefix="")
+        return Response(
+            answers.answer_question(collections=collections, question=data["query"], config=config)
+        )
+
+
+class EvaluateAnswersApi(TenantAPIView):
+    @extend_schema(
+        request=s.EvaluateAnswersIn,
+        responses={202: JobAcceptedOut, **error_responses(400, 404, 413, 415, 503)},
+        summary="Evaluates the grounded-answer pipeline against the golden set.",
+        description="Runs every golden question (and each of unanswerable_questions) through the answer path "
+        "once per configuration and scores the answers: faithfulness, context recall, answer relevancy, "
+        "citation precision, context relevancy (each with its method), refusal recall beside the false-refusal "
+        "rate, and a per-question diagnosis (retrieval or generation). Always a job: poll jobs/{job_id}; each "
+        "configuration is persisted as a run of kind answers.",
+    )
+    def post(self, request):
+        data = read_strictly(s.EvaluateAnswersIn, request.data)
+        tenant = self.tenant(data)
+        collections = selectors.collections_named(
+            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
+        )
+        configs = config_parser.parse_answer_configs(data.get("configs"), services.available_rerankers())
+        thresholds = config_parser.parse_thresholds(data.get("metric_thresholds"))
+        job = answers.answers_job_create(
+            tenant=tenant,
+            collections=collections,
+            configs=configs,
+            judge_model=data.get("judge_model"),
+            unanswerable_questions=data.get("unanswerable_questions") or [],
+            max_questions=data.get("max_questions"),
+            thresholds=thresholds,
+        )
+        return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
 
 class RunListApi(TenantAPIView):

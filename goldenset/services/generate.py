@@ -23,6 +23,7 @@ from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind, Or
 from goldenset.quality import DuplicateIndex, Verdict
 from goldenset.services.audit import chunks
 from goldenset.services.golden import EntryInput, golden_entries_add
+from goldenset.services.llm import resolve_model
 
 MIN_PAGE_CHARS = 120  # shorter pages hold no question worth asking
 
@@ -30,26 +31,8 @@ MIN_PAGE_CHARS = 120  # shorter pages hold no question worth asking
 def generate_backend(model: str | None) -> tuple[str, str]:
     """(backend, model) for a request's `model`: "llm" with the named or default model when an endpoint is
     configured, "template" (the offline writer) when none is or the request asks for it."""
-    requested = (model or "").strip()
-    if requested == generation.TEMPLATE_MODEL:
-        return "template", generation.TEMPLATE_MODEL
-    if not settings.EVALSITE_LLM_BASE_URL:
-        if requested:
-            raise EvalsiteError(
-                "llm-not-configured",
-                f'model: "{requested}" needs a chat endpoint and none is configured (EVALSITE_LLM_BASE_URL); '
-                f'omit model or send "{generation.TEMPLATE_MODEL}" for the offline template writer.',
-                details={"field": "model"},
-            )
-        return "template", generation.TEMPLATE_MODEL
-    chosen = requested or settings.EVALSITE_LLM_MODEL
-    if not chosen:
-        raise EvalsiteError(
-            "validation-error",
-            "model: no model named and EVALSITE_LLM_MODEL is not set.",
-            details={"field": "model"},
-        )
-    return "llm", chosen
+    chosen = resolve_model(model, field="model", offline=generation.TEMPLATE_MODEL)
+    return ("template", generation.TEMPLATE_MODEL) if chosen is None else ("llm", chosen)
 
 
 def generate_job_create(

@@ -5,9 +5,15 @@
         [--config '{"search_type": "Hybrid", "rerank": true}']
         [--ks 1,5,10] [--metric ndcg@10] [--fail-under 0.7] [--format text|json]
 
-The HTTP twin is POST /lmkit/v1/search/evaluate: both read configurations and ks with evaluation.configs and
-run evaluation.services.evaluate_retrieval, so they accept and reject the same requests and persist the same
-runs (listed by GET /lmkit/v1/search/evaluate/runs).
+    manage.py evaluate --answers --cluster C --tenant T --collection X
+        [--config 'Hybrid:groundedness=Medium,top_k=5'] [--judge-model M] [--no-llm]
+        [--unanswerable questions.txt] [--max-questions N] [--metric-threshold 0.5]
+        [--fail-under 70] [--format text|json]
+
+The HTTP twins are POST /lmkit/v1/search/evaluate and /search/evaluate/answers: they read configurations with
+evaluation.configs and run the same services, so they accept and reject the same requests and persist the same
+runs (listed by GET /lmkit/v1/search/evaluate/runs). With --answers the bar is the overall score (0-100, the
+mean of per-question means) and --no-llm forces the extractive answer and the heuristic judge.
 
 Exit codes: 0 every configuration clears the bar (or no bar was given), 1 some configuration is below it,
 2 a usage or data error, reported as one line `error [code] message` on stderr.
@@ -88,18 +94,18 @@ def config_from_cli(text: str, position: int) -> object:
     return raw
 
 
-def parse_fail_under(value) -> float | None:
-    """The bar: a number from 0 to 1 (every metric is a mean in [0, 1]); None for no gate."""
+def parse_fail_under(value, top: float = 1) -> float | None:
+    """The bar: a number from 0 to `top` (1 for retrieval metrics, 100 for an answer score); None: no gate."""
     if value is None:
         return None
     try:
         bar = float(value)
     except (TypeError, ValueError):
         bar = math.nan
-    if isinstance(value, bool) or not 0 <= bar <= 1:
+    if isinstance(value, bool) or not 0 <= bar <= top:
         raise EvalsiteError(
             "invalid-number",
-            f"fail_under: expected a number from 0 to 1, got {value!r}.",
+            f"fail_under: expected a number from 0 to {top:g}, got {value!r}.",
             details={"field": "fail_under"},
         )
     return bar
@@ -178,6 +184,28 @@ class Command(EvalsiteCommand):
         parser.add_argument(
             "--format", choices=["text", "json"], default="text", help="Output (default text)."
         )
+        answers = parser.add_argument_group("answer evaluation (--answers)")
+        answers.add_argument(
+            "--answers",
+            action="store_true",
+            help="Evaluate grounded answers instead of retrieval: --config also takes model and groundedness "
+            "(Off, Low, Medium, High); --fail-under is the overall score from 0 to 100.",
+        )
+        answers.add_argument(
+            "--judge-model", help='The judge model (default EVALSITE_LLM_MODEL; "heuristic").'
+        )
+        answers.add_argument(
+            "--no-llm", action="store_true", help="Offline: extractive answers and the heuristic judge."
+        )
+        answers.add_argument(
+            "--unanswerable", help="A file of questions the collection cannot answer, one per line."
+        )
+        answers.add_argument("--max-questions", help="Evaluate at most this many golden entries.")
+        answers.add_argument(
+            "--metric-threshold",
+            help="One pass threshold (0-1) for context relevancy, faithfulness and answer relevancy "
+            "(defaults 0.6, 0.6, 0.4).",
+        )
 
     def handle(self, *args, **options):
         if options["format"] not in ("text", "json"):
@@ -193,10 +221,12 @@ class Command(EvalsiteCommand):
             collection_id=None,
             collection_ids=[collection_ids] if isinstance(collection_ids, str) else collection_ids,
         )
-        ks = config_parser.parse_ks(options["ks"])
         raw_configs = options["config"]
         if isinstance(raw_configs, str):
             raw_configs = [raw_configs]
+        if options.get("answers"):
+            return self.handle_answers(tenant, collections, raw_configs, options)
+        ks = config_parser.parse_ks(options["ks"])
         configs = config_parser.parse_configs(
             None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
             services.available_rerankers(),
@@ -252,3 +282,104 @@ class Command(EvalsiteCommand):
             self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: FAIL ({reasons})")
         else:
             self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: PASS")
+
+    # --- --answers ------------------------------------------------------------------------------------------
+
+    def handle_answers(self, tenant, collections, raw_configs, options) -> None:
+        from evaluation import answers
+
+        configs = config_parser.parse_answer_configs(
+            None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
+            services.available_rerankers(),
+        )
+        bar = parse_fail_under(options["fail_under"], top=100)
+        thresholds: dict[str, float] = {}
+        if options.get("metric_threshold") is not None:
+            value = options["metric_threshold"]
+            thresholds = config_parser.parse_thresholds(
+                dict.fromkeys(("context_relevancy", "faithfulness", "answer_relevancy"), value),
+                field="metric_threshold",
+            )
+        max_questions = None
+        if options.get("max_questions") is not None:
+            max_questions = config_parser.parse_positive_int(
+                options["max_questions"], "max_questions", maximum=10**9
+            )
+        unanswerable = read_questions(options["unanswerable"]) if options.get("unanswerable") else []
+        batch_id, runs = answers.evaluate_answers(
+            tenant=tenant,
+            collections=collections,
+            configs=configs,
+            judge_model=options.get("judge_model"),
+            unanswerable_questions=unanswerable,
+            max_questions=max_questions,
+            thresholds=thresholds,
+            offline=bool(options.get("no_llm")),
+        )
+        summaries = [answers.answer_run_summary(run) for run in runs]
+        failing = [s for s in summaries if bar is not None and not clears(s["score"] or 0.0, bar)]
+        if options["format"] == "json":
+            document = {
+                "batch_id": str(batch_id),
+                "fail_under": bar,
+                "passed": not failing,
+                "runs": summaries,
+            }
+            self.stdout.write(json.dumps(document, indent=2))
+        else:
+            self.write_answer_report(summaries, bar, failing)
+        if failing:
+            sys.exit(1)
+
+    def write_answer_report(self, summaries: list[dict], bar: float | None, failing: list[dict]) -> None:
+        def cell(value) -> str:
+            return "-" if value is None else f"{value:.3f}"
+
+        names = [
+            "faithfulness",
+            "context_recall",
+            "answer_relevancy",
+            "citation_precision",
+            "context_relevancy",
+        ]
+        header = ["label", "score", *names, "refusal_recall", "false_refusal", "mode"]
+        rows = []
+        for s in summaries:
+            refusal = s["refusal"] or {}
+            rows.append(
+                [
+                    s["label"],
+                    "-" if s["score"] is None else f"{s['score']:.1f}",
+                    *(cell(s["metrics"].get(n)) for n in names),
+                    cell(refusal.get("refusal_recall")),
+                    cell(refusal.get("false_refusal_rate")),
+                    s["mode"],
+                ]
+            )
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            self.stdout.write("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                                        enumerate(zip(row, widths, strict=True))).rstrip())  # fmt: skip
+        for s in summaries:
+            diagnosis = ", ".join(f"{k} {v}" for k, v in sorted((s["diagnosis"] or {}).items()))
+            self.stdout.write(f"{s['label']}: {s['passed']} passed, {s['failed']} failed ({diagnosis})")
+        for warning in dict.fromkeys(w for s in summaries for w in s["warnings"]):
+            self.stdout.write(f"warning: {warning}")
+        if bar is None:
+            self.stdout.write("gate: none (no --fail-under); score reported only")
+        elif failing:
+            reasons = "; ".join(f"{s['label']}: {s['score'] or 0:.1f} < {number(bar)}" for s in failing)
+            self.stdout.write(f"gate: score >= {number(bar)} for every configuration: FAIL ({reasons})")
+        else:
+            self.stdout.write(f"gate: score >= {number(bar)} for every configuration: PASS")
+
+
+def read_questions(path: str) -> list[str]:
+    """One question per non-blank line of a UTF-8 text file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return [line.strip() for line in handle if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalsiteError(
+            "unreadable-file", f"unanswerable: cannot read {path}: {exc}", details={"field": "unanswerable"}
+        ) from None

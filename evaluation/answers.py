@@ -1,0 +1,508 @@
+"""Grounded answers and their evaluation: the Django side (loading, retrieval, concurrency, persistence).
+
+The answer step (evaluation.answering), the judge (evaluation.judge) and the verdicts and summaries
+(evaluation.answer_scoring) are pure; this module feeds them and stores what they say.
+
+- `answer_question` is `POST /search/answer`: retrieve with a configuration, answer from those pages only.
+- `evaluate_answers` runs every question (the golden entries, answerable or not, plus the request's
+  `unanswerable_questions`) through that same path once per configuration, judges each answer, and persists one
+  run (kind answers) per configuration. Retrieval runs first, on this thread; answering and judging run on
+  EVALSITE_LLM_CONCURRENCY threads (all configurations' questions in one pool), which touch the database only to
+  read the call cache; results are written here, in one transaction per batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation import answer_scoring, answering, judge
+from evaluation.configs import AnswerConfig
+from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.services import CollectionSearch, available_rerankers
+from goldenset.errors import EvalsiteError
+from goldenset.jobs import job_cancelled, job_create
+from goldenset.llm import ChatClient
+from goldenset.llm_cache import DbCallCache
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, Page, Tenant
+from goldenset.services.llm import resolve_model
+
+EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
+MAX_UNANSWERABLE = 1000
+
+
+@dataclass(frozen=True)
+class AnswerQuestion:
+    entry_id: str | None  # None for a request's unanswerable question
+    key: str
+    collection_id: str
+    question: str
+    reference: str
+    expected: dict[str, int]  # expected document key -> grade (qualified "collection/id" across collections)
+    answerable: bool
+
+
+def answer_model(requested: str | None, field: str, *, offline: bool = False) -> str | None:
+    """The answering model for a configuration; None = the extractive answer."""
+    return None if offline else resolve_model(requested, field=field, offline=EXTRACTIVE)
+
+
+def judge_model_of(requested: str | None, *, offline: bool = False) -> str | None:
+    """The judge model; None = the heuristic judge."""
+    return None if offline else resolve_model(requested, field="judge_model", offline=HEURISTIC)
+
+
+# --- retrieval -------------------------------------------------------------------------------------------------
+
+
+def retrieve(
+    engine: CollectionSearch, question: str, config: AnswerConfig, at=None
+) -> tuple[list[str], list[float], list[int]]:
+    """(document keys, scores, page pks) of the top_k documents, each with its best page."""
+    hits = engine.rank(question, config.run, config.top_k, at=at)
+    by_slug = {c.slug: i for i, c in enumerate(engine.collections)}
+    page_ids = [
+        engine.indexes[by_slug[slug]].corpus.page_ids[row]
+        for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
+    ]
+    return hits.keys(qualified=len(engine.collections) > 1), hits.scores, page_ids
+
+
+def load_passages(page_ids: Sequence[int], keys: Sequence[str]) -> list[answering.Passage]:
+    """The retrieved pages as numbered passages (1 = the best), under the same document keys as the ranking."""
+    pages = {
+        p.pk: p
+        for p in Page.objects.filter(pk__in=set(page_ids))
+        .select_related("document")
+        .only("pk", "number", "text", "document__title")
+    }
+    return [
+        answering.Passage(
+            number=i,
+            document_id=key,
+            page_number=pages[pk].number,
+            title=pages[pk].document.title,
+            text=pages[pk].text,
+        )
+        for i, (pk, key) in enumerate(zip(page_ids, keys, strict=True), start=1)
+        if pk in pages
+    ]
+
+
+def _client(cache: DbCallCache | None = None) -> ChatClient:
+    return ChatClient.from_settings(cache=cache)
+
+
+def write_answer(
+    client: ChatClient | None, model: str | None, question: str, passages, groundedness: str
+) -> answering.Answer:
+    if model is None or client is None:
+        return answering.extractive_answer(question, passages, groundedness)
+    return answering.llm_answer(client, model, question, passages, groundedness)
+
+
+def answer_question(
+    *, collections: Sequence[Collection], question: str, config: AnswerConfig, offline: bool = False
+) -> dict[str, Any]:
+    """POST /search/answer: the grounded answer users get, with its citations and passages."""
+    started = time.perf_counter()
+    model = answer_model(config.model, "model", offline=offline)
+    engine = CollectionSearch(collections)
+    keys, scores, page_ids = retrieve(engine, question, config)
+    passages = load_passages(page_ids, keys)
+    engine.persist_new_parts()
+    if model is None:
+        answer = write_answer(None, None, question, passages, config.groundedness)
+    else:
+        with _client(DbCallCache()) as client:
+            answer = write_answer(client, model, question, passages, config.groundedness)
+            client.cache.flush()  # type: ignore[union-attr]
+    if answer.error:
+        raise EvalsiteError("llm-unavailable", f"The answer could not be written: {answer.error}", status=503)
+    return {
+        "question": question,
+        "answer": answer.text,
+        "refused": answer.refused,
+        "method": answer.method,
+        "model": answer.model,
+        "groundedness": config.groundedness,
+        "support": answer.support,
+        "citations": [_citation(c) for c in answer.citations],
+        "passages": [_passage(p, score) for p, score in zip(passages, scores, strict=False)],
+        "config": config.as_dict(),
+        "usage": {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens},
+        "took_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+def _citation(c: answering.Citation) -> dict:
+    return {"number": c.number, "document_id": c.document_id, "statement": c.statement}
+
+
+def _passage(p: answering.Passage, score: float | None = None) -> dict:
+    out = {"number": p.number, "document_id": p.document_id, "page_number": p.page_number, "title": p.title}
+    if score is not None:
+        out["score"] = score
+    return {**out, "text": p.text}
+
+
+# --- evaluation ------------------------------------------------------------------------------------------------
+
+
+def answer_questions(
+    collections: Sequence[Collection], unanswerable: Sequence[str], max_questions: int | None
+) -> tuple[list[AnswerQuestion], list[str]]:
+    """The golden entries (in order, up to max_questions) and the request's unanswerable questions."""
+    multi = len(collections) > 1
+    questions: list[AnswerQuestion] = []
+    for collection in collections:
+        for entry in GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id"):
+            questions.append(
+                AnswerQuestion(
+                    entry_id=str(entry.pk),
+                    key=entry.key,
+                    collection_id=collection.slug,
+                    question=entry.question,
+                    reference=entry.reference_answer if entry.answerable else "",
+                    expected={
+                        (f"{collection.slug}/{d}" if multi else d): entry.grade(d)
+                        for d in entry.expected_document_ids
+                    },
+                    answerable=entry.answerable,
+                )
+            )
+    warnings: list[str] = []
+    if max_questions is not None and len(questions) > max_questions:
+        warnings.append(
+            f"max_questions: {max_questions} of the {len(questions)} golden entries were evaluated."
+        )
+        questions = questions[:max_questions]
+    for text in unanswerable:
+        questions.append(AnswerQuestion(None, "", collections[0].slug, text, "", {}, answerable=False))
+    return questions, warnings
+
+
+@dataclass
+class _Pair:
+    config_index: int
+    question: AnswerQuestion
+    keys: list[str]
+    scores: list[float]
+    passages: list[answering.Passage]
+    answer: answering.Answer | None = None
+    judged: dict[str, judge.Score] | None = None
+
+
+def evaluate_answers(
+    *,
+    tenant: Tenant,
+    collections: Sequence[Collection],
+    configs: Sequence[AnswerConfig],
+    judge_model: str | None = None,
+    unanswerable_questions: Sequence[str] = (),
+    max_questions: int | None = None,
+    thresholds: dict[str, float] | None = None,
+    offline: bool = False,
+    job: Job | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[uuid.UUID, list[EvaluationRun]]:
+    thresholds = {**answer_scoring.DEFAULT_THRESHOLDS, **(thresholds or {})}
+    models = [answer_model(c.model, f"configs[{i}].model", offline=offline) for i, c in enumerate(configs)]
+    judging = judge_model_of(judge_model, offline=offline)
+    questions, warnings = answer_questions(collections, unanswerable_questions, max_questions)
+    if not questions:
+        raise EvalsiteError(
+            "empty-golden-set",
+            "No golden entries (and no unanswerable_questions) in "
+            + ", ".join(c.slug for c in collections)
+            + ".",
+            details={"collection_ids": [c.slug for c in collections]},
+        )
+    now = timezone.now()
+    engine = CollectionSearch(collections)
+    pairs: list[_Pair] = []
+    for index, config in enumerate(configs):
+        for q in questions:
+            keys, scores, page_ids = retrieve(engine, q.question, config, at=now)
+            pairs.append(_Pair(index, q, keys, scores, load_passages(page_ids, keys)))
+    engine.persist_new_parts()
+
+    cache = DbCallCache()
+    needs_client = judging is not None or any(m is not None for m in models)
+    client = _client(cache) if needs_client else None
+    judge_obj = judge.LLMJudge(client, judging) if client is not None and judging is not None else None
+    started = time.perf_counter()
+    total = len(pairs)
+
+    def work(pair: _Pair) -> _Pair:
+        config = configs[pair.config_index]
+        pair.answer = write_answer(
+            client, models[pair.config_index], pair.question.question, pair.passages, config.groundedness
+        )
+        if pair.answer.error is None and pair.question.answerable:
+            pair.judged = judge.judge_question(
+                pair.question.question, pair.question.reference, pair.answer, pair.passages, judge_obj
+            )
+        return pair
+
+    try:
+        _run_all(pairs, work, client.concurrency if client else 1, cache, progress, job, total)
+    finally:
+        cache.flush()
+        if client is not None:
+            client.close()
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    batch_id = uuid.uuid4()
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [[q.entry_id, q.question, q.reference, sorted(q.expected), q.answerable] for q in questions]
+        ).encode()
+    ).hexdigest()
+    with transaction.atomic():
+        runs = [
+            _persist(
+                tenant=tenant,
+                collections=collections,
+                batch_id=batch_id,
+                config=config,
+                model=models[index],
+                judge_model=judging,
+                pairs=[p for p in pairs if p.config_index == index],
+                thresholds=thresholds,
+                warnings=warnings,
+                fingerprint=fingerprint,
+                elapsed_ms=elapsed_ms / len(configs),
+                job=job,
+            )
+            for index, config in enumerate(configs)
+        ]
+    return batch_id, runs
+
+
+def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, total: int) -> None:
+    """Answer and judge every pair, `concurrency` at a time; progress, cache writes and cancel checks here."""
+    done = 0
+    if concurrency <= 1:
+        for pair in pairs:
+            work(pair)
+            done += 1
+            if progress and (done % 20 == 0 or done == total):
+                progress(done, total)
+        return
+    checked = time.monotonic()
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="answers") as pool:
+        pending: set[Future] = {pool.submit(work, pair) for pair in pairs}
+        while pending:
+            finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in finished:
+                future.result()  # a bug in the pure code must surface, not vanish
+            done += len(finished)
+            cache.flush()
+            if progress and finished:
+                progress(done, total)
+            if job is not None and time.monotonic() - checked > 1.0:
+                checked = time.monotonic()
+                if job_cancelled(job.pk):
+                    for future in pending:
+                        future.cancel()
+                    raise EvalsiteError("job-cancelled", "The evaluation was cancelled.")
+
+
+def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judge_model, pairs: list[_Pair],
+             thresholds, warnings, fingerprint, elapsed_ms, job) -> EvaluationRun:  # fmt: skip
+    outcomes, verdicts, results = [], [], []
+    usage = {"answer_calls": 0, "judge_calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+             "call_latency_ms": 0.0}  # fmt: skip
+    sanity = 0
+    for position, pair in enumerate(pairs):
+        answer, q = pair.answer, pair.question
+        assert answer is not None
+        scores = pair.judged or {}
+        outcome = answer_scoring.QuestionOutcome(
+            answerable=q.answerable,
+            refused=answer.refused,
+            scores=scores,
+            expected_ids=list(q.expected),
+            retrieved_ids=pair.keys,
+            answer_error=answer.error,
+        )
+        verdict = answer_scoring.judge_outcome(outcome, thresholds)
+        outcomes.append(outcome)
+        verdicts.append(verdict)
+        question_warnings = []
+        if q.answerable and q.reference:
+            check = answer_scoring.sanity_warning(q.reference, [p.text for p in pair.passages])
+            if check:
+                question_warnings.append(check)
+                sanity += 1
+        if answer.method == "llm" and pair.passages:  # with nothing retrieved it declines without a call
+            usage["answer_calls"] += 1
+            usage["cached_calls"] += int(answer.cached)
+        usage["prompt_tokens"] += answer.prompt_tokens
+        usage["completion_tokens"] += answer.completion_tokens
+        usage["call_latency_ms"] += answer.latency_ms
+        for score in scores.values():
+            usage["judge_calls"] += score.calls
+            usage["cached_calls"] += score.cached_calls
+            usage["prompt_tokens"] += score.prompt_tokens
+            usage["completion_tokens"] += score.completion_tokens
+            usage["call_latency_ms"] += score.latency_ms
+        results.append(
+            QuestionResult(
+                position=position,
+                entry_id=q.entry_id or uuid.uuid5(uuid.NAMESPACE_URL, f"unanswerable:{q.question}"),
+                entry_key=q.key,
+                collection_id=q.collection_id,
+                question=q.question,
+                expected=q.expected,
+                **QuestionResult.ranked_fields(list(zip(pair.keys, pair.scores, strict=True))),
+                first_relevant_rank=next((i for i, k in enumerate(pair.keys, 1) if k in q.expected), None),
+                missing_document_ids=[d for d in q.expected if d not in set(pair.keys)],
+                metrics={name: s.value for name, s in scores.items() if s.value is not None},
+                judgements={name: s.as_dict() for name, s in scores.items()},
+                diagnosis=verdict.diagnosis,
+                answer=answer.text,
+                citations=[_citation(c) for c in answer.citations],
+                context=[_passage(p) for p in pair.passages],
+                warnings=question_warnings + list(verdict.reasons if not verdict.passed else ()),
+                answerable=q.answerable,
+                refused=answer.refused if answer.error is None else None,
+                passed=verdict.passed,
+            )
+        )
+    summary = answer_scoring.summarize(outcomes, verdicts)
+    run_warnings = list(warnings) + summary.warnings
+    if sanity:
+        run_warnings.append(
+            f"golden-set check: {sanity} reference answer(s) share almost no vocabulary with the retrieved "
+            "context; see those questions' warnings"
+        )
+    metrics: dict[str, float | None] = {
+        **summary.metrics,
+        "refusal_recall": summary.refusal["refusal_recall"],
+        "false_refusal_rate": summary.refusal["false_refusal_rate"],
+        "score": summary.score,
+    }
+    run = EvaluationRun.objects.create(
+        tenant=tenant,
+        collection_ids=[c.slug for c in collections],
+        batch_id=batch_id,
+        kind=RunKind.ANSWERS,
+        label=config.label,
+        config={
+            **config.as_dict(),
+            "model": model or EXTRACTIVE,
+            "judge_model": judge_model or HEURISTIC,
+            "thresholds": thresholds,
+        },
+        ks=[config.top_k],
+        metrics={k: v for k, v in metrics.items() if v is not None},
+        metric_methods={
+            **{k: v for k, v in summary.methods.items() if v},
+            "refusal_recall": "count",
+            "false_refusal_rate": "count",
+            "score": summary.mode,
+        },
+        mode=summary.mode,
+        question_count=len(pairs),
+        warnings=run_warnings,
+        golden_fingerprint=fingerprint,
+        summary={**summary.as_dict(), "usage": usage},
+        duration_ms=round(elapsed_ms, 1),
+        job=job,
+    )
+    run.collections.set(collections)
+    for result in results:
+        result.run = run
+    QuestionResult.objects.bulk_create(results, batch_size=200)
+    return run
+
+
+def answer_run_summary(run: EvaluationRun) -> dict:
+    """An answer run as the evaluate/answers endpoint and the CLI report it."""
+    return {
+        "run_id": str(run.pk),
+        "label": run.label,
+        "kind": run.kind,
+        "config": run.config,
+        "mode": run.mode,
+        "score": run.summary.get("score"),
+        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in judge.METRICS},
+        "metric_methods": run.metric_methods,
+        "refusal": run.summary.get("refusal"),
+        "excluded": run.summary.get("excluded"),
+        "diagnosis": run.summary.get("diagnosis"),
+        "passed": run.summary.get("passed"),
+        "failed": run.summary.get("failed"),
+        "question_count": run.question_count,
+        "usage": run.summary.get("usage"),
+        "duration_ms": run.duration_ms,
+        "warnings": run.warnings,
+    }
+
+
+# --- the job -------------------------------------------------------------------------------------------------
+
+
+def answers_job_create(
+    *,
+    tenant: Tenant,
+    collections: Sequence[Collection],
+    configs: Sequence[AnswerConfig],
+    judge_model: str | None,
+    unanswerable_questions: Sequence[str],
+    max_questions: int | None,
+    thresholds: dict[str, float],
+) -> Job:
+    # Resolve the models now: a request naming a model that cannot run is a 400, not a failed job.
+    for i, config in enumerate(configs):
+        answer_model(config.model, f"configs[{i}].model")
+    judge_model_of(judge_model)
+    return job_create(
+        tenant=tenant,
+        kind=JobKind.EVALUATE_ANSWERS,
+        collection=collections[0],
+        input={
+            "collection_pks": [c.pk for c in collections],
+            "configs": [
+                {**c.run.as_dict(), "model": c.model, "groundedness": c.groundedness} for c in configs
+            ],
+            "judge_model": judge_model,
+            "unanswerable_questions": list(unanswerable_questions),
+            "max_questions": max_questions,
+            "thresholds": thresholds,
+        },
+    )
+
+
+def evaluate_answers_job(job: Job, progress) -> dict:
+    from evaluation.configs import parse_answer_configs
+
+    spec = job.input
+    collections = list(Collection.objects.filter(pk__in=spec["collection_pks"]))
+    if len(collections) != len(spec["collection_pks"]):
+        raise EvalsiteError("collection-gone", "A collection was deleted before the evaluation ran.")
+    order = {pk: i for i, pk in enumerate(spec["collection_pks"])}
+    collections.sort(key=lambda c: order[c.pk])
+    configs = parse_answer_configs(spec["configs"], available_rerankers())
+    batch_id, runs = evaluate_answers(
+        tenant=job.tenant,
+        collections=collections,
+        configs=configs,
+        judge_model=spec.get("judge_model"),
+        unanswerable_questions=spec.get("unanswerable_questions") or [],
+        max_questions=spec.get("max_questions"),
+        thresholds=spec.get("thresholds") or {},
+        job=job,
+        progress=progress,
+    )
+    return {"batch_id": str(batch_id), "runs": [answer_run_summary(r) for r in runs]}

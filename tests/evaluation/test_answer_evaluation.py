@@ -1,0 +1,317 @@
+"""POST /lmkit/v1/search/answer and /search/evaluate/answers, and `manage.py evaluate --answers`: the grounded
+answer users get, and the evaluation that scores it, stored as runs of kind answers; offline (extractive +
+heuristic) and against the scripted server (LLM answers, LLM judge, faults)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from goldenset import services
+from goldenset.models import Job, JobStatus
+from tests.answer_support import decline_everything, scripted_rag
+from tests.llm_server import llm_server_fixture  # noqa: F401
+
+ANSWERS = "/lmkit/v1/search/evaluate/answers"
+ANSWER = "/lmkit/v1/search/answer"
+METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy")
+
+
+@pytest.fixture
+def golden(world):
+    services.golden_entries_add(
+        collection=world.collection,
+        entries=[
+            services.EntryInput(
+                question="How many days do customers have to get a full refund?",
+                expected_document_ids=["refunds"],
+                reference_answer="Customers get a full refund within 30 days of purchase.",
+            ),
+            services.EntryInput(
+                question="How quickly do orders ship?",
+                expected_document_ids=["shipping"],
+                reference_answer="Orders ship within two business days.",
+            ),
+            services.EntryInput(
+                question="What does the device warranty cover?",
+                expected_document_ids=["warranty"],
+                reference_answer="Manufacturing defects, for two years.",
+            ),
+            services.EntryInput(
+                question="Do you offer gift wrapping for birthday presents?",
+                expected_document_ids=[],
+                answerable=False,
+            ),
+        ],
+        actor="test",
+    )
+    return world
+
+
+@pytest.fixture
+def evaluate(golden, django_capture_on_commit_callbacks):
+    def post(**body):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = golden.client.post(ANSWERS, {"collection_id": "handbook", **body}, format="json")
+        return response
+
+    return post
+
+
+def runs_of(response) -> list[EvaluationRun]:
+    job = Job.objects.get(pk=response.json()["job_id"])
+    assert job.status == JobStatus.COMPLETED, job.error
+    return [EvaluationRun.objects.get(pk=r["run_id"]) for r in job.result["runs"]]
+
+
+# --- offline --------------------------------------------------------------------------------------------------
+
+
+def test_an_offline_evaluation_persists_one_answer_run_per_configuration(evaluate):
+    response = evaluate(
+        configs=[
+            {"label": "ft", "search_type": "FullText"},
+            {"search_type": "Hybrid", "groundedness": "High"},
+        ],
+        unanswerable_questions=["Can I pay with bitcoin at the store?"],
+    )
+    assert response.status_code == 202, response.json()
+    first, second = runs_of(response)
+    assert (first.label, second.label) == ("ft", "Hybrid Rrf groundedness:High")
+    for run in (first, second):
+        assert run.kind == RunKind.ANSWERS and run.mode == "heuristic"
+        assert run.question_count == 5
+        assert run.config["model"] == "extractive" and run.config["judge_model"] == "heuristic"
+        assert {run.metric_methods[m] for m in METRICS if m in run.metrics} == {"heuristic"}
+        assert 0 <= run.metrics["score"] <= 100
+        refusal = run.summary["refusal"]
+        assert (refusal["unanswerable"], refusal["answerable"]) == (2, 3)
+        assert "refusal_recall" in run.metrics and "false_refusal_rate" in run.metrics
+        assert sum(run.summary["diagnosis"].values()) == 5
+    results = list(first.results.order_by("position"))
+    refunds = results[0]
+    assert "30 days" in refunds.answer and refunds.citations[0]["document_id"] == "refunds"
+    assert refunds.context[0]["document_id"] == "refunds" and "full refund" in refunds.context[0]["text"]
+    assert refunds.judgements["faithfulness"]["method"] == "heuristic"
+    assert refunds.judgements["faithfulness"]["detail"]["statements"]
+    assert refunds.metrics["faithfulness"] == refunds.judgements["faithfulness"]["value"]
+    assert refunds.answerable is True and refunds.refused is False and refunds.diagnosis
+    assert results[3].answerable is False and results[4].question == "Can I pay with bitcoin at the store?"
+
+
+def test_heuristic_mode_is_deterministic(evaluate):
+    def snapshot() -> list:
+        (run,) = runs_of(evaluate(configs=[{"search_type": "FullText", "groundedness": "Medium"}]))
+        rows = QuestionResult.objects.filter(run=run).order_by("position")
+        return [
+            run.metrics,
+            run.summary["refusal"],
+            [(r.answer, r.citations, r.judgements, r.diagnosis, r.refused, r.passed) for r in rows],
+        ]
+
+    assert snapshot() == snapshot()
+
+
+def test_a_stricter_groundedness_declines_more(evaluate):
+    off, high = runs_of(
+        evaluate(
+            configs=[{"label": "off", "groundedness": "Off"}, {"label": "high", "groundedness": "High"}],
+            unanswerable_questions=["Which planets have rings made of ice?"],
+        )
+    )
+    assert off.summary["refusal"]["refusal_recall"] <= high.summary["refusal"]["refusal_recall"]
+    assert high.summary["refusal"]["refusal_recall"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"configs": [{"groundedness": "Extreme"}]}, "configs[0].groundedness"),
+        ({"configs": [{"search_typ": "FullText"}]}, "configs[0].search_typ"),
+        ({"metric_thresholds": {"faithfulness": 2}}, "metric_thresholds.faithfulness"),
+        ({"metric_thresholds": {"accuracy": 0.5}}, "metric_thresholds.accuracy"),
+        ({"configs": [{"model": "llama3"}]}, "configs[0].model"),  # no endpoint configured
+        ({"judge_model": "llama3"}, "judge_model"),
+        ({"max_questions": 0}, "max_questions"),
+        ({"unanswerable_questions": "not a list"}, "unanswerable_questions"),
+    ],
+)
+def test_bad_input_is_a_400_naming_the_field(evaluate, body, field):
+    response = evaluate(**body)
+    assert response.status_code == 400, response.json()
+    assert field in response.json()["error"]["message"]
+    assert not Job.objects.exists()
+
+
+def test_another_tenants_collection_is_not_found(golden):
+    response = golden.other_client.post(ANSWERS, {"collection_id": "handbook"}, format="json")
+    assert response.status_code == 202  # the rival has its own "handbook"
+    hidden = golden.other_client.post(ANSWER, {"collection_id": "nope", "query": "refund"}, format="json")
+    assert hidden.status_code == 404
+
+
+def test_max_questions_bounds_the_golden_entries_and_says_so(evaluate):
+    (run,) = runs_of(evaluate(max_questions=2))
+    assert run.question_count == 2
+    assert any("max_questions: 2 of the 4" in w for w in run.warnings)
+
+
+# --- the answer endpoint ---------------------------------------------------------------------------------------
+
+
+def test_the_answer_endpoint_answers_from_the_retrieved_pages_with_citations(golden):
+    response = golden.client.post(
+        ANSWER, {"collection_id": "handbook", "query": "How long do I have to get a refund?"}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["refused"] is False and body["method"] == "extractive"
+    assert "30 days" in body["answer"] and "[1]" in body["answer"]
+    assert body["citations"][0] == {
+        "number": 1,
+        "document_id": "refunds",
+        "statement": body["citations"][0]["statement"],
+    }
+    assert body["passages"][0]["document_id"] == "refunds" and body["passages"][0]["number"] == 1
+
+
+def test_the_answer_endpoint_declines_an_off_topic_question_when_grounded(golden):
+    response = golden.client.post(
+        ANSWER,
+        {
+            "collection_id": "handbook",
+            "query": "Which volcano erupted in Iceland in 2010?",
+            "groundedness": "High",
+        },
+        format="json",
+    )
+    assert response.json()["refused"] is True and response.json()["citations"] == []
+
+
+def test_the_answer_endpoint_rejects_a_bad_groundedness(golden):
+    response = golden.client.post(
+        ANSWER, {"collection_id": "handbook", "query": "refund", "groundedness": "Very"}, format="json"
+    )
+    assert response.status_code == 400 and "groundedness" in response.json()["error"]["message"]
+
+
+# --- with the scripted server -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def llm(llm_server, settings):
+    settings.EVALSITE_LLM_BASE_URL = llm_server.url
+    settings.EVALSITE_LLM_MODEL = "scripted"
+    settings.EVALSITE_LLM_MAX_ATTEMPTS = 1
+    settings.EVALSITE_LLM_CONCURRENCY = 4
+    return llm_server
+
+
+def test_an_llm_judged_run_is_labelled_llm_judge(evaluate, llm):
+    llm.reply(r".", scripted_rag)
+    (run,) = runs_of(evaluate(configs=[{"label": "llm"}]))
+    assert run.mode == "llm-judge"
+    assert run.config["model"] == "scripted" and run.config["judge_model"] == "scripted"
+    assert {run.metric_methods[m] for m in METRICS} == {"llm-judge"}
+    assert run.metrics["faithfulness"] == 1.0  # the scripted judge supports everything
+    with_passages = sum(1 for r in run.results.all() if r.context)  # nothing retrieved: declined, no call
+    assert run.summary["usage"]["judge_calls"] > 0 and run.summary["usage"]["answer_calls"] == with_passages
+    first = run.results.order_by("position").first()
+    assert first.answer.endswith("[1].") and first.judgements["answer_relevancy"]["value"] == 0.75
+
+
+def test_a_pipeline_that_declines_everything_has_refusal_recall_1_and_false_refusal_rate_1(evaluate, llm):
+    llm.reply(r"^Question:", decline_everything)
+    llm.reply(r".", scripted_rag)
+    (run,) = runs_of(evaluate(unanswerable_questions=["Can I pay with bitcoin?"]))
+    assert run.metrics["refusal_recall"] == 1.0
+    assert run.metrics["false_refusal_rate"] == 1.0
+    assert all(r.refused for r in run.results.all())
+
+
+def test_judge_failures_fall_back_to_the_heuristic_and_say_so(evaluate, llm):
+    llm.reply(r".", scripted_rag)
+    llm.fail_next(*([500] * 1000))  # every call fails: extractive answers (model "extractive"), judge down
+    (run,) = runs_of(evaluate(configs=[{"model": "extractive"}]))
+    assert run.mode == "heuristic"  # a configured judge whose every call failed
+    answered = [r for r in run.results.all() if r.answerable and not r.refused]
+    assert answered
+    for result in answered:
+        faithfulness = result.judgements["faithfulness"]
+        assert faithfulness["method"] == "heuristic" and faithfulness["fallback"].startswith(
+            "judge call failed"
+        )
+    assert any("the judge call failed" in w for w in run.warnings)
+
+
+def test_unreadable_judgements_are_excluded_with_a_warning_never_zero(evaluate, llm):
+    llm.reply(r"Answer statements:", "The answer looks fine to me.")  # faithfulness judgements unreadable
+    llm.reply(r".", scripted_rag)
+    (run,) = runs_of(evaluate(configs=[{"model": "extractive"}]))
+    excluded = run.summary["excluded"]["faithfulness"]
+    assert excluded.get("unreadable", 0) >= 1
+    assert "faithfulness" not in run.metrics or run.metrics["faithfulness"] is not None
+    assert any(f"faithfulness: {excluded['unreadable']} question(s) excluded" in w for w in run.warnings)
+    for result in run.results.all():
+        judged = result.judgements.get("faithfulness")
+        if judged and judged["excluded"] == "unreadable":
+            assert judged["value"] is None and "faithfulness" not in result.metrics
+
+
+def test_a_failed_answer_is_an_error_not_a_score(evaluate, llm):
+    llm.reply(r".", scripted_rag)
+    llm.fail_next(*([503] * 1000))
+    (run,) = runs_of(evaluate(configs=[{"label": "down"}], judge_model="heuristic"))
+    # The gift-wrapping question retrieves nothing and is declined without a call; the three others fail.
+    assert run.summary["diagnosis"] == {"error": 3, "pass": 1}
+    assert run.metrics["score"] == 100.0  # the one question that could be scored, not zeros for the rest
+    assert "3 question(s) got no answer (the model call failed) and are left out of the means" in run.warnings
+    assert "faithfulness" not in run.metrics  # no answered question: absent, not 0
+
+
+# --- the CLI gate -----------------------------------------------------------------------------------------------
+
+
+def gate(*args) -> tuple[int, str]:
+    out = io.StringIO()
+    try:
+        call_command("evaluate", "--answers", "--cluster", "acme", "--tenant", "search", "--collection",
+                     "handbook", *args, stdout=out)  # fmt: skip
+    except SystemExit as exc:
+        return int(exc.code or 0), out.getvalue()
+    return 0, out.getvalue()
+
+
+def test_the_answer_gate_passes_and_fails_on_the_score(golden):
+    code, text = gate("--no-llm", "--fail-under", "0")
+    assert code == 0 and "gate: score >= 0 for every configuration: PASS" in text
+    code, text = gate("--no-llm", "--fail-under", "100")
+    assert code == 1 and "FAIL" in text
+
+
+def test_the_answer_gate_writes_json(golden, tmp_path):
+    questions = tmp_path / "unanswerable.txt"
+    questions.write_text("Can I pay with bitcoin?\n\nDo you ship to Mars?\n")
+    code, text = gate(
+        "--no-llm", "--format", "json", "--unanswerable", str(questions), "--metric-threshold", "0.5"
+    )
+    document = json.loads(text)
+    assert code == 0 and document["passed"] is True
+    (run,) = document["runs"]
+    assert run["refusal"]["unanswerable"] == 3 and run["mode"] == "heuristic"
+    assert run["config"]["thresholds"]["faithfulness"] == 0.5
+
+
+def test_a_bad_bar_is_exit_2(golden, capsys):
+    from goldenset.management.commands._base import EvalsiteCommand  # noqa: F401  (one-line errors)
+
+    with pytest.raises(SystemExit) as exit_info:
+        call_command(
+            "evaluate", "--answers", "--cluster", "acme", "--tenant", "search", "--collection", "handbook",
+            "--fail-under", "150",
+        )  # fmt: skip
+    assert exit_info.value.code == 2
