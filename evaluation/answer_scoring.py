@@ -8,8 +8,10 @@ Per question
   clears its threshold (defaults: context relevancy 0.6, faithfulness 0.6, answer relevancy 0.4), and retrieval
   did its part. Its diagnosis says what to fix:
   `retrieval` when an expected (must-cite) document was not retrieved or nothing retrieved is relevant (context
-  relevancy 0): this fails the question even when every score passes; `generation` when the right documents
-  came back and the answer failed (a metric below threshold, or a false refusal); `pass` otherwise.
+  relevancy 0): this fails the question even when every score passes; also when context relevancy is the only
+  metric below its threshold (the answer passed, the context was mostly noise); `generation` when the right
+  documents came back and the answer failed (an answer metric below threshold, or a false refusal); `pass`
+  otherwise.
 - An unanswerable question passes when the pipeline declined it; answering it is a `generation` failure (the
   passages on topic did not hold the answer, and the answer was written anyway).
 - A question whose answer could not be produced (the model call failed) is `error`: it is left out of every
@@ -94,6 +96,9 @@ def judge_outcome(outcome: QuestionOutcome, thresholds: Mapping[str, float]) -> 
     reasons.extend(below)
     mean = sum(values) / len(values) if values else None
     if retrieval_failed:
+        return Verdict(RETRIEVAL, False, tuple(reasons), mean)
+    answer_below = [name for name in below if not name.startswith("context_relevancy ")]
+    if below and not answer_below:  # the answer passed; the context was mostly noise: fix retrieval
         return Verdict(RETRIEVAL, False, tuple(reasons), mean)
     if below:
         return Verdict(GENERATION, False, tuple(reasons), mean)

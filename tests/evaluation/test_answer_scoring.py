@@ -187,3 +187,12 @@ def test_the_sanity_check_flags_a_reference_foreign_to_the_context():
     warning = sanity_warning("Penguins migrate across Antarctic glaciers every winter.", context)
     assert warning is not None and "golden-set check" in warning
     assert sanity_warning("", context) is None
+
+
+def test_a_failure_on_context_relevancy_alone_points_at_retrieval():
+    noisy = outcome(scores={**GOOD, "context_relevancy": s(0.2)})
+    verdict = judge_outcome(noisy, DEFAULT_THRESHOLDS)
+    assert (verdict.diagnosis, verdict.passed) == (RETRIEVAL, False)
+    assert verdict.reasons == ("context_relevancy 0.20 < 0.6",)
+    both = outcome(scores={**GOOD, "context_relevancy": s(0.2), "faithfulness": s(0.1)})
+    assert judge_outcome(both, DEFAULT_THRESHOLDS).diagnosis == GENERATION

@@ -21,7 +21,7 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
     collection = Collection.objects.get(tenant__cluster__slug="demo", tenant__slug="demo", slug="clapnq")
     assert collection.documents.count() == 597
     assert GoldenEntry.objects.filter(collection=collection).count() == 600
-    runs = EvaluationRun.objects.filter(tenant=collection.tenant)
+    runs = EvaluationRun.objects.filter(tenant=collection.tenant, kind="retrieval")
     assert sorted(runs.values_list("label", flat=True)) == [
         "fulltext",
         "fulltext okapi",
@@ -31,7 +31,13 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
     ]
     assert len(set(runs.values_list("batch_id", flat=True))) == 1
     assert all(run.question_count == 300 for run in runs)  # the answerable questions carry expected documents
+    answer_runs = EvaluationRun.objects.filter(tenant=collection.tenant, kind="answers")
+    assert sorted(answer_runs.values_list("label", flat=True)) == ["answers fulltext", "answers hybrid grounded"]
+    for run in answer_runs:  # all 600 questions, the 300 unanswerable ones measuring refusal
+        assert run.question_count == 600 and run.mode == "heuristic"
+        assert run.summary["refusal"]["unanswerable"] == 300 and run.summary["refusal"]["answerable"] == 300
     assert "Loaded ClapNQ" in first.getvalue() and "Evaluated the demo golden set" in first.getvalue()
+    assert "Evaluated the demo answers offline" in first.getvalue()
     assert "Loaded ClapNQ" not in second.getvalue() and "Evaluated" not in second.getvalue()
 
     lines = {out: out.getvalue().strip().splitlines()[-2:] for out in (first, second)}

@@ -5,14 +5,19 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evaluation.configs import parse_configs
-from evaluation.models import EvaluationRun
+from evaluation.answers import evaluate_answers
+from evaluation.configs import parse_answer_configs, parse_configs
+from evaluation.models import EvaluationRun, RunKind
 from evaluation.services import available_rerankers, evaluate_retrieval
 from goldenset import importers, services
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.models import ApiKey, Collection, Membership, hash_api_key
 
 DEMO_FOLDER = Path(settings.BASE_DIR) / "demo" / "clapnq"
+DEMO_ANSWER_CONFIGS = [
+    {"label": "answers fulltext", "search_type": "FullText", "groundedness": "Off"},
+    {"label": "answers hybrid grounded", "search_type": "Hybrid", "fusion": "Rrf", "groundedness": "Medium"},
+]
 DEMO_CONFIGS = [
     {"label": "fulltext", "search_type": "FullText"},
     {"label": "fulltext okapi", "search_type": "FullText", "bm25_variant": "okapi"},
@@ -43,7 +48,7 @@ class Command(EvalsiteCommand):
                 f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries."
             )
             collection = Collection.objects.get(tenant=tenant, slug="clapnq")
-        if not EvaluationRun.objects.filter(tenant=tenant).exists():
+        if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.RETRIEVAL).exists():
             # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
             configs = parse_configs(DEMO_CONFIGS, available_rerankers())
             _, runs = evaluate_retrieval(
@@ -52,6 +57,22 @@ class Command(EvalsiteCommand):
             self.stdout.write(
                 "Evaluated the demo golden set: "
                 + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
+            )
+        if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.ANSWERS).exists():
+            # Offline answer runs (extractive answers, heuristic judge) of the 600 questions, 300 unanswerable.
+            _, runs = evaluate_answers(
+                tenant=tenant,
+                collections=[collection],
+                configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
+                offline=True,
+            )
+            self.stdout.write(
+                "Evaluated the demo answers offline: "
+                + ", ".join(
+                    f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
+                    f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
+                    for r in runs
+                )
             )
         password = self._secret_file("demo_password", lambda: secrets.token_urlsafe(12))
         with transaction.atomic():
