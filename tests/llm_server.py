@@ -292,7 +292,8 @@ def demo_writer(messages: list[dict]) -> str:
 
 def main() -> None:
     """`python -m tests.llm_server [--port 8089] [--latency 0.2]`: a scripted OpenAI-compatible server for local
-    demos; point EVALSITE_LLM_BASE_URL at the address it prints."""
+    demos (it writes generated questions, answers from passage [1] and judges everything supported); point
+    EVALSITE_LLM_BASE_URL at the address it prints."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
@@ -301,6 +302,9 @@ def main() -> None:
     args = parser.parse_args()
     server = ScriptedLLMServer(latency=args.latency, port=args.port)
     server.reply(r"Passage:\n<<<", demo_writer)
+    from tests.answer_support import scripted_rag
+
+    server.reply(r".", scripted_rag)  # grounded answers and judgements
     with server:
         print(f"scripted OpenAI-compatible server on {server.url}/v1 (Ctrl-C stops it)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
