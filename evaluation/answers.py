@@ -28,12 +28,12 @@ from django.utils import timezone
 from evaluation import answer_scoring, answering, judge
 from evaluation.configs import AnswerConfig
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.services import CollectionSearch, available_rerankers
+from evaluation.services import CollectionSearch, available_rerankers, pages_by_id
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, Tenant
 from goldenset.services.llm import resolve_model
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
@@ -69,22 +69,12 @@ def retrieve(
 ) -> tuple[list[str], list[float], list[int]]:
     """(document keys, scores, page pks) of the top_k documents, each with its best page."""
     hits = engine.rank(question, config.run, config.top_k, at=at)
-    by_slug = {c.slug: i for i, c in enumerate(engine.collections)}
-    page_ids = [
-        engine.indexes[by_slug[slug]].corpus.page_ids[row]
-        for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
-    ]
-    return hits.keys(qualified=len(engine.collections) > 1), hits.scores, page_ids
+    return hits.keys(qualified=len(engine.collections) > 1), hits.scores, engine.page_ids(hits)
 
 
 def load_passages(page_ids: Sequence[int], keys: Sequence[str]) -> list[answering.Passage]:
     """The retrieved pages as numbered passages (1 = the best), under the same document keys as the ranking."""
-    pages = {
-        p.pk: p
-        for p in Page.objects.filter(pk__in=set(page_ids))
-        .select_related("document")
-        .only("pk", "number", "text", "document__title")
-    }
+    pages = pages_by_id(page_ids)
     return [
         answering.Passage(
             number=i,

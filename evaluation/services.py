@@ -136,6 +136,14 @@ class CollectionSearch:
         rows = rows[:depth]
         return Hits([r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows], [r[5] for r in rows])
 
+    def page_ids(self, hits: Hits) -> list[int]:
+        """The primary keys of the hits' best pages."""
+        by_slug = {c.slug: i for i, c in enumerate(self.collections)}
+        return [
+            self.indexes[by_slug[slug]].corpus.page_ids[row]
+            for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
+        ]
+
     def persist_new_parts(self) -> int:
         """Save indexes that gained parts during this call, so other processes load instead of building."""
         built = sum(i.builds for i in self.indexes) - self._builds_before
@@ -331,17 +339,8 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
     started = time.perf_counter()
     engine = CollectionSearch(collections)
     hits = engine.rank(query, config, top_k)
-    by_slug = {c.slug: i for i, c in enumerate(collections)}
-    page_ids = [
-        engine.indexes[by_slug[slug]].corpus.page_ids[row]
-        for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
-    ]
-    pages = {
-        p.pk: p
-        for p in Page.objects.filter(pk__in=page_ids)
-        .select_related("document")
-        .only("pk", "number", "text", "document__title", "document__external_id")
-    }
+    page_ids = engine.page_ids(hits)
+    pages = pages_by_id(page_ids)
     engine.persist_new_parts()
     return {
         "query": query,
@@ -362,6 +361,16 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
         ],
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
         "index": engine.index_info(),
+    }
+
+
+def pages_by_id(page_ids: Sequence[int]) -> dict[int, Page]:
+    """Pages with their document's title and id, for showing or answering from search hits."""
+    return {
+        p.pk: p
+        for p in Page.objects.filter(pk__in=set(page_ids))
+        .select_related("document")
+        .only("pk", "number", "text", "document__title", "document__external_id")
     }
 
 
