@@ -315,3 +315,44 @@ def test_a_bad_bar_is_exit_2(golden, capsys):
             "--fail-under", "150",
         )  # fmt: skip
     assert exit_info.value.code == 2
+
+
+@pytest.fixture
+def llm_env(llm_server, monkeypatch):
+    """The scripted model for this process and, through the environment, for a worker started after it."""
+    from django.conf import settings
+
+    llm_server.reply(r".", scripted_rag)
+    for name, value in {"EVALSITE_LLM_BASE_URL": llm_server.url, "EVALSITE_LLM_MODEL": "scripted"}.items():
+        monkeypatch.setenv(name, value)
+        monkeypatch.setattr(settings, name, value)
+    return llm_server
+
+
+def test_an_answer_evaluation_runs_in_a_real_worker(golden, llm_env, manage_env, transactional_db, qcluster):
+    """The job through a real qcluster process, with the scripted model answering and judging."""
+    import time
+
+    response = golden.client.post(
+        ANSWERS,
+        {
+            "collection_id": "handbook",
+            "configs": [{"label": "worker"}],
+            "unanswerable_questions": ["Bitcoin?"],
+        },
+        format="json",
+    )
+    assert response.status_code == 202, response.json()
+    job_id = response.json()["job_id"]
+    deadline = time.monotonic() + 90
+    body = golden.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    while body["status"] in ("Queued", "Running") and time.monotonic() < deadline:
+        assert qcluster.poll() is None, qcluster.log.read_text()
+        time.sleep(0.2)
+        body = golden.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    assert body["status"] == "Completed", body
+    (summary,) = body["result"]["runs"]
+    assert summary["mode"] == "llm-judge" and summary["question_count"] == 5
+    run = EvaluationRun.objects.get(pk=summary["run_id"])
+    assert run.results.count() == 5 and run.job_id is not None
+    assert llm_env.count("/v1/chat/completions") >= 4
