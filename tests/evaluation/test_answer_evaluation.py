@@ -356,3 +356,56 @@ def test_an_answer_evaluation_runs_in_a_real_worker(golden, llm_env, manage_env,
     run = EvaluationRun.objects.get(pk=summary["run_id"])
     assert run.results.count() == 5 and run.job_id is not None
     assert llm_env.count("/v1/chat/completions") >= 4
+
+
+def test_injected_faults_never_give_an_unlabelled_or_silent_score(evaluate, llm, settings):
+    """Timeouts, 500s, bodies that are not JSON or cut short, and unreadable judgements, mixed: every stored
+    value carries its method, every missing one its reason, and the run's counts and warnings add up."""
+    settings.EVALSITE_LLM_TIMEOUT = 1
+    llm.hang_seconds = 1.5
+    llm.reply(r"Citations to check:", "Looks right.")  # citation judgements unreadable
+    llm.reply(r".", scripted_rag)
+    llm.fail_next(*(["hang", 500, "malformed", "truncated", "ok", 503] * 6))
+    runs = runs_of(
+        evaluate(
+            configs=[{"label": "faulty", "model": "extractive"}, {"label": "faulty llm"}],
+            unanswerable_questions=["Can I pay with bitcoin?"],
+        )
+    )
+    total_fallbacks = 0
+    for run in runs:
+        total_fallbacks += check_run(run)
+    assert total_fallbacks > 0  # the faults did reach the judge
+
+
+def check_run(run: EvaluationRun) -> int:
+    unreadable = dict.fromkeys(METRICS, 0)
+    fallbacks = dict.fromkeys(METRICS, 0)
+    for result in run.results.all():
+        assert result.diagnosis in ("pass", "retrieval", "generation", "error")
+        for name, judged in result.judgements.items():
+            assert judged["method"] in ("heuristic", "llm-judge")
+            if judged["value"] is None:
+                assert judged["excluded"] in ("not-applicable", "unreadable") and name not in result.metrics
+                unreadable[name] += judged["excluded"] == "unreadable"
+            else:
+                assert judged["excluded"] is None and 0 <= judged["value"] <= 1
+                assert result.metrics[name] == judged["value"]
+            if judged["fallback"]:
+                assert judged["method"] == "heuristic"
+                fallbacks[name] += 1
+    for name in METRICS:
+        assert run.summary["excluded"][name].get("unreadable", 0) == unreadable[name]
+        assert run.summary["fallbacks"][name] == fallbacks[name]
+        if unreadable[name]:
+            assert f"{name}: {unreadable[name]} question(s) excluded" in " ".join(run.warnings)
+        if fallbacks[name]:
+            assert f"{name}: the judge call failed for {fallbacks[name]} question(s)" in " ".join(
+                run.warnings
+            )
+    assert all(value == value for value in run.metrics.values())  # no NaN anywhere
+    errors = run.summary["diagnosis"].get("error", 0)
+    assert errors == run.results.filter(diagnosis="error").count()
+    if errors:
+        assert any("got no answer" in w for w in run.warnings)
+    return sum(fallbacks.values())
