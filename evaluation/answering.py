@@ -67,7 +67,7 @@ EXTRACTIVE, LLM = "extractive", "llm"
 
 # The extractive answer declines when the share of the question's content terms its sentences cover is below
 # this. Off never declines (0.0). To be calibrated on a labelled set; keep every threshold here.
-GROUNDEDNESS_MIN_SUPPORT: dict[str, float] = {"Off": 0.0, "Low": 0.25, "Medium": 0.4, "High": 0.55}
+GROUNDEDNESS_MIN_SUPPORT: dict[str, float] = {"Off": 0.0, "Low": 0.35, "Medium": 0.5, "High": 0.75}
 RANK_WEIGHT = 0.01  # subtracted from a sentence's score per rank below the first passage
 MIN_SENTENCE_WORDS = 3  # shorter pieces (headings, "See also.") answer only when nothing else can
 PROMPT_PASSAGE_CHARS = 2000  # a passage longer than this is cut for a prompt (at a word)

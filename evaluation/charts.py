@@ -66,11 +66,12 @@ class CompareSeries:
 
 @dataclass(frozen=True)
 class TrendPoint:
-    """One run's value of a metric; ``url`` opens the run (carried in the marker's ``customdata``)."""
+    """One run's value of a metric; ``url`` opens the run (carried in the marker's ``customdata``). A value of
+    None is a run without the metric (an answer run no question could be scored on): a gap in its line."""
 
     label: str
     created_at: datetime
-    value: float
+    value: float | None
     run_id: int | str
     url: str
 
@@ -133,10 +134,14 @@ def _empty_note(layout: dict[str, Any], text: str) -> None:
     layout["xaxis"].update(showticklabels=False, showgrid=False)
 
 
-def compare_figure(series: Sequence[CompareSeries], metrics: Sequence[str]) -> go.Figure:
+def compare_figure(
+    series: Sequence[CompareSeries], metrics: Sequence[str], *, paired: Mapping[str, int] | None = None
+) -> go.Figure:
     """Grouped bars: x = metric (in the given order), one trace per configuration, 95% bootstrap CI error bars.
 
-    A metric missing from a series leaves a gap (no bar), never a zero.
+    A metric missing from a series leaves a gap (no bar), never a zero. ``paired`` (metric -> questions) says
+    how many questions each metric was computed over, when that differs by metric (answer runs); otherwise each
+    series' ``questions`` does.
     """
     traces = []
     clashes = _clash_index([s.label for s in series])
@@ -154,9 +159,10 @@ def compare_figure(series: Sequence[CompareSeries], metrics: Sequence[str]) -> g
             low, high = ci if ci is not None else (mean, mean)
             above.append(max(0.0, high - mean))
             below.append(max(0.0, mean - low))
+            over = paired.get(metric, item.questions) if paired is not None else item.questions
             hover.append(
                 f"<b>{name}</b><br>{html.escape(metric)}: {mean:.3f}<br>"
-                f"95% CI [{low:.3f}, {high:.3f}]<br>{item.questions} questions"
+                f"95% CI [{low:.3f}, {high:.3f}]<br>{over} questions"
             )
         traces.append(
             {
@@ -179,7 +185,11 @@ def compare_figure(series: Sequence[CompareSeries], metrics: Sequence[str]) -> g
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )
-    counts = sorted({s.questions for s in series})
+    counts = (
+        sorted({paired[m] for m in metrics if m in paired})
+        if paired is not None
+        else sorted({s.questions for s in series})
+    )
     questions = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}" if counts else "0"
     layout = _base_layout(
         f"Metrics by configuration (95% bootstrap CI over {questions} questions)", "metric", "score (0–1)"
@@ -206,10 +216,12 @@ def _utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
-def trends_figure(points: Sequence[TrendPoint], metric: str) -> go.Figure:
+def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1.0) -> go.Figure:
     """Lines + markers: one trace per configuration label (first-seen order), points in date order.
 
-    Each marker's ``customdata`` is its run URL, so the page can open the run on click (``plotly_click``).
+    Each marker's ``customdata`` is its run URL, so the page can open the run on click (``plotly_click``). A
+    point without a value breaks its line (a gap, never a zero). ``scale`` is the top of the metric's range:
+    1 for the 0–1 metrics, 100 for an answer run's score.
     """
     by_label: dict[str, list[TrendPoint]] = {}
     for point in points:
@@ -228,17 +240,21 @@ def trends_figure(points: Sequence[TrendPoint], metric: str) -> go.Figure:
                 "line": {"color": label_color(label), "dash": _DASHES[clash % len(_DASHES)]},
                 "marker": {"color": label_color(label), "size": 8},
                 "customdata": [p.url for p in group],
+                "connectgaps": False,
                 "hovertext": [
                     f"<b>{name}</b><br>{_utc_naive(p.created_at):%Y-%m-%d %H:%M} UTC<br>"
-                    f"{html.escape(metric)}: {p.value:.3f}<br>run {html.escape(str(p.run_id))}"
+                    f"{html.escape(metric)}: "
+                    + ("no value" if p.value is None else f"{p.value:.{1 if scale > 1 else 3}f}")
+                    + f"<br>run {html.escape(str(p.run_id))}"
                     for p in group
                 ],
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )
     layout = _base_layout(
-        f"{html.escape(metric)} over time", "run date (UTC)", f"{html.escape(metric)} (0–1)"
+        f"{html.escape(metric)} over time", "run date (UTC)", f"{html.escape(metric)} (0–{scale:g})"
     )
+    layout["yaxis"]["range"] = [0, scale * 1.05]
     layout["xaxis"]["type"] = "date"
     layout["hovermode"] = "closest"
     if not points:

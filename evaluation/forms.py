@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from django import forms
 
+from evaluation.configs import DEFAULT_ANSWER_TOP_K, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
@@ -65,6 +66,23 @@ class RunFilterForm(DateRangeMixin):
         super().__init__(*args, **kwargs)
         self.fields["collection"].choices = [("", "all"), *((c, c) for c in collections)]  # type: ignore[attr-defined]
         self.fields["label"].choices = [("", "all"), *((label, label) for label in labels)]  # type: ignore[attr-defined]
+
+
+ANSWER_DIAGNOSIS_CHOICES = [
+    ("", "any"),
+    ("pass", "pass"),
+    ("retrieval", "retrieval"),
+    ("generation", "generation"),
+    ("error", "error"),
+]
+ANSWER_OUTCOME_CHOICES = [("", "any"), ("passed", "passed"), ("failed", "failed")]
+
+
+class AnswerQuestionFilterForm(DashboardForm):
+    """An answer run's questions table: by diagnosis and by pass / fail."""
+
+    diagnosis = forms.ChoiceField(required=False, label="Diagnosis", choices=ANSWER_DIAGNOSIS_CHOICES)
+    outcome = forms.ChoiceField(required=False, label="Outcome", choices=ANSWER_OUTCOME_CHOICES)
 
 
 class TrendsForm(DateRangeMixin):
@@ -251,4 +269,112 @@ LAUNCH_PRESETS: list[dict[str, Any]] = [
         "rerank": "proximity",
     },
     {"enabled": False, "label": "", "search_type": "FullText"},
+]
+
+
+# --- launching an answer evaluation --------------------------------------------------------------------------
+
+MAX_ANSWER_TOP_K = 50
+MAX_UNANSWERABLE_QUESTIONS = 1000
+
+
+class AnswerLaunchForm(DashboardForm):
+    """What an answer evaluation asks besides its configurations (the API's evaluate/answers request)."""
+
+    collections = forms.MultipleChoiceField(
+        label="Collections",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Several collections are searched as one (document ids become collection/id).",
+    )
+    judge_model = forms.CharField(
+        required=False,
+        max_length=300,
+        label="Judge model",
+        help_text="Blank: the default model, or the heuristic judge when no chat endpoint is configured; "
+        "“heuristic”: the heuristic judge.",
+    )
+    max_questions = forms.IntegerField(
+        required=False, min_value=1, label="Max questions", help_text="Blank: every golden question."
+    )
+    unanswerable_questions = StringListField(
+        label="Unanswerable questions",
+        help_text="One per line: questions the collections cannot answer. A good pipeline declines them "
+        "(refusal recall).",
+    )
+
+    ERROR_FIELDS = {"empty-golden-set": "collections"}
+
+    def __init__(self, *args, collections: list[tuple[str, str]], judge_placeholder: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collections"].choices = collections  # type: ignore[attr-defined]
+        self.fields["judge_model"].widget.attrs["placeholder"] = judge_placeholder
+
+    def clean_unanswerable_questions(self) -> list[str]:
+        questions: list[str] = self.cleaned_data.get("unanswerable_questions") or []
+        if len(questions) > MAX_UNANSWERABLE_QUESTIONS:
+            raise forms.ValidationError(f"At most {MAX_UNANSWERABLE_QUESTIONS} unanswerable questions.")
+        return questions
+
+
+class AnswerConfigForm(ConfigForm):
+    """One configuration row of the answer launcher: retrieval as for a retrieval run, plus how many passages
+    the answer is written from, which model writes it and how strictly it must be grounded."""
+
+    top_k = forms.IntegerField(
+        min_value=1, max_value=MAX_ANSWER_TOP_K, initial=DEFAULT_ANSWER_TOP_K, label="Passages"
+    )
+    model = forms.CharField(required=False, max_length=300, label="Model")
+    groundedness = forms.ChoiceField(choices=[(g, g) for g in GROUNDEDNESS], initial="Off")
+
+    def __init__(self, *args, model_placeholder: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["model"].widget.attrs["placeholder"] = model_placeholder
+
+    def as_config(self) -> dict[str, Any]:
+        config = super().as_config()
+        config["top_k"] = self.cleaned_data["top_k"]
+        config["groundedness"] = self.cleaned_data["groundedness"]
+        if self.cleaned_data.get("model", "").strip():
+            config["model"] = self.cleaned_data["model"].strip()
+        return config
+
+
+class BaseAnswerConfigFormSet(BaseConfigFormSet):
+    def __init__(self, *args, model_placeholder: str = "", **kwargs):
+        self.model_placeholder = model_placeholder
+        super().__init__(*args, **kwargs)
+
+    def get_form_kwargs(self, index):
+        return {**super().get_form_kwargs(index), "model_placeholder": self.model_placeholder}
+
+
+AnswerConfigFormSet = cast(
+    type[BaseAnswerConfigFormSet],
+    forms.formset_factory(
+        AnswerConfigForm,
+        formset=BaseAnswerConfigFormSet,
+        extra=0,
+        max_num=MAX_CONFIGS,
+        absolute_max=MAX_CONFIGS,
+    ),
+)
+
+ANSWER_LAUNCH_PRESETS: list[dict[str, Any]] = [
+    {"enabled": True, "label": "fulltext", "search_type": "FullText", "top_k": DEFAULT_ANSWER_TOP_K},
+    {
+        "enabled": True,
+        "label": "hybrid rrf",
+        "search_type": "Hybrid",
+        "fusion": "Rrf",
+        "top_k": DEFAULT_ANSWER_TOP_K,
+    },
+    {
+        "enabled": False,
+        "label": "hybrid rrf grounded",
+        "search_type": "Hybrid",
+        "fusion": "Rrf",
+        "top_k": DEFAULT_ANSWER_TOP_K,
+        "groundedness": "Medium",
+    },
+    {"enabled": False, "label": "", "search_type": "FullText", "top_k": DEFAULT_ANSWER_TOP_K},
 ]

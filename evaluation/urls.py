@@ -26,6 +26,7 @@ urlpatterns = [
     path("collections/<str:slug>/documents/", views.documents, name="documents"),
     path("collections/<str:slug>/documents/<path:document_id>", views.document_detail, name="document"),
     path("launch/", views.launch, name="launch"),
+    path("launch/answers/", views.launch_answers, name="launch-answers"),
     path("jobs/<str:job_id>/", views.job_detail, name="job"),
     path("jobs/<str:job_id>/progress.json", views.job_progress, name="job-progress"),
     path("jobs/<str:job_id>/cancel/", views.job_cancel_view, name="job-cancel"),

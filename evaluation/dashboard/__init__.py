@@ -5,10 +5,21 @@ list many runs (runs, trends, home) read EvaluationRun rows only, never their qu
 the question results' metrics of the selected runs only, as plain values.
 
 By page: `golden` (home, a collection's golden set, question generation and its review queue), `runs` (the runs list, one run, its downloads),
+`answer_runs` (what the runs pages, Compare and the question page read of answer runs),
 `launch` (the launcher and the job pages), `compare`, `trends`; `common` holds what they share (tenancy, the order
 of metrics, whole-day bounds, the cache of finished runs' results). The views use the names below.
 """
 
+from evaluation.dashboard.answer_runs import (
+    ANSWER_DIAGNOSES,
+    ANSWER_QUESTIONS_PER_PAGE,
+    answer_overview,
+    answer_question_results,
+    answer_question_rows,
+    answer_view,
+    is_answer_run,
+    question_counts,
+)
 from evaluation.dashboard.common import ordered_metrics, tenant_key, tenants_for_user
 from evaluation.dashboard.compare import MAX_COMPARE_RUNS, compare_runs, comparison
 from evaluation.dashboard.golden import (
@@ -26,7 +37,12 @@ from evaluation.dashboard.golden import (
     review_queue,
     review_rows,
 )
-from evaluation.dashboard.launch import job_error_message, job_result_batch, launch_collections
+from evaluation.dashboard.launch import (
+    answer_launch_collections,
+    job_error_message,
+    job_result_batch,
+    launch_collections,
+)
 from evaluation.dashboard.runs import (
     DIAGNOSES,
     RUNS_PER_PAGE,
@@ -46,12 +62,19 @@ from evaluation.dashboard.runs import (
 from evaluation.dashboard.trends import TREND_DAYS, latest_run_collection, trend_report, trend_window
 
 __all__ = [
+    "ANSWER_DIAGNOSES",
+    "ANSWER_QUESTIONS_PER_PAGE",
     "DIAGNOSES",
     "DISCARD_CHART_ID",
     "GenerateBackend",
     "MAX_COMPARE_RUNS",
     "RUNS_PER_PAGE",
     "TREND_DAYS",
+    "answer_launch_collections",
+    "answer_overview",
+    "answer_question_results",
+    "answer_question_rows",
+    "answer_view",
     "audit_summary",
     "audit_trail",
     "compare_runs",
@@ -61,12 +84,14 @@ __all__ = [
     "golden_csv",
     "golden_tags",
     "home_collections",
+    "is_answer_run",
     "job_error_message",
     "job_result_batch",
     "latest_run_collection",
     "launch_collections",
     "neighbour_positions",
     "ordered_metrics",
+    "question_counts",
     "question_diagnosis",
     "question_documents",
     "question_result",

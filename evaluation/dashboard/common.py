@@ -35,30 +35,70 @@ def tenant_key(tenant: Tenant) -> str:
 # --- metrics -----------------------------------------------------------------------------------------------
 
 _METRIC = re.compile(r"^(?P<name>[a-z_]+)@(?P<k>\d+)$")
-_METRIC_ORDER = {"recall": 0, "ndcg": 1, "mrr": 2}
+
+# Answer runs (kind "answers"): the judged metrics, each a per-question value (0-1); the run-level refusal
+# metrics (counts, no per-question value); and the overall score (0-100, the mean of per-question means).
+ANSWER_SCORE = "score"
+JUDGED_METRICS = (
+    "faithfulness",
+    "context_recall",
+    "answer_relevancy",
+    "citation_precision",
+    "context_relevancy",
+)
+REFUSAL_METRICS = ("refusal_recall", "false_refusal_rate")
+ANSWER_METRICS = (ANSWER_SCORE, *JUDGED_METRICS, *REFUSAL_METRICS)
+
+_METRIC_ORDER = {
+    "recall": 0,
+    "ndcg": 1,
+    "mrr": 2,
+    **{name: 3 + i for i, name in enumerate(ANSWER_METRICS)},
+}
 
 
 def metric_sort_key(name: str) -> tuple[int, str, int]:
-    """recall@k (by k), then ndcg@k, then mrr, then anything else alphabetically."""
+    """recall@k (by k), then ndcg@k, then mrr, then the answer metrics (score first), then anything else
+    alphabetically."""
     match = _METRIC.match(name)
     base, k = (match["name"], int(match["k"])) if match else (name, 0)
-    return (_METRIC_ORDER.get(base, 3), base, k)
+    return (_METRIC_ORDER.get(base, len(_METRIC_ORDER)), base, k)
 
 
 def ordered_metrics(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=metric_sort_key)
 
 
-def headline_metric_names(ks: Sequence[int], available: Iterable[str]) -> list[str]:
-    """The few metrics a run's row shows: nDCG and recall at 10 (or the largest k), and MRR."""
+def headline_metric_names(ks: Sequence[int], available: Iterable[str], kind: str = "retrieval") -> list[str]:
+    """The few metrics a run's row shows: nDCG and recall at 10 (or the largest k), and MRR; for an answer run
+    its score, faithfulness and answer relevancy (whichever it has: a metric no question could be scored on is
+    absent, never a 0)."""
     available = list(available)
+    if kind == "answers":
+        return [name for name in (ANSWER_SCORE, "faithfulness", "answer_relevancy") if name in available]
     k = 10 if 10 in ks else max(ks, default=10)
     wanted = [name for name in (f"ndcg@{k}", f"recall@{k}", "mrr") if name in available]
     return wanted or ordered_metrics(available)[:3]
 
 
+def headline_metrics(
+    kind: str, ks: Sequence[int], metrics: dict[str, float]
+) -> list[tuple[str, float | None]]:
+    """(name, value) of a run's headline metrics; an answer run always shows its score, as None (shown "—")
+    when no question could be scored."""
+    names = headline_metric_names(ks, metrics, kind)
+    if kind == "answers" and ANSWER_SCORE not in names:
+        return [(ANSWER_SCORE, None), *((name, metrics[name]) for name in names)]
+    return [(name, metrics[name]) for name in names]
+
+
+def metric_scale(name: str) -> float:
+    """The top of a metric's scale: 100 for an answer run's score, 1 for every other metric."""
+    return 100.0 if name == ANSWER_SCORE else 1.0
+
+
 def default_metric(names: Sequence[str]) -> str | None:
-    for preferred in ("ndcg@10", "recall@10", "mrr"):
+    for preferred in ("ndcg@10", "recall@10", "mrr", ANSWER_SCORE):
         if preferred in names:
             return preferred
     return names[0] if names else None

@@ -6,14 +6,15 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from django.utils import timezone
 
 from evaluation import charts, stats
-from evaluation.dashboard.common import Memo, ordered_metrics
+from evaluation.dashboard import answer_runs
+from evaluation.dashboard.common import ANSWER_SCORE, JUDGED_METRICS, Memo, ordered_metrics
 from evaluation.dashboard.runs import batch_runs
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.errors import EvalsiteError
@@ -49,6 +50,19 @@ def compare_runs(
             raise EvalsiteError("not-found", "Some selected runs were not found.", status=404)
     if len(runs) < 2:
         raise EvalsiteError("too-few-runs", "Select at least two runs to compare.")
+    kinds: dict[str, list[str]] = {}
+    for run in runs:
+        kinds.setdefault(run.kind, []).append(run.label)
+    if len(kinds) > 1:
+        named = "; ".join(
+            f"{kind} runs: {', '.join(dict.fromkeys(labels))}" for kind, labels in sorted(kinds.items())
+        )
+        raise EvalsiteError(
+            "mixed-kinds",
+            "The selection mixes retrieval runs and answer runs ("
+            + named
+            + "): they are scored on different metrics, so compare runs of one kind.",
+        )
     collection_sets = {tuple(sorted(run.collection_ids)) for run in runs}
     if len(collection_sets) > 1:
         names = sorted(", ".join(ids) for ids in collection_sets)
@@ -109,6 +123,11 @@ class PairRow:
     color_a: str
     color_b: str
     cells: list[stats.PairwiseResult | None]
+    metrics: list[str] = field(default_factory=list)  # the cells' metrics, in order
+
+    @property
+    def by_metric(self) -> list[tuple[str, stats.PairwiseResult | None]]:
+        return list(zip(self.metrics, self.cells, strict=True))
 
 
 @dataclass(frozen=True)
@@ -120,6 +139,8 @@ class CompareStats:
     questions: int
     dropped: int
     chart: str
+    paired: dict[str, int]  # metric -> questions every run scored on it
+    unpaired_score: list[str]  # answer runs whose score could not be paired question by question
 
 
 # Runs never change once written, so a comparison of the same runs is the same page: a repeat view skips the
@@ -128,11 +149,23 @@ _COMPARISONS = Memo(32)
 
 
 def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareStats:
-    per_run = compare_question_metrics(runs)
-    metric_names = ordered_metrics(set.intersection(*(set(run.metrics) for run in runs)))
+    unpaired_score: list[str] = []
+    if runs[0].kind == answer_runs.ANSWERS:
+        # Answer runs: the judged metrics and the per-question score, question by question; a metric one run
+        # could not score on any question is still listed (its cells read "—"). Refusal is run-level only.
+        per_run, unpaired_score = answer_runs.answer_question_values(runs)
+        scored = {name for values in per_run.values() for question in values.values() for name in question}
+        metric_names = [name for name in (ANSWER_SCORE, *JUDGED_METRICS) if name in scored]
+        metric_names += ordered_metrics(scored - set(metric_names))
+        chart_metrics = [name for name in metric_names if name != ANSWER_SCORE]  # 0-100 beside 0-1: no
+    else:
+        per_run = compare_question_metrics(runs)
+        metric_names = ordered_metrics(set.intersection(*(set(run.metrics) for run in runs)))
+        chart_metrics = metric_names
     means: dict[str, dict[str, float]] = {name: {} for name in names}
     intervals: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in names}
     pair_results: dict[tuple[str, str], dict[str, stats.PairwiseResult]] = {}
+    paired: dict[str, int] = {}
     questions = 0
     dropped = 0
     # Metrics scored on the same questions (usually all of them) are computed together: one set of resamples
@@ -142,6 +175,7 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
         aligned = stats.align_by_question(
             [{question: values.get(metric) for question, values in per_run[run.pk].items()} for run in runs]
         )
+        paired[metric] = len(aligned.keys)
         if aligned.keys:
             groups.setdefault(tuple(aligned.keys), []).append((metric, aligned.matrix))
             questions = max(questions, len(aligned.keys))
@@ -167,7 +201,12 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
                     names[a], names[b], mean_a, mean_b, mean_a - mean_b, p_value, p_value < ALPHA
                 )
     series = [charts.CompareSeries(name, means[name], intervals[name], questions) for name in names]
-    figure = charts.compare_figure(series, metric_names)
+    if runs[0].kind == answer_runs.ANSWERS:
+        # Each metric over its own questions; one no question could be paired on has no bars to draw.
+        chart_metrics = [name for name in chart_metrics if paired[name]]
+        figure = charts.compare_figure(series, chart_metrics, paired=paired)
+    else:
+        figure = charts.compare_figure(series, chart_metrics)
     charts.recolor_by_label(figure, [run.label for run in runs])
     return CompareStats(
         metric_names,
@@ -177,6 +216,8 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
         questions,
         dropped,
         charts.figure_html(figure, "compare-chart"),
+        paired,
+        unpaired_score,
     )
 
 
@@ -215,10 +256,17 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
     ]
     color_of = dict(zip(names, colors, strict=True))
     pair_rows = [
-        PairRow(a, b, color_of[a], color_of[b], [results.get(metric) for metric in metric_names])
+        PairRow(
+            a, b, color_of[a], color_of[b], [results.get(metric) for metric in metric_names], metric_names
+        )
         for (a, b), results in pair_results.items()
     ]
+    answers = runs[0].kind == answer_runs.ANSWERS
     return {
+        "answers": answers,
+        "run_level_rows": answer_runs.run_level_rows(runs, names, colors) if answers else [],
+        "paired": [computed.paired.get(metric, 0) for metric in metric_names],
+        "unpaired_score": computed.unpaired_score,
         "runs": runs,
         "collection_ids": runs[0].collection_ids,
         "metric_names": metric_names,

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 
 from evaluation import charts
-from evaluation.dashboard.common import headline_metric_names
+from evaluation.dashboard.common import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
 from goldenset.errors import EvalsiteError
@@ -38,7 +38,8 @@ class LatestRun:
     kind: str
     created_at: datetime
     question_count: int
-    metrics: list[tuple[str, float]]
+    metrics: list[tuple[str, float | None]]
+    mode: str = ""
 
 
 @dataclass
@@ -77,7 +78,9 @@ def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
                 label__in={label for _, label in wanted},
             )
             .order_by("-created_at")
-            .values("pk", "label", "kind", "created_at", "question_count", "ks", "metrics", "collections")
+            .values(
+                "pk", "label", "kind", "mode", "created_at", "question_count", "ks", "metrics", "collections"
+            )
         )
         seen: set[tuple[int, str]] = set()
         for row in rows:
@@ -85,7 +88,6 @@ def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
             if wanted.get(key) != row["created_at"] or key in seen:
                 continue
             seen.add(key)
-            names = headline_metric_names(row["ks"], row["metrics"])
             summaries[row["collections"]].latest_runs.append(
                 LatestRun(
                     row["pk"],
@@ -93,7 +95,8 @@ def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
                     row["kind"],
                     row["created_at"],
                     row["question_count"],
-                    [(name, row["metrics"][name]) for name in names],
+                    headline_metrics(row["kind"], row["ks"], row["metrics"]),
+                    row["mode"],
                 )
             )
     for summary in summaries.values():

@@ -1,5 +1,6 @@
-"""The launcher's reads: which collections can be evaluated, and what an Evaluate job produced or why it failed
-(evaluation.services.evaluation_job_create creates the job, for the launcher as for the API)."""
+"""The launchers' reads: which collections can be evaluated (for retrieval, or for answers), and what an Evaluate
+or EvaluateAnswers job produced or why it failed (evaluation.services.evaluation_job_create and
+evaluation.answers.answers_job_create create the jobs, for the launchers as for the API)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,23 @@ def launch_collections(*, tenant: Tenant) -> list[tuple[str, int]]:
         .annotate(questions=Coalesce(Subquery(evaluable, output_field=IntegerField()), 0))
         .order_by("slug")
         .values_list("slug", "questions")
+    )
+
+
+def answer_launch_collections(*, tenant: Tenant) -> list[tuple[str, int, int]]:
+    """(slug, golden questions, of which unanswerable) per collection: an answer evaluation asks every golden
+    question, answerable or not."""
+    entries = GoldenEntry.objects.filter(collection=OuterRef("pk")).order_by().values("collection")
+    total = entries.annotate(n=Count("*")).values("n")[:1]
+    unanswerable = entries.filter(answerable=False).annotate(n=Count("*")).values("n")[:1]
+    return list(
+        Collection.objects.filter(tenant=tenant)
+        .annotate(
+            questions=Coalesce(Subquery(total, output_field=IntegerField()), 0),
+            unanswerable=Coalesce(Subquery(unanswerable, output_field=IntegerField()), 0),
+        )
+        .order_by("slug")
+        .values_list("slug", "questions", "unanswerable")
     )
 
 

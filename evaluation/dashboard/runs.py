@@ -16,8 +16,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
 from evaluation import charts, selectors
-from evaluation.dashboard.common import headline_metric_names, ordered_metrics
-from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.dashboard.common import headline_metrics, ordered_metrics
+from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from goldenset.models import Collection, Document, Tenant
 
 RUNS_PER_PAGE = 50
@@ -63,7 +63,7 @@ def format_duration(ms: float) -> str:
 @dataclass
 class RunRow:
     run: EvaluationRun
-    metrics: list[tuple[str, float]]
+    metrics: list[tuple[str, float | None]]
     duration: str
     color: str
 
@@ -72,7 +72,7 @@ def run_rows(runs: Iterable[EvaluationRun]) -> list[RunRow]:
     return [
         RunRow(
             run,
-            [(name, run.metrics[name]) for name in headline_metric_names(run.ks, run.metrics)],
+            headline_metrics(run.kind, run.ks, run.metrics),
             format_duration(run.duration_ms),
             charts.label_color(run.label),
         )
@@ -246,9 +246,12 @@ def run_json(run: EvaluationRun) -> str:
 
 
 def run_csv(run: EvaluationRun) -> str:
-    """One row per question: its ids, first relevant rank, diagnosis and every metric of the run."""
+    """One row per question: its ids, first relevant rank, diagnosis and every metric of the run (a metric
+    without a value is an empty cell, never 0); an answer run's rows add whether the question was answerable,
+    refused and passed, and the answer."""
     results = list(run.results.order_by("position"))
     names = ordered_metrics(name for r in results for name in r.metrics) or ordered_metrics(run.metrics)
+    answers = run.kind == RunKind.ANSWERS
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(
@@ -260,10 +263,12 @@ def run_csv(run: EvaluationRun) -> str:
             "question",
             "first_relevant_rank",
             "diagnosis",
+            *(["answerable", "refused", "passed"] if answers else []),
             *names,
             "expected_document_ids",
             "missing_document_ids",
             "retrieved_document_ids",
+            *(["answer"] if answers else []),
         ]
     )
     for r in results:
@@ -276,13 +281,19 @@ def run_csv(run: EvaluationRun) -> str:
                 r.question,
                 "" if r.first_relevant_rank is None else r.first_relevant_rank,
                 question_diagnosis(r.diagnosis, r.first_relevant_rank, r.missing_document_ids),
+                *([_flag(r.answerable), _flag(r.refused), _flag(r.passed)] if answers else []),
                 *[r.metrics.get(name, "") for name in names],
                 json.dumps(sorted(r.expected), ensure_ascii=False),
                 json.dumps(r.missing_document_ids, ensure_ascii=False),
                 json.dumps([doc for doc, _ in r.ranked], ensure_ascii=False),
+                *([r.answer] if answers else []),
             ]
         )
     return out.getvalue()
+
+
+def _flag(value: bool | None) -> str:
+    return "" if value is None else "true" if value else "false"
 
 
 _WHITESPACE = re.compile(r"\s+")

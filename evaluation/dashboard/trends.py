@@ -15,7 +15,14 @@ from django.db.models.functions import Cast, RowNumber
 from django.utils import timezone
 
 from evaluation import charts
-from evaluation.dashboard.common import Memo, day_start, default_metric, ordered_metrics
+from evaluation.dashboard.common import (
+    ANSWER_METRICS,
+    Memo,
+    day_start,
+    default_metric,
+    metric_scale,
+    ordered_metrics,
+)
 from evaluation.models import EvaluationRun
 from goldenset.models import Collection, Tenant
 
@@ -67,7 +74,9 @@ def _trend_chart(points: list[charts.TrendPoint], metric: str) -> str:
     ).hexdigest()
     html: str | None = _TREND_CHARTS.get(digest)
     if html is None:
-        html = charts.figure_html(charts.trends_figure(points, metric), "trends-chart")
+        html = charts.figure_html(
+            charts.trends_figure(points, metric, scale=metric_scale(metric)), "trends-chart"
+        )
         _TREND_CHARTS.put(digest, html)
     return html
 
@@ -148,17 +157,29 @@ def trend_report(
     for pk, label, created_at, value in rows:
         summary = labels.setdefault(label, TrendLabel(label, charts.label_color(label), 0, None, None, False))
         summary.points += 1
-        if value is None:
-            continue
-        summary.latest_value, summary.latest_run = value, pk
+        if value is not None:
+            summary.latest_value, summary.latest_run = value, pk
         points.append(charts.TrendPoint(label, created_at, value, str(pk), run_url(pk)))
+    # A label none of whose runs has the metric (runs of the other kind) draws no line; within a line, a run
+    # without the metric is a gap, never a zero.
+    drawn = {label for label, summary in labels.items() if summary.latest_run is not None}
+    points = [p for p in points if p.label in drawn]
     for summary in labels.values():
         summary.capped = summary.points >= TREND_POINTS_PER_LABEL
     return {
         "metric_names": names,
+        "metric_groups": [
+            (kind, group)
+            for kind, group in (
+                ("retrieval", [n for n in names if n not in ANSWER_METRICS]),
+                ("answers", [n for n in names if n in ANSWER_METRICS]),
+            )
+            if group
+        ],
         "metric": chosen,
-        "points": len(points),
+        "scale": metric_scale(chosen) if chosen else 1.0,
+        "points": sum(1 for p in points if p.value is not None),
         "labels": sorted(labels.values(), key=lambda s: s.label),
-        "chart": _trend_chart(points, chosen) if points and chosen else "",
+        "chart": _trend_chart(points, chosen) if drawn and chosen else "",
         "cap": TREND_POINTS_PER_LABEL,
     }

@@ -25,7 +25,7 @@ from evaluation.views.golden import (
     golden_review_action,
     home,
 )
-from evaluation.views.jobs import job_cancel_view, job_detail, job_progress, launch
+from evaluation.views.jobs import job_cancel_view, job_detail, job_progress, launch, launch_answers
 from evaluation.views.results import compare, run_detail, run_download, run_question, runs, trends
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "job_detail",
     "job_progress",
     "launch",
+    "launch_answers",
     "run_detail",
     "run_download",
     "run_question",

@@ -121,7 +121,16 @@ def tenant_switch(request: HttpRequest) -> HttpResponse:
     request.session[SESSION_TENANT] = tenant.pk
     # Pages that name no tenant's object keep the user where they were; any other could be another
     # tenant's object (a 404 after the switch), so home instead.
-    staying = {reverse(name) for name in ("home", "dashboard:runs", "dashboard:trends", "dashboard:launch")}
+    staying = {
+        reverse(name)
+        for name in (
+            "home",
+            "dashboard:runs",
+            "dashboard:trends",
+            "dashboard:launch",
+            "dashboard:launch-answers",
+        )
+    }
     target = safe_next(request, reverse("home"))
     return redirect(target if target.split("?")[0] in staying else reverse("home"))
 

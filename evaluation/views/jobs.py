@@ -17,8 +17,16 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation import dashboard
-from evaluation.configs import parse_configs, parse_ks
-from evaluation.forms import LAUNCH_PRESETS, ConfigFormSet, LaunchForm
+from evaluation.answers import answers_job_create
+from evaluation.configs import parse_answer_configs, parse_configs, parse_ks
+from evaluation.forms import (
+    ANSWER_LAUNCH_PRESETS,
+    LAUNCH_PRESETS,
+    AnswerConfigFormSet,
+    AnswerLaunchForm,
+    ConfigFormSet,
+    LaunchForm,
+)
 from evaluation.services import available_rerankers, count_golden_questions, evaluation_job_create
 from evaluation.views.common import current_tenant, tenant_page
 from goldenset import selectors as golden_selectors
@@ -110,11 +118,133 @@ def _launch(tenant: Tenant, form: LaunchForm, formset, rerankers: list[str]) -> 
     return evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
 
 
+# --- launching an answer evaluation --------------------------------------------------------------------------
+
+
+def _answer_models() -> tuple[str, str]:
+    """The placeholders of the model fields: what a blank one gets."""
+    if not settings.EVALSITE_LLM_BASE_URL:
+        return "extractive", "heuristic"
+    default = settings.EVALSITE_LLM_MODEL or "set EVALSITE_LLM_MODEL"
+    return f"default: {default}", f"default: {default}"
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """Pick collections and answer configurations (retrieval, passages, model, groundedness), the judge and the
+    questions; the evaluation runs as an EvaluateAnswers job whose progress page opens the comparison."""
+    collections = dashboard.answer_launch_collections(tenant=tenant)
+    choices = [
+        (
+            slug,
+            f"{slug} ({questions} golden question{'' if questions == 1 else 's'}"
+            + (f", {unanswerable} unanswerable" if unanswerable else "")
+            + ")",
+        )
+        for slug, questions, unanswerable in collections
+    ]
+    rerankers = available_rerankers()
+    model_placeholder, judge_placeholder = _answer_models()
+    if request.method == "POST":
+        form = AnswerLaunchForm(request.POST, collections=choices, judge_placeholder=judge_placeholder)
+        formset = AnswerConfigFormSet(
+            request.POST, prefix="configs", rerankers=rerankers, model_placeholder=model_placeholder
+        )
+        questions = {slug: n for slug, n, _ in collections}
+        job = _launch_answers(tenant, form, formset, rerankers, questions)
+        if job is not None:
+            return redirect("dashboard:job", job_id=job.pk)
+    else:
+        wanted = request.GET.get("collection")
+        initial_collections = [wanted] if wanted else [slug for slug, _, _ in collections[:1]]
+        form = AnswerLaunchForm(
+            initial={"collections": initial_collections},
+            collections=choices,
+            judge_placeholder=judge_placeholder,
+        )
+        presets = [
+            {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""}
+            for p in ANSWER_LAUNCH_PRESETS
+        ]
+        formset = AnswerConfigFormSet(
+            initial=presets, prefix="configs", rerankers=rerankers, model_placeholder=model_placeholder
+        )
+    return render(
+        request,
+        "dashboard/launch_answers.html",
+        {
+            "tenant": tenant,
+            "form": form,
+            "formset": formset,
+            "has_collections": bool(collections),
+            "offline": not settings.EVALSITE_LLM_BASE_URL,
+            "nav_section": "launch",
+        },
+        status=400 if form.is_bound and (form.errors or formset.errors or formset.non_form_errors()) else 200,
+    )
+
+
+def _launch_answers(
+    tenant: Tenant, form: AnswerLaunchForm, formset, rerankers: list[str], questions: dict[str, int]
+) -> Job | None:
+    """Validate the answer launcher as the API validates evaluate/answers, and create the job; None with
+    errors on the forms. `questions`: golden questions per collection."""
+    if not (form.is_valid() and formset.is_valid()):
+        return None
+    rows = [(i, f) for i, f in enumerate(formset.forms) if f.cleaned_data.get("enabled")]
+    if not rows:
+        form.add_error(None, "Tick “run” on at least one configuration.")
+        return None
+    try:
+        configs = parse_answer_configs([f.as_config() for _, f in rows], rerankers)
+    except EvalsiteError as exc:
+        _config_error(form, rows, exc)
+        return None
+    collections = [
+        golden_selectors.collection_get(tenant=tenant, collection_id=slug)
+        for slug in form.cleaned_data["collections"]
+    ]
+    unanswerable = form.cleaned_data.get("unanswerable_questions") or []
+    if not unanswerable and not any(questions.get(slug) for slug in form.cleaned_data["collections"]):
+        form.add_error(
+            "collections",
+            "These collections have no golden questions yet (and no unanswerable questions were given): add "
+            "some on the collection's page first.",
+        )
+        return None
+    try:
+        return answers_job_create(
+            tenant=tenant,
+            collections=collections,
+            configs=configs,
+            judge_model=(form.cleaned_data.get("judge_model") or "").strip() or None,
+            unanswerable_questions=unanswerable,
+            max_questions=form.cleaned_data.get("max_questions"),
+            thresholds={},
+        )
+    except EvalsiteError as exc:
+        _config_error(form, rows, exc)
+        return None
+
+
+def _config_error(form, rows, exc: EvalsiteError) -> None:
+    """A configuration's error on its row's field; any other on the form (or the field the error names)."""
+    field = str(exc.details.get("field", ""))
+    match = _CONFIG_FIELD.match(field)
+    if match:
+        target = rows[int(match.group(1))][1]
+        name = match.group(2)
+        target.add_error(name if name in target.fields else None, exc.message.split(": ", 1)[-1])
+    else:
+        form.add_service_error(exc.code, exc.message, field or None)
+
+
 def _job_result_url(job: Job) -> str | None:
     if job.status != JobStatus.COMPLETED:
         return None
     batch = dashboard.job_result_batch(job)
-    if job.kind == JobKind.EVALUATE and batch:
+    if job.kind in (JobKind.EVALUATE, JobKind.EVALUATE_ANSWERS) and batch:
         return reverse("dashboard:compare") + "?" + urlencode({"batch": batch})
     if job.kind == JobKind.GENERATE:
         return reverse("dashboard:job", args=[job.pk])  # the job's page shows its report

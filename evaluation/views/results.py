@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 
 from evaluation import charts, dashboard
 from evaluation import selectors as run_selectors
-from evaluation.forms import RunFilterForm, TrendsForm
+from evaluation.forms import AnswerQuestionFilterForm, RunFilterForm, TrendsForm
 from evaluation.models import EvaluationRun
 from evaluation.views.common import collection_for, paginate, query_without_page, tenant_page
 from goldenset.errors import EvalsiteError
@@ -64,20 +64,26 @@ def _run(tenant: Tenant, run_id: str, with_results: bool = False) -> EvaluationR
     return run_selectors.run_get(tenant=tenant, run_id=run_id, with_results=with_results)
 
 
-@require_GET
-@tenant_page
-def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpResponse:
-    run = _run(tenant, run_id)
-    failures_only = request.GET.get("failures") == "1"
-    questions = dashboard.run_questions(run=run)
-    failures = sum(1 for q in questions if q.diagnosis != "pass")
-    shown = [q for q in questions if q.diagnosis != "pass"] if failures_only else questions
-    siblings = list(
+def _siblings(tenant: Tenant, run: EvaluationRun) -> list[dict[str, Any]]:
+    siblings = (
         EvaluationRun.objects.filter(tenant=tenant, batch_id=run.batch_id)
         .exclude(pk=run.pk)
         .order_by("label")
         .values_list("pk", "label")
     )
+    return [{"pk": pk, "label": label, "color": charts.label_color(label)} for pk, label in siblings]
+
+
+@require_GET
+@tenant_page
+def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpResponse:
+    run = _run(tenant, run_id)
+    if dashboard.is_answer_run(run):
+        return _answer_run_detail(request, tenant, run)
+    failures_only = request.GET.get("failures") == "1"
+    questions = dashboard.run_questions(run=run)
+    failures = sum(1 for q in questions if q.diagnosis != "pass")
+    shown = [q for q in questions if q.diagnosis != "pass"] if failures_only else questions
     metrics = [(name, run.metrics[name]) for name in dashboard.ordered_metrics(run.metrics)]
     return render(
         request,
@@ -93,10 +99,47 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
             "failures": failures,
             "failures_only": failures_only,
             "k": dashboard.run_depth_k(run),
-            "siblings": [
-                {"pk": pk, "label": label, "color": charts.label_color(label)} for pk, label in siblings
-            ],
+            "siblings": _siblings(tenant, run),
             "diagnoses": dashboard.DIAGNOSES,
+        },
+    )
+
+
+def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun) -> HttpResponse:
+    """An answer run: its score, mode, every metric with its method and exclusions, refusal both ways,
+    diagnoses, usage and configuration; its questions filtered by diagnosis and pass / fail, 100 a page."""
+    data = request.GET.copy()
+    if data.get("failures") == "1" and not data.get("outcome"):
+        data["outcome"] = "failed"  # the retrieval page's "failures only" link, kept working
+    form = AnswerQuestionFilterForm(data)
+    filters = form.cleaned_data if form.is_valid() else {}
+    diagnoses, outcomes = dashboard.question_counts(run)
+    results = dashboard.answer_question_results(
+        run=run, diagnosis=filters.get("diagnosis") or None, outcome=filters.get("outcome") or None
+    )
+    page = paginate(request, results, dashboard.ANSWER_QUESTIONS_PER_PAGE)
+    params = data.copy()
+    params.pop("failures", None)
+    params.pop("page", None)
+    return render(
+        request,
+        "dashboard/answer_run.html",
+        {
+            "tenant": tenant,
+            "run": run,
+            "color": charts.label_color(run.label),
+            "overview": dashboard.answer_overview(run, diagnoses),
+            "form": form,
+            "filters": filters,
+            "filtered": any(filters.values()),
+            "page": page,
+            "questions": dashboard.answer_question_rows(page.object_list),
+            "query": params.urlencode(),
+            "question_total": sum(diagnoses.values()),
+            "diagnosis_counts": diagnoses,
+            "outcome_counts": outcomes,
+            "diagnoses": dashboard.ANSWER_DIAGNOSES,
+            "siblings": _siblings(tenant, run),
         },
     )
 
@@ -114,6 +157,27 @@ def run_question(request: HttpRequest, tenant: Tenant, run_id: str, position: in
     )
     previous, following = dashboard.neighbour_positions(run=run, position=position)
     collections = {c.slug for c in Collection.objects.filter(tenant=tenant, slug__in=run.collection_ids)}
+    if dashboard.is_answer_run(run):
+        documents = {d.document_id: (d.collection_slug, d.external_id, d.exists) for d in ranked + missing}
+        return render(
+            request,
+            "dashboard/answer_question.html",
+            {
+                "tenant": tenant,
+                "run": run,
+                "color": charts.label_color(run.label),
+                "result": result,
+                "view": dashboard.answer_view(result, document_ids=documents),
+                "diagnosis": diagnosis,
+                "diagnosis_text": dashboard.ANSWER_DIAGNOSES.get(diagnosis, ""),
+                "ranked": ranked,
+                "missing": missing,
+                "expected_total": len([g for g in result.expected.values() if g > 0]),
+                "previous": previous,
+                "following": following,
+                "linkable": collections,
+            },
+        )
     return render(
         request,
         "dashboard/question.html",
@@ -179,6 +243,7 @@ def compare(request: HttpRequest, tenant: Tenant) -> HttpResponse:
         if exc.status_code == 404:
             raise Http404(exc.message) from None
         context["problem"] = exc.message
+        context["problem_code"] = exc.code
         return render(request, "dashboard/compare.html", context, status=400)
     context.update(dashboard.comparison(runs))
     context["batch"] = batch

@@ -83,7 +83,9 @@ def test_an_excluded_metric_neither_fails_nor_counts():
 
 
 def test_refusals_in_both_directions():
-    declined_unanswerable = judge_outcome(outcome(answerable=False, refused=True, scores={}), DEFAULT_THRESHOLDS)
+    declined_unanswerable = judge_outcome(
+        outcome(answerable=False, refused=True, scores={}), DEFAULT_THRESHOLDS
+    )
     answered_unanswerable = judge_outcome(outcome(answerable=False, scores={}), DEFAULT_THRESHOLDS)
     false_refusal = judge_outcome(outcome(refused=True), DEFAULT_THRESHOLDS)
     assert (declined_unanswerable.diagnosis, declined_unanswerable.passed, declined_unanswerable.mean) == (
@@ -177,7 +179,10 @@ def test_errors_are_counted_in_a_warning_and_left_out_of_the_score():
     summary = summarize(outcomes, [judge_outcome(o, DEFAULT_THRESHOLDS) for o in outcomes])
     assert summary.diagnosis == {PASS: 1, ERROR: 1}
     assert summary.score == pytest.approx(100 * (1.0 + 0.8 + 0.5 + 1.0 + 0.7) / 5)
-    assert "1 question(s) got no answer (the model call failed) and are left out of the means" in summary.warnings
+    assert (
+        "1 question(s) got no answer (the model call failed) and are left out of the means"
+        in summary.warnings
+    )
     assert summary.refusal["answerable"] == 1  # the failed one is not counted as answered or declined
 
 

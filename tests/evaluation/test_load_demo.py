@@ -32,7 +32,10 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
     assert len(set(runs.values_list("batch_id", flat=True))) == 1
     assert all(run.question_count == 300 for run in runs)  # the answerable questions carry expected documents
     answer_runs = EvaluationRun.objects.filter(tenant=collection.tenant, kind="answers")
-    assert sorted(answer_runs.values_list("label", flat=True)) == ["answers fulltext", "answers hybrid grounded"]
+    assert sorted(answer_runs.values_list("label", flat=True)) == [
+        "answers fulltext",
+        "answers hybrid grounded",
+    ]
     for run in answer_runs:  # all 600 questions, the 300 unanswerable ones measuring refusal
         assert run.question_count == 600 and run.mode == "heuristic"
         assert run.summary["refusal"]["unanswerable"] == 300 and run.summary["refusal"]["answerable"] == 300

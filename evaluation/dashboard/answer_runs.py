@@ -1,0 +1,687 @@
+"""The reads of answer runs (kind "answers"): a run's header (score, mode, each metric with its method and what
+was left out of it, refusal both ways, diagnoses, usage), its questions table, one question's answer beside the
+passages it was written from with the judge's verdicts, and the per-question values Compare pairs.
+
+What an answer run stores is read defensively: any metric may be absent (no question could be scored on it:
+shown "—" with the reason from the run's warnings, never 0), and a judgement's detail may carry keys this page
+does not know (shown as a small key/value list), or lack keys it expects.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+
+from evaluation.dashboard.common import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS, ordered_metrics
+from evaluation.models import EvaluationRun, QuestionResult, RunKind
+
+ANSWERS = RunKind.ANSWERS.value
+ANSWER_QUESTIONS_PER_PAGE = 100
+
+ANSWER_DIAGNOSES = {
+    "pass": "answered well from the right documents (or declined a question the collection cannot answer)",
+    "retrieval": "an expected document was not retrieved, or nothing retrieved was relevant",
+    "generation": "the right documents came back and the answer fell short (or answered the unanswerable)",
+    "error": "no answer could be written (the model call failed): left out of every mean",
+}
+DIAGNOSIS_ORDER = ("pass", "retrieval", "generation", "error")
+
+METHOD_TEXT = {"heuristic": "heuristic", "llm-judge": "LLM judge", "mixed": "mixed", "count": "count"}
+EXCLUSION_TEXT = {"not-applicable": "not applicable", "unreadable": "unreadable"}
+METRIC_TEXT = {
+    "faithfulness": "Faithfulness",
+    "context_recall": "Context recall",
+    "answer_relevancy": "Answer relevancy",
+    "citation_precision": "Citation precision",
+    "context_relevancy": "Context relevancy",
+    "refusal_recall": "Refusal recall",
+    "false_refusal_rate": "False-refusal rate",
+    "score": "Score",
+}
+METRIC_HELP = {
+    "faithfulness": "share of the answer's statements the passages support",
+    "context_recall": "share of the reference answer's statements the passages support",
+    "answer_relevancy": "how well the answer addresses the question",
+    "citation_precision": "share of citations whose passage supports the cited statement",
+    "context_relevancy": "share of the passages relevant to the question",
+}
+
+
+def is_answer_run(run: EvaluationRun) -> bool:
+    return run.kind == ANSWERS
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+# --- a run's header ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MetricSummary:
+    name: str
+    title: str
+    value: float | None
+    method: str  # heuristic | llm-judge | mixed | count | ""
+    method_text: str
+    excluded: list[tuple[int, str]]  # (questions, reason text)
+    fallbacks: int
+    reasons: list[str]  # the run's warnings about this metric
+    help: str = ""
+
+    @property
+    def excluded_text(self) -> str:
+        return "; ".join(f"{n} excluded: {reason}" for n, reason in self.excluded)
+
+
+@dataclass
+class Refusal:
+    """Refusal both ways: always shown together, each with the counts it was computed from."""
+
+    recall: float | None
+    unanswerable: int
+    declined_unanswerable: int
+    false_rate: float | None
+    answerable: int
+    declined_answerable: int
+
+
+@dataclass
+class AnswerOverview:
+    score: float | None
+    mode: str
+    metrics: list[MetricSummary]
+    refusal: Refusal
+    diagnosis: list[tuple[str, int, str]]  # (diagnosis, questions, what it means)
+    passed: int | None
+    failed: int | None
+    usage: dict[str, Any]
+    config: list[tuple[str, Any]]
+    thresholds: list[tuple[str, float]]
+    other_config: list[tuple[str, Any]]
+
+
+def _metric_reasons(name: str, warnings: Iterable[str]) -> list[str]:
+    prefix = f"{name}:"
+    return [w.split(":", 1)[1].strip() for w in warnings if isinstance(w, str) and w.startswith(prefix)]
+
+
+def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
+    """Each judged metric of the run: its mean (None when no question could be scored), method, exclusions
+    by reason, judge fallbacks, and the run's warnings about it."""
+    summary = _mapping(run.summary)
+    excluded = _mapping(summary.get("excluded"))
+    fallbacks = _mapping(summary.get("fallbacks"))
+    methods = {**_mapping(summary.get("methods")), **_mapping(run.metric_methods)}
+    extra = [
+        name
+        for name in ordered_metrics(run.metrics)
+        if name not in JUDGED_METRICS and name not in (ANSWER_SCORE, *REFUSAL_METRICS)
+    ]
+    out = []
+    for name in (*JUDGED_METRICS, *extra):
+        value = _number(run.metrics.get(name))
+        method = str(methods.get(name) or "")
+        reasons = _metric_reasons(name, run.warnings or [])
+        if value is None and not reasons:
+            reasons = ["no question could be scored on this metric"]
+        out.append(
+            MetricSummary(
+                name=name,
+                title=METRIC_TEXT.get(name, name),
+                value=value,
+                method=method,
+                method_text=METHOD_TEXT.get(method, method),
+                excluded=[
+                    (n, EXCLUSION_TEXT.get(reason, reason.replace("-", " ")))
+                    for reason, n in sorted(_mapping(excluded.get(name)).items())
+                    if _int(n)
+                ],
+                fallbacks=_int(fallbacks.get(name)),
+                reasons=reasons,
+                help=METRIC_HELP.get(name, ""),
+            )
+        )
+    return out
+
+
+def run_refusal(run: EvaluationRun) -> Refusal:
+    refusal = _mapping(_mapping(run.summary).get("refusal"))
+    recall = _number(run.metrics.get("refusal_recall"))
+    false_rate = _number(run.metrics.get("false_refusal_rate"))
+    return Refusal(
+        recall=recall if recall is not None else _number(refusal.get("refusal_recall")),
+        unanswerable=_int(refusal.get("unanswerable")),
+        declined_unanswerable=_int(refusal.get("declined_unanswerable")),
+        false_rate=false_rate if false_rate is not None else _number(refusal.get("false_refusal_rate")),
+        answerable=_int(refusal.get("answerable")),
+        declined_answerable=_int(refusal.get("declined_answerable")),
+    )
+
+
+def run_score(run: EvaluationRun) -> float | None:
+    score = _number(run.metrics.get(ANSWER_SCORE))
+    return score if score is not None else _number(_mapping(run.summary).get("score"))
+
+
+CONFIG_SHOWN = {
+    "model": "model",
+    "judge_model": "judge",
+    "groundedness": "groundedness",
+    "top_k": "passages (top k)",
+    "search_type": "search type",
+    "fusion": "fusion",
+    "rerank": "rerank",
+    "bm25_variant": "BM25",
+}
+
+
+def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None) -> AnswerOverview:
+    """The run's header. `counts` (diagnosis -> questions, from the questions themselves) stands in for the
+    summary's when the summary has none."""
+    summary = _mapping(run.summary)
+    stored = {k: _int(v) for k, v in _mapping(summary.get("diagnosis")).items()}
+    diagnosis_counts = stored or dict(counts or {})
+    names = [d for d in DIAGNOSIS_ORDER] + sorted(set(diagnosis_counts) - set(DIAGNOSIS_ORDER))
+    config = run.config if isinstance(run.config, Mapping) else {}
+    thresholds = _mapping(config.get("thresholds"))
+    usage = {
+        key: _number(value) if key == "call_latency_ms" else _int(value)
+        for key, value in _mapping(summary.get("usage")).items()
+    }
+    if usage:
+        usage["tokens"] = _int(usage.get("prompt_tokens")) + _int(usage.get("completion_tokens"))
+    return AnswerOverview(
+        score=run_score(run),
+        mode=run.mode or str(summary.get("mode") or ""),
+        metrics=metric_summaries(run),
+        refusal=run_refusal(run),
+        diagnosis=[(d, diagnosis_counts.get(d, 0), ANSWER_DIAGNOSES.get(d, "")) for d in names],
+        passed=_int(summary["passed"]) if "passed" in summary else None,
+        failed=_int(summary["failed"]) if "failed" in summary else None,
+        usage=usage,
+        config=[
+            (title, config.get(key))
+            for key, title in CONFIG_SHOWN.items()
+            if key in config and not (key == "fusion" and config.get("search_type") != "Hybrid")
+        ],
+        thresholds=sorted((k, v) for k, v in thresholds.items() if _number(v) is not None),
+        other_config=sorted(
+            (k, v) for k, v in config.items() if k not in CONFIG_SHOWN and k not in ("label", "thresholds")
+        ),
+    )
+
+
+# --- a run's questions -------------------------------------------------------------------------------------
+
+
+def question_counts(run: EvaluationRun) -> tuple[dict[str, int], dict[str, int]]:
+    """(questions per diagnosis, questions passed / failed / not judged), in one query."""
+    diagnoses: dict[str, int] = {}
+    outcomes = {"passed": 0, "failed": 0, "unjudged": 0}
+    rows = (
+        QuestionResult.objects.filter(run=run)
+        .order_by()
+        .values_list("diagnosis", "passed")
+        .annotate(n=Count("id"))
+    )
+    for diagnosis, passed, n in rows:
+        diagnoses[diagnosis or "pass"] = diagnoses.get(diagnosis or "pass", 0) + n
+        outcomes["passed" if passed else "failed" if passed is False else "unjudged"] += n
+    return diagnoses, outcomes
+
+
+def answer_question_results(
+    *, run: EvaluationRun, diagnosis: str | None = None, outcome: str | None = None
+) -> QuerySet[QuestionResult]:
+    """The run's questions in order, filtered by diagnosis and by passed / failed, reading only what the
+    table shows: each metric's exclusion and fallback come out of the judgements, never their details."""
+    results = QuestionResult.objects.filter(run=run)
+    if diagnosis:
+        results = results.filter(diagnosis=diagnosis)
+    if outcome == "passed":
+        results = results.filter(passed=True)
+    elif outcome == "failed":
+        results = results.filter(passed=False)
+    annotations: dict[str, Any] = {}
+    for name in JUDGED_METRICS:
+        annotations[f"x_{name}"] = KeyTextTransform("excluded", KeyTransform(name, "judgements"))
+        annotations[f"f_{name}"] = KeyTextTransform("fallback", KeyTransform(name, "judgements"))
+    return (
+        results.order_by("position")
+        .annotate(**annotations)
+        .values(
+            "position",
+            "entry_key",
+            "question",
+            "answerable",
+            "refused",
+            "passed",
+            "diagnosis",
+            "metrics",
+            *annotations,
+        )
+    )
+
+
+@dataclass
+class Cell:
+    value: float | None
+    note: str  # why there is no value, or that the judge fell back to the heuristic
+    fallback: bool
+
+
+@dataclass
+class AnswerQuestionRow:
+    position: int
+    key: str
+    question: str
+    answerable: bool
+    refused: bool | None
+    passed: bool | None
+    diagnosis: str
+    cells: list[Cell]
+
+
+def _json_text(value: Any) -> str | None:
+    """A JSON string read out by a key transform: SQLite reads a nested JSON null as the text "null"."""
+    return None if value is None or value == "null" else str(value)
+
+
+def answer_question_rows(values: Iterable[Mapping[str, Any]]) -> list[AnswerQuestionRow]:
+    rows = []
+    for v in values:
+        metrics = _mapping(v.get("metrics"))
+        cells = []
+        for name in JUDGED_METRICS:
+            value = _number(metrics.get(name))
+            excluded = _json_text(v.get(f"x_{name}"))
+            fallback = _json_text(v.get(f"f_{name}"))
+            if value is None:
+                note = f"excluded: {EXCLUSION_TEXT.get(excluded, excluded)}" if excluded else "not scored"
+            else:
+                note = f"judge failed ({fallback}): scored by the heuristic" if fallback else ""
+            cells.append(Cell(value, note, bool(fallback) and value is not None))
+        rows.append(
+            AnswerQuestionRow(
+                position=v["position"],
+                key=v.get("entry_key") or "",
+                question=v.get("question") or "",
+                answerable=bool(v.get("answerable")),
+                refused=v.get("refused"),
+                passed=v.get("passed"),
+                diagnosis=v.get("diagnosis") or "",
+                cells=cells,
+            )
+        )
+    return rows
+
+
+# --- one question ------------------------------------------------------------------------------------------
+
+_MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_NUMBER = re.compile(r"\d+")
+
+
+def answer_segments(text: str, numbers: Iterable[int]) -> list[tuple[str, int | None]]:
+    """The answer as (text, passage number or None) pieces: each citation marker's number that names one of
+    the passages becomes a link to it (the template escapes every piece; nothing here is marked safe)."""
+    known = set(numbers)
+    out: list[tuple[str, int | None]] = []
+    cursor = 0
+    for match in _MARKERS.finditer(text):
+        out.append((text[cursor : match.start()], None))
+        inner_start = match.start(1)
+        pos = match.start()
+        for digits in _NUMBER.finditer(match.group(1)):
+            start, end = inner_start + digits.start(), inner_start + digits.end()
+            n = int(digits.group())
+            out.append((text[pos:start], None))
+            out.append((text[start:end], n if n in known else None))
+            pos = end
+        out.append((text[pos : match.end()], None))
+        cursor = match.end()
+    out.append((text[cursor:], None))
+    merged: list[tuple[str, int | None]] = []
+    for piece, number in out:
+        if not piece:
+            continue
+        if merged and number is None and merged[-1][1] is None:
+            merged[-1] = (merged[-1][0] + piece, None)
+        else:
+            merged.append((piece, number))
+    return merged
+
+
+def _text(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _extras(item: Mapping[str, Any], known: Sequence[str]) -> list[tuple[str, str]]:
+    return [(str(k), _text(v)) for k, v in item.items() if k not in known]
+
+
+@dataclass
+class Verdict:
+    """One item of a judgement's detail: a statement, a citation or a passage, with its verdict."""
+
+    text: str
+    verdict: bool | None  # supported / supports / relevant; None when the detail does not say
+    number: int | None = None
+    score: float | None = None
+    extra: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Judgement:
+    name: str
+    title: str
+    value: float | None
+    method: str
+    method_text: str
+    excluded: str  # reason text, "" when scored
+    fallback: str  # why the judge fell back to the heuristic, "" when it did not
+    statements: list[Verdict]
+    citations: list[Verdict]
+    passages: list[Verdict]
+    other: list[tuple[str, str]]
+    reason: str = ""  # the judge's reason for the whole metric (why it was excluded, or nothing retrieved)
+    help: str = ""
+
+    @property
+    def supported(self) -> int:
+        return sum(1 for s in self.statements if s.verdict)
+
+
+CITATION_NUMBER = ("citation", "number", "passage", "marker")  # where a citation verdict names its passage
+
+
+def _verdict(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def judgements(result: QuestionResult) -> list[Judgement]:
+    """Each metric of the question, in the run's order: value, method, exclusion or fallback, and the details
+    (statements, citations, passages) the judge gave; any other key of a detail as text."""
+    stored = _mapping(result.judgements)
+    names = [n for n in JUDGED_METRICS if n in stored or n in result.metrics]
+    names += [n for n in ordered_metrics(stored) if n not in names]
+    out = []
+    for name in names:
+        j = _mapping(stored.get(name))
+        detail = _mapping(j.get("detail"))
+        value = _number(j.get("value"))
+        if value is None:
+            value = _number(result.metrics.get(name))
+        method = str(j.get("method") or "")
+        excluded = j.get("excluded")
+        statements = [
+            Verdict(
+                _text(s.get("text", s.get("statement", "")), 2000),
+                _verdict(s.get("supported")),
+                number=_int_or_none(s.get("passage")),  # the passage that supports it
+                score=_number(s.get("support")),
+                extra=_extras(s, ("text", "statement", "supported", "passage", "support")),
+            )
+            for s in _items(detail.get("statements"))
+        ]
+        citations = [
+            Verdict(
+                _text(c.get("statement", c.get("text", "")), 2000),
+                _verdict(c.get("supports", c.get("supported"))),
+                number=_int_or_none(next((c[k] for k in CITATION_NUMBER if k in c), None)),
+                score=_number(c.get("support")),
+                extra=_extras(c, ("statement", "text", "supports", "supported", "support", *CITATION_NUMBER)),
+            )
+            for c in _items(detail.get("citations"))
+        ]
+        passages = [
+            Verdict(
+                _text(p.get("document_id", ""), 300),
+                _verdict(p.get("relevant")),
+                number=_int_or_none(p.get("number")),
+                score=_number(p.get("score")),
+                extra=_extras(p, ("document_id", "relevant", "number", "score")),
+            )
+            for p in _items(detail.get("passages"))
+        ]
+        reason = detail.get("reason")
+        other = _extras(detail, ("statements", "citations", "passages", "reason"))
+        out.append(
+            Judgement(
+                name=name,
+                title=METRIC_TEXT.get(name, name),
+                value=value,
+                method=method,
+                method_text=METHOD_TEXT.get(method, method),
+                excluded=(
+                    EXCLUSION_TEXT.get(str(excluded), str(excluded)) if excluded and value is None else ""
+                ),
+                fallback=_text(j.get("fallback")) if j.get("fallback") else "",
+                statements=statements,
+                citations=citations,
+                passages=passages,
+                other=other,
+                reason=_text(reason) if reason else "",
+                help=METRIC_HELP.get(name, ""),
+            )
+        )
+    return out
+
+
+@dataclass
+class ContextPassage:
+    number: int | None
+    anchor: str
+    document_id: str
+    collection_slug: str
+    external_id: str
+    page_number: Any
+    title: str
+    text: str
+    cited: bool
+    expected: bool
+    relevant: bool | None  # the context-relevancy judge's verdict, when it gave one
+    exists: bool = False
+
+
+@dataclass
+class CitationRow:
+    number: int | None
+    document_id: str
+    statement: str
+    supported: bool | None
+    anchor: str
+
+
+@dataclass
+class AnswerView:
+    segments: list[tuple[str, int | None]]
+    passages: list[ContextPassage]
+    citations: list[CitationRow]
+    judgements: list[Judgement]
+    reasons: list[str]
+    warnings: list[str]
+
+
+GOLDEN_CHECK = "golden-set check:"
+
+
+def answer_view(
+    result: QuestionResult, *, document_ids: Mapping[str, tuple[str, str, bool]] | None = None
+) -> AnswerView:
+    """What the question page shows of an answer: the answer's pieces, the numbered passages (cited, expected
+    and relevant ones marked), the citations with the judge's verdict, every metric's judgement, and the
+    question's failure reasons apart from its warnings. `document_ids` maps a passage's document id to
+    (collection slug, external id, still exists) for links."""
+    found = judgements(result)
+    relevant: dict[int | None, bool | None] = {
+        p.number: p.verdict for j in found for p in j.passages if p.number is not None
+    }
+    supports: dict[int | None, bool | None] = {
+        c.number: c.verdict for j in found for c in j.citations if c.number is not None
+    }
+    cited_numbers = {n for c in _items(result.citations) if (n := _int_or_none(c.get("number"))) is not None}
+    passages = []
+    for i, p in enumerate(_items(result.context), start=1):
+        number = _int_or_none(p.get("number"))
+        document_id = str(p.get("document_id") or "")
+        slug, external, exists = (document_ids or {}).get(
+            document_id, (result.collection_id, document_id, False)
+        )
+        passages.append(
+            ContextPassage(
+                number=number,
+                anchor=f"passage-{number if number is not None else f'x{i}'}",
+                document_id=document_id,
+                collection_slug=slug,
+                external_id=external,
+                page_number=p.get("page_number"),
+                title=str(p.get("title") or ""),
+                text=str(p.get("text") or ""),
+                cited=number in cited_numbers,
+                expected=document_id in result.expected and (result.expected.get(document_id) or 0) > 0,
+                relevant=relevant.get(number),
+                exists=exists,
+            )
+        )
+    numbers = [p.number for p in passages if p.number is not None]
+    citations = [
+        CitationRow(
+            number=(n := _int_or_none(c.get("number"))),
+            document_id=str(c.get("document_id") or ""),
+            statement=str(c.get("statement") or ""),
+            supported=supports.get(n),
+            anchor=f"passage-{n}" if n in numbers else "",
+        )
+        for c in _items(result.citations)
+    ]
+    warnings = [str(w) for w in result.warnings or []]
+    return AnswerView(
+        segments=answer_segments(result.answer or "", numbers),
+        passages=passages,
+        citations=citations,
+        judgements=found,
+        reasons=[w for w in warnings if not w.startswith(GOLDEN_CHECK)],
+        warnings=[w for w in warnings if w.startswith(GOLDEN_CHECK)],
+    )
+
+
+# --- compare -----------------------------------------------------------------------------------------------
+
+
+def question_score(
+    metrics: Mapping[str, Any], answerable: bool, refused: bool | None, diagnosis: str
+) -> float | None:
+    """A question's share of the run's score (0-100), as the run computed it: the mean of its metric values;
+    a declined answerable question 0; an unanswerable one 100 when declined, else 0; a question with no answer
+    (error) none. The run's score is the mean of these (Compare checks that before pairing them)."""
+    if diagnosis == "error":
+        return None
+    if not answerable:
+        return 100.0 if refused else 0.0
+    if refused:
+        return 0.0
+    values = [v for v in (_number(x) for x in metrics.values()) if v is not None]
+    return 100.0 * sum(values) / len(values) if values else None
+
+
+def answer_question_values(
+    runs: Sequence[EvaluationRun],
+) -> tuple[dict[uuid.UUID, dict[str, dict[str, float]]], list[str]]:
+    """run id -> question (entry id) -> metric -> value, the judged metrics and the per-question score, read in
+    one query; and the runs whose per-question scores do not average to their stored score (so the score is
+    shown for them, but not paired)."""
+    out: dict[uuid.UUID, dict[str, dict[str, float]]] = {run.pk: {} for run in runs}
+    rows = QuestionResult.objects.filter(run__in=[run.pk for run in runs]).values_list(
+        "run_id", "entry_id", "metrics", "answerable", "refused", "diagnosis"
+    )
+    for run_id, entry_id, metrics, answerable, refused, diagnosis in rows:
+        values = {name: v for name, raw in _mapping(metrics).items() if (v := _number(raw)) is not None}
+        score = question_score(values, answerable, refused, diagnosis)
+        if score is not None:
+            values[ANSWER_SCORE] = score
+        out[run_id][str(entry_id)] = values
+    unmatched = []
+    for run in runs:
+        stored = run_score(run)
+        scores = [v[ANSWER_SCORE] for v in out[run.pk].values() if ANSWER_SCORE in v]
+        mean = sum(scores) / len(scores) if scores else None
+        if stored is None or mean is None or abs(stored - mean) > 0.01:
+            unmatched.append(str(run.pk))
+    if unmatched:
+        for run_id in out:
+            for values in out[run_id].values():
+                values.pop(ANSWER_SCORE, None)
+    return out, unmatched
+
+
+@dataclass
+class RunLevelRow:
+    """An answer run's run-level numbers on Compare: no interval, a table."""
+
+    run: EvaluationRun
+    name: str
+    color: str
+    score: float | None
+    mode: str
+    refusal: Refusal
+    passed: int | None
+    questions: int
+    diagnosis: dict[str, int]
+
+
+def run_level_rows(
+    runs: Sequence[EvaluationRun], names: Sequence[str], colors: Sequence[str]
+) -> list[RunLevelRow]:
+    rows = []
+    for run, name, color in zip(runs, names, colors, strict=True):
+        summary = _mapping(run.summary)
+        rows.append(
+            RunLevelRow(
+                run=run,
+                name=name,
+                color=color,
+                score=run_score(run),
+                mode=run.mode or str(summary.get("mode") or ""),
+                refusal=run_refusal(run),
+                passed=_int(summary["passed"]) if "passed" in summary else None,
+                questions=run.question_count,
+                diagnosis={k: _int(v) for k, v in _mapping(summary.get("diagnosis")).items()},
+            )
+        )
+    return rows
