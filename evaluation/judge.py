@@ -67,7 +67,7 @@ from typing import Any
 from evaluation.answering import Answer, Passage, format_passages, split_sentences, strip_markers
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.llm import ChatClient, extract_json, map_concurrent, validate
 
 METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy")
 HEURISTIC, LLM_JUDGE = "heuristic", "llm-judge"
@@ -520,7 +520,7 @@ def judge_question(
     question: str, reference: str, answer: Answer, passages: Sequence[Passage], judge: LLMJudge | None
 ) -> dict[str, Score]:
     """The five metrics of one answered question, in METRICS order: by the heuristic when judge is None, else
-    by the judge (one call each, sequentially; a failed call falls back per metric)."""
+    by the judge (one call each, concurrently; a failed call falls back per metric)."""
     if judge is None:
         return {
             "faithfulness": faithfulness(answer, passages),
@@ -529,10 +529,14 @@ def judge_question(
             "citation_precision": citation_precision(answer, passages),
             "context_relevancy": context_relevancy(question, passages, reference),
         }
-    return {
-        "faithfulness": judge.faithfulness(answer, passages),
-        "context_recall": judge.context_recall(reference, passages),
-        "answer_relevancy": judge.answer_relevancy(question, answer, reference),
-        "citation_precision": judge.citation_precision(answer, passages),
-        "context_relevancy": judge.context_relevancy(question, passages, reference),
+    calls: dict[str, Callable[[], Score]] = {
+        "faithfulness": lambda: judge.faithfulness(answer, passages),
+        "context_recall": lambda: judge.context_recall(reference, passages),
+        "answer_relevancy": lambda: judge.answer_relevancy(question, answer, reference),
+        "citation_precision": lambda: judge.citation_precision(answer, passages),
+        "context_relevancy": lambda: judge.context_relevancy(question, passages, reference),
     }
+    # The five judgements at once (the client still bounds the calls in flight): a small golden set is not
+    # left waiting on one question's five calls in a row.
+    scores = map_concurrent(lambda name: calls[name](), METRICS, concurrency=len(METRICS))
+    return dict(zip(METRICS, scores, strict=True))

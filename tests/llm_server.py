@@ -154,7 +154,10 @@ class ScriptedLLMServer:
             def do_POST(self) -> None:
                 server._handle(self, "POST")
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # 16 clients connecting at once must not wait on a listen queue of 5
+
+        self._httpd = Server(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-server", daemon=True
