@@ -352,7 +352,7 @@ class ChatClient:
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         return ChatResult(
-            text=content if isinstance(content, str) else "",
+            text=storable(content) if isinstance(content, str) else "",
             model=str(body.get("model") or model),
             prompt_tokens=_int(usage.get("prompt_tokens")),
             completion_tokens=_int(usage.get("completion_tokens")),
@@ -414,7 +414,7 @@ def extract_json(text: str, *, expect: str | None = None) -> Any:
             except ValueError:
                 continue
             if isinstance(value, wanted):
-                return value
+                return _storable_json(value)
     kind = expect or "object or array"
     raise EvalsiteError(
         "llm-unreadable",
@@ -492,6 +492,25 @@ def retry_after_seconds(value: str | None) -> float | None:
         return max(0.0, float(value)) if value else None
     except ValueError:
         return None
+
+
+_UNSTORABLE = re.compile("\x00|[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """A model's text as every database and JSON encoder takes it: NUL removed, a lone surrogate (from a JSON
+    escape such as \\ud800) replaced by U+FFFD. A model's output is stored and rendered, so it is cleaned here."""
+    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
+
+
+def _storable_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_storable_json(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(str(k)): _storable_json(v) for k, v in value.items()}
+    return value
 
 
 def _int(value: Any) -> int | None:

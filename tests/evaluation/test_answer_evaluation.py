@@ -409,3 +409,16 @@ def check_run(run: EvaluationRun) -> int:
     if errors:
         assert any("got no answer" in w for w in run.warnings)
     return sum(fallbacks.values())
+
+
+def test_model_text_no_database_can_store_is_cleaned_before_it_is_stored(evaluate, llm):
+    dirty = json.dumps({"answer": "Refunds\x00 take 30 days \ud800 [1].", "refused": False})
+    llm.reply(r"^Question:[^\n]*\n\nPassages:", lambda m: dirty)  # the answer prompt, not a judge's
+    llm.reply(r"Answer statements:", "Not JSON \x00 \udfff at all")  # unreadable: kept in the detail
+    llm.reply(r".", scripted_rag)
+    (run,) = runs_of(evaluate(configs=[{"label": "dirty"}]))
+    first = run.results.order_by("position").first()
+    assert first.answer == "Refunds take 30 days \ufffd [1]."
+    assert first.judgements["faithfulness"]["excluded"] == "unreadable"
+    stored = json.dumps(first.judgements, ensure_ascii=False)
+    assert "\x00" not in stored and "\udfff" not in stored and "Not JSON  \ufffd at all" in stored

@@ -273,3 +273,10 @@ def test_from_settings_without_an_endpoint_is_a_clear_503(settings):
     with pytest.raises(EvalsiteError) as caught:
         ChatClient.from_settings()
     assert (caught.value.code, caught.value.status_code) == ("llm-unavailable", 503)
+
+
+def test_text_no_database_can_store_is_cleaned_from_answers_and_their_json(llm_server, client):
+    llm_server.reply(r"nul", 'Bad\x00 text \ud800 here {"answer": "x\\u0000y\\udc00z", "list": ["\\u0000"]}')
+    result = client.complete(ask("nul please"))
+    assert result.text == 'Bad text \ufffd here {"answer": "x\\u0000y\\udc00z", "list": ["\\u0000"]}'
+    assert extract_json(result.text) == {"answer": "xy\ufffdz", "list": [""]}
