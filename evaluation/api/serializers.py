@@ -94,6 +94,10 @@ class RunOut(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
     golden_fingerprint = serializers.CharField()
     index = serializers.JSONField(source="index_info")
+    summary = serializers.JSONField(
+        help_text="Answer runs: score, excluded counts per metric, fallbacks, refusal both ways, diagnosis counts, "
+        "usage; {} for retrieval runs."
+    )
     job_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
 
@@ -111,6 +115,14 @@ class QuestionResultOut(serializers.Serializer):
     metrics = serializers.DictField(child=serializers.FloatField())
     diagnosis = serializers.CharField()
     warnings = serializers.ListField(child=serializers.CharField())
+    # Answer runs (empty or null for retrieval runs):
+    answer = serializers.CharField()
+    citations = serializers.JSONField()
+    context = serializers.JSONField(help_text="The numbered passages the answer was written from.")
+    judgements = serializers.JSONField(help_text="{metric: {value, method, detail, excluded, fallback}}")
+    answerable = serializers.BooleanField()
+    refused = serializers.BooleanField(allow_null=True)
+    passed = serializers.BooleanField(allow_null=True)
 
     def get_ranked(self, result) -> list[dict]:
         return [

@@ -422,3 +422,16 @@ def test_model_text_no_database_can_store_is_cleaned_before_it_is_stored(evaluat
     assert first.judgements["faithfulness"]["excluded"] == "unreadable"
     stored = json.dumps(first.judgements, ensure_ascii=False)
     assert "\x00" not in stored and "\udfff" not in stored and "Not JSON  \ufffd at all" in stored
+
+
+def test_the_runs_api_returns_an_answer_run_whole(evaluate, golden):
+    (run,) = runs_of(evaluate(configs=[{"label": "api"}]))
+    body = golden.client.get(f"/lmkit/v1/search/evaluate/runs/{run.pk}").json()
+    assert body["kind"] == "answers" and body["mode"] == "heuristic"
+    assert body["summary"]["refusal"]["answerable"] == 3
+    first = body["results"][0]
+    assert first["answer"] and first["citations"] and first["context"][0]["number"] == 1
+    assert first["judgements"]["faithfulness"]["method"] == "heuristic"
+    assert first["answerable"] is True and first["refused"] is False and first["passed"] in (True, False)
+    listed = golden.client.get("/lmkit/v1/search/evaluate/runs?kind=answers").json()
+    assert [r["run_id"] for r in listed["results"]] == [str(run.pk)]
