@@ -282,13 +282,20 @@ def test_good_judgements_are_read_exactly(llm_server, client):
 
     bodies = [r.body for r in llm_server.requests]
     assert all(b["model"] == "judge" and b["temperature"] == 0.0 for b in bodies)
-    users = [b["messages"][-1]["content"] for b in bodies]
-    assert (
-        "1. Customers get a full refund within 30 days.\n2. Customers get a full refund within 45" in users[0]
+    users = [b["messages"][-1]["content"] for b in bodies]  # the five calls run concurrently: find each
+
+    def prompt(heading: str) -> str:
+        (found,) = [u for u in users if heading in u]
+        return found
+
+    faithfulness_prompt = prompt("Answer statements:")
+    assert "1. Customers get a full refund within 30 days.\n2. Customers get a full refund within 45" in (
+        faithfulness_prompt
     )
-    assert "[1] Refund policy\n" in users[0] and "[2] Shipping\n" in users[0]
-    assert "Reference answer (context only" in users[2] and "Reference answer (context only" in users[4]
-    assert "1. [1] Customers get a full refund within 30 days." in users[3]
+    assert "[1] Refund policy\n" in faithfulness_prompt and "[2] Shipping\n" in faithfulness_prompt
+    assert "Reference answer (context only" in prompt("Answer to rate:")
+    assert "Reference answer (context only" in prompt("Passages to rate:")
+    assert "1. [1] Customers get a full refund within 30 days." in prompt("Citations to check:")
 
 
 def test_a_judge_call_that_fails_falls_back_to_the_heuristic_labelled_so(llm_server, client):
@@ -300,8 +307,10 @@ def test_a_judge_call_that_fails_falls_back_to_the_heuristic_labelled_so(llm_ser
         assert score.fallback is not None and score.fallback.startswith("judge call failed: "), name
         assert score.value == heuristic[name].value and score.detail == heuristic[name].detail
         assert score.calls == 1 and score.excluded is None
-    assert "HTTP 500" in scores["faithfulness"].fallback
-    assert "unreadable answer" in scores["context_relevancy"].fallback  # a body that is not a chat completion
+    # The five calls run concurrently, so which metric met which fault varies; the faults are all accounted for.
+    reasons = sorted(score.fallback or "" for score in scores.values())
+    assert sum("HTTP 500" in r for r in reasons) == 4
+    assert sum("unreadable answer" in r for r in reasons) == 1  # a body that is not a chat completion
     check(scores.values())
 
 
