@@ -118,7 +118,9 @@ class QuestionResultOut(serializers.Serializer):
     # Answer runs (empty or null for retrieval runs):
     answer = serializers.CharField()
     citations = serializers.JSONField()
-    context = serializers.JSONField(help_text="The numbered passages the answer was written from.")
+    passages = serializers.JSONField(
+        source="context", help_text="The numbered passages the answer was written from."
+    )
     judgements = serializers.JSONField(help_text="{metric: {value, method, detail, excluded, fallback}}")
     answerable = serializers.BooleanField()
     refused = serializers.BooleanField(allow_null=True)

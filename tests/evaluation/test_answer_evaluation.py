@@ -430,7 +430,7 @@ def test_the_runs_api_returns_an_answer_run_whole(evaluate, golden):
     assert body["kind"] == "answers" and body["mode"] == "heuristic"
     assert body["summary"]["refusal"]["answerable"] == 3
     first = body["results"][0]
-    assert first["answer"] and first["citations"] and first["context"][0]["number"] == 1
+    assert first["answer"] and first["citations"] and first["passages"][0]["number"] == 1
     assert first["judgements"]["faithfulness"]["method"] == "heuristic"
     assert first["answerable"] is True and first["refused"] is False and first["passed"] in (True, False)
     listed = golden.client.get("/lmkit/v1/search/evaluate/runs?kind=answers").json()
