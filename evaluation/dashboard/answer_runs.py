@@ -378,7 +378,8 @@ def _text(value: Any, limit: int = 300) -> str:
 
 
 def _extras(item: Mapping[str, Any], known: Sequence[str]) -> list[tuple[str, str]]:
-    return [(str(k), _text(v)) for k, v in item.items() if k not in known]
+    # Sorted: PostgreSQL's jsonb does not keep a document's key order, SQLite does; the page must not differ.
+    return sorted((str(k), _text(v)) for k, v in item.items() if k not in known)
 
 
 @dataclass

@@ -719,7 +719,7 @@ def test_a_question_shows_statement_verdicts_and_each_metrics_method_and_notes(a
         ("They go to the original card.", True, 1),
     ]
     assert judgements["context_recall"].statements[0].verdict is True
-    assert judgements["answer_relevancy"].other == [("question_coverage", "0.9"), ("focus", "1.0")]
+    assert judgements["answer_relevancy"].other == [("focus", "1.0"), ("question_coverage", "0.9")]
     assert judgements["answer_relevancy"].method_text == "LLM judge"
     text = text_of(page)
     assert "Faithfulness · 2 of 2 statements supported" in text
