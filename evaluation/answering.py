@@ -69,7 +69,8 @@ EXTRACTIVE, LLM = "extractive", "llm"
 # this. Off never declines (0.0). Calibrated on ClapNQ (300 answerable, 300 unanswerable with an on-topic
 # passage): each level declines more unanswerable than answerable questions; see
 # `benchmarks/clapnq_answers.py --sweep` for the whole curve. Keep every threshold here.
-GROUNDEDNESS_MIN_SUPPORT: dict[str, float] = {"Off": 0.0, "Low": 0.35, "Medium": 0.5, "High": 0.75}
+GROUNDEDNESS_MIN_SUPPORT: dict[str, float] = {"Off": 0.0, "Low": 0.35, "Medium": 0.5, "High": 0.6}
+ADD_MIN_RELATIVE = 0.6  # a second sentence must cover at least this share of what the best one covers
 RANK_WEIGHT = 0.01  # subtracted from a sentence's score per rank below the first passage
 MIN_SENTENCE_WORDS = 3  # shorter pieces (headings, "See also.") answer only when nothing else can
 PROMPT_PASSAGE_CHARS = 2000  # a passage longer than this is cut for a prompt (at a word)
@@ -290,10 +291,14 @@ def extractive_answer(
     ranked = sorted(candidates, key=key)
     chosen = [ranked[0]]
     covered = asked & ranked[0].evidence
+    best = lexical.coverage(asked, ranked[0].evidence)
     for candidate in ranked[1:]:
         if len(chosen) >= max_sentences:
             break
-        if (asked & candidate.own) - covered:
+        # Another sentence joins when it answers more of the question and is itself on topic: one shared word
+        # ("sang") must not bring a sentence about something else.
+        on_topic = lexical.coverage(asked, candidate.evidence) >= ADD_MIN_RELATIVE * best
+        if on_topic and (asked & candidate.own) - covered:
             chosen.append(candidate)
             covered |= asked & candidate.evidence
     support = len(covered) / len(asked) if asked else 0.0

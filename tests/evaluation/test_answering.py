@@ -88,6 +88,23 @@ def test_a_second_sentence_joins_only_when_it_adds_a_question_term():
     assert one.text == "Refund money goes back to the original card [1]."
 
 
+def test_one_shared_word_does_not_bring_an_off_topic_sentence():
+    passages = [
+        Passage(
+            1,
+            "song",
+            1,
+            "Who Am I",
+            "Who Am I was the third top ten hit of Snoop Dogg on the Billboard chart.",
+        ),
+        Passage(
+            2, "memorial", 1, "Memorial", "The crowd sang a hymn while the bands played at the memorial."
+        ),
+    ]
+    answer = extractive_answer("who sang who am i snoop dogg", passages, "Off")
+    assert [c.document_id for c in answer.citations] == ["song"]  # "sang" alone does not qualify passage 2
+
+
 def test_the_extractive_answer_is_deterministic():
     runs = {extractive_answer(REFUND_QUESTION, PASSAGES, level) for level in GROUNDEDNESS for _ in range(3)}
     assert len(runs) == 2  # one answer, one refusal (High); the same each time
