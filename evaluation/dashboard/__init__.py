@@ -10,13 +10,13 @@ By page: `golden` (home, a collection's golden set, question generation and its 
 of metrics, whole-day bounds, the cache of finished runs' results). The views use the names below.
 """
 
+from evaluation.dashboard.answer_question import answer_view
 from evaluation.dashboard.answer_runs import (
     ANSWER_DIAGNOSES,
     ANSWER_QUESTIONS_PER_PAGE,
     answer_overview,
     answer_question_results,
     answer_question_rows,
-    answer_view,
     is_answer_run,
     question_counts,
 )

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation import dashboard, stats
-from evaluation.dashboard import answer_runs
+from evaluation.dashboard import answer_question
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from goldenset.models import GoldenEntry, Job, JobKind, JobStatus
 from tests.dashboard.conftest import make_runs
@@ -693,11 +693,11 @@ def test_a_question_shows_the_answer_beside_its_passages_with_citations_linked(a
 
 
 def test_answer_segments_link_only_known_passages_and_keep_the_text(db):
-    segments = answer_runs.answer_segments("A [1]. B [2, 7]. C [x] [3]", [1, 2, 3])
+    segments = answer_question.answer_segments("A [1]. B [2, 7]. C [x] [3]", [1, 2, 3])
     assert "".join(piece for piece, _ in segments) == "A [1]. B [2, 7]. C [x] [3]"
     assert [(piece, n) for piece, n in segments if n] == [("1", 1), ("2", 2), ("3", 3)]
-    assert answer_runs.answer_segments("", [1]) == []
-    assert answer_runs.answer_segments("<b>[1]</b>", [1]) == [("<b>[", None), ("1", 1), ("]</b>", None)]
+    assert answer_question.answer_segments("", [1]) == []
+    assert answer_question.answer_segments("<b>[1]</b>", [1]) == [("<b>[", None), ("1", 1), ("]</b>", None)]
 
 
 def test_the_answer_text_is_escaped(alice, world, answer_batch):
