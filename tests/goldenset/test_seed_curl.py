@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from goldenset import services
 from goldenset.models import GoldenEntry, Tenant
+from tests.llm_server import llm_server_fixture  # noqa: F401
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
@@ -92,3 +93,75 @@ def test_the_seed_examples_work_verbatim_and_not_across_tenants(live_server):
 
     assert _curl(DELETE, live_server.url, key, str(entry.pk)) == ""
     assert not GoldenEntry.objects.exists()
+
+
+GENERATE = """curl -X POST "$LMKIT_ONE_URL/lmkit/v1/search/golden-set/generate" \\
+  -H "Authorization: Bearer $LMKIT_API_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d '{
+  "cluster_id": "string",
+  "tenant_id": "string",
+  "collection_id": "string",
+  "count": "string",
+  "model": "string",
+  "seed": "string"
+}\'"""
+
+EVALUATE_ANSWERS = """curl -X POST "$LMKIT_ONE_URL/lmkit/v1/search/evaluate/answers" \\
+  -H "Authorization: Bearer $LMKIT_API_KEY" \\
+  -H "Content-Type: application/json" \\
+  -d '{
+  "cluster_id": "string",
+  "tenant_id": "string",
+  "collection_id": "string",
+  "collection_ids": [
+    "string"
+  ],
+  "judge_model": "string",
+  "configs": [
+    {
+      "label": "string",
+      "model": "string",
+      "search_type": "Hybrid",
+      "groundedness": "Off"
+    }
+  ]
+}\'"""
+
+JOB = '''curl "$LMKIT_ONE_URL/lmkit/v1/jobs/$ENTRYID" -H "Authorization: Bearer $LMKIT_API_KEY"'''
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_seed_generate_and_answer_evaluation_examples(live_server, llm_server, settings):
+    """With a chat endpoint whose model is called "string": the answer evaluation runs verbatim; the generate
+    example's placeholders "string" for count and seed are not numbers, which is said, and with numbers it runs."""
+    from tests.answer_support import scripted_rag
+    from tests.generation_support import scripted_writer, synthetic_corpus
+
+    llm_server.reply(r"Passage:\n<<<", scripted_writer)
+    llm_server.reply(r".", scripted_rag)
+    settings.EVALSITE_LLM_BASE_URL = llm_server.url
+    key = _createapikey("string", "string")
+    tenant = Tenant.objects.get(cluster__slug="string", slug="string")
+    collection = services.collection_create(tenant=tenant, slug="string")
+    services.documents_upsert(
+        collection=collection,
+        documents=[services.DocumentInput.from_text(id=d, text=t) for d, t in synthetic_corpus(6).items()],
+    )
+
+    refused = json.loads(_curl(GENERATE, live_server.url, key))
+    assert refused["error"]["code"] == "validation-error" and "count" in refused["error"]["message"]
+    numbers = GENERATE.replace('"count": "string"', '"count": "3"').replace('"seed": "string"', '"seed": "7"')
+    accepted = json.loads(_curl(numbers, live_server.url, key))
+    assert (accepted["seed"], accepted["model"], accepted["backend"]) == (7, "string", "llm")
+    job = json.loads(_curl(JOB, live_server.url, key, accepted["job_id"]))
+    assert job["status"] == "Completed" and job["result"]["accepted"] == 3
+    assert {r.body["model"] for r in llm_server.requests} == {"string"}
+
+    started = json.loads(_curl(EVALUATE_ANSWERS, live_server.url, key))
+    job = json.loads(_curl(JOB, live_server.url, key, started["job_id"]))
+    assert job["status"] == "Completed", job
+    (run,) = job["result"]["runs"]
+    assert run["label"] == "string" and run["mode"] == "llm-judge" and run["question_count"] == 3
+    assert run["config"]["model"] == "string" and run["config"]["judge_model"] == "string"
+    assert run["config"]["search_type"] == "Hybrid" and run["config"]["groundedness"] == "Off"
