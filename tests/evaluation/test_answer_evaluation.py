@@ -435,3 +435,20 @@ def test_the_runs_api_returns_an_answer_run_whole(evaluate, golden):
     assert first["answerable"] is True and first["refused"] is False and first["passed"] in (True, False)
     listed = golden.client.get("/lmkit/v1/search/evaluate/runs?kind=answers").json()
     assert [r["run_id"] for r in listed["results"]] == [str(run.pk)]
+
+
+def test_the_answer_endpoint_asks_the_model_and_says_when_it_cannot(golden, llm):
+    llm.reply(r".", scripted_rag)
+    body = {"collection_id": "handbook", "query": "How long do I have to get a refund?", "model": "m1"}
+    answered = golden.client.post(ANSWER, body, format="json")
+    assert answered.status_code == 200, answered.json()
+    data = answered.json()
+    assert data["method"] == "llm" and data["model"] == "m1" and data["refused"] is False
+    assert data["answer"].endswith("[1].") and data["citations"][0]["number"] == 1
+    assert {r.body["model"] for r in llm.requests} == {"m1"}
+
+    llm.fail_next(500)
+    failed = golden.client.post(ANSWER, {**body, "query": "Where do refunds go?"}, format="json")
+    assert failed.status_code == 503
+    assert failed.json()["error"]["code"] == "llm-unavailable"
+    assert llm.url not in json.dumps(failed.json())  # the endpoint's address stays in the log
