@@ -17,7 +17,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +33,8 @@ from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, Page, Tenant
+from goldenset.services.audit import chunks
 from goldenset.services.llm import resolve_model
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
@@ -72,9 +73,12 @@ def retrieve(
     return hits.keys(qualified=len(engine.collections) > 1), hits.scores, engine.page_ids(hits)
 
 
-def load_passages(page_ids: Sequence[int], keys: Sequence[str]) -> list[answering.Passage]:
-    """The retrieved pages as numbered passages (1 = the best), under the same document keys as the ranking."""
-    pages = pages_by_id(page_ids)
+def load_passages(
+    page_ids: Sequence[int], keys: Sequence[str], pages: Mapping[int, Page] | None = None
+) -> list[answering.Passage]:
+    """The retrieved pages as numbered passages (1 = the best), under the same document keys as the ranking;
+    `pages` when the caller loaded them already (an evaluation loads every retrieved page at once)."""
+    pages = pages_by_id(page_ids) if pages is None else pages
     return [
         answering.Passage(
             number=i,
@@ -219,12 +223,19 @@ def evaluate_answers(
         )
     now = timezone.now()
     engine = CollectionSearch(collections)
-    pairs: list[_Pair] = []
-    for index, config in enumerate(configs):
-        for q in questions:
-            keys, scores, page_ids = retrieve(engine, q.question, config, at=now)
-            pairs.append(_Pair(index, q, keys, scores, load_passages(page_ids, keys)))
+    retrieved = [
+        (index, q, *retrieve(engine, q.question, config, at=now))
+        for index, config in enumerate(configs)
+        for q in questions
+    ]
     engine.persist_new_parts()
+    pages: dict[int, Page] = {}
+    for chunk in chunks(sorted({pk for *_, page_ids in retrieved for pk in page_ids})):
+        pages.update(pages_by_id(chunk))
+    pairs = [
+        _Pair(index, q, keys, scores, load_passages(page_ids, keys, pages))
+        for index, q, keys, scores, page_ids in retrieved
+    ]
 
     cache = DbCallCache()
     needs_client = judging is not None or any(m is not None for m in models)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, time
+from typing import TypeVar
 
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
@@ -226,13 +227,21 @@ def default_label(config: RunConfig) -> str:
 
 
 def parse_configs(raw, available_rerankers: Sequence[str]) -> list[RunConfig]:
+    return _parse_list(raw, lambda item, i: parse_config(item, i, available_rerankers))
+
+
+C = TypeVar("C", RunConfig, "AnswerConfig")
+
+
+def _parse_list(raw, parse_one: Callable[[object, int], C]) -> list[C]:
+    """A request's `configs`: default one FullText configuration; each parsed; labels unique."""
     if raw is None:
         raw = [{"search_type": "FullText"}]
     if not isinstance(raw, list) or not raw:
         raise _fail("validation-error", "configs", "expected a non-empty list of configurations.")
     if len(raw) > MAX_CONFIGS:
         raise _fail("too-many-configs", "configs", f"at most {MAX_CONFIGS} configurations per call.")
-    configs = [parse_config(item, i, available_rerankers) for i, item in enumerate(raw)]
+    configs = [parse_one(item, i) for i, item in enumerate(raw)]
     seen: dict[str, int] = {}
     for i, config in enumerate(configs):
         if config.label in seen:
@@ -308,23 +317,7 @@ def parse_answer_config(
 
 
 def parse_answer_configs(raw, available_rerankers: Sequence[str]) -> list[AnswerConfig]:
-    if raw is None:
-        raw = [{"search_type": "FullText"}]
-    if not isinstance(raw, list) or not raw:
-        raise _fail("validation-error", "configs", "expected a non-empty list of configurations.")
-    if len(raw) > MAX_CONFIGS:
-        raise _fail("too-many-configs", "configs", f"at most {MAX_CONFIGS} configurations per call.")
-    configs = [parse_answer_config(item, i, available_rerankers) for i, item in enumerate(raw)]
-    seen: dict[str, int] = {}
-    for i, config in enumerate(configs):
-        if config.label in seen:
-            raise _fail(
-                "duplicate-label",
-                f"configs[{i}].label",
-                f"label {config.label!r} repeats configs[{seen[config.label]}]; labels name runs, so each must differ.",
-            )
-        seen[config.label] = i
-    return configs
+    return _parse_list(raw, lambda item, i: parse_answer_config(item, i, available_rerankers))
 
 
 def parse_thresholds(raw, field: str = "metric_thresholds") -> dict[str, float]:

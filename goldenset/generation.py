@@ -228,11 +228,11 @@ def _best_sentence(text: str) -> str | None:
     return best[1] if best else None
 
 
-_UNSTORABLE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")  # control characters, lone surrogates
+_CONTROL = re.compile("[\x00-\x1f\x7f]")  # (NUL and lone surrogates are gone already: goldenset.llm.storable)
 
 
 def _one_line(value: str) -> str:
-    return " ".join(_UNSTORABLE.sub(" ", value).split())
+    return " ".join(_CONTROL.sub(" ", value).split())
 
 
 # --- the loop ------------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn, Protocol, TypeVar
 
 import httpx
@@ -263,56 +263,39 @@ class ChatClient:
                 return result
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         timeout = httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))
-        problem = "no attempt made"
-        retry_after: float | None = None
         started = time.perf_counter()
-        attempt = 0
-        for attempt in range(1, self.max_attempts + 1):
-            if attempt > 1:
-                time.sleep(self._delay(attempt - 1, retry_after))
-            retry_after = None
-            try:
-                with self._slots:
-                    response = self._http().post(self.url, json=payload, headers=headers, timeout=timeout)
-            except httpx.TimeoutException:
-                problem = f"no answer within {self.timeout:g}s"
-                continue
-            except httpx.TransportError as exc:  # refused, reset, a body cut short
-                problem = f"connection failed ({type(exc).__name__})"
-                continue
-            if response.status_code in RETRY_STATUSES:
-                problem = f"HTTP {response.status_code}"
-                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-                continue
-            if response.status_code != 200:
-                logger.warning(
-                    "LLM endpoint %s: HTTP %s: %s", self.url, response.status_code, response.text[:500]
-                )
-                self._record(None, attempt, _ms(started))
-                raise self._unavailable(
-                    f"HTTP {response.status_code}", model, status=response.status_code, attempts=attempt
-                )
-            try:
-                result = self._parse(response, model, attempt, _ms(started))
-            except ValueError as exc:  # not JSON, or not a chat completion: the server's fault, try again
-                problem = f"unreadable answer ({exc})"
-                continue
-            self._record(result, attempt, result.latency_ms)
-            if self.cache is not None and result.finish_reason != "length":  # a cut-off answer is not kept
-                self.cache.put(key, result.record())
-            logger.debug(
-                "LLM call model=%s prompt_tokens=%s completion_tokens=%s latency_ms=%.0f attempts=%d",
-                result.model,
-                result.prompt_tokens,
-                result.completion_tokens,
-                result.latency_ms,
-                attempt,
+
+        def post() -> httpx.Response:
+            with self._slots:
+                return self._http().post(self.url, json=payload, headers=headers, timeout=timeout)
+
+        try:
+            result, attempt = post_with_retries(
+                post,
+                lambda response: self._parse(response, model),
+                max_attempts=self.max_attempts,
+                delay=self._delay,
+                timeout=self.timeout,
+                retry_unreadable=True,  # not JSON, or not a chat completion: the server's fault, try again
+                endpoint=f"LLM endpoint {self.url}",
             )
-            return result
-        self._record(None, attempt, _ms(started))
-        raise self._unavailable(
-            f"{problem} after {self.max_attempts} attempts", model, attempts=self.max_attempts
+        except RequestFailed as failed:
+            self._record(None, failed.attempts, _ms(started))
+            status = {"status": failed.status} if failed.status is not None else {}
+            raise self._unavailable(failed.problem, model, **status, attempts=failed.attempts) from None
+        result = replace(result, attempts=attempt, latency_ms=_ms(started))
+        self._record(result, attempt, result.latency_ms)
+        if self.cache is not None and result.finish_reason != "length":  # a cut-off answer is not kept
+            self.cache.put(key, result.record())
+        logger.debug(
+            "LLM call model=%s prompt_tokens=%s completion_tokens=%s latency_ms=%.0f attempts=%d",
+            result.model,
+            result.prompt_tokens,
+            result.completion_tokens,
+            result.latency_ms,
+            attempt,
         )
+        return result
 
     def complete_json(
         self,
@@ -341,7 +324,8 @@ class ChatClient:
         return retry_delay(retry, backoff=self.backoff, backoff_max=self.backoff_max, retry_after=retry_after)
 
     @staticmethod
-    def _parse(response: httpx.Response, model: str, attempts: int, latency_ms: float) -> ChatResult:
+    def _parse(response: httpx.Response, model: str) -> ChatResult:
+        """The answer of a 200 (attempts and latency are filled in by the caller); ValueError if unreadable."""
         try:
             body = response.json()
             choice = body["choices"][0]
@@ -356,8 +340,8 @@ class ChatClient:
             model=str(body.get("model") or model),
             prompt_tokens=_int(usage.get("prompt_tokens")),
             completion_tokens=_int(usage.get("completion_tokens")),
-            latency_ms=latency_ms,
-            attempts=attempts,
+            latency_ms=0.0,
+            attempts=0,
             finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
         )
 
@@ -476,6 +460,60 @@ def _type_name(value: Any) -> str:
         if _TYPES[name](value):
             return name
     return type(value).__name__
+
+
+class RequestFailed(Exception):
+    """What post_with_retries could not get: the problem in words, the attempts made, the last HTTP status."""
+
+    def __init__(self, problem: str, attempts: int, status: int | None = None):
+        super().__init__(problem)
+        self.problem, self.attempts, self.status = problem, attempts, status
+
+
+def post_with_retries(
+    post: Callable[[], httpx.Response],
+    parse: Callable[[httpx.Response], T],
+    *,
+    max_attempts: int,
+    delay: Callable[[int, float | None], float],
+    timeout: float,
+    retry_unreadable: bool,
+    endpoint: str,
+) -> tuple[T, int]:
+    """The one request loop of every outbound client: (parsed answer, attempts), or RequestFailed.
+
+    Timeouts, connection errors (refused, reset, a body cut short) and RETRY_STATUSES are tried again after
+    `delay(retry, retry_after)`; another non-200 fails at once (logged with the start of its body, under
+    `endpoint`, which never goes into the error). A 200 that `parse` cannot read (ValueError) is tried again
+    when `retry_unreadable`, else it fails at once."""
+    problem = "no attempt made"
+    retry_after: float | None = None
+    for attempt in range(1, max_attempts + 1):
+        if attempt > 1:
+            time.sleep(delay(attempt - 1, retry_after))
+        retry_after = None
+        try:
+            response = post()
+        except httpx.TimeoutException:
+            problem = f"no answer within {timeout:g}s"
+            continue
+        except httpx.TransportError as exc:  # refused, reset, a body cut short
+            problem = f"connection failed ({type(exc).__name__})"
+            continue
+        if response.status_code in RETRY_STATUSES:
+            problem = f"HTTP {response.status_code}"
+            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            continue
+        if response.status_code != 200:
+            logger.warning("%s: HTTP %s: %s", endpoint, response.status_code, response.text[:500])
+            raise RequestFailed(f"HTTP {response.status_code}", attempt, response.status_code)
+        try:
+            return parse(response), attempt
+        except ValueError as exc:
+            problem = f"unreadable answer ({exc})"
+            if not retry_unreadable:
+                raise RequestFailed(problem, attempt, response.status_code) from None
+    raise RequestFailed(f"{problem} after {max_attempts} attempts", max_attempts)
 
 
 def retry_delay(retry: int, *, backoff: float, backoff_max: float, retry_after: float | None) -> float:

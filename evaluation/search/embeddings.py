@@ -18,7 +18,6 @@ import importlib.util
 import logging
 import os
 import threading
-import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from scipy import sparse
 
 from evaluation.search.engine import Embedder, Reranker
 from goldenset.errors import EvalsiteError
-from goldenset.llm import RETRY_STATUSES, retry_after_seconds, retry_delay
+from goldenset.llm import RequestFailed, post_with_retries, retry_delay
 from goldenset.text import tokenize
 
 LSI_DIMENSIONS = 256
@@ -245,43 +244,25 @@ class EndpointEmbedder(ModelEmbedder):
         if self.model:
             payload["model"] = self.model
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        problem = "no attempt made"
-        retry_after: float | None = None
-        for attempt in range(config.max_attempts):
-            if attempt:
-                time.sleep(self._delay(attempt, config, retry_after))
-            retry_after = None
-            try:
-                response = _http().post(
+        try:
+            matrix, _ = post_with_retries(
+                lambda: _http().post(
                     config.url,
                     json=payload,
                     headers=headers,
                     timeout=httpx.Timeout(config.timeout, connect=min(config.timeout, 10.0)),
-                )
-            except httpx.TimeoutException:
-                problem = f"no answer within {config.timeout:g}s"
-                continue
-            except httpx.TransportError as exc:  # refused, reset, a body cut short
-                problem = f"{type(exc).__name__}: {exc}"
-                continue
-            if response.status_code in RETRY_STATUSES:
-                problem = f"HTTP {response.status_code}"
-                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-                continue
-            if response.status_code != 200:
-                logger.warning(
-                    "embeddings endpoint %s: HTTP %s: %s",
-                    config.url,
-                    response.status_code,
-                    response.text[:500],
-                )
-                raise self._unavailable(
-                    config, f"HTTP {response.status_code}", status=response.status_code, attempts=attempt + 1
-                )
-            return self._parse(response, len(texts), config)
-        raise self._unavailable(
-            config, f"{problem} after {config.max_attempts} attempts", attempts=config.max_attempts
-        )
+                ),
+                lambda response: self._parse(response, len(texts)),
+                max_attempts=config.max_attempts,
+                delay=lambda retry, retry_after: self._delay(retry, config, retry_after),
+                timeout=config.timeout,
+                retry_unreadable=False,  # a 200 with wrong vectors will not improve by asking again
+                endpoint=f"embeddings endpoint {config.url}",
+            )
+        except RequestFailed as failed:
+            status = {"status": failed.status} if failed.status is not None else {}
+            raise self._unavailable(config, failed.problem, **status, attempts=failed.attempts) from None
+        return matrix
 
     @staticmethod
     def _delay(attempt: int, config: EndpointSettings, retry_after: float | None) -> float:
@@ -289,7 +270,9 @@ class EndpointEmbedder(ModelEmbedder):
             attempt, backoff=config.backoff, backoff_max=config.backoff_max, retry_after=retry_after
         )
 
-    def _parse(self, response: httpx.Response, count: int, config: EndpointSettings) -> np.ndarray:
+    @staticmethod
+    def _parse(response: httpx.Response, count: int) -> np.ndarray:
+        """Unit float32 rows in input order; ValueError when the answer is not `count` finite vectors."""
         try:
             body = response.json()
             items = body["data"]
@@ -297,12 +280,10 @@ class EndpointEmbedder(ModelEmbedder):
             if sorted(by_index) != list(range(count)) or len(items) != count:
                 raise ValueError(f"expected indexes 0..{count - 1}, got {sorted(by_index)[:10]}")
             matrix = np.asarray([by_index[i] for i in range(count)], dtype=np.float64)
-        except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
-            raise self._unavailable(
-                config, f"unreadable answer ({exc})", status=response.status_code
-            ) from None
+        except (KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError already
+            raise ValueError(str(exc)) from None
         if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
-            raise self._unavailable(config, f"unreadable answer (vectors of shape {matrix.shape})")
+            raise ValueError(f"vectors of shape {matrix.shape}")
         return _unit_rows_f32(matrix)
 
     def _unavailable(self, config: EndpointSettings, problem: str, **details: object) -> EvalsiteError:

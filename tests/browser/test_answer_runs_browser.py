@@ -24,12 +24,12 @@ from django.utils import timezone
 from evaluation.models import EvaluationRun
 from goldenset import services
 from goldenset.models import Collection, Membership
+from tests.browser.pages import assert_clean, log_in, overflow, watch_requests
 from tests.conftest import add_documents
 from tests.dashboard.test_answer_runs import PASSAGES, make_answer_run, questions
 
 CLUSTER, TENANT, SLUG = "acme", "search", "handbook"
 USERNAME, PASSWORD = "alice", "alice-answers-secret"
-LOCAL_HOSTS = {"localhost", "127.0.0.1"}
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,47 +75,12 @@ def answer_runs(member) -> list[EvaluationRun]:
     ]
 
 
-def watch_requests(page) -> list[str]:
-    urls: list[str] = []
-    page.on("request", lambda request: urls.append(request.url))
-    return urls
-
-
-def assert_clean(page, urls: list[str], where: str) -> None:
-    """No JavaScript error on the page so far, and no request to a non-local host."""
-    assert page.errors == [], f"{where}: {page.errors}"
-    remote = [
-        u
-        for u in urls
-        if urlsplit(u).scheme not in ("data", "blob", "about") and urlsplit(u).hostname not in LOCAL_HOSTS
-    ]
-    assert remote == [], f"{where}: requests to non-local hosts {remote}"
-
-
-def log_in(page, base: str) -> None:
-    page.goto(f"{base}/")
-    page.wait_for_url(re.compile(r"/accounts/login/"))
-    page.fill("input[name=username]", USERNAME)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form.stacked button[type=submit]")
-    page.wait_for_url(f"{base}/")
-
-
-def overflow(page) -> dict:
-    return page.evaluate(
-        "({scroll: document.documentElement.scrollWidth, inner: window.innerWidth,"
-        " wide: Array.from(document.querySelectorAll('body *')).filter(e => {"
-        "   const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && !e.closest('.table-wrap');"
-        " }).slice(0, 5).map(e => e.tagName + (e.className ? '.' + e.className : ''))})"
-    )
-
-
 def test_an_answer_run_its_questions_and_an_answer_beside_its_passages(
     live_server, page, screenshot, answer_runs
 ):
     base = live_server.url
     urls = watch_requests(page)
-    log_in(page, base)
+    log_in(page, base, USERNAME, PASSWORD)
     extractive, judged = answer_runs
 
     # 1. The runs list, filtered to answer runs: each shows its kind, score and mode.
@@ -247,7 +212,7 @@ def test_answer_pages_fit_a_narrow_screen(live_server, browser, screenshot, answ
         page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
         urls = watch_requests(page)
         base = live_server.url
-        log_in(page, base)
+        log_in(page, base, USERNAME, PASSWORD)
         judged = answer_runs[1]
         pages = {
             "run": f"{base}/runs/{judged.pk}/",

@@ -25,6 +25,7 @@ from evaluation.models import EvaluationRun
 from evaluation.services import available_rerankers, evaluate_retrieval
 from goldenset import services
 from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobStatus, Membership
+from tests.browser.pages import assert_clean, is_local, log_in, overflow, watch_requests
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAPNQ = ROOT / "demo" / "clapnq"  # shipped with the repository: 597 passages, 600 questions (300 answerable)
@@ -32,7 +33,6 @@ CLAPNQ_DOCUMENTS, CLAPNQ_PAGES, CLAPNQ_ENTRIES, CLAPNQ_ANSWERABLE = 597, 632, 60
 CLUSTER, TENANT = "acme", "search"
 USERNAME, PASSWORD = "alice", "alice-browser-secret"
 LABELS = ["fulltext", "hybrid rrf"]
-LOCAL_HOSTS = {"localhost", "127.0.0.1"}
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,36 +71,6 @@ document.addEventListener("DOMContentLoaded", () => {
 """
 
 
-def watch_requests(page) -> list[str]:
-    """Every URL the page requests, to assert that nothing leaves the live server (no CDN, no fonts...)."""
-    urls: list[str] = []
-    page.on("request", lambda request: urls.append(request.url))
-    return urls
-
-
-def assert_clean(page, urls: list[str], where: str) -> None:
-    """No JavaScript error or failed load on the page so far, and no request to a non-local host."""
-    assert page.errors == [], f"{where}: {page.errors}"
-    remote = [u for u in urls if urlsplit(u).scheme not in ("data", "blob", "about") and not is_local(u)]
-    assert remote == [], f"{where}: requests to non-local hosts {remote}"
-
-
-def is_local(url: str) -> bool:
-    return urlsplit(url).hostname in LOCAL_HOSTS
-
-
-def log_in(page, base: str, screenshot=None) -> None:
-    page.goto(f"{base}/")
-    page.wait_for_url(re.compile(r"/accounts/login/"))  # the dashboard asks to sign in first
-    if screenshot:
-        screenshot(page, "01-login")
-    page.fill("input[name=username]", USERNAME)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form.stacked button[type=submit]")
-    page.wait_for_url(f"{base}/")
-    assert page.locator("header .user").inner_text() == USERNAME
-
-
 def plotly_chart(page, div_id: str) -> list[dict]:
     """Wait for the chart's SVG and return its traces (type and name) as plotly drew them."""
     page.wait_for_selector(f"#{div_id} .main-svg", timeout=15_000)
@@ -137,7 +107,7 @@ def test_a_user_imports_evaluates_compares_and_curates_in_the_browser(
     urls = watch_requests(page)
 
     # 1. Sign in through the real login form; the tenant has no collection yet.
-    log_in(page, base, screenshot)
+    log_in(page, base, USERNAME, PASSWORD, screenshot)
     assert page.locator("section.empty h2").inner_text() == "No collections yet"
     assert_clean(page, urls, "login")
 
@@ -421,15 +391,6 @@ def evaluated(member) -> list[EvaluationRun]:
     return runs
 
 
-def overflow(page) -> dict:
-    return page.evaluate(
-        "({scroll: document.documentElement.scrollWidth, inner: window.innerWidth,"
-        " wide: Array.from(document.querySelectorAll('body *')).filter(e => {"
-        "   const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && !e.closest('.table-wrap');"
-        " }).slice(0, 5).map(e => e.tagName + (e.className ? '.' + e.className : ''))})"
-    )
-
-
 def test_the_main_pages_fit_a_narrow_screen(live_server, browser, screenshot, evaluated):
     context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
     try:
@@ -439,7 +400,7 @@ def test_the_main_pages_fit_a_narrow_screen(live_server, browser, screenshot, ev
         page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
         urls = watch_requests(page)
         base = live_server.url
-        log_in(page, base)
+        log_in(page, base, USERNAME, PASSWORD)
         batch = evaluated[0].batch_id
         pages = {
             "home": f"{base}/",

@@ -11,7 +11,6 @@ Screenshots go to test-artifacts/screenshots/ (not committed).
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 import pytest
 from django.utils import timezone
@@ -19,12 +18,12 @@ from django.utils import timezone
 from goldenset import services
 from goldenset.generation import DISCARD_REASONS
 from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, JobStatus, Membership, Origin
+from tests.browser.pages import assert_clean, log_in, watch_requests
 from tests.conftest import add_documents
 
 CLUSTER, TENANT, SLUG = "acme", "search", "science"
 USERNAME, PASSWORD = "alice", "alice-generate-secret"
 ACTOR = f"user:{USERNAME}"
-LOCAL_HOSTS = {"localhost", "127.0.0.1"}
 COUNT, SEED = 5, 11
 
 # Pages the offline template writer can question (sentences of 6 to 45 words), one near-duplicate pair and one
@@ -61,32 +60,6 @@ def member(django_user_model):
     return user
 
 
-def watch_requests(page) -> list[str]:
-    urls: list[str] = []
-    page.on("request", lambda request: urls.append(request.url))
-    return urls
-
-
-def assert_clean(page, urls: list[str], where: str) -> None:
-    """No JavaScript error on the page so far, and no request to a non-local host."""
-    assert page.errors == [], f"{where}: {page.errors}"
-    remote = [
-        u
-        for u in urls
-        if urlsplit(u).scheme not in ("data", "blob", "about") and urlsplit(u).hostname not in LOCAL_HOSTS
-    ]
-    assert remote == [], f"{where}: requests to non-local hosts {remote}"
-
-
-def log_in(page, base: str) -> None:
-    page.goto(f"{base}/")
-    page.wait_for_url(re.compile(r"/accounts/login/"))
-    page.fill("input[name=username]", USERNAME)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("form.stacked button[type=submit]")
-    page.wait_for_url(f"{base}/")
-
-
 def wider_than_screen(page) -> list[str]:
     """Elements reaching past the right edge of the viewport (tables scroll inside their wrapper: not counted)."""
     return page.evaluate(
@@ -105,7 +78,7 @@ def test_a_user_generates_questions_and_reviews_them_in_the_browser(
 ):
     base = live_server.url
     urls = watch_requests(page)
-    log_in(page, base)
+    log_in(page, base, USERNAME, PASSWORD)
 
     # 1. The collection page: no entries yet, so the generate form is open; it names the offline writer.
     page.goto(f"{base}/collections/{SLUG}/")
@@ -263,7 +236,7 @@ def test_the_job_page_reloads_into_its_report_when_the_job_ends(live_server, pag
     Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, progress_done=1, progress_total=6, heartbeat_at=timezone.now()
     )
-    log_in(page, base)
+    log_in(page, base, USERNAME, PASSWORD)
     page.goto(f"{base}/jobs/{job.pk}/")
     assert page.locator("#job").get_attribute("data-finished") == "false"
     assert page.locator("[data-job-count]").inner_text() == "1 of 6 pages checked"

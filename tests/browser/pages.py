@@ -1,0 +1,48 @@
+"""What every browser test does with a page: watch its requests, assert it is clean, sign in, measure overflow."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+LOCAL_HOSTS = {"localhost", "127.0.0.1"}
+
+
+def watch_requests(page) -> list[str]:
+    """Every URL the page requests, to assert that nothing leaves the live server (no CDN, no fonts...)."""
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    return urls
+
+
+def is_local(url: str) -> bool:
+    return urlsplit(url).hostname in LOCAL_HOSTS
+
+
+def assert_clean(page, urls: list[str], where: str) -> None:
+    """No JavaScript error or failed load on the page so far, and no request to a non-local host."""
+    assert page.errors == [], f"{where}: {page.errors}"
+    remote = [u for u in urls if urlsplit(u).scheme not in ("data", "blob", "about") and not is_local(u)]
+    assert remote == [], f"{where}: requests to non-local hosts {remote}"
+
+
+def log_in(page, base: str, username: str, password: str, screenshot=None) -> None:
+    page.goto(f"{base}/")
+    page.wait_for_url(re.compile(r"/accounts/login/"))  # the dashboard asks to sign in first
+    if screenshot:
+        screenshot(page, "01-login")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("form.stacked button[type=submit]")
+    page.wait_for_url(f"{base}/")
+    assert page.locator("header .user").inner_text() == username
+
+
+def overflow(page) -> dict:
+    """How far the page is wider than the window, and the first elements sticking out (tables scroll inside)."""
+    return page.evaluate(
+        "({scroll: document.documentElement.scrollWidth, inner: window.innerWidth,"
+        " wide: Array.from(document.querySelectorAll('body *')).filter(e => {"
+        "   const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && !e.closest('.table-wrap');"
+        " }).slice(0, 5).map(e => e.tagName + (e.className ? '.' + e.className : ''))})"
+    )
