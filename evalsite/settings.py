@@ -18,30 +18,64 @@ from evalsite.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("EVALSITE_DATA_DIR") or BASE_DIR / "var")
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+try:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"EVALSITE_DATA_DIR: cannot create {DATA_DIR}: {exc.strerror}") from None
 
 DEBUG = env_bool("DEBUG", False)
 
 
 def _secret_key() -> str:
+    """SECRET_KEY (or SECRET_KEY_FILE); else one generated once into the data directory and kept there.
+
+    Every web and worker process must hold the same key (sessions, and django-q2 signs queued tasks with it):
+    processes sharing a data directory share the generated one; several machines set SECRET_KEY."""
     configured = env_str("SECRET_KEY")
-    if configured:
+    if configured is not None:
+        if not configured.strip():
+            raise ImproperlyConfigured("SECRET_KEY: empty; unset it to use a generated one")
         return configured
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is required when DEBUG is off (or set DEBUG=1 for development)"
-        )
-    # Development: generate once and keep it in the data directory, so sessions survive restarts.
     path = DATA_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    try:
+        if not path.exists():
+            # Written under a unique name, then linked into place: of several processes starting at once, one
+            # key wins and all of them read it.
+            temporary = DATA_DIR / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+            temporary.write_text(secrets.token_urlsafe(50))
+            temporary.chmod(0o600)
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass
+            finally:
+                temporary.unlink()
+        key = path.read_text().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY: cannot keep a generated key in {path}: {exc.strerror}"
+        ) from None
+    if not key:
+        raise ImproperlyConfigured(f"SECRET_KEY: {path} is empty; delete it to generate a new key")
+    return key
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# Served over HTTPS (directly or behind a TLS-terminating proxy): secure cookies, HSTS and a redirect of plain
+# HTTP, except /healthz (load balancers probe it over HTTP). See README, "Running in production".
+EVALSITE_HTTPS = env_bool("EVALSITE_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = EVALSITE_HTTPS
+SECURE_SSL_REDIRECT = EVALSITE_HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if EVALSITE_HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", EVALSITE_HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("EVALSITE_BEHIND_PROXY", False):
+    # The proxy terminates TLS and says so in X-Forwarded-Proto (it must strip the header from clients).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -259,10 +293,16 @@ if _redis_url:
 else:
     Q_CLUSTER["orm"] = "default"
 
+LOG_LEVEL = (env_str("LOG_LEVEL") or "INFO").strip().upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL: expected DEBUG, INFO, WARNING, ERROR or CRITICAL; got {LOG_LEVEL!r}"
+    )
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

@@ -113,7 +113,6 @@ def answer_question(
     engine = CollectionSearch(collections)
     keys, scores, page_ids = retrieve(engine, question, config)
     passages = load_passages(page_ids, keys)
-    engine.persist_new_parts()
     if model is None:
         answer = write_answer(None, None, question, passages, config.groundedness)
     else:
@@ -228,7 +227,6 @@ def evaluate_answers(
         for index, config in enumerate(configs)
         for q in questions
     ]
-    engine.persist_new_parts()
     pages: dict[int, Page] = {}
     for chunk in chunks(sorted({pk for *_, page_ids in retrieved for pk in page_ids})):
         pages.update(pages_by_id(chunk))

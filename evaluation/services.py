@@ -93,9 +93,20 @@ class CollectionSearch:
         self.collections = list(collections)
         self.stats = stats or indexes.IndexStats()
         self.indexes = [indexes.get_index(c, self.stats) for c in self.collections]
-        self._builds_before = sum(i.builds for i in self.indexes)
         self._rerankers: dict[tuple[int, str | None, str], Reranker | None] = {}
         self._search_configs: dict[tuple[RunConfig, datetime | None], SearchConfig] = {}
+        self._ready: set[frozenset[str]] = set()  # parts every index is known to have
+
+    def _ensure(self, parts: frozenset[str]) -> None:
+        """Every index with the parts a search reads, built (once, across threads and processes) and saved
+        before any search uses them: a search never builds inside a shared index."""
+        if parts in self._ready:
+            return
+        for position, (collection, index) in enumerate(zip(self.collections, self.indexes, strict=True)):
+            if not all(index.has_part(p) for p in parts):
+                self.indexes[position] = indexes.get_index(collection, self.stats, parts)
+                self._rerankers = {k: v for k, v in self._rerankers.items() if k[0] != position}
+        self._ready.add(parts)
 
     def reranker(self, position: int, config: RunConfig) -> Reranker | None:
         key = (position, config.rerank, config.bm25_variant)
@@ -111,6 +122,7 @@ class CollectionSearch:
             if at is not None and search_config.as_of is None:
                 search_config = replace(search_config, as_of=at)
             self._search_configs[(config, at)] = search_config
+        self._ensure(SearchIndex.parts_for(search_config))
         parts = []
         for position, (collection, index) in enumerate(zip(self.collections, self.indexes, strict=True)):
             ranking: Ranking = index.rank_documents(
@@ -144,18 +156,9 @@ class CollectionSearch:
             for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
         ]
 
-    def persist_new_parts(self) -> int:
-        """Save indexes that gained parts during this call, so other processes load instead of building."""
-        built = sum(i.builds for i in self.indexes) - self._builds_before
-        if built:
-            for collection, index in zip(self.collections, self.indexes, strict=True):
-                indexes.save_index(collection, index)
-        return built
-
     def index_info(self) -> dict:
         return {
             **self.stats.as_dict(),
-            "parts_built": sum(i.builds for i in self.indexes) - self._builds_before,
             "content_versions": {c.slug: c.content_version for c in self.collections},
         }
 
@@ -283,7 +286,6 @@ def evaluate_retrieval(
             )
             for config, per_question, means, search_ms in scored
         ]
-    search.persist_new_parts()
     return batch_id, runs
 
 
@@ -341,7 +343,6 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
     hits = engine.rank(query, config, top_k)
     page_ids = engine.page_ids(hits)
     pages = pages_by_id(page_ids)
-    engine.persist_new_parts()
     return {
         "query": query,
         "config": config.as_dict(),

@@ -7,6 +7,7 @@ reported here are the ranks trec_eval sees. Plain Python and numpy: no Django im
 
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -24,6 +25,8 @@ SEARCH_TYPES = ("FullText", "Vector", "Hybrid")
 FUSIONS = ("Rrf", "Weighted")
 # First-stage candidates per retriever for fusion and rerank: at least this many, or the depth asked.
 CANDIDATES = 100
+# The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
+VECTORS = "vectors"
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,25 @@ class Corpus:
         self.temporal = has_temporal_data([*self.validity, *self.successors])
 
 
+class _Locks:
+    """An index's locks: one per kind of part, so a long vector build never holds up a BM25 search, and a short
+    one for reading or swapping the parts as a whole."""
+
+    def __init__(self) -> None:
+        self.bm25 = threading.Lock()
+        self.vectors = threading.Lock()
+        self.state = threading.Lock()
+        self.masks = threading.Lock()
+
+
 @dataclass
 class SearchIndex:
+    """One collection's index, shared by every thread of a process.
+
+    Parts are built on first use, each exactly once (double-checked under its lock), and published by
+    replacing the attribute, never by changing a shared object in place: a thread that reads the index (or
+    pickles it, `__getstate__`) sees each part whole or not at all."""
+
     corpus: Corpus
     # Given the corpus, so a model-backed embedder can reuse the vectors stored per page.
     embedder_factory: Callable[[Corpus], Embedder] | None = None
@@ -120,32 +140,84 @@ class SearchIndex:
     builds: int = 0
     build_seconds: float = 0.0
     _masks: dict[tuple[datetime, bool], np.ndarray] = field(default_factory=dict, repr=False)
+    _locks: _Locks = field(default_factory=_Locks, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        """What is saved: the parts built so far, without the locks, the embedder factory (the loading process
+        supplies its own) or the per-instant masks."""
+        with self._locks.state:
+            state = dict(self.__dict__)
+        state.pop("_locks")
+        state["embedder_factory"] = None
+        state["_masks"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._locks = _Locks()
 
     # --- the parts, built on first use ---------------------------------------------------------------------
 
+    @staticmethod
+    def parts_for(config: SearchConfig) -> frozenset[str]:
+        """The parts a search with this configuration reads (the proximity reranker reads BM25's statistics)."""
+        parts = set()
+        if config.search_type in ("FullText", "Hybrid") or config.rerank == "proximity":
+            parts.add(f"bm25:{config.bm25_variant}")
+        if config.search_type in ("Vector", "Hybrid"):
+            parts.add(VECTORS)
+        return frozenset(parts)
+
+    def has_part(self, part: str) -> bool:
+        if part == VECTORS:
+            return self.page_vectors is not None and self.embedder is not None
+        return part.removeprefix("bm25:") in self.bm25_indexes
+
+    def build_part(self, part: str) -> None:
+        if part == VECTORS:
+            self.vectors()
+        else:
+            self.bm25(part.removeprefix("bm25:"))
+
     def bm25(self, variant: str) -> BM25Index:
-        if variant not in self.bm25_indexes:
-            started = time.perf_counter()
-            if self.tokens is None:
-                self.tokens = [tokenize(text) for text in self.corpus.texts]
-            self.bm25_indexes[variant] = build_index(self.tokens, BM25Params(variant))
-            self._built(started)
-        return self.bm25_indexes[variant]
+        index = self.bm25_indexes.get(variant)
+        if index is not None:
+            return index
+        with self._locks.bm25:
+            index = self.bm25_indexes.get(variant)
+            if index is None:
+                started = time.perf_counter()
+                tokens = self.tokens
+                if tokens is None:
+                    tokens = [tokenize(text) for text in self.corpus.texts]
+                index = build_index(tokens, BM25Params(variant))
+                with self._locks.state:
+                    self.tokens = tokens
+                    self.bm25_indexes = {**self.bm25_indexes, variant: index}
+                    self._built(started)
+        return index
 
     def _built(self, started: float) -> None:
         self.builds += 1
         self.build_seconds += time.perf_counter() - started
 
     def vectors(self) -> tuple[Embedder, np.ndarray]:
-        if self.embedder is None or self.page_vectors is None:
-            if self.embedder_factory is None:
-                raise LookupError("no embedder configured for vector search")
-            started = time.perf_counter()
-            embedder = self.embedder_factory(self.corpus)
-            self.page_vectors = embedder.fit(self.corpus.texts)
-            self.embedder = embedder
-            self._built(started)
-        return self.embedder, self.page_vectors
+        with self._locks.state:
+            embedder, vectors = self.embedder, self.page_vectors
+        if embedder is not None and vectors is not None:
+            return embedder, vectors
+        with self._locks.vectors:
+            embedder, vectors = self.embedder, self.page_vectors
+            if embedder is None or vectors is None:
+                if self.embedder_factory is None:
+                    raise LookupError("no embedder configured for vector search")
+                started = time.perf_counter()
+                embedder = self.embedder_factory(self.corpus)
+                vectors = embedder.fit(self.corpus.texts)
+                with self._locks.state:
+                    self.embedder, self.page_vectors = embedder, vectors
+                    self._built(started)
+        return embedder, vectors
 
     # --- search --------------------------------------------------------------------------------------------
 
@@ -200,9 +272,9 @@ class SearchIndex:
             corpus = self.corpus
             visible = visible_mask(corpus.validity, at, include_superseded, corpus.successors)
             hidden = ~visible[corpus.page_document]
-            if len(self._masks) >= 8:
-                self._masks.pop(next(iter(self._masks)))
-            self._masks[key] = hidden
+            with self._locks.masks:  # a new dict, never one another thread is iterating
+                kept = list(self._masks.items())[-7:]
+                self._masks = {**dict(kept), key: hidden}
         return hidden
 
     def search_pages(
