@@ -78,6 +78,7 @@ if env_bool("EVALSITE_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
+    "evalsite",  # its management command `serve`
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -162,7 +163,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# collectstatic's output (scripts/serve), served beside the finders' files.
 STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [
     BASE_DIR / "static",
     # plotly.js from the installed plotly package itself (/static/plotly/plotly.min.js): no copy in the
@@ -245,6 +248,14 @@ if EVALSITE_JOB_STALE_SECONDS <= EVALSITE_JOB_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured(
         "EVALSITE_JOB_STALE_SECONDS must be longer than EVALSITE_JOB_HEARTBEAT_SECONDS"
     )
+# A job whose worker died or whose task the broker lost is put back in the queue at most this many times.
+EVALSITE_JOB_MAX_RETRIES = env_int("EVALSITE_JOB_MAX_RETRIES", 2, minimum=0)
+# A task a worker took from the broker is leased: a live worker renews the lease; one that dies stops, and the
+# task goes back to the queue this long after (a killed worker loses no task it had taken).
+EVALSITE_TASK_LEASE_SECONDS = env_int("EVALSITE_TASK_LEASE_SECONDS", 30, minimum=3)
+# On SIGTERM a worker lets its job stop at its next checkpoint; past this many seconds it re-queues the job
+# itself and exits (a supervisor's stop must finish within 10 s).
+EVALSITE_WORKER_STOP_SECONDS = env_int("EVALSITE_WORKER_STOP_SECONDS", 5, minimum=1)
 if EVALSITE_LLM_BASE_URL and not EVALSITE_LLM_BASE_URL.startswith(("http://", "https://")):
     raise ImproperlyConfigured(
         f"EVALSITE_LLM_BASE_URL: expected an http:// or https:// URL, got {EVALSITE_LLM_BASE_URL!r}"
@@ -275,23 +286,45 @@ SPECTACULAR_SETTINGS = {
 }
 
 _redis_url = env_str("EVALSITE_REDIS_URL")
+if _redis_url and not _redis_url.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        f"EVALSITE_REDIS_URL: expected a redis://, rediss:// or unix:// URL, got {_redis_url!r}"
+    )
+_workers = env_int("EVALSITE_WORKERS", 2, minimum=1)
+_task_timeout = env_int("EVALSITE_TASK_TIMEOUT", 3600, minimum=10)
 Q_CLUSTER = {
     "name": "evalsite",
-    "workers": env_int("EVALSITE_WORKERS", 2, minimum=1),
-    # django-q2 requires timeout < retry, or a long task is picked up twice.
-    "timeout": env_int("EVALSITE_TASK_TIMEOUT", 3600, minimum=10),
-    "retry": env_int("EVALSITE_TASK_TIMEOUT", 3600, minimum=10) + 600,
+    "workers": _workers,
+    "timeout": _task_timeout,
+    # django-q2 wants retry > timeout; our brokers lease tasks for EVALSITE_TASK_LEASE_SECONDS instead
+    # (goldenset.jobs.brokers), renewed while their worker lives, so a dead worker's tasks come back soon.
+    "retry": _task_timeout + 600,
     "max_attempts": 1,
     "catch_up": False,
     "sync": env_bool("EVALSITE_Q_SYNC", False),
     "poll": 0.5,
     "ack_failures": True,
+    # A cluster takes at most this many tasks beyond those its workers run.
+    "queue_limit": _workers,
     "label": "Task queue",
 }
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url
+    Q_CLUSTER["broker_class"] = "goldenset.jobs.brokers.LeasedRedis"
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "goldenset.jobs.brokers.LeasedOrm"
+
+# Serving (`manage.py serve`, scripts/serve and scripts/run): gunicorn with threads in front, worker clusters
+# beside it, under one supervisor.
+EVALSITE_BIND = env_str("EVALSITE_BIND") or f"127.0.0.1:{env_int('PORT', 8000, minimum=1)}"
+EVALSITE_WEB_PROCESSES = env_int("EVALSITE_WEB_PROCESSES", 2, minimum=1)
+EVALSITE_WEB_THREADS = env_int("EVALSITE_WEB_THREADS", 8, minimum=1)
+EVALSITE_WORKER_CLUSTERS = env_int("EVALSITE_WORKER_CLUSTERS", 1, minimum=0)
+EVALSITE_REQUEST_TIMEOUT = env_int("EVALSITE_REQUEST_TIMEOUT", 120, minimum=5)  # seconds; gunicorn's timeout
+EVALSITE_ACCESS_LOG = env_bool("EVALSITE_ACCESS_LOG", True)
+# Addresses whose X-Forwarded-* headers gunicorn believes (a proxy in front); comma-separated, "*" for any.
+EVALSITE_FORWARDED_ALLOW_IPS = env_str("EVALSITE_FORWARDED_ALLOW_IPS") or "127.0.0.1,::1"
 
 LOG_LEVEL = (env_str("LOG_LEVEL") or "INFO").strip().upper()
 if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):

@@ -19,6 +19,8 @@ from goldenset.text import (
     find_nul,
     json_loads,
     key_problem,
+    question_problem,
+    reference_answer_problem,
 )
 
 
@@ -146,12 +148,21 @@ def read_queries(lines: Iterable[str | bytes], name: str = "queries.jsonl") -> I
         answerable = row.get("answerable", True)
         if not isinstance(answerable, bool):
             raise _error(name, number, 'field "answerable" must be true or false')
+        reference_answer = _str(row, "reference_answer", name, number)
+        for key, problem in (
+            ("text", question_problem(text)),
+            ("reference_answer", reference_answer_problem(reference_answer)),
+        ):
+            if problem:
+                error = _error(name, number, f'field "{key}" {problem}')
+                error.details["field"] = key
+                raise error
         metadata = {k: v for k, v in row.items() if k not in _QUERY_KEYS}
         yield QueryRow(
             id=_id(row, name, number, key_problem),
             text=text,
             answerable=answerable,
-            reference_answer=_str(row, "reference_answer", name, number),
+            reference_answer=reference_answer,
             metadata=metadata,
         )
 

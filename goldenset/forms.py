@@ -1,7 +1,7 @@
 """Admin forms: the curator-facing validation the database constraints alone would turn into a 500.
 
 The admin shows collections and tenants read-only on change pages, so Django's own constraint checks (which
-skip constraints on fields not in the form) cannot see (collection, question_norm) or (collection, key);
+skip constraints on fields not in the form) cannot see (collection, question_hash) or (collection, key);
 these forms check them against the instance's collection and report a field error instead.
 """
 

@@ -17,12 +17,16 @@ from typing import Any
 from goldenset.errors import EvalsiteError
 from goldenset.text import (
     JsonValueError,
+    expected_documents_problem,
     find_lone_surrogate,
     find_nul,
     json_loads,
     key_problem,
     normalize_question,
+    question_problem,
+    reference_answer_problem,
     tag_problem,
+    tags_problem,
 )
 
 _WS = " \t\n\r"
@@ -212,14 +216,21 @@ def _record(item: Any, index: int, line: int) -> GoldenRecord:
             )
             value = record_id
         elif name == "question":
-            problem = None if isinstance(value, str) and value.strip() else "must be a non-empty string"
+            if isinstance(value, str) and value.strip():
+                problem = question_problem(value)
+            else:
+                problem = "must be a non-empty string"
         elif name == "expected_answer":
-            problem = None if isinstance(value, str) else "must be a string"
+            problem = reference_answer_problem(value) if isinstance(value, str) else "must be a string"
         elif name in ("must_cite", "tags"):
             ok = isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
             problem = None if ok else "must be a list of non-empty strings"
+            if ok and name == "must_cite":
+                problem = expected_documents_problem(value)
             if ok and name == "tags":
-                problem = next((f"item {i} {p}" for i, v in enumerate(value) if (p := tag_problem(v))), None)
+                problem = tags_problem(value) or next(
+                    (f"item {i} {p}" for i, v in enumerate(value) if (p := tag_problem(v))), None
+                )
             value = tuple(value) if ok else value
         elif name == "answerable":
             problem = None if isinstance(value, bool) else "must be true or false"

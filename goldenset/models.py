@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from goldenset.text import normalize_question
+from goldenset.text import question_hash
 
 
 class Cluster(models.Model):
@@ -165,8 +165,10 @@ class GoldenEntry(models.Model):
         help_text="Optional client id, unique per collection (a query id).",
     )
     question = models.TextField()
-    # Case- and space-folded question; duplicates of an existing question are refused on it.
-    question_norm = models.TextField(editable=False, db_index=True)
+    # sha256 of the case- and space-folded question (goldenset.text.question_hash): duplicates of an
+    # existing question are refused on it. A hash, not the folded text: a unique index on text fails on
+    # PostgreSQL for a long question (btree rows are limited to ~2.7 kB).
+    question_hash = models.CharField(max_length=64, editable=False)
     expected_document_ids = models.JSONField(default=list, blank=True)
     grades = models.JSONField(
         default=dict, blank=True, help_text="Graded relevance per expected document id (1 when absent)."
@@ -193,7 +195,7 @@ class GoldenEntry(models.Model):
             models.UniqueConstraint(
                 fields=["collection", "key"], condition=~Q(key=""), name="golden_key_unique_per_collection"
             ),
-            models.UniqueConstraint(fields=["collection", "question_norm"], name="golden_question_unique"),
+            models.UniqueConstraint(fields=["collection", "question_hash"], name="golden_question_unique"),
         ]
         indexes = [models.Index(fields=["collection", "origin", "reviewed"], name="golden_filter_idx")]
 
@@ -206,7 +208,7 @@ class GoldenEntry(models.Model):
 
     def prepare(self) -> None:
         """Compute the indexed forms; bulk writers call this since bulk_create skips save()."""
-        self.question_norm = normalize_question(self.question)
+        self.question_hash = question_hash(self.question)
         self.tags_index = "".join(f"|{tag}" for tag in self.tags) + "|" if self.tags else ""
 
     def grade(self, document_id: str) -> int:
@@ -249,10 +251,25 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Durability (goldenset.jobs): when its task last went to the broker, which worker process holds it, how
+    # often a worker took it (each claim's number fences the writes of an earlier holder), how often it was
+    # put back after a failure (bounded by EVALSITE_JOB_MAX_RETRIES), and what happened to it on the way.
+    queued_at = models.DateTimeField(null=True, blank=True)
+    owner = models.CharField(
+        max_length=300, blank=True, default="", help_text="host:pid:start of its worker."
+    )
+    attempts = models.PositiveIntegerField(default=0, help_text="Times a worker took it.")
+    retries = models.PositiveIntegerField(default=0, help_text="Times it was re-queued after a failure.")
+    history = models.JSONField(
+        default=list, blank=True, help_text='[{"at", "event", "message"}]: re-queues and interruptions.'
+    )
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["tenant", "status"], name="job_tenant_status_idx")]
+        indexes = [
+            models.Index(fields=["tenant", "status"], name="job_tenant_status_idx"),
+            models.Index(fields=["status", "heartbeat_at"], name="job_status_heartbeat_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id} ({self.status})"
@@ -262,6 +279,24 @@ class Job(models.Model):
         if self.status == JobStatus.COMPLETED:
             return 1.0
         return self.progress_done / self.progress_total if self.progress_total else 0.0
+
+
+class Worker(models.Model):
+    """A django-q2 worker process that is alive, or was: it beats every EVALSITE_JOB_HEARTBEAT_SECONDS
+    (goldenset.jobs.worker), and /healthz and the dashboard read the beats' age."""
+
+    name = models.CharField(max_length=300, unique=True, help_text="host:pid:start, as in Job.owner.")
+    host = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    beat_at = models.DateTimeField(db_index=True)
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-beat_at"]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class AuditAction(models.TextChoices):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 import sys
 import unicodedata
+from collections.abc import Sized
 from typing import Any
 
 _SPACE = re.compile(r"\s+")
@@ -16,6 +18,13 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
 def normalize_question(question: str) -> str:
     """Case-folded, NFKC-normalised, whitespace-collapsed: the form duplicate questions are compared on."""
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", question).casefold()).strip()
+
+
+def question_hash(question: str) -> str:
+    """sha256 (hex) of the normalised question: what the database finds duplicates on. A fixed 64 characters,
+    so its unique index holds questions of any length (PostgreSQL refuses btree rows above ~2.7 kB)."""
+    # surrogatepass: never an encoding error here, whatever a caller passes (readers refuse lone surrogates).
+    return hashlib.sha256(normalize_question(question).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def split_pages(text: str, max_chars: int) -> list[str]:
@@ -223,12 +232,17 @@ def json_loads(text: str) -> Any:
         raise JsonValueError(str(exc), 1, 1) from None  # not reached: the decoder saw such a token
 
 
-# --- identifiers -------------------------------------------------------------------------------------------
+# --- identifiers and golden-entry sizes --------------------------------------------------------------------
 
 # The lengths of the columns that hold them (goldenset.models), enforced by every reader of outside input.
 MAX_COLLECTION_ID_CHARS = 200
 MAX_ID_CHARS = 300  # a document's external id, a golden entry's key
 MAX_TAG_CHARS = 100
+# The sizes of a golden entry, the same for every writer and database (none of them is indexed).
+MAX_QUESTION_CHARS = 4000
+MAX_REFERENCE_ANSWER_CHARS = 20_000
+MAX_TAGS = 50
+MAX_EXPECTED_DOCUMENTS = 1000
 
 
 def find_control(text: str) -> int | None:
@@ -248,6 +262,10 @@ def _control_problem(value: str) -> str | None:
 
 def _length_problem(value: str, limit: int) -> str | None:
     return f"may have at most {limit} characters (it has {len(value)})" if len(value) > limit else None
+
+
+def _count_problem(values: Sized, limit: int, what: str) -> str | None:
+    return f"may have at most {limit} {what} (it has {len(values)})" if len(values) > limit else None
 
 
 def collection_id_problem(value: str) -> str | None:
@@ -285,3 +303,21 @@ def tag_problem(value: str) -> str | None:
     if problem := _length_problem(value, MAX_TAG_CHARS):
         return problem
     return 'may not contain "|"' if "|" in value else None
+
+
+def question_problem(value: str) -> str | None:
+    """Why value cannot be a golden question (beyond being blank), or None."""
+    return _length_problem(value, MAX_QUESTION_CHARS)
+
+
+def reference_answer_problem(value: str) -> str | None:
+    return _length_problem(value, MAX_REFERENCE_ANSWER_CHARS)
+
+
+def tags_problem(values: Sized) -> str | None:
+    """Why these cannot be an entry's tags, or None (each tag has its own rule: tag_problem)."""
+    return _count_problem(values, MAX_TAGS, "tags")
+
+
+def expected_documents_problem(values: Sized) -> str | None:
+    return _count_problem(values, MAX_EXPECTED_DOCUMENTS, "documents")

@@ -110,7 +110,7 @@ def qcluster(transactional_db, monkeypatch, tmp_path, manage_env):
     log = tmp_path / "qcluster.log"
     with log.open("w") as out:  # a file, not a pipe: a chatty worker must never block on a full pipe
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"],
+            [sys.executable, "manage.py", "worker"],
             cwd=Path(__file__).resolve().parents[1],
             env={**manage_env, "EVALSITE_WORKERS": "1"},
             stdout=out,

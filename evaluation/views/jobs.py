@@ -31,7 +31,7 @@ from evaluation.services import available_rerankers, count_golden_questions, eva
 from evaluation.views.common import current_tenant, tenant_page
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
-from goldenset.jobs import job_cancel, jobs_fail_stale
+from goldenset.jobs import job_cancel, jobs_recover
 from goldenset.models import Job, JobKind, JobStatus, Tenant
 
 POLL_MS = 500
@@ -268,7 +268,7 @@ def _job_state(job: Job) -> dict[str, Any]:
 
 
 def _job(tenant: Tenant, job_id: str) -> Job:
-    jobs_fail_stale(tenant=tenant)  # a job whose worker died reads as Failed, not Running forever
+    jobs_recover(tenant=tenant)  # a job whose worker died is re-queued (or failed), never Running forever
     return golden_selectors.job_get(tenant=tenant, job_id=job_id)
 
 

@@ -10,8 +10,12 @@ from rest_framework import serializers
 
 from goldenset.text import (
     MAX_COLLECTION_ID_CHARS,
+    MAX_EXPECTED_DOCUMENTS,
     MAX_ID_CHARS,
+    MAX_QUESTION_CHARS,
+    MAX_REFERENCE_ANSWER_CHARS,
     MAX_TAG_CHARS,
+    MAX_TAGS,
     collection_id_problem,
     document_id_problem,
     key_problem,
@@ -134,3 +138,24 @@ def key_field(**kwargs) -> serializers.CharField:
 def tag_field() -> serializers.CharField:
     """A tag: no "|" (it separates tags in the index the tag filter searches)."""
     return _char_field(MAX_TAG_CHARS, _rule(tag_problem, "A tag", MAX_TAG_CHARS))
+
+
+# A golden entry's sizes: goldenset.text's limits, which the service enforces for every writer; here they are
+# reported first, per field, and published in the OpenAPI schema (maxLength, maxItems).
+
+
+def question_field(**kwargs) -> StrictCharField:
+    """A golden question, kept as sent (the service strips it and refuses a blank one)."""
+    return StrictCharField(max_length=MAX_QUESTION_CHARS, allow_blank=True, trim_whitespace=False, **kwargs)
+
+
+def reference_answer_field(**kwargs) -> serializers.CharField:
+    return serializers.CharField(max_length=MAX_REFERENCE_ANSWER_CHARS, allow_blank=True, **kwargs)
+
+
+def expected_documents_field(**kwargs) -> StringListField:
+    return StringListField(max_length=MAX_EXPECTED_DOCUMENTS, **kwargs)
+
+
+def tags_field(**kwargs) -> StringListField:
+    return StringListField(child=tag_field(), max_length=MAX_TAGS, **kwargs)

@@ -4,13 +4,15 @@ from rest_framework import serializers
 
 from goldenset.api.fields import (
     PageTextField,
-    StrictCharField,
     StringListField,
     TemporalField,
     collection_id_field,
     document_id_field,
+    expected_documents_field,
     key_field,
-    tag_field,
+    question_field,
+    reference_answer_field,
+    tags_field,
 )
 from goldenset.models import Origin
 
@@ -102,11 +104,11 @@ class DocumentDetailOut(DocumentOut):
 
 
 class GoldenEntryIn(serializers.Serializer):
-    question = StrictCharField(allow_blank=True, trim_whitespace=False)
-    expected_document_ids = StringListField(required=False)
-    reference_answer = serializers.CharField(allow_blank=True, allow_null=True, required=False, default="")
+    question = question_field()
+    expected_document_ids = expected_documents_field(required=False)
+    reference_answer = reference_answer_field(allow_null=True, required=False, default="")
     key = key_field(allow_blank=True, required=False, default="")
-    tags = StringListField(required=False, child=tag_field())
+    tags = tags_field(required=False)
     answerable = serializers.BooleanField(required=False, default=True)
     grades = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=1000), required=False, default=dict
@@ -122,11 +124,11 @@ class GoldenSetAddIn(TenantIn):
 
 
 class GoldenEntryPatchIn(serializers.Serializer):
-    question = StrictCharField(allow_blank=True, trim_whitespace=False, required=False)
-    expected_document_ids = StringListField(required=False)
-    reference_answer = serializers.CharField(allow_blank=True, required=False)
+    question = question_field(required=False)
+    expected_document_ids = expected_documents_field(required=False)
+    reference_answer = reference_answer_field(required=False)
     key = key_field(allow_blank=True, required=False)
-    tags = StringListField(required=False, child=tag_field())
+    tags = tags_field(required=False)
     answerable = serializers.BooleanField(required=False)
     reviewed = serializers.BooleanField(required=False)
     grades = serializers.DictField(
@@ -213,6 +215,11 @@ class JobOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    attempts = serializers.IntegerField(help_text="Times a worker took the job.")
+    history = serializers.JSONField(
+        help_text='What happened on the way: [{"at", "event", "message"}], events worker-lost, task-lost, '
+        "database-error, interrupted."
+    )
 
 
 class IngestResultOut(serializers.Serializer):

@@ -14,7 +14,7 @@ from goldenset import importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.errors import EvalsiteError
-from goldenset.jobs import job_cancel, job_create, jobs_fail_stale
+from goldenset.jobs import job_cancel, job_create, jobs_recover
 from goldenset.models import JobKind
 from goldenset.services.generate import generate_job_create
 
@@ -345,7 +345,7 @@ class JobApi(TenantAPIView):
     @extend_schema(parameters=TENANT_PARAMS, responses=s.JobOut, summary="Polls a job.")
     def get(self, request, job_id: str):
         tenant = self.tenant()
-        jobs_fail_stale(tenant=tenant)
+        jobs_recover(tenant=tenant)
         return Response(s.JobOut(selectors.job_get(tenant=tenant, job_id=job_id)).data)
 
 

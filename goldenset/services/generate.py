@@ -19,7 +19,7 @@ from goldenset.errors import EvalsiteError
 from goldenset.jobs import Progress, job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind, Origin, Page, Tenant
+from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
 from goldenset.quality import DuplicateIndex, Verdict
 from goldenset.services.audit import chunks
 from goldenset.services.golden import EntryInput, golden_entries_add
@@ -52,6 +52,7 @@ def generate_job_create(
             details={"field": "seed"},
         )
     backend, chosen = generate_backend(model)
+    seed = generation.new_seed() if seed is None else seed
     return job_create(
         tenant=tenant,
         kind=JobKind.GENERATE,
@@ -60,10 +61,25 @@ def generate_job_create(
             "count": count,
             "model": chosen,
             "backend": backend,
-            "seed": generation.new_seed() if seed is None else seed,
+            "seed": seed,
             "actor": actor,
+            "continues": _earlier_runs(collection, count=count, model=chosen, seed=seed),
         },
     )
+
+
+def _earlier_runs(collection: Collection, *, count: int, model: str, seed: int) -> list[str]:
+    """The failed jobs of this same request (collection, count, model, seed) since its last completed one: a
+    new one continues them, asking only for what they did not accept. A request repeated after a completed
+    run asks for `count` more (repeated calls grow the set)."""
+    same = Job.objects.filter(
+        collection=collection, kind=JobKind.GENERATE, input__count=count, input__model=model, input__seed=seed
+    )
+    last_completed = same.filter(status=JobStatus.COMPLETED).order_by("-created_at").values("created_at")[:1]
+    failed = same.filter(status=JobStatus.FAILED)
+    if last_completed:
+        failed = failed.filter(created_at__gt=last_completed[0]["created_at"])
+    return [str(pk) for pk in failed.order_by("created_at").values_list("pk", flat=True)]
 
 
 def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
@@ -81,7 +97,11 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
         )
     )
     remaining = [key for key in sampled if key not in done]
-    budget = count * settings.EVALSITE_GENERATE_PAGES_PER_QUESTION
+    # This request's questions already stored, by this job's earlier attempts (a worker died) or by earlier
+    # jobs of the same request (goldenset.services.generate._earlier_runs): only the rest is asked for.
+    accepted_before = GoldenEntry.objects.filter(job_id__in=[job.pk, *spec.get("continues", ())]).count()
+    asked = max(0, count - accepted_before)
+    budget = asked * settings.EVALSITE_GENERATE_PAGES_PER_QUESTION
     pages = _load_pages(remaining[:budget])
     duplicates = DuplicateIndex(collection.golden_entries.values_list("question", flat=True))
 
@@ -120,7 +140,7 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
         outcome = generation.generate(
             pages,
             writer,
-            count=count,
+            count=asked,
             seed=seed,
             duplicates=duplicates,
             on_page=on_page,
@@ -132,7 +152,13 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
             client.close()
     progress(outcome.pages_sampled, outcome.pages_sampled)  # done: the pages checked, not the budget
     warnings = list(outcome.warnings)
-    if outcome.accepted < count and outcome.stopped is None:
+    if accepted_before:
+        warnings.append(
+            f"{accepted_before} of the {count} questions were accepted before (by an earlier attempt of this job, "
+            f"or failed runs of the same request: collection, count, model and seed); this run asked for the "
+            f"other {asked}."
+        )
+    if outcome.accepted < asked and outcome.stopped is None:
         if len(remaining) > budget:
             warnings.append(
                 f"The page budget ({budget} = count x {settings.EVALSITE_GENERATE_PAGES_PER_QUESTION}, "
@@ -148,6 +174,8 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
         "model": model,
         "backend": spec["backend"],
         "requested": count,
+        "accepted_before": accepted_before,
+        "asked": asked,
         "pages_available": len(sampled),
         "pages_already_done": len(sampled) - len(remaining),
         "pages_sampled": outcome.pages_sampled,

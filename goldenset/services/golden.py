@@ -20,7 +20,16 @@ from goldenset.models import (
 )
 from goldenset.services.audit import AUDITED_FIELDS, CHUNK, _audit, audit_entries, chunks, entry_snapshot
 from goldenset.services.content import lock_collection
-from goldenset.text import key_problem, normalize_question, tag_problem
+from goldenset.text import (
+    expected_documents_problem,
+    key_problem,
+    normalize_question,
+    question_hash,
+    question_problem,
+    reference_answer_problem,
+    tag_problem,
+    tags_problem,
+)
 
 # --- golden entries ----------------------------------------------------------------------------------------
 
@@ -79,24 +88,24 @@ def _check_entries(
     by_key: dict[str, GoldenEntry] = {}
     for chunk in chunks(keys):
         by_key.update({g.key: g for g in collection.golden_entries.filter(key__in=chunk)})
-    norms = [normalize_question(e.question) for e in entries]
-    by_norm: dict[str, GoldenEntry] = {}
-    for chunk in chunks(norms):
-        by_norm.update(
-            (g.question_norm, g) for g in collection.golden_entries.filter(question_norm__in=chunk)
+    hashes = [question_hash(e.question) for e in entries]
+    by_hash: dict[str, GoldenEntry] = {}
+    for chunk in chunks(hashes):
+        by_hash.update(
+            (g.question_hash, g) for g in collection.golden_entries.filter(question_hash__in=chunk)
         )
     targets: list[GoldenEntry | None] = []
     targeted: dict[str, int] = {}  # existing entry id -> the input that replaces it
-    seen_norms: dict[str, int] = {}
+    seen_hashes: dict[str, int] = {}
     seen_keys: dict[str, int] = {}
-    for index, (entry, norm) in enumerate(zip(entries, norms, strict=True)):
-        if not norm:
+    for index, (entry, digest) in enumerate(zip(entries, hashes, strict=True)):
+        if not normalize_question(entry.question):
             raise EvalsiteError(
                 "empty-question",
                 f"entries[{index}].question: the question is empty.",
                 details={"index": index, "field": "question"},
             )
-        _check_identifiers(index, entry)
+        _check_fields(index, entry)
         own = replacing
         if entry.key:
             if entry.key in seen_keys:
@@ -117,15 +126,15 @@ def _check_entries(
                     details={"index": index, "key": entry.key, "existing_entry_id": str(holder.pk)},
                     status=409,
                 )
-        if norm in seen_norms:
+        if digest in seen_hashes:
             raise EvalsiteError(
                 "duplicate-question",
-                f"entries[{index}]: the question repeats entries[{seen_norms[norm]}].",
-                details={"index": index, "first_index": seen_norms[norm], "question": entry.question},
+                f"entries[{index}]: the question repeats entries[{seen_hashes[digest]}].",
+                details={"index": index, "first_index": seen_hashes[digest], "question": entry.question},
                 status=409,
             )
-        seen_norms[norm] = index
-        same_question = by_norm.get(norm)
+        seen_hashes[digest] = index
+        same_question = by_hash.get(digest)
         if same_question is not None and own is None and not entry.key and match_questions:
             own = same_question
         if same_question is not None and (own is None or own.pk != same_question.pk):
@@ -174,9 +183,16 @@ def _check_entries(
     return targets
 
 
-def _check_identifiers(index: int, entry: EntryInput) -> None:
-    """The API's rules for keys and tags, for every writer (the API's serializers report them first)."""
-    problems = [("key", key_problem(entry.key))] if entry.key else []
+def _check_fields(index: int, entry: EntryInput) -> None:
+    """The rules for keys and tags and the sizes of an entry, for every writer, on every database (the
+    API's serializers and the file readers report them first)."""
+    problems = [
+        ("question", question_problem(entry.question)),
+        ("reference_answer", reference_answer_problem(entry.reference_answer)),
+        ("expected_document_ids", expected_documents_problem(entry.expected_document_ids)),
+        ("tags", tags_problem(entry.tags)),
+    ]
+    problems += [("key", key_problem(entry.key))] if entry.key else []
     problems += [(f"tags[{i}]", tag_problem(tag)) for i, tag in enumerate(entry.tags)]
     for name, problem in problems:
         if problem:
@@ -255,7 +271,7 @@ def golden_entries_add(
         GoldenEntry.objects.bulk_create(created, batch_size=CHUNK)
         if updated:
             GoldenEntry.objects.bulk_update(
-                updated, [*_WRITTEN_FIELDS, "question_norm", "tags_index", "updated_at"], batch_size=CHUNK
+                updated, [*_WRITTEN_FIELDS, "question_hash", "tags_index", "updated_at"], batch_size=CHUNK
             )
         audit_entries(entries=created, action=AuditAction.CREATE, actor=actor)
         AuditEvent.objects.bulk_create(update_events, batch_size=CHUNK)

@@ -107,6 +107,39 @@ def test_an_edit_the_service_refuses_is_a_form_error_and_changes_nothing(alice, 
     assert not AuditEvent.objects.filter(object_id=str(entry.pk), action="update").exists()
 
 
+def test_an_edit_beyond_the_entry_limits_is_a_form_error_and_changes_nothing(alice, world, golden):
+    entry = golden[0]
+    url = reverse("dashboard:golden-entry", args=[world.collection.slug, entry.pk])
+    question = ("Why " * 1001)[:4000] + "?"
+    too_long = alice.post(url, edit_data(entry, question=question))
+    assert too_long.status_code == 400
+    assert too_long.context["form"].errors == {
+        "question": ["May have at most 4000 characters (it has 4001)."]
+    }
+    many_tags = alice.post(url, edit_data(entry, tags=", ".join(f"t{i}" for i in range(51))))
+    assert many_tags.context["form"].errors == {"tags": ["May have at most 50 tags (it has 51)."]}
+    long_answer = alice.post(url, edit_data(entry, reference_answer="a" * 20_001))
+    assert list(long_answer.context["form"].errors) == ["reference_answer"]
+    entry.refresh_from_db()
+    assert (entry.question, entry.tags) == ("How long is the refund window?", ["policy", "money"])
+    assert not AuditEvent.objects.filter(object_id=str(entry.pk), action="update").exists()
+    saved = alice.post(url, edit_data(entry, question=question[1:]))
+    assert saved.status_code == 302
+    entry.refresh_from_db()
+    assert entry.question == question[1:] and len(entry.question) == 4000
+
+
+def test_a_new_entry_beyond_the_limits_is_a_form_error(alice, world, golden):
+    response = alice.post(
+        reverse("dashboard:golden-new", args=[world.collection.slug]), {"question": "Q" * 4001 + "?"}
+    )
+    assert response.status_code == 400
+    assert response.context["form"].errors == {
+        "question": ["May have at most 4000 characters (it has 4002)."]
+    }
+    assert GoldenEntry.objects.count() == len(golden)
+
+
 def test_an_unchanged_edit_writes_no_event(alice, world, golden):
     entry = golden[0]
     response = alice.post(

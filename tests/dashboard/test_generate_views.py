@@ -179,6 +179,7 @@ def test_generating_adds_unreviewed_entries_and_the_job_page_reports(alice, gene
         "backend": "template",
         "seed": 7,
         "actor": ACTOR,
+        "continues": [],
     }
     result = job.result
     assert (result["seed"], result["backend"], result["requested"]) == (7, "template", 10)
@@ -253,10 +254,17 @@ def test_a_running_generate_job_polls_and_counts_pages(alice, science):
     assert "Open the results" not in html
 
 
-def test_a_stale_job_is_failed_with_its_message_and_keeps_its_entries(alice, science):
+def test_a_job_whose_worker_died_too_often_is_failed_with_its_message_and_keeps_its_entries(
+    alice, science, settings
+):
+    settings.EVALSITE_JOB_MAX_RETRIES = 1
     job = Job.objects.create(tenant=science.tenant, kind=JobKind.GENERATE, collection=science)
     Job.objects.filter(pk=job.pk).update(
-        status=JobStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(days=1), progress_total=9
+        status=JobStatus.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(days=1),
+        progress_total=9,
+        owner="elsewhere:42:7",
+        retries=1,
     )
     services.golden_entries_add(
         collection=science,
@@ -267,24 +275,29 @@ def test_a_stale_job_is_failed_with_its_message_and_keeps_its_entries(alice, sci
     )
     state = alice.get(reverse("dashboard:job-progress", args=[job.pk])).json()
     assert state["status"] == "Failed" and state["finished"]
-    assert state["error"].startswith("The worker running this job stopped")
+    assert state["error"].startswith("Its worker (elsewhere:42:7) stopped beating")
+    assert "giving up" in state["error"]
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and job.error["code"] == "job-stale"
     page = alice.get(reverse("dashboard:job", args=[job.pk]))
     html = page.content.decode()
-    assert "The worker running this job stopped" in html
+    assert "Its worker (elsewhere:42:7) stopped beating" in html
+    assert "worker-lost: Its worker" in html  # the history
     assert 'id="discard-chart"' not in html
     assert f'href="{review_url(query=f"?job={job.pk}")}"' in html  # what it committed can be reviewed
 
 
-def test_the_job_page_itself_marks_a_stale_job_failed(alice, science):
+def test_the_job_page_itself_puts_a_stale_job_back_in_the_queue_and_says_so(alice, science):
     job = Job.objects.create(tenant=science.tenant, kind=JobKind.GENERATE, collection=science)
     Job.objects.filter(pk=job.pk).update(
-        status=JobStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(days=1)
+        status=JobStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(days=1), owner="elsewhere:42:7"
     )
     page = alice.get(reverse("dashboard:job", args=[job.pk]))
-    assert page.context["state"]["status"] == "Failed"
-    assert "The worker running this job stopped" in page.content.decode()
+    assert page.context["state"]["status"] == "Queued"
+    html = page.content.decode()
+    assert "data-job-history" in html and "worker-lost: Its worker (elsewhere:42:7) stopped beating" in html
+    job.refresh_from_db()
+    assert job.retries == 1 and job.status == JobStatus.QUEUED
 
 
 def test_the_discard_figure_shows_every_reason_in_order():

@@ -47,32 +47,87 @@ def test_env_list_and_secrets_from_files(monkeypatch, tmp_path):
         env_str("SECRET_KEY")
 
 
-def test_settings_refuse_to_start_without_a_secret_key_when_debug_is_off(tmp_path):
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def manage(*args: str, env: dict[str, str]):
+    """`manage.py` as the README prints it: DEBUG off, nothing set but what `env` adds."""
     import subprocess
     import sys
 
-    env = {"PATH": "/usr/bin:/bin", "DEBUG": "0", "EVALSITE_DATA_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", "import evalsite.settings"],
-        env=env,
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", **env},
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
-    assert done.returncode != 0 and "SECRET_KEY is required when DEBUG is off" in done.stderr
-    done = subprocess.run(
-        [sys.executable, "-c", "import evalsite.settings as s; print(s.DATABASES['default']['OPTIONS'])"],
-        env={**env, "DEBUG": "1"},
-        capture_output=True,
-        text=True,
-        check=True,
+
+
+def test_without_a_secret_key_one_is_generated_once_into_the_data_directory(tmp_path):
+    import subprocess
+    import sys
+
+    env = {"PATH": "/usr/bin:/bin", "EVALSITE_DATA_DIR": str(tmp_path)}
+    read = [sys.executable, "-c", "import evalsite.settings as s; print(s.SECRET_KEY, s.DEBUG)"]
+    first = subprocess.run(read, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    again = subprocess.run(read, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+    key, debug = first.stdout.split()
+    assert debug == "False" and len(key) >= 50 and again.stdout == first.stdout
+    stored = tmp_path / "secret_key"
+    assert stored.read_text() == key and oct(stored.stat().st_mode & 0o777) == "0o600"
+    assert list(tmp_path.glob(".secret_key.*")) == []  # no temporary file left behind
+    given = subprocess.run(
+        read, env={**env, "SECRET_KEY": "k" * 60}, capture_output=True, text=True, cwd=ROOT
     )
-    assert "transaction_mode': 'IMMEDIATE'" in done.stdout and "journal_mode=WAL" in done.stdout
-    bad = subprocess.run(
-        [sys.executable, "-c", "import evalsite.settings"],
-        env={**env, "DEBUG": "1", "DATABASE_URL": "nosuchdb://x"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert bad.returncode != 0 and "DATABASE_URL" in bad.stderr
+    assert given.stdout.split()[0] == "k" * 60
+
+
+def test_a_bad_setting_is_one_line_naming_it_and_exit_2(tmp_path):
+    env = {"EVALSITE_DATA_DIR": str(tmp_path)}
+    for name, value, expected in [
+        ("EVALSITE_WORKERS", "two", "EVALSITE_WORKERS: expected an integer, got 'two'"),
+        ("DEBUG", "maybe", "DEBUG: expected one of"),
+        ("DATABASE_URL", "nosuchdb://x", "DATABASE_URL"),
+        ("SECRET_KEY", " ", "SECRET_KEY: empty"),
+        ("LOG_LEVEL", "LOUD", "LOG_LEVEL: expected DEBUG"),
+        ("EVALSITE_REDIS_URL", "http://x", "EVALSITE_REDIS_URL: expected a redis://"),
+        ("EVALSITE_DATA_DIR", "/proc/nope", "EVALSITE_DATA_DIR: cannot create /proc/nope"),
+    ]:
+        done = manage("check", env={**env, name: value})
+        assert done.returncode == 2, (name, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert (
+            len(lines) == 1 and expected in lines[0] and lines[0].startswith("evalsite: configuration error:")
+        )
+        assert "Traceback" not in done.stderr
+
+
+def test_the_readme_commands_work_with_debug_off(tmp_path):
+    env = {"EVALSITE_DATA_DIR": str(tmp_path)}
+    assert manage("migrate", "--noinput", env=env).returncode == 0
+    created = manage("createapikey", "--cluster", "c", "--tenant", "t", env=env)
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip().splitlines()[-1].startswith("esk_")
+    missing = manage("evaluate", "--cluster", "c", "--tenant", "t", "--collection", "nope", env=env)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr  # 2: a usage or data error
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
+    env = {
+        "EVALSITE_DATA_DIR": str(tmp_path),
+        "SECRET_KEY": "a-long-random-production-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz",
+        "ALLOWED_HOSTS": "evalsite.example.com",
+        "CSRF_TRUSTED_ORIGINS": "https://evalsite.example.com",
+        "EVALSITE_HTTPS": "1",
+        "EVALSITE_BEHIND_PROXY": "1",
+        "SECURE_HSTS_PRELOAD": "1",
+    }
+    done = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+    without_https = manage("check", "--deploy", "--fail-level", "WARNING", env={**env, "EVALSITE_HTTPS": "0"})
+    assert without_https.returncode != 0 and "security.W008" in without_https.stderr + without_https.stdout

@@ -73,6 +73,8 @@ def test_a_big_evaluation_answers_202_and_the_job_completes_with_the_runs(
         "progress_total": 4,
         "collection_id": "handbook",
         "error": None,
+        "attempts": 1,
+        "history": [],
     }
     assert result.keys() == {"batch_id", "runs"}
     assert [r["label"] for r in result["runs"]] == ["fulltext baseline", "hybrid + rerank"]

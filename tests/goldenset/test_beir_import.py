@@ -267,6 +267,43 @@ def test_a_bad_query_row_exits_2_naming_file_and_line(tmp_path):
     assert_nothing_written()
 
 
+@pytest.mark.parametrize(
+    ("row", "field", "problem"),
+    [
+        ({"text": "Why " * 1000 + "?"}, "text", "may have at most 4000 characters (it has 4001)"),
+        (
+            {"text": "Why?", "reference_answer": "a" * 20_001},
+            "reference_answer",
+            "may have at most 20000 characters (it has 20001)",
+        ),
+    ],
+)
+def test_a_query_beyond_the_entry_limits_exits_2_naming_file_line_and_field(tmp_path, row, field, problem):
+    folder = write_folder(
+        tmp_path / "broken",
+        corpus=CORPUS,
+        queries=[QUERIES[0], json.dumps({"_id": "q2", **row})],
+        qrels=["query-id\tcorpus-id\tscore"],
+    )
+    assert fails(folder) == f'error [beir-invalid] queries.jsonl line 2: field "{field}" {problem}'
+    assert_nothing_written()
+
+
+def test_a_query_judging_more_than_1000_documents_exits_2_naming_the_field(tmp_path):
+    """The service's limit, which the qrels reader cannot see: every writer goes through it."""
+    corpus = [json.dumps({"_id": f"d{i}", "text": "x"}) for i in range(1001)]
+    folder = write_folder(
+        tmp_path / "broken",
+        corpus=corpus,
+        queries=QUERIES[:1],
+        qrels=["query-id\tcorpus-id\tscore", *(f"q1\td{i}\t1" for i in range(1001))],
+    )
+    assert fails(folder) == (
+        "error [validation-error] entries[0].expected_document_ids: may have at most 1000 documents (it has 1001)."
+    )
+    assert_nothing_written()
+
+
 def test_a_folder_without_the_beir_files_exits_2(tmp_path):
     assert fails(tmp_path) == (
         f"error [beir-invalid] {tmp_path}: missing {tmp_path / 'corpus.jsonl'}, {tmp_path / 'queries.jsonl'}"

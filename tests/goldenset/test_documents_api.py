@@ -431,6 +431,8 @@ def test_a_large_ingest_runs_as_a_job(world, django_capture_on_commit_callbacks)
         "created_at": iso(job.created_at),
         "started_at": iso(job.started_at),
         "finished_at": iso(job.finished_at),
+        "attempts": 1,
+        "history": [],
     }
     assert pages_of(world, "refunds") == ["Refunds changed."]
     assert pages_of(world, "new-1") == ["Alpha.\n\nBeta."]

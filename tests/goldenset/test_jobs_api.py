@@ -32,6 +32,8 @@ def job_json(job: Job) -> dict:
         "created_at": iso(job.created_at),
         "started_at": iso(job.started_at),
         "finished_at": iso(job.finished_at),
+        "attempts": job.attempts,
+        "history": job.history,
     }
 
 
@@ -61,6 +63,8 @@ def test_it_polls_a_running_job(world):
         "created_at": iso(job.created_at),
         "started_at": iso(started),
         "finished_at": None,
+        "attempts": 0,
+        "history": [],
     }
 
 

@@ -1,0 +1,336 @@
+"""Jobs: a slow call answers 202 with a job id; a django-q2 worker runs it and writes status and progress.
+
+Apps register a handler per job kind (evaluation registers its own in AppConfig.ready), so this base app
+never imports the apps above it. A handler takes the Job and a progress callback and returns the result
+dict; it raises EvalsiteError for a failure the user should read.
+
+No job stays Queued or Running without a live owner:
+- a worker claims a Queued job with a conditional update that counts the attempt, so a task delivered twice
+  runs the job once; every later write of that run (progress, heartbeat, the end) is fenced by the attempt,
+  so a worker presumed dead that wakes up again cannot overwrite its successor's work (JobLost);
+- a thread beats the job's heartbeat while its handler works; goldenset.jobs.recovery puts a job whose worker
+  died (no heartbeat, or its process gone) or whose task the broker lost back in the queue, at most
+  EVALSITE_JOB_MAX_RETRIES times, then fails it with a code of its own (job-stale, job-lost);
+- the brokers lease the tasks a worker takes (goldenset.jobs.brokers), so a killed worker loses none;
+- a broker that is down when a job is created: the job is failed at once and the call answers 503
+  broker-unavailable;
+- a worker that loses its database connection closes it, records the error in the job and retries the write;
+- a worker told to stop (SIGTERM) interrupts its job at the next checkpoint and puts it back in the queue
+  (goldenset.jobs.worker), so it is never left Running.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from goldenset.errors import EvalsiteError
+from goldenset.jobs import processes, worker
+from goldenset.models import Collection, Job, JobStatus, Tenant
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+Handler = Callable[[Job, Progress], dict[str, Any]]
+_HANDLERS: dict[str, Handler] = {}
+# How long a worker keeps retrying a write the database refused (its connection cut, a failover).
+DB_RETRY_SECONDS = 60.0
+
+
+class JobInterrupted(BaseException):  # noqa: N818  (not an error: the worker is stopping)
+    """The worker is stopping: the job goes back to the queue. A BaseException, so no handler's `except
+    Exception` swallows it."""
+
+
+class JobLost(BaseException):  # noqa: N818
+    """Another worker holds the job now (this one was presumed dead): stop without writing anything."""
+
+
+def register_job_handler(kind: str, handler: Handler) -> None:
+    _HANDLERS[kind] = handler
+
+
+# --- creating and queueing --------------------------------------------------------------------------------
+
+
+def job_create(
+    *, tenant: Tenant, kind: str, input: dict[str, Any], collection: Collection | None = None
+) -> Job:
+    """Create a Queued job and put its task in the broker once the surrounding transaction commits.
+
+    A broker that refuses the task fails the job at once and raises EvalsiteError broker-unavailable (503):
+    the caller's request fails instead of leaving a job that no worker will ever see."""
+    job = Job.objects.create(
+        tenant=tenant, kind=kind, input=input, collection=collection, queued_at=timezone.now()
+    )
+    transaction.on_commit(lambda: _enqueue_or_fail(job))
+    return job
+
+
+def _enqueue(job_id, kind: str) -> None:
+    from django_q.tasks import async_task  # imported late: django_q reads Q_CLUSTER at import
+
+    async_task("goldenset.tasks.run_job", str(job_id), task_name=f"{kind}-{job_id}")
+
+
+def _enqueue_or_fail(job: Job) -> None:
+    try:
+        _enqueue(job.pk, job.kind)
+    except Exception as exc:  # redis.ConnectionError, OSError, a database error of the ORM broker
+        logger.error("could not queue job %s: %s: %s", job.pk, type(exc).__name__, exc)
+        message = "The task queue (broker) is unreachable; the job was not started. Try again shortly."
+        error = {"code": "broker-unavailable", "message": message, "details": {"reason": type(exc).__name__}}
+        Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED).update(
+            status=JobStatus.FAILED, finished_at=timezone.now(), error=error
+        )
+        job.status, job.error = JobStatus.FAILED, error
+        raise EvalsiteError(
+            "broker-unavailable", message, details={"job_id": str(job.pk)}, status=503
+        ) from None
+
+
+def _enqueue_quietly(job_id, kind: str) -> None:
+    """Queue a job's task again (recovery, interruption); a broker that is away leaves it Queued, and recovery
+    queues it once the broker is back."""
+    try:
+        _enqueue(job_id, kind)
+    except Exception as exc:
+        logger.warning(
+            "could not queue job %s again (%s: %s); recovery retries", job_id, type(exc).__name__, exc
+        )
+
+
+def job_requeue(
+    job_id, *, status: str, event: str, message: str, counts: bool, attempts: int | None = None
+) -> str | None:
+    """Put a job that is in `status` (and at `attempts`, when given) back in the queue, noting why.
+
+    `counts`: the re-queue follows a failure (a dead worker, a lost task, a database error) and counts
+    against EVALSITE_JOB_MAX_RETRIES; past it the job is Failed with the code `event` names. Returns the
+    job's new status, or None when it was no longer in that state (another worker or recovery was first)."""
+    with transaction.atomic():
+        rows = Job.objects.select_for_update().filter(pk=job_id, status=status)
+        if attempts is not None:
+            rows = rows.filter(attempts=attempts)
+        job = rows.first()
+        if job is None:
+            return None
+        now = timezone.now()
+        job.history = [*job.history, {"at": now.isoformat(), "event": event, "message": message}]
+        fields = ["status", "history", "owner", "heartbeat_at"]
+        job.owner, job.heartbeat_at = "", None
+        if counts and job.retries >= settings.EVALSITE_JOB_MAX_RETRIES:
+            job.status, job.finished_at = JobStatus.FAILED, now
+            job.error = {
+                "code": _GIVE_UP_CODES.get(event, event),
+                "message": f"{message} It was re-queued {job.retries} time(s) already; giving up.",
+                "details": {"attempts": job.attempts, "retries": job.retries},
+            }
+            fields += ["finished_at", "error"]
+        else:
+            job.status, job.queued_at = JobStatus.QUEUED, now
+            job.retries += 1 if counts else 0
+            fields += ["queued_at", "retries"]
+            transaction.on_commit(lambda: _enqueue_quietly(job.pk, job.kind))
+        job.save(update_fields=fields)
+    logger.warning("job %s (%s): %s -> %s: %s", job.pk, job.kind, event, job.status, message)
+    return job.status
+
+
+_GIVE_UP_CODES = {"worker-lost": "job-stale", "task-lost": "job-lost"}
+
+
+# --- reading and cancelling -------------------------------------------------------------------------------
+
+
+def job_cancelled(job_id) -> bool:
+    """Whether the job was cancelled meanwhile (handlers ask between units of work)."""
+    return Job.objects.filter(pk=job_id, status=JobStatus.CANCELLED).exists()
+
+
+def job_cancel(*, job: Job) -> bool:
+    """Cancel a job that has not finished; a running handler sees it at its next progress check."""
+    updated = Job.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).update(
+        status=JobStatus.CANCELLED, finished_at=timezone.now()
+    )
+    job.refresh_from_db()
+    return bool(updated)
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+class _Lease:
+    """One run of a job: the attempt that fences its writes, its progress callback and its heartbeat."""
+
+    def __init__(self, job_id, attempt: int) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+
+    def rows(self):
+        return Job.objects.filter(pk=self.job_id, status=JobStatus.RUNNING, attempts=self.attempt)
+
+    def progress(self, done: int, total: int) -> None:
+        """The handlers' checkpoint: records progress, and stops the run when the worker is stopping
+        (JobInterrupted) or the job is no longer this run's (JobLost; a cancel is the handler's to see)."""
+        if worker.stopping():
+            raise JobInterrupted
+        updated = self.rows().update(progress_done=done, progress_total=total, heartbeat_at=timezone.now())
+        if not updated and not Job.objects.filter(pk=self.job_id, status=JobStatus.CANCELLED).exists():
+            raise JobLost
+
+
+def job_run(job_id: str) -> None:
+    """Claim a Queued job (a conditional update, so a task delivered twice runs it once), run it, record the
+    end: Completed, Failed with a reason, or back in the queue when the worker stops or loses its database."""
+    with worker.busy():
+        if worker.stopping():  # a task taken as the worker stops: leave it to the next worker
+            if Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).exists():
+                _enqueue_quietly(job_id, Job.objects.get(pk=job_id).kind)
+            return
+        now = timezone.now()
+        claimed = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+            status=JobStatus.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            owner=processes.identity(),
+            attempts=F("attempts") + 1,
+        )
+        if not claimed:
+            logger.info("job %s was not Queued (finished, cancelled or taken); skipping", job_id)
+            return
+        job = Job.objects.get(pk=job_id)
+        lease = _Lease(job.pk, job.attempts)
+        worker.running(job.pk, job.attempts)
+        heartbeat = _Heartbeat(lease)
+        heartbeat.start()
+        try:
+            outcome = _run_handler(job, lease)
+        finally:
+            heartbeat.stop()
+            worker.running(None, None)
+        _with_db_retry(outcome, f"the end of job {job.pk}")
+    if worker.stopping():
+        worker.exit_after_job()
+
+
+def _run_handler(job: Job, lease: _Lease) -> Callable[[], Any]:
+    """Run the handler; returns the write that records how it ended (done with retries by the caller)."""
+    handler = _HANDLERS.get(job.kind)
+    try:
+        if handler is None:
+            raise EvalsiteError("job-kind-unknown", f"No handler for job kind {job.kind}.")
+        result = handler(job, lease.progress)
+    except JobInterrupted:
+        message = "The worker was stopped (SIGTERM) while running this job; it goes back to the queue."
+        return lambda: job_requeue(
+            job.pk, status=JobStatus.RUNNING, attempts=lease.attempt, event="interrupted", message=message,
+            counts=False,
+        )  # fmt: skip
+    except JobLost:
+        logger.warning("job %s was taken over by another worker; this run stops without writing", job.pk)
+        return lambda: None
+    except EvalsiteError as exc:
+        failure = exc.as_dict()  # bound now: Python unbinds `exc` when the except clause ends
+        return lambda: _finish(lease, JobStatus.FAILED, error=failure)
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()  # a cut or failed-over connection: the next query opens a new one
+        logger.error("job %s lost its database connection: %s", job.pk, exc)
+        message = f"The worker lost its database connection: {type(exc).__name__}: {exc}".strip()
+        return lambda: job_requeue(
+            job.pk, status=JobStatus.RUNNING, attempts=lease.attempt, event="database-error", message=message,
+            counts=True,
+        )  # fmt: skip
+    except Exception as exc:  # a bug in a handler must still end the job, readably
+        logger.exception("job %s (%s) crashed", job.pk, job.kind)
+        error = {"code": "internal-error", "message": f"{type(exc).__name__}: {exc}", "details": {}}
+        return lambda: _finish(lease, JobStatus.FAILED, error=error)
+    return lambda: _finish(lease, JobStatus.COMPLETED, result=result)
+
+
+def _with_db_retry(write: Callable[[], Any], what: str) -> None:
+    """Do a write, retrying for DB_RETRY_SECONDS while the database refuses it (each try on a new connection)."""
+    deadline = time.monotonic() + DB_RETRY_SECONDS
+    delay = 0.5
+    while True:
+        try:
+            write()
+            return
+        except (OperationalError, InterfaceError) as exc:
+            connection.close()
+            if time.monotonic() > deadline:
+                logger.error("gave up writing %s after %.0f s: %s", what, DB_RETRY_SECONDS, exc)
+                return
+            logger.warning("writing %s failed (%s); retrying in %.1f s", what, exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def _finish(lease: _Lease, status: str, *, result=None, error=None) -> None:
+    fields: dict[str, Any] = {
+        "status": status,
+        "finished_at": timezone.now(),
+        "result": result,
+        "error": error,
+    }
+    if status == JobStatus.COMPLETED:
+        fields["progress_done"] = F("progress_total")
+    # Only this run of a Running job is finished here: a job cancelled meanwhile stays Cancelled, and keeps
+    # what its handler reports about the work done before it stopped (a generation's counts so far).
+    finished = lease.rows().update(**fields)
+    if not finished and result is not None:
+        Job.objects.filter(pk=lease.job_id, status=JobStatus.CANCELLED, result__isnull=True).update(
+            result=result
+        )
+
+
+class _Heartbeat(threading.Thread):
+    """Beats a Running job's heartbeat while its handler works, even through one long call."""
+
+    def __init__(self, lease: _Lease) -> None:
+        super().__init__(name=f"heartbeat-{lease.job_id}", daemon=True)
+        self.lease = lease
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        interval = settings.EVALSITE_JOB_HEARTBEAT_SECONDS
+        try:
+            while not self._stop_event.wait(interval):
+                try:
+                    self.lease.rows().update(heartbeat_at=timezone.now())
+                except (
+                    DatabaseError
+                ) as exc:  # a busy or cut database: the next beat tries on a new connection
+                    logger.warning("heartbeat of job %s failed: %s", self.lease.job_id, exc)
+                    connection.close()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
+
+
+from goldenset.jobs.recovery import jobs_recover  # noqa: E402  (recovery uses job_requeue above)
+
+__all__ = [
+    "Handler",
+    "JobInterrupted",
+    "JobLost",
+    "Progress",
+    "job_cancel",
+    "job_cancelled",
+    "job_create",
+    "job_requeue",
+    "job_run",
+    "jobs_recover",
+    "register_job_handler",
+]

@@ -1,0 +1,137 @@
+"""Real worker clusters and a private Redis for the durability tests: started as users start them, killed as
+machines die (SIGKILL to the whole process group), stopped as supervisors stop them (SIGTERM to the group)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of a process group, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+class Clusters:
+    """`manage.py worker` processes, each in a process group of its own, with the test's environment."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.started: list[subprocess.Popen] = []
+
+    def start(self, name: str, **extra: str) -> subprocess.Popen:
+        log_path = self.log_dir / f"{name}.log"
+        with log_path.open("w") as log:  # a file, not a pipe: a chatty worker never blocks on a full pipe
+            process = subprocess.Popen(
+                [sys.executable, "manage.py", "worker"],
+                cwd=ROOT,
+                env={**self.env, **extra},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        process.log = log_path  # type: ignore[attr-defined]
+        self.started.append(process)
+        return process
+
+    @staticmethod
+    def kill(process: subprocess.Popen) -> None:
+        """What a machine or container death does: SIGKILL to every process of the cluster at once."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while group_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    @staticmethod
+    def terminate(process: subprocess.Popen, timeout: float = 10.0) -> float:
+        """What a supervisor does: SIGTERM to the process group; seconds until every process is gone."""
+        started = time.monotonic()
+        os.killpg(process.pid, signal.SIGTERM)
+        while group_members(process.pid) and time.monotonic() - started < timeout:
+            time.sleep(0.05)
+        took = time.monotonic() - started
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=1)
+        return took
+
+    def close(self) -> None:
+        for process in self.started:
+            if group_members(process.pid):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class PrivateRedis:
+    """A redis-server of the test's own (no persistence, like the machine's): stopped and started again to
+    play a broker outage and a restart that loses every queued task."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.port = free_port()
+        self.work_dir = work_dir
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.work_dir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()  # no shutdown save: everything it held is gone, as after a crash
+            self.process.wait(timeout=10)
+        self.process = None
