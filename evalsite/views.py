@@ -1,4 +1,3 @@
-from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request as django_bad_request
@@ -6,13 +5,16 @@ from django.views.defaults import page_not_found
 from django.views.defaults import permission_denied as django_permission_denied
 from django.views.defaults import server_error as django_server_error
 
+from evalsite import health
 from evalsite.api.errors import envelope
 
 
 def healthz(request):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok"})
+    """The database, the broker and the workers' heartbeats: 200 when all are up, 503 naming what is down."""
+    report = health.system_health()
+    response = JsonResponse(report, status=200 if report["status"] == "ok" else 503)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _is_api(request) -> bool:

@@ -8,6 +8,76 @@ from __future__ import annotations
 
 from typing import Any
 
+# Every code a client or an operator can meet, with its HTTP status and when it happens: the API's envelope,
+# a job's `error`, the dashboard's notices and the commands' one-line errors. README, "Errors", lists them all
+# (a test holds the two together); an EvalsiteError with a code not listed here is a bug and refuses to exist.
+ERROR_CODES: dict[str, tuple[int, str]] = {
+    # the request itself
+    "invalid-json": (400, "the body is not JSON (line and column named)"),
+    "invalid-body": (400, "a form or multipart body that cannot be parsed"),
+    "bad-request": (400, "a request refused before any view (a disallowed Host header, say)"),
+    "validation-error": (
+        400,
+        "a field is missing or invalid; details name the field (and the entry's index)",
+    ),
+    "payload-too-large": (413, "the body exceeds EVALSITE_MAX_REQUEST_BYTES"),
+    "unsupported-media-type": (415, "a Content-Type the endpoint does not read"),
+    "method-not-allowed": (405, "a method the endpoint does not have"),
+    "not-acceptable": (406, "an Accept header no renderer satisfies"),
+    "throttled": (429, "too many requests"),
+    "unauthenticated": (401, "no API key, or one that is unknown or revoked"),
+    "permission-denied": (403, "a dashboard action the user may not take"),
+    "not-found": (404, "no such object for this tenant (another tenant's objects answer the same)"),
+    # search and evaluation parameters
+    "invalid-ks": (400, "ks is not a list of positive integers"),
+    "invalid-number": (400, "a number field holds something else (numeric strings are accepted)"),
+    "invalid-date": (400, "as_of or a validity date is not ISO 8601"),
+    "unknown-search-type": (400, "search_type is not FullText, Vector or Hybrid"),
+    "unknown-fusion": (400, "fusion is not Rrf or Weighted"),
+    "unknown-variant": (400, "bm25_variant is not lucene or okapi"),
+    "unknown-groundedness": (400, "groundedness is not Off, Low, Medium or High"),
+    "reranker-unavailable": (400, "the named reranker is not available on this server"),
+    "duplicate-label": (400, "two configurations of one call share a label"),
+    "too-many-configs": (400, "more configurations than one call may evaluate"),
+    "empty-golden-set": (400, "no golden entry with expected documents to evaluate"),
+    "embeddings-unavailable": (503, "the embeddings endpoint failed after its retries"),
+    "llm-not-configured": (400, "a model was named but no chat endpoint is configured"),
+    "llm-unavailable": (503, "the chat endpoint failed after its retries"),
+    "llm-unreadable": (502, "the chat model's answer could not be read"),
+    # golden sets, documents and files
+    "empty-question": (400, "a golden entry's question is empty"),
+    "unknown-documents": (400, "expected_document_ids name documents the collection does not have"),
+    "duplicate-question": (409, "the question (case and spacing folded) exists in the collection"),
+    "duplicate-key": (409, "the entry key exists in the collection"),
+    "collection-exists": (409, "a collection with this id exists"),
+    "too-many-entries": (400, "more entries than EVALSITE_MAX_ENTRIES_PER_CALL"),
+    "too-many-documents": (400, "more documents than EVALSITE_MAX_DOCUMENTS_PER_CALL"),
+    "empty-file": (400, "an uploaded or imported file is empty (the same over HTTP and on the command line)"),
+    "invalid-file": (400, "an uploaded .md/.txt file is not UTF-8, holds NUL, or its name is no document id"),
+    "unsupported-file": (415, "an uploaded file type other than .jsonl, .md, .txt"),
+    "golden-invalid": (400, "a golden.json that is not valid JSON (line and column named)"),
+    "golden-schema": (400, "a golden.json record of the wrong shape (record and field named)"),
+    "beir-invalid": (400, "a BEIR file line of the wrong shape (file, line and field named)"),
+    "file-unreadable": (400, "a file named on the command line cannot be read"),
+    "unknown-metric": (400, "the command line names a metric evaluation does not compute"),
+    # jobs
+    "broker-unavailable": (503, "the task queue cannot be reached: the job was not started (and is Failed)"),
+    "job-finished": (409, "cancelling a job that already ended"),
+    "job-cancelled": (400, "the job was cancelled while it ran (a job's error)"),
+    "job-stale": (500, "the job's worker died EVALSITE_JOB_MAX_RETRIES + 1 times (a job's error)"),
+    "job-lost": (500, "the broker lost the job's task too often (a job's error)"),
+    "database-error": (500, "the worker lost its database connection too often (a job's error)"),
+    "job-kind-unknown": (500, "no handler for the job's kind (a job's error)"),
+    "collection-gone": (404, "the job's collection was deleted before it ran (a job's error)"),
+    # the dashboard's compare page
+    "too-few-runs": (400, "compare: fewer than two runs selected"),
+    "too-many-runs": (400, "compare: more runs selected than one chart shows"),
+    "mixed-kinds": (400, "compare: retrieval and answer runs in one comparison"),
+    "mixed-collections": (400, "compare: runs of different collections"),
+    # the server
+    "internal-error": (500, "a bug: logged with its traceback, answered without one"),
+}
+
 
 class EvalsiteError(Exception):
     status_code = 400
@@ -15,6 +85,8 @@ class EvalsiteError(Exception):
     def __init__(
         self, code: str, message: str, *, details: dict[str, Any] | None = None, status: int | None = None
     ):
+        if code not in ERROR_CODES:
+            raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
         super().__init__(message)
         self.code = code
         self.message = message

@@ -141,7 +141,9 @@ def _load(text: str) -> Any:
     """Whole-document JSON parse: syntax errors, NUL, lone surrogates, NaN/Infinity, numbers out of range
     and absurd nesting become golden-invalid."""
     if not text.strip():
-        raise _invalid(1, 1, "file is empty")
+        raise GoldenFileError(
+            "empty-file", "golden.json: the file is empty.", details={"file": "golden.json"}
+        )
     if (nul := find_nul(text)) is not None:
         raise _invalid(*nul, "NUL characters are not allowed")
     if (surrogate := find_lone_surrogate(text)) is not None:

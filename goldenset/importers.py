@@ -32,6 +32,8 @@ _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 def documents_from_upload(name: str, content: bytes) -> list[DocumentInput]:
     """Documents from one uploaded file: BEIR corpus rows (.jsonl), or one document per .md / .txt file."""
     suffix = Path(name).suffix.lower()
+    if not content.strip():
+        raise EvalsiteError("empty-file", f"{name}: the file is empty.", details={"file": name})
     if suffix == ".jsonl":
         return [
             DocumentInput.from_text(

@@ -14,7 +14,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from goldenset.errors import EvalsiteError
+from goldenset.errors import ERROR_CODES, EvalsiteError
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +63,8 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def envelope(code: str, message: str, details: dict | None = None) -> dict:
+    if code not in ERROR_CODES:
+        raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
@@ -93,7 +95,8 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             headers["WWW-Authenticate"] = auth_header
         if wait := getattr(exc, "wait", None):
             headers["Retry-After"] = f"{int(wait)}"
-        code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
+        fallback = "internal-error" if exc.status_code >= 500 else "bad-request"
+        code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), fallback)
         if isinstance(exc, exceptions.ValidationError):
             fields = _flatten(exc.detail)
             first_field, first_errors = next(iter(fields.items()), ("", [""]))

@@ -101,6 +101,13 @@ class DashboardContext:
     def tenant_key(self) -> str:
         return dashboard.tenant_key(self.tenant) if self.tenant else ""
 
+    @cached_property
+    def system_status(self) -> list[dict[str, str]]:
+        """The footer's status line: database, broker, workers (evalsite.health, at most seconds old)."""
+        from evalsite import health
+
+        return health.status_line(health.cached_health())
+
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     """Template context processor (settings.TEMPLATES): the header's tenant switcher."""

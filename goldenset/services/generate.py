@@ -86,7 +86,7 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
     spec = job.input
     collection = job.collection
     if collection is None:
-        raise EvalsiteError("collection-not-found", "The job's collection was deleted.", status=404)
+        raise EvalsiteError("collection-gone", "The job's collection was deleted.", status=404)
     seed, count, model = int(spec["seed"]), int(spec["count"]), str(spec["model"])
 
     candidates = _candidate_pages(collection)

@@ -19,6 +19,16 @@ from goldenset.services import EntryInput
 from tests.conftest import add_documents
 
 
+@pytest.fixture(autouse=True)
+def _status_line_cached_for_the_test(monkeypatch):
+    """The footer's status line (evalsite.health) is cached for seconds per process; here for the whole test,
+    so the query-count tests count the page's own queries once the first page filled it."""
+    from evalsite import health
+
+    monkeypatch.setattr(health, "STATUS_TTL", 3600.0)
+    monkeypatch.setattr(health, "_cache", {})
+
+
 @pytest.fixture
 def member(world, django_user_model):
     """alice: a member of the world's tenant (acme/search) only."""

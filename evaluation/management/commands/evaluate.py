@@ -381,5 +381,5 @@ def read_questions(path: str) -> list[str]:
             return [line.strip() for line in handle if line.strip()]
     except (OSError, UnicodeDecodeError) as exc:
         raise EvalsiteError(
-            "unreadable-file", f"unanswerable: cannot read {path}: {exc}", details={"field": "unanswerable"}
+            "file-unreadable", f"unanswerable: cannot read {path}: {exc}", details={"field": "unanswerable"}
         ) from None

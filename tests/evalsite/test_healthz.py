@@ -1,0 +1,97 @@
+"""/healthz and the dashboard's status line: the database, the broker and the workers' heartbeats; 503 naming
+the part that is down."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+from django_q.conf import Conf
+
+from evalsite import health
+from goldenset.models import Worker
+
+
+@pytest.fixture
+def real_queue(monkeypatch):
+    """Jobs go to a broker and need workers (the test settings run them inline)."""
+    monkeypatch.setattr(Conf, "SYNC", False)
+    monkeypatch.setattr(health, "_cache", {})
+
+
+def beat(name: str, seconds_ago: float) -> Worker:
+    at = timezone.now() - timedelta(seconds=seconds_ago)
+    return Worker.objects.create(name=name, host="h", pid=1, started_at=at, beat_at=at)
+
+
+def test_it_is_ok_when_database_broker_and_workers_are(db, real_queue, settings):
+    settings.EVALSITE_JOB_HEARTBEAT_SECONDS = 10
+    beat("h:1:1", 4)
+    beat("h:2:1", 25)
+    beat("h:3:1", 300)  # gone long ago: not counted
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok" and body["failing"] == []
+    checks = body["checks"]
+    assert checks["database"]["status"] == "ok" and checks["database"]["engine"] in ("sqlite", "postgresql")
+    assert checks["broker"]["status"] == "ok" and checks["broker"]["kind"] in ("database", "redis")
+    assert checks["workers"]["status"] == "ok" and checks["workers"]["alive"] == 2
+    assert 3.5 <= checks["workers"]["last_beat_age_s"] < 10
+    assert response["Cache-Control"] == "no-store"
+
+
+def test_no_worker_beat_is_a_503_naming_the_workers(db, real_queue, settings):
+    settings.EVALSITE_JOB_HEARTBEAT_SECONDS = 10
+    beat("h:1:1", 95)
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "down" and body["failing"] == ["workers"]
+    message = body["checks"]["workers"]["message"]
+    assert "no worker beat in the last 30 s; the last beat was 95 s ago" in message
+    assert "manage.py worker" in message
+
+
+def test_an_unreachable_broker_is_a_503_naming_the_broker(db, real_queue, settings):
+    beat("h:1:1", 1)
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:9/0"}  # nothing listens there
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["broker"]
+    assert (
+        body["checks"]["broker"]["status"] == "down"
+        and "ConnectionError" in body["checks"]["broker"]["message"]
+    )
+    assert body["checks"]["workers"]["status"] == "ok"
+
+
+def test_inline_jobs_need_no_worker(db):
+    body = Client().get("/healthz").json()
+    assert body["status"] == "ok" and body["checks"]["workers"]["message"] == "jobs run inline (sync mode)"
+
+
+def test_the_dashboard_shows_the_same_status_line(db, real_queue, settings, django_user_model):
+    from goldenset import services
+    from goldenset.models import Membership
+
+    settings.EVALSITE_JOB_HEARTBEAT_SECONDS = 10
+    user = django_user_model.objects.create_user("ann", password="pw-123456789")
+    Membership.objects.create(
+        user=user, tenant=services.tenant_get_or_create(cluster_slug="c", tenant_slug="t")
+    )
+    client = Client()
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    assert "data-system-status" in html
+    assert '<span class="part ok" data-part="database">Database ok</span>' in html
+    assert 'data-part="workers">Workers down: no worker beat in the last 30 s' in html
+
+    beat("h:1:1", 2)
+    health._cache.clear()
+    html = client.get("/").content.decode()
+    assert 'data-part="workers">Workers: 1 alive, last beat 2 s ago</span>' in html
+    assert Client().get("/accounts/login/").content.decode().count("data-system-status") == 0  # signed out

@@ -1,0 +1,157 @@
+"""The production command as users run it (DEBUG off, gunicorn with several processes and threads, a worker
+cluster): 30 first Hybrid searches at once on a fresh collection, then SIGTERM to its process group while a
+job runs. (benchmarks/load_bench.py measures the same server under load.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from goldenset import services
+from goldenset.models import Job, JobStatus
+from tests.conftest import add_documents
+from tests.generation_support import scripted_writer, synthetic_corpus
+from tests.llm_server import llm_server_fixture  # noqa: F401
+from tests.worker_support import free_port, group_members
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def server(manage_env, llm_server, tmp_path, settings):
+    """`manage.py serve` on the test database: 2 web processes x 8 threads and one worker cluster."""
+    llm_server.reply(r"Passage:", scripted_writer)
+    llm_server.latency = 0.3
+    port = free_port()
+    env = {
+        **manage_env,
+        "DEBUG": "0",
+        "PORT": str(port),
+        "EVALSITE_WEB_PROCESSES": "2",
+        "EVALSITE_WEB_THREADS": "8",
+        "EVALSITE_WORKERS": "1",
+        "EVALSITE_JOB_HEARTBEAT_SECONDS": "1",
+        "EVALSITE_LLM_BASE_URL": llm_server.url,
+        "EVALSITE_LLM_MODEL": "scripted",
+        "EVALSITE_LLM_CONCURRENCY": "1",
+        "EVALSITE_ACCESS_LOG": "0",
+    }
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    process.log = log_path  # type: ignore[attr-defined]
+    process.url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{process.url}/healthz", timeout=2).status_code == 200:  # type: ignore[attr-defined]
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.2)
+        yield process
+    finally:
+        if group_members(process.pid):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def test_thirty_first_hybrid_searches_at_once_all_answer_and_build_the_index_once(world, server):
+    add_documents(world.collection, synthetic_corpus(200))
+    headers = {"Authorization": f"Bearer {world.key}"}
+    barrier = threading.Barrier(30)
+    bodies: list[tuple[int, dict]] = []
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
+            barrier.wait()
+            response = client.post(
+                "/lmkit/v1/search",
+                json={
+                    "collection_id": "handbook",
+                    "query": f"manufacturer founded {1850 + i}",
+                    "search_type": "Hybrid",
+                },
+            )
+        with lock:
+            bodies.append((response.status_code, response.json()))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [code for code, _ in bodies] == [200] * 30, [b for c, b in bodies if c != 200][:3]
+    infos = [body["index"] for _, body in bodies]
+    # Two web processes, one index: built by one request, loaded from its file by the other process.
+    assert sum(i["built"] for i in infos) == 1 and sum(i["parts_built"] for i in infos) == 2
+    assert sum(i["loaded"] for i in infos) <= 1
+    assert all(len(body["results"]) == 10 for _, body in bodies)
+    assert "Traceback" not in server.log.read_text()
+
+
+def test_sigterm_to_the_process_group_stops_everything_within_10_s_and_requeues_the_job(world, server):
+    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    add_documents(collection, synthetic_corpus(30))
+    headers = {"Authorization": f"Bearer {world.key}"}
+    response = httpx.post(
+        f"{server.url}/lmkit/v1/search/golden-set/generate",
+        json={"collection_id": "companies", "count": 20, "seed": 3},
+        headers=headers,
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    job_id = response.json()["job_id"]
+    deadline = time.monotonic() + 60
+    while Job.objects.get(pk=job_id).progress_done < 2:
+        assert time.monotonic() < deadline, server.log.read_text()
+        time.sleep(0.2)
+    assert len(group_members(server.pid)) >= 1
+
+    started = time.monotonic()
+    os.killpg(server.pid, signal.SIGTERM)  # what a container stop or a supervisor sends
+    server.wait(timeout=15)
+    everything = [pid for pid in _descendant_groups(server) if group_members(pid)]
+    took = time.monotonic() - started
+    assert took < 10 and everything == [], (took, everything, server.log.read_text())
+    assert server.returncode == 0
+    job = Job.objects.get(pk=job_id)
+    assert job.status == JobStatus.QUEUED, (job.status, server.log.read_text())
+    assert [e["event"] for e in job.history] == ["interrupted"]
+    log = server.log.read_text()
+    assert "evalsite serve: SIGTERM; stopping" in log and "did not stop" not in log
+
+
+def _descendant_groups(server) -> list[int]:
+    """The process groups serve started (each child leads its own): every process whose group is not serve's
+    but whose ancestry leads to it is gone once serve exits, so look for any process of those groups left."""
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                environ = (entry / "environ").read_bytes()
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if f"PORT={server.url.rsplit(':', 1)[1]}".encode() in environ:
+                groups.add(int(stat[stat.rindex(")") + 2 :].split()[2]))
+    return sorted(groups)
