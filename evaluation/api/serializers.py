@@ -4,10 +4,15 @@ from rest_framework import serializers
 
 from goldenset.api.serializers import TenantIn
 
+# Collections one call may search or evaluate together: each is an index to load, so the work is bounded.
+MAX_COLLECTIONS_PER_CALL = 50
+
 
 class SearchIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
-    collection_ids = serializers.ListField(child=serializers.CharField(), required=False)
+    collection_ids = serializers.ListField(
+        child=serializers.CharField(), required=False, max_length=MAX_COLLECTIONS_PER_CALL
+    )
     query = serializers.CharField(max_length=10_000)
     # null means the default, as in a configuration of /search/evaluate
     search_type = serializers.CharField(required=False, allow_null=True)
@@ -22,7 +27,9 @@ class SearchIn(TenantIn):
 
 class EvaluateIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
-    collection_ids = serializers.ListField(child=serializers.CharField(), required=False)
+    collection_ids = serializers.ListField(
+        child=serializers.CharField(), required=False, max_length=MAX_COLLECTIONS_PER_CALL
+    )
     ks = serializers.JSONField(
         required=False,
         allow_null=True,
@@ -52,7 +59,9 @@ class AnswerIn(SearchIn):
 
 class EvaluateAnswersIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
-    collection_ids = serializers.ListField(child=serializers.CharField(), required=False)
+    collection_ids = serializers.ListField(
+        child=serializers.CharField(), required=False, max_length=MAX_COLLECTIONS_PER_CALL
+    )
     judge_model = serializers.CharField(
         required=False,
         allow_null=True,
@@ -83,7 +92,7 @@ class RunOut(serializers.Serializer):
     batch_id = serializers.UUIDField()
     kind = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]
-    collection_ids = serializers.ListField(child=serializers.CharField())
+    collection_ids = serializers.ListField(child=serializers.CharField(), max_length=MAX_COLLECTIONS_PER_CALL)
     config = serializers.JSONField()
     ks = serializers.ListField(child=serializers.IntegerField())
     metrics = serializers.DictField(child=serializers.FloatField())

@@ -154,6 +154,7 @@ class ModelEmbedder(Embedder):
 
     def __init__(self) -> None:
         self._queries: dict[str, np.ndarray] = {}
+        self._queries_lock = threading.Lock()  # an index (and its embedder) serves every thread of a process
 
     @abstractmethod
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray: ...
@@ -162,18 +163,25 @@ class ModelEmbedder(Embedder):
         return self.embed_texts(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
-        vector = self._queries.get(text)
+        with self._queries_lock:
+            vector = self._queries.get(text)
         if vector is None:
             vector = self.embed_texts([text])[0]
-            if len(self._queries) >= QUERY_CACHE_SIZE:
-                self._queries.pop(next(iter(self._queries)))
-            self._queries[text] = vector
+            with self._queries_lock:
+                if len(self._queries) >= QUERY_CACHE_SIZE:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[text] = vector
         return vector
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_queries"] = {}
+        state.pop("_queries_lock", None)
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._queries_lock = threading.Lock()
 
 
 # --- any OpenAI-compatible /v1/embeddings endpoint, over httpx ----------------------------------------------

@@ -115,7 +115,11 @@ def _launch(tenant: Tenant, form: LaunchForm, formset, rerankers: list[str]) -> 
             "(or import a golden.json) first.",
         )
         return None
-    return evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
+    try:
+        return evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
+    except EvalsiteError as exc:  # the task queue is down (broker-unavailable): said on the form, not a 500
+        form.add_error(None, exc.message)
+        return None
 
 
 # --- launching an answer evaluation --------------------------------------------------------------------------

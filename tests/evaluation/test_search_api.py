@@ -321,3 +321,11 @@ def test_bad_input_answers_400_naming_the_field(world, body, code, message, deta
     response = search(world.client, **body)
     assert response.status_code == 400
     assert response.json() == {"error": {"code": code, "message": message, "details": details}}
+
+
+def test_more_than_50_collections_in_one_call_is_a_400_naming_the_field(world):
+    response = search(world.client, collection_ids=[f"c{i}" for i in range(51)], query="refund")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "validation-error" and error["message"].startswith("collection_ids:")
+    assert "50" in error["message"]
