@@ -60,6 +60,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "beir-invalid": (400, "a BEIR file line of the wrong shape (file, line and field named)"),
     "file-unreadable": (400, "a file named on the command line cannot be read"),
     "unknown-metric": (400, "the command line names a metric evaluation does not compute"),
+    "usage": (400, "a command-line option is missing or wrong (exit code 2)"),
     # jobs
     "broker-unavailable": (503, "the task queue cannot be reached: the job was not started (and is Failed)"),
     "job-finished": (409, "cancelling a job that already ended"),

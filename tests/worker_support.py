@@ -135,3 +135,56 @@ class PrivateRedis:
             self.process.kill()  # no shutdown save: everything it held is gone, as after a crash
             self.process.wait(timeout=10)
         self.process = None
+
+
+class Serve:
+    """`manage.py serve` (the production command) in a process group of its own, ready when /healthz is 200."""
+
+    def __init__(self, env: dict[str, str], log_path: Path, *, processes: int = 2, threads: int = 8) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.port = port
+        self.log = log_path
+        self.env = {
+            **env,
+            "DEBUG": "0",
+            "PORT": str(port),
+            "EVALSITE_WEB_PROCESSES": str(processes),
+            "EVALSITE_WEB_THREADS": str(threads),
+            "EVALSITE_ACCESS_LOG": "0",
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60.0) -> Serve:
+        import httpx
+
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "manage.py", "serve"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return self
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"serve did not become healthy:\n{self.log.read_text()}")
+            time.sleep(0.2)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        if group_members(self.process.pid):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)

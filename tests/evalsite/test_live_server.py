@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,58 +18,30 @@ from goldenset.models import Job, JobStatus
 from tests.conftest import add_documents
 from tests.generation_support import scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.worker_support import free_port, group_members
+from tests.worker_support import Serve, group_members
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def server(manage_env, llm_server, tmp_path, settings):
+def server(manage_env, llm_server, tmp_path):
     """`manage.py serve` on the test database: 2 web processes x 8 threads and one worker cluster."""
     llm_server.reply(r"Passage:", scripted_writer)
     llm_server.latency = 0.3
-    port = free_port()
     env = {
         **manage_env,
-        "DEBUG": "0",
-        "PORT": str(port),
-        "EVALSITE_WEB_PROCESSES": "2",
-        "EVALSITE_WEB_THREADS": "8",
         "EVALSITE_WORKERS": "1",
         "EVALSITE_JOB_HEARTBEAT_SECONDS": "1",
         "EVALSITE_LLM_BASE_URL": llm_server.url,
         "EVALSITE_LLM_MODEL": "scripted",
         "EVALSITE_LLM_CONCURRENCY": "1",
-        "EVALSITE_ACCESS_LOG": "0",
     }
-    log_path = tmp_path / "serve.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    process.log = log_path  # type: ignore[attr-defined]
-    process.url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+    serve = Serve(env, tmp_path / "serve.log")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{process.url}/healthz", timeout=2).status_code == 200:  # type: ignore[attr-defined]
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.2)
-        yield process
+        yield serve.start()
     finally:
-        if group_members(process.pid):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        serve.close()
 
 
 def test_thirty_first_hybrid_searches_at_once_all_answer_and_build_the_index_once(world, server):
@@ -129,11 +99,11 @@ def test_sigterm_to_the_process_group_stops_everything_within_10_s_and_requeues_
 
     started = time.monotonic()
     os.killpg(server.pid, signal.SIGTERM)  # what a container stop or a supervisor sends
-    server.wait(timeout=15)
+    server.process.wait(timeout=15)
     everything = [pid for pid in _descendant_groups(server) if group_members(pid)]
     took = time.monotonic() - started
     assert took < 10 and everything == [], (took, everything, server.log.read_text())
-    assert server.returncode == 0
+    assert server.process.returncode == 0
     job = Job.objects.get(pk=job_id)
     assert job.status == JobStatus.QUEUED, (job.status, server.log.read_text())
     assert [e["event"] for e in job.history] == ["interrupted"]
@@ -142,8 +112,8 @@ def test_sigterm_to_the_process_group_stops_everything_within_10_s_and_requeues_
 
 
 def _descendant_groups(server) -> list[int]:
-    """The process groups serve started (each child leads its own): every process whose group is not serve's
-    but whose ancestry leads to it is gone once serve exits, so look for any process of those groups left."""
+    """The process groups of every process started with this server's PORT (serve's children lead groups of
+    their own): none may be left once serve exits."""
     groups = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -152,6 +122,6 @@ def _descendant_groups(server) -> list[int]:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if f"PORT={server.url.rsplit(':', 1)[1]}".encode() in environ:
+            if f"PORT={server.port}\0".encode() in environ:
                 groups.add(int(stat[stat.rindex(")") + 2 :].split()[2]))
     return sorted(groups)

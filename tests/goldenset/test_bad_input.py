@@ -708,9 +708,9 @@ CASES = {
         "post",
         UPLOADS,
         400,
-        "validation-error",
-        "file: the upload holds no documents.",
-        {"field": "file"},
+        "empty-file",
+        "corpus.jsonl: the file is empty.",
+        {"file": "corpus.jsonl"},
         multipart=lambda: {"file": _file("corpus.jsonl", "\n\n")},
     ),
 }

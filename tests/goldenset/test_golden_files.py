@@ -145,9 +145,9 @@ ERROR_CASES = [
     pytest.param(
         b'[\n  {"question": "caf\xe9"}]', "golden-invalid", {"line": 2, "column": 20}, id="not-utf8"
     ),
-    pytest.param(b"", "golden-invalid", {"line": 1, "column": 1}, id="empty-bytes"),
-    pytest.param("", "golden-invalid", {"line": 1, "column": 1}, id="empty-str"),
-    pytest.param("  \n\n", "golden-invalid", {"line": 1, "column": 1}, id="whitespace-only-file"),
+    pytest.param(b"", "empty-file", {"file": "golden.json"}, id="empty-bytes"),
+    pytest.param("", "empty-file", {"file": "golden.json"}, id="empty-str"),
+    pytest.param("  \n\n", "empty-file", {"file": "golden.json"}, id="whitespace-only-file"),
     pytest.param(
         '[\n  {"question": "a"},\n  {"question" "b"}\n]',
         "golden-invalid",
