@@ -1,8 +1,9 @@
 """Which process holds a job or a leased task, and whether it still lives.
 
 A process is named "host:pid:start", its start time in clock ticks since boot (/proc/<pid>/stat), so a pid
-the kernel reuses for another process never passes for the old one. A process on this host is checked
-directly; one on another host is judged by its heartbeats alone.
+the kernel reuses for another process never passes for the old one. "host" is the host name and the pid
+namespace (containers that share a host name, or a kernel, still see different processes under one pid). A
+process of this host is checked directly; one of another host is judged by its heartbeats alone.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ import os
 import socket
 from functools import cache
 
-HOST = socket.gethostname()
+
+
+def _host() -> str:
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
+    except OSError:
+        namespace = "0"
+    return f"{socket.gethostname()}~{namespace}"
+
+
+HOST = _host()
 
 
 def _start_ticks(pid: int) -> str | None:
