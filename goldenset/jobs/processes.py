@@ -13,7 +13,6 @@ import socket
 from functools import cache
 
 
-
 def _host() -> str:
     try:
         namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:[").removesuffix("]")
