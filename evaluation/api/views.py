@@ -19,7 +19,8 @@ def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
     """As `read`, and a field the endpoint does not know is an error: a misspelt `serach_type` must not
     search with the default instead (configurations are read as strictly)."""
     validated = read(serializer_class, data)
-    known = set(serializer_class().fields)
+    # The declared fields, not .fields: building a serializer's fields again cost a fifth of a search call.
+    known = set(getattr(serializer_class, "_declared_fields", {}))
     unknown = sorted(key for key in data if key not in known)
     if unknown:
         raise EvalsiteError(

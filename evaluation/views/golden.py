@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib import messages
@@ -82,9 +83,13 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
         reviewed=Count("pk", filter=Q(reviewed=True)),
     )
     review_pending = counts.pop("review_pending")  # generated entries awaiting review
+    # One reverse() for the page, not three per row: URL reversing was a quarter of this page's time.
+    marker = "00000000-0000-0000-0000-000000000000"
+    entry_url = reverse("dashboard:golden-entry", args=[collection.slug, marker])
     rows = [
         {
             "entry": e,
+            "url": entry_url.replace(marker, str(e.pk)),
             "expected_text": "\n".join(e.expected_document_ids),
             "tags_text": ", ".join(e.tags),
         }
@@ -110,6 +115,7 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
             "query": query_without_page(request),
             "changes": changes,
             "here": request.get_full_path(),
+            "here_quoted": quote(request.get_full_path(), safe="/"),  # as the urlencode filter
             "review_pending": review_pending,
             "generate_form": _generate_form(None, backend),
             "generate_backend": backend,

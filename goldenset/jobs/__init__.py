@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import processes, worker
+from goldenset.jobs.recovery import jobs_recover
 from goldenset.models import Collection, Job, JobStatus, Tenant
 
 logger = logging.getLogger(__name__)
@@ -192,9 +193,12 @@ def job_run(job_id: str) -> None:
     """Claim a Queued job (a conditional update, so a task delivered twice runs it once), run it, record the
     end: Completed, Failed with a reason, or back in the queue when the worker stops or loses its database."""
     with worker.busy():
-        if worker.stopping():  # a task taken as the worker stops: leave it to the next worker
-            if Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).exists():
-                _enqueue_quietly(job_id, Job.objects.get(pk=job_id).kind)
+        if worker.stopping():  # a task taken as the worker stops: back to the broker, for the next worker
+            kind = (
+                Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).values_list("kind", flat=True).first()
+            )
+            if kind is not None:
+                _enqueue_quietly(job_id, kind)
             return
         now = timezone.now()
         claimed = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
@@ -306,9 +310,7 @@ class _Heartbeat(threading.Thread):
             while not self._stop_event.wait(interval):
                 try:
                     self.lease.rows().update(heartbeat_at=timezone.now())
-                except (
-                    DatabaseError
-                ) as exc:  # a busy or cut database: the next beat tries on a new connection
+                except DatabaseError as exc:  # busy or cut: the next beat tries on a new connection
                     logger.warning("heartbeat of job %s failed: %s", self.lease.job_id, exc)
                     connection.close()
         finally:
@@ -318,8 +320,6 @@ class _Heartbeat(threading.Thread):
         self._stop_event.set()
         self.join(timeout=5)
 
-
-from goldenset.jobs.recovery import jobs_recover  # noqa: E402  (recovery uses job_requeue above)
 
 __all__ = [
     "Handler",

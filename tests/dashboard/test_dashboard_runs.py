@@ -5,11 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils import timezone
 
+from evaluation import dashboard
 from evaluation.models import QuestionResult
 from tests.dashboard.conftest import make_runs
 
@@ -63,8 +66,7 @@ def test_no_runs_says_how_to_make_one(alice, world):
 
 def test_run_detail_lists_every_question_and_filters_to_failures(alice, world, batch):
     run = batch.runs[0]
-    page = alice.get(reverse("dashboard:run", args=[run.pk]))
-    questions = page.context["questions"]
+    questions = dashboard.run_questions(run=run)
     assert [q.question for q in questions] == [
         "How long is the refund window?",
         "When does express shipping arrive?",
@@ -81,9 +83,23 @@ def test_run_detail_lists_every_question_and_filters_to_failures(alice, world, b
             else ("miss" if result.first_relevant_rank is None else "partial")
         )
         assert q.diagnosis == expected
-    failures = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1").context["questions"]
-    assert [q.position for q in failures] == [q.position for q in questions if q.diagnosis != "pass"]
+    page = alice.get(reverse("dashboard:run", args=[run.pk]))
+    assert shown_positions(page) == [q.position for q in questions]
+    html = page.content.decode()
+    for q in questions:
+        assert (
+            f'href="{reverse("dashboard:run-question", args=[run.pk, q.position])}">{q.question}</a>' in html
+        )
+        assert f'<td class="num">{floatformat(q.recall, 3)}</td>' in html
+    failures = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1")
+    assert shown_positions(failures) == [q.position for q in questions if q.diagnosis != "pass"]
     assert b'class="data sortable questions"' in page.content
+
+
+def shown_positions(page) -> list[int]:
+    """The positions of the question rows a run page shows (their first cell's data-value)."""
+    cells = re.findall(r'<tr>\s*<td class="num" data-value="(\d+)">', page.content.decode())
+    return [int(p) for p in cells]
 
 
 def test_a_question_shows_its_ranking_with_relevant_documents_marked(alice, world, batch):
@@ -154,3 +170,36 @@ def test_the_json_download_is_the_apis_run(alice, world, batch):
     api = world.client.get(f"/lmkit/v1/search/evaluate/runs/{run.pk}").json()
     assert data == api
     assert data["label"] == "hybrid" and len(data["results"]) == 3
+
+
+def test_three_places_writes_what_floatformat_writes():
+    import random
+
+    from django.template.defaultfilters import floatformat
+
+    from evaluation.views.results import three_places
+
+    rng = random.Random(7)
+    values = [0.0, 1.0, 0.5, 0.0005, 0.0015, 0.9995, 1e-7, 1 / 3, 2 / 3]
+    values += [rng.random() for _ in range(5000)] + [round(rng.random(), 4) for _ in range(5000)]
+    assert [three_places(v) for v in values] == [floatformat(v, 3) for v in values]
+    assert three_places(None) == ""
+
+
+def test_a_run_page_is_rendered_from_its_cached_table_the_second_time(
+    alice, world, django_assert_max_num_queries
+):
+    from django.core.cache import cache
+
+    from tests.dashboard.conftest import make_runs
+
+    (run,) = make_runs(world.tenant, world.collection, 1, questions=30)
+    cache.clear()
+    first = alice.get(reverse("dashboard:run", args=[run.pk])).content.decode()
+    with django_assert_max_num_queries(6):
+        second = alice.get(reverse("dashboard:run", args=[run.pk])).content.decode()
+    table = re.compile(r'<table class="data sortable questions">.*?</table>', re.DOTALL)
+    assert table.search(second)[0] == table.search(first)[0]
+    assert table.search(first)[0].count("<tr>") == 31  # the header row and 30 questions
+    failures = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1").content.decode()
+    assert failures != first  # its own cached table
