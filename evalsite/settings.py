@@ -325,7 +325,7 @@ else:
 # beside it, under one supervisor.
 EVALSITE_BIND = env_str("EVALSITE_BIND") or f"127.0.0.1:{env_int('PORT', 8000, minimum=1)}"
 EVALSITE_WEB_PROCESSES = env_int("EVALSITE_WEB_PROCESSES", 2, minimum=1)
-EVALSITE_WEB_THREADS = env_int("EVALSITE_WEB_THREADS", 8, minimum=1)
+EVALSITE_WEB_THREADS = env_int("EVALSITE_WEB_THREADS", 4, minimum=1)
 EVALSITE_WORKER_CLUSTERS = env_int("EVALSITE_WORKER_CLUSTERS", 1, minimum=0)
 EVALSITE_REQUEST_TIMEOUT = env_int("EVALSITE_REQUEST_TIMEOUT", 120, minimum=5)  # seconds; gunicorn's timeout
 EVALSITE_ACCESS_LOG = env_bool("EVALSITE_ACCESS_LOG", True)

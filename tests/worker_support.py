@@ -140,7 +140,7 @@ class PrivateRedis:
 class Serve:
     """`manage.py serve` (the production command) in a process group of its own, ready when /healthz is 200."""
 
-    def __init__(self, env: dict[str, str], log_path: Path, *, processes: int = 2, threads: int = 8) -> None:
+    def __init__(self, env: dict[str, str], log_path: Path, *, processes: int = 2, threads: int = 4) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.port = port

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def server(manage_env, llm_server, tmp_path):
-    """`manage.py serve` on the test database: 2 web processes x 8 threads and one worker cluster."""
+    """`manage.py serve` on the test database: 2 web processes x 4 threads and one worker cluster."""
     llm_server.reply(r"Passage:", scripted_writer)
     llm_server.latency = 0.3
     env = {

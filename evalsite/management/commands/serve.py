@@ -90,7 +90,7 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default=None, help="address:port (EVALSITE_BIND; 127.0.0.1:$PORT)")
         parser.add_argument("--web-processes", type=int, default=None, help="EVALSITE_WEB_PROCESSES (2)")
         parser.add_argument(
-            "--threads", type=int, default=None, help="per web process; EVALSITE_WEB_THREADS (8)"
+            "--threads", type=int, default=None, help="per web process; EVALSITE_WEB_THREADS (4)"
         )
         parser.add_argument(
             "--worker-clusters",
