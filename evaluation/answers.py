@@ -28,12 +28,12 @@ from django.utils import timezone
 from evaluation import answer_scoring, answering, judge
 from evaluation.configs import AnswerConfig
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.services import CollectionSearch, available_rerankers, pages_by_id
+from evaluation.services import CollectionSearch, PageText, available_rerankers, pages_by_id
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, Tenant
 from goldenset.services.audit import chunks
 from goldenset.services.llm import resolve_model
 
@@ -74,7 +74,7 @@ def retrieve(
 
 
 def load_passages(
-    page_ids: Sequence[int], keys: Sequence[str], pages: Mapping[int, Page] | None = None
+    page_ids: Sequence[int], keys: Sequence[str], pages: Mapping[int, PageText] | None = None
 ) -> list[answering.Passage]:
     """The retrieved pages as numbered passages (1 = the best), under the same document keys as the ranking;
     `pages` when the caller loaded them already (an evaluation loads every retrieved page at once)."""
@@ -84,7 +84,7 @@ def load_passages(
             number=i,
             document_id=key,
             page_number=pages[pk].number,
-            title=pages[pk].document.title,
+            title=pages[pk].title,
             text=pages[pk].text,
         )
         for i, (pk, key) in enumerate(zip(page_ids, keys, strict=True), start=1)
@@ -227,7 +227,7 @@ def evaluate_answers(
         for index, config in enumerate(configs)
         for q in questions
     ]
-    pages: dict[int, Page] = {}
+    pages: dict[int, PageText] = {}
     for chunk in chunks(sorted({pk for *_, page_ids in retrieved for pk in page_ids})):
         pages.update(pages_by_id(chunk))
     pairs = [

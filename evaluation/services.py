@@ -351,7 +351,7 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
                 "rank": rank,
                 "collection_id": slug,
                 "document_id": document_id,
-                "title": pages[page_id].document.title,
+                "title": pages[page_id].title,
                 "score": score,
                 "page_number": pages[page_id].number,
                 "text": pages[page_id].text,
@@ -365,14 +365,20 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
     }
 
 
-def pages_by_id(page_ids: Sequence[int]) -> dict[int, Page]:
-    """Pages with their document's title and id, for showing or answering from search hits."""
-    return {
-        p.pk: p
-        for p in Page.objects.filter(pk__in=set(page_ids))
-        .select_related("document")
-        .only("pk", "number", "text", "document__title", "document__external_id")
-    }
+@dataclass(frozen=True)
+class PageText:
+    """What search results and answers show of a page."""
+
+    number: int
+    text: str
+    title: str  # its document's
+
+
+def pages_by_id(page_ids: Sequence[int]) -> dict[int, PageText]:
+    """Pages with their document's title, for showing or answering from search hits (plain rows: building
+    model instances cost a search call as much as the search itself)."""
+    rows = Page.objects.filter(pk__in=set(page_ids)).values_list("pk", "number", "text", "document__title")
+    return {pk: PageText(number, text, title) for pk, number, text, title in rows}
 
 
 def run_summary(run: EvaluationRun) -> dict:

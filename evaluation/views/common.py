@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cached_property, wraps
 from typing import Any, cast
+from urllib.parse import quote
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page as PaginatorPage
@@ -13,7 +14,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from evaluation import dashboard
@@ -150,6 +151,17 @@ def safe_next(request: HttpRequest, default: str) -> str:
     ):
         return default
     return target
+
+
+_URL_MARKER = "evalsite-url-marker"
+
+
+def url_maker(name: str, *args: Any, marker: Any = _URL_MARKER) -> Callable[[Any], str]:
+    """value -> reverse(name, args=[*args, value]), from one reverse() for a whole table: reversing per row and
+    per link was a quarter of a 50-row page's time. The value is quoted as reverse() quotes it; `marker` is any
+    value the route's last converter accepts (a number for an int)."""
+    head, _marker, tail = reverse(name, args=[*args, marker]).rpartition(str(marker))
+    return lambda value: head + quote(str(value), safe=RFC3986_SUBDELIMS + "/~:@") + tail
 
 
 def paginate(request: HttpRequest, items: Any, per_page: int) -> PaginatorPage:

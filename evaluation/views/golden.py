@@ -24,6 +24,7 @@ from evaluation.views.common import (
     query_without_page,
     safe_next,
     tenant_page,
+    url_maker,
 )
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
@@ -83,13 +84,13 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
         reviewed=Count("pk", filter=Q(reviewed=True)),
     )
     review_pending = counts.pop("review_pending")  # generated entries awaiting review
-    # One reverse() for the page, not three per row: URL reversing was a quarter of this page's time.
-    marker = "00000000-0000-0000-0000-000000000000"
-    entry_url = reverse("dashboard:golden-entry", args=[collection.slug, marker])
+    entry_url = url_maker("dashboard:golden-entry", collection.slug)
+    document_url = url_maker("dashboard:document", collection.slug)
     rows = [
         {
             "entry": e,
-            "url": entry_url.replace(marker, str(e.pk)),
+            "url": entry_url(e.pk),
+            "documents": [(d, document_url(d)) for d in e.expected_document_ids[:5]],
             "expected_text": "\n".join(e.expected_document_ids),
             "tags_text": ", ".join(e.tags),
         }

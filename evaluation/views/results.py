@@ -21,7 +21,7 @@ from evaluation import charts, dashboard
 from evaluation import selectors as run_selectors
 from evaluation.forms import AnswerQuestionFilterForm, RunFilterForm, TrendsForm
 from evaluation.models import EvaluationRun
-from evaluation.views.common import collection_for, paginate, query_without_page, tenant_page
+from evaluation.views.common import collection_for, paginate, query_without_page, tenant_page, url_maker
 from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Tenant
 
@@ -123,12 +123,11 @@ def _question_table(run: EvaluationRun, failures_only: bool) -> tuple[str, int, 
     questions = dashboard.run_questions(run=run)
     failures = sum(1 for q in questions if q.diagnosis != "pass")
     shown = [q for q in questions if q.diagnosis != "pass"] if failures_only else questions
-    marker = 987654321
-    url = reverse("dashboard:run-question", args=[run.pk, marker])
+    question_url = url_maker("dashboard:run-question", run.pk, marker=987654321)
     rows = [
         {
             **asdict(q),
-            "url": url.replace(str(marker), str(q.position)),
+            "url": question_url(q.position),
             "recall": three_places(q.recall),
             "ndcg": three_places(q.ndcg),
             "mrr": three_places(q.mrr),

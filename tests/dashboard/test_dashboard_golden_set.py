@@ -277,3 +277,22 @@ def test_documents_are_searchable_and_paginated(alice, world):
     document = alice.get(reverse("dashboard:document", args=[world.collection.slug, "refunds"]))
     assert b"full refund within 30 days" in document.content
     assert alice.get(reverse("dashboard:document", args=[world.collection.slug, "nope"])).status_code == 404
+
+
+def test_url_maker_gives_what_reverse_gives_for_any_id():
+    from django.urls import reverse
+
+    from evaluation.views.common import url_maker
+
+    document_url = url_maker("dashboard:document", "hand book")
+    for document_id in [
+        "plain",
+        "with space",
+        "a/b/c",
+        "100%",
+        "q?x=1#f",
+        "é-ü",
+        "semi;colon,comma",
+        "~:@!$&'()*+=",
+    ]:
+        assert document_url(document_id) == reverse("dashboard:document", args=["hand book", document_id])
