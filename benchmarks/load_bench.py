@@ -551,6 +551,8 @@ def load_table(rows: list[Row], elapsed: float) -> str:
 class Outcome:
     backend: str
     targets: list[tuple[str, str, bool]]
+    server: str = "serve"
+    throughput: float = 0.0
 
 
 async def fetch_world(world: World) -> None:
@@ -660,7 +662,8 @@ def server_log_findings(log: Path) -> str:
 
 
 def run_backend(backend: str, args: argparse.Namespace) -> Outcome:
-    print(f"\n## {backend}: {'PostgreSQL + Redis' if backend == 'postgres' else 'SQLite, ORM broker'}\n")
+    database = "PostgreSQL + Redis" if backend == "postgres" else "SQLite, ORM broker"
+    print(f"\n## {backend}: {database}, {args.server}\n")
     with contextlib.ExitStack() as stack:
         data_dir = Path(tempfile.mkdtemp(prefix=f"evalsite-load-{backend}-"))
         stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
@@ -786,7 +789,7 @@ def report(
     print(f"\n### Targets ({backend})\n\n| target | measured | holds |\n|---|---|---|")
     for name, value, holds in targets:
         print(f"| {name} | {value} | {'yes' if holds else '**no**'} |")
-    return Outcome(backend, targets)
+    return Outcome(backend, targets, args.server, throughput)
 
 
 def code_version() -> str:
@@ -807,14 +810,15 @@ def code_version() -> str:
 
 def header(args: argparse.Namespace) -> str:
     """The command line and the settings the run uses, as the report's first lines."""
-    if args.server == "serve":
+    if args.server in ("serve", "both"):
         processes = args.processes or os.environ.get("EVALSITE_WEB_PROCESSES", "2 (default)")
         threads = args.threads or os.environ.get("EVALSITE_WEB_THREADS", "4 (default)")
         server = (
             f"manage.py serve (gunicorn gthread, {processes} processes x {threads} threads; 1 worker cluster)"
         )
-    else:
-        server = "manage.py runserver --noreload (a thread per connection) beside manage.py worker"
+    if args.server in ("runserver", "both"):
+        runserver = "manage.py runserver --noreload (a thread per connection) beside manage.py worker"
+        server = runserver if args.server == "runserver" else f"{server}, then {runserver}"
     passed = sorted(
         f"{k}={v}"
         for k, v in os.environ.items()
@@ -847,7 +851,12 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--server", choices=["serve", "runserver"], default="serve")
+    parser.add_argument(
+        "--server",
+        choices=["serve", "runserver", "both"],
+        default="serve",
+        help="both: serve, then runserver, on each backend, and the throughput of one against the other",
+    )
     parser.add_argument("--processes", type=int, help="EVALSITE_WEB_PROCESSES for serve (its default: 2)")
     parser.add_argument("--threads", type=int, help="EVALSITE_WEB_THREADS for serve (its default: 4)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a request counts as lost")
@@ -869,20 +878,36 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored (`&`)
     print(header(args))
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
+    servers = ["serve", "runserver"] if args.server == "both" else [args.server]
     try:
-        outcomes = [run_backend(backend, args) for backend in backends]
+        outcomes = [
+            run_backend(backend, argparse.Namespace(**{**vars(args), "server": server}))
+            for backend in backends
+            for server in servers
+        ]
     except KeyboardInterrupt:
         print("\ninterrupted: what the run started is stopped and removed", file=sys.stderr)
         sys.exit(130)
     if len(outcomes) > 1:
-        print("\n## Summary\n\n| target | " + " | ".join(o.backend for o in outcomes) + " |")
+        names = [o.backend if len(servers) == 1 else f"{o.backend} {o.server}" for o in outcomes]
+        print("\n## Summary\n\n| target | " + " | ".join(names) + " |")
         print("|---|" + "---|" * len(outcomes))
         for number, (name, _, _) in enumerate(outcomes[0].targets):
             cells = [
                 f"{o.targets[number][1]} ({'yes' if o.targets[number][2] else '**no**'})" for o in outcomes
             ]
             print(f"| {name} | " + " | ".join(cells) + " |")
-    sys.exit(0 if all(holds for o in outcomes for _, _, holds in o.targets) else 1)
+    if len(servers) > 1:
+        print()
+        for backend in backends:
+            by_server = {o.server: o.throughput for o in outcomes if o.backend == backend}
+            ratio = by_server["serve"] / by_server["runserver"] if by_server["runserver"] else float("inf")
+            print(
+                f"{backend}: serve {by_server['serve']:.1f} req/s, runserver {by_server['runserver']:.1f} req/s: "
+                f"{ratio:.1f}x"
+            )
+    served = [o for o in outcomes if o.server == "serve"] or outcomes
+    sys.exit(0 if all(holds for o in served for _, _, holds in o.targets) else 1)
 
 
 if __name__ == "__main__":

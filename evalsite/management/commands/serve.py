@@ -123,7 +123,9 @@ class Command(BaseCommand):
             "--threads", str(threads),
             "--timeout", str(settings.EVALSITE_REQUEST_TIMEOUT),
             "--graceful-timeout", str(max(1, int(options["stop_timeout"]) - 1)),
-            "--keep-alive", "5",
+            # Longer than clients' and proxies' own idle limits (httpx 5 s, browsers, nginx 75 s), so the client
+            # side closes an idle connection first: a server closing it as a request arrives drops that request.
+            "--keep-alive", "90",
             "--preload",
             "--forwarded-allow-ips", settings.EVALSITE_FORWARDED_ALLOW_IPS,
             "--no-control-socket",
