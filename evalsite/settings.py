@@ -186,6 +186,15 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# Per process: the rendered tables of finished runs and golden-set rows (keyed by their content), the status
+# line. Nothing in it is shared between processes or needed for correctness.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "OPTIONS": {"MAX_ENTRIES": 5000},
+    }
+}
+
 # The dashboard's sign-in (the admin keeps its own).
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

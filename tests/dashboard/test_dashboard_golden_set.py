@@ -296,3 +296,29 @@ def test_url_maker_gives_what_reverse_gives_for_any_id():
         "~:@!$&'()*+=",
     ]:
         assert document_url(document_id) == reverse("dashboard:document", args=["hand book", document_id])
+
+
+def test_a_cached_golden_row_shows_an_edit_at_once(alice, world):
+    """Rows are cached by their entry's id and updated_at: an edit, or a review, shows on the next view."""
+    from django.core.cache import cache
+
+    from goldenset import services
+    from goldenset.services import EntryInput, golden_entries_mark_reviewed, golden_entry_update
+
+    cache.clear()
+    (entry,), _ = services.golden_entries_add(
+        collection=world.collection,
+        entries=[EntryInput(question="How long is the refund window?", expected_document_ids=["refunds"])],
+        actor="test",
+    )
+    url = reverse("dashboard:collection", args=["handbook"])
+    assert "How long is the refund window?" in alice.get(url).content.decode()
+    golden_entry_update(
+        entry=entry, changes={"question": "How many days is the refund window?"}, actor="test"
+    )
+    html = alice.get(url).content.decode()
+    assert ">How many days is the refund window?</a>" in html  # the row, not only the recent changes
+    assert ">How long is the refund window?</a>" not in html
+    entry.refresh_from_db()
+    golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor="test")
+    assert '<span class="badge ok">reviewed</span>' in alice.get(url).content.decode()
