@@ -811,8 +811,10 @@ def code_version() -> str:
 def header(args: argparse.Namespace) -> str:
     """The command line and the settings the run uses, as the report's first lines."""
     if args.server in ("serve", "both"):
-        processes = args.processes or os.environ.get("EVALSITE_WEB_PROCESSES", "2 (default)")
-        threads = args.threads or os.environ.get("EVALSITE_WEB_THREADS", "4 (default)")
+        processes = args.processes or os.environ.get(
+            "EVALSITE_WEB_PROCESSES", "2 per core, at most 8 (default)"
+        )
+        threads = args.threads or os.environ.get("EVALSITE_WEB_THREADS", "2 (default)")
         server = (
             f"manage.py serve (gunicorn gthread, {processes} processes x {threads} threads; 1 worker cluster)"
         )
@@ -857,8 +859,10 @@ def main() -> None:
         default="serve",
         help="both: serve, then runserver, on each backend, and the throughput of one against the other",
     )
-    parser.add_argument("--processes", type=int, help="EVALSITE_WEB_PROCESSES for serve (its default: 2)")
-    parser.add_argument("--threads", type=int, help="EVALSITE_WEB_THREADS for serve (its default: 4)")
+    parser.add_argument(
+        "--processes", type=int, help="EVALSITE_WEB_PROCESSES for serve (its default: 2 per core, at most 8)"
+    )
+    parser.add_argument("--threads", type=int, help="EVALSITE_WEB_THREADS for serve (its default: 2)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a request counts as lost")
     parser.add_argument("--fresh-documents", type=int, default=300)
     parser.add_argument("--fresh-searches", type=int, default=30)

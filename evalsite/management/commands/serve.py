@@ -88,9 +88,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--bind", default=None, help="address:port (EVALSITE_BIND; 127.0.0.1:$PORT)")
-        parser.add_argument("--web-processes", type=int, default=None, help="EVALSITE_WEB_PROCESSES (2)")
         parser.add_argument(
-            "--threads", type=int, default=None, help="per web process; EVALSITE_WEB_THREADS (4)"
+            "--web-processes", type=int, default=None, help="EVALSITE_WEB_PROCESSES (2 per core, at most 8)"
+        )
+        parser.add_argument(
+            "--threads", type=int, default=None, help="per web process; EVALSITE_WEB_THREADS (2)"
         )
         parser.add_argument(
             "--worker-clusters",
