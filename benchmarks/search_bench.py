@@ -89,7 +89,7 @@ def main() -> None:
     from evaluation import metrics
     from evaluation.search.bm25 import BM25Params, build_index
     from evaluation.search.engine import Corpus, SearchConfig, SearchIndex
-    from evaluation.search.temporal import Validity
+    from goldenset.temporal import Validity
     from goldenset.text import tokenize
 
     name = args.dataset.name

@@ -32,8 +32,8 @@ from django.conf import settings
 
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.engine import Corpus, Embedder, SearchIndex
-from evaluation.search.temporal import Validity
 from goldenset.models import Collection, Document, Page
+from goldenset.temporal import Validity
 
 logger = logging.getLogger(__name__)
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.db.models import Count, IntegerField, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from goldenset.errors import NotFound
 from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Tenant
+from goldenset.temporal import CURRENT, Validity, statuses
 
 
 def tenant_for_key(*, api_key: ApiKey, cluster_id: str | None, tenant_id: str | None) -> Tenant:
@@ -57,6 +59,20 @@ def documents_list(*, collection: Collection, text: str | None = None) -> QueryS
     if text:
         qs = qs.filter(Q(external_id__icontains=text) | Q(title__icontains=text))
     return qs
+
+
+def documents_in_force(*, collection: Collection, at: datetime) -> set[int]:
+    """The pks of the collection's documents that default search returns at `at` (goldenset.temporal's rule:
+    not expired, not yet valid or superseded; a successor that later expired still supersedes)."""
+    rows = list(
+        Document.objects.filter(collection=collection).values_list(
+            "pk", "external_id", "valid_from", "valid_until", "supersedes"
+        )
+    )
+    validity = [
+        Validity(ext, start, end, tuple(str(n) for n in names or ())) for _pk, ext, start, end, names in rows
+    ]
+    return {row[0] for row, status in zip(rows, statuses(validity, at), strict=True) if status == CURRENT}
 
 
 def _uuid(value: str, what: str) -> uuid.UUID:

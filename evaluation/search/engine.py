@@ -18,7 +18,7 @@ import numpy as np
 
 from evaluation.search import fusion
 from evaluation.search.bm25 import BM25Index, BM25Params, build_index
-from evaluation.search.temporal import Validity, has_temporal_data, visible_mask
+from goldenset.temporal import Validity, has_temporal_data, visible_mask
 from goldenset.text import tokenize
 
 SEARCH_TYPES = ("FullText", "Vector", "Hybrid")

@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -19,8 +18,9 @@ from goldenset.errors import EvalsiteError
 from goldenset.jobs import Progress, job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
 from goldenset.quality import DuplicateIndex, Verdict
+from goldenset.selectors import documents_in_force
 from goldenset.services.audit import chunks
 from goldenset.services.golden import EntryInput, golden_entries_add
 from goldenset.services.llm import resolve_model
@@ -194,23 +194,16 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
 
 
 def _candidate_pages(collection: Collection) -> list[tuple[int, str, int]]:
-    """(page pk, document id, page number) of the pages worth a question: long enough, in documents that are
-    in force now (not expired, not yet valid, or superseded by a successor in force)."""
-    now = timezone.now()
-    documents = Document.objects.filter(collection=collection)
-    in_force = documents.filter(Q(valid_from__isnull=True) | Q(valid_from__lte=now)).filter(
-        Q(valid_until__isnull=True) | Q(valid_until__gte=now)
-    )
-    superseded: set[str] = set()
-    for names in in_force.exclude(supersedes=[]).values_list("supersedes", flat=True):
-        superseded.update(str(n) for n in names)
+    """(page pk, document id, page number) of the pages worth a question: long enough, in documents default
+    search returns now (goldenset.selectors.documents_in_force), so no expected document is one search hides."""
+    in_force = documents_in_force(collection=collection, at=timezone.now())
     pages = (
-        Page.objects.filter(document__in=in_force)
+        Page.objects.filter(document_id__in=in_force)
         .annotate(chars=Length("text"))
         .filter(chars__gte=MIN_PAGE_CHARS)
         .values_list("pk", "document__external_id", "number")
     )
-    return [(pk, doc, number) for pk, doc, number in pages if doc not in superseded]
+    return list(pages)
 
 
 def _load_pages(keys: list[int]) -> list[generation.PageText]:

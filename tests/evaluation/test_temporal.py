@@ -1,5 +1,5 @@
 """Temporal validity in search and evaluation: superseded and expired documents stay buried unless asked for,
-and `as_of` replays what was valid at an instant (evaluation.search.temporal, then the API end to end)."""
+and `as_of` replays what was valid at an instant (goldenset.temporal, then the API end to end)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from evaluation.search.temporal import (
+from goldenset import services
+from goldenset.services import EntryInput, golden_entries_add
+from goldenset.temporal import (
     CURRENT,
     EXPIRED,
     NOT_YET_VALID,
@@ -19,8 +21,6 @@ from evaluation.search.temporal import (
     statuses,
     visible_mask,
 )
-from goldenset import services
-from goldenset.services import EntryInput, golden_entries_add
 
 API = "/lmkit/v1"
 
