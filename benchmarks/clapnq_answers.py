@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from evaluation import answering
+    from evaluation import answer_writer
     from evaluation.answers import answer_run_summary, evaluate_answers
     from evaluation.configs import parse_answer_configs
     from evaluation.services import available_rerankers
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
         f"({with_reference} with a reference answer), {entries.filter(answerable=False).count()} unanswerable; "
         f"imported in {time.perf_counter() - started:.1f} s"
     )
-    print(f"GROUNDEDNESS_MIN_SUPPORT = {answering.GROUNDEDNESS_MIN_SUPPORT}")
+    print(f"GROUNDEDNESS_MIN_SUPPORT = {answer_writer.GROUNDEDNESS_MIN_SUPPORT}")
 
     raw = [
         {"label": f"{search_type} {level}", "search_type": search_type, "groundedness": level}
@@ -190,7 +190,7 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
 def sweep(collection: Any, configs: list[Any], max_questions: int | None) -> None:
     """Refusal recall and false-refusal rate per support threshold, per search type (the Off configuration's
     retrieval and extractive answer: the level only moves the threshold its support is compared with)."""
-    from evaluation import answering
+    from evaluation import answer_writer
     from evaluation.answers import answer_questions, load_passages, retrieve
     from evaluation.services import CollectionSearch
 
@@ -211,7 +211,7 @@ def sweep(collection: Any, configs: list[Any], max_questions: int | None) -> Non
         unanswerable: list[float] = []
         for q in questions:
             keys, _, page_ids = retrieve(engine, q.question, config)
-            answer = answering.extractive_answer(q.question, load_passages(page_ids, keys), "Off")
+            answer = answer_writer.extractive_answer(q.question, load_passages(page_ids, keys), "Off")
             (answerable if q.answerable else unanswerable).append(answer.support)
         supports.append((answerable, unanswerable))
     for threshold in grid:

@@ -1,7 +1,7 @@
 """Grounded answers and their evaluation: the Django side (loading, retrieval, concurrency, persistence).
 
-The answer step (evaluation.answering), the judge (evaluation.judge) and the verdicts and summaries
-(evaluation.answer_scoring) are pure; this module feeds them and stores what they say.
+The answer step (evaluation.answer_writer), the judge (evaluation.judge) and the verdicts and summaries
+(evaluation.verdicts) are pure; this module feeds them and stores what they say.
 
 - `answer_question` is `POST /search/answer`: retrieve with a configuration, answer from those pages only.
 - `evaluate_answers` runs every question (the golden entries, answerable or not, plus the request's
@@ -25,7 +25,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation import answer_scoring, answering, judge
+from evaluation import answer_writer, judge, judge_llm, verdicts
 from evaluation.configs import AnswerConfig
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.services import CollectionSearch, PageText, available_rerankers, pages_by_id
@@ -75,12 +75,12 @@ def retrieve(
 
 def load_passages(
     page_ids: Sequence[int], keys: Sequence[str], pages: Mapping[int, PageText] | None = None
-) -> list[answering.Passage]:
+) -> list[answer_writer.Passage]:
     """The retrieved pages as numbered passages (1 = the best), under the same document keys as the ranking;
     `pages` when the caller loaded them already (an evaluation loads every retrieved page at once)."""
     pages = pages_by_id(page_ids) if pages is None else pages
     return [
-        answering.Passage(
+        answer_writer.Passage(
             number=i,
             document_id=key,
             page_number=pages[pk].number,
@@ -98,10 +98,10 @@ def _client(cache: DbCallCache | None = None) -> ChatClient:
 
 def write_answer(
     client: ChatClient | None, model: str | None, question: str, passages, groundedness: str
-) -> answering.Answer:
+) -> answer_writer.Answer:
     if model is None or client is None:
-        return answering.extractive_answer(question, passages, groundedness)
-    return answering.llm_answer(client, model, question, passages, groundedness)
+        return answer_writer.extractive_answer(question, passages, groundedness)
+    return answer_writer.llm_answer(client, model, question, passages, groundedness)
 
 
 def answer_question(
@@ -137,11 +137,11 @@ def answer_question(
     }
 
 
-def _citation(c: answering.Citation) -> dict:
+def _citation(c: answer_writer.Citation) -> dict:
     return {"number": c.number, "document_id": c.document_id, "statement": c.statement}
 
 
-def _passage(p: answering.Passage, score: float | None = None) -> dict:
+def _passage(p: answer_writer.Passage, score: float | None = None) -> dict:
     out = {"number": p.number, "document_id": p.document_id, "page_number": p.page_number, "title": p.title}
     if score is not None:
         out["score"] = score
@@ -190,8 +190,8 @@ class _Pair:
     question: AnswerQuestion
     keys: list[str]
     scores: list[float]
-    passages: list[answering.Passage]
-    answer: answering.Answer | None = None
+    passages: list[answer_writer.Passage]
+    answer: answer_writer.Answer | None = None
     judged: dict[str, judge.Score] | None = None
 
 
@@ -208,7 +208,7 @@ def evaluate_answers(
     job: Job | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
-    thresholds = {**answer_scoring.DEFAULT_THRESHOLDS, **(thresholds or {})}
+    thresholds = {**verdicts.DEFAULT_THRESHOLDS, **(thresholds or {})}
     models = [answer_model(c.model, f"configs[{i}].model", offline=offline) for i, c in enumerate(configs)]
     judging = judge_model_of(judge_model, offline=offline)
     questions, warnings = answer_questions(collections, unanswerable_questions, max_questions)
@@ -238,7 +238,7 @@ def evaluate_answers(
     cache = DbCallCache()
     needs_client = judging is not None or any(m is not None for m in models)
     client = _client(cache) if needs_client else None
-    judge_obj = judge.LLMJudge(client, judging) if client is not None and judging is not None else None
+    judge_obj = judge_llm.LLMJudge(client, judging) if client is not None and judging is not None else None
     started = time.perf_counter()
     total = len(pairs)
 
@@ -318,7 +318,7 @@ def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, t
 
 def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judge_model, pairs: list[_Pair],
              thresholds, warnings, fingerprint, elapsed_ms, job) -> EvaluationRun:  # fmt: skip
-    outcomes, verdicts, results = [], [], []
+    outcomes, question_verdicts, results = [], [], []
     usage = {"answer_calls": 0, "judge_calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
              "call_latency_ms": 0.0}  # fmt: skip
     sanity = 0
@@ -326,7 +326,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
         answer, q = pair.answer, pair.question
         assert answer is not None
         scores = pair.judged or {}
-        outcome = answer_scoring.QuestionOutcome(
+        outcome = verdicts.QuestionOutcome(
             answerable=q.answerable,
             refused=answer.refused,
             scores=scores,
@@ -334,12 +334,12 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
             retrieved_ids=pair.keys,
             answer_error=answer.error,
         )
-        verdict = answer_scoring.judge_outcome(outcome, thresholds)
+        verdict = verdicts.judge_outcome(outcome, thresholds)
         outcomes.append(outcome)
-        verdicts.append(verdict)
+        question_verdicts.append(verdict)
         question_warnings = []
         if q.answerable and q.reference:
-            check = answer_scoring.sanity_warning(q.reference, [p.text for p in pair.passages])
+            check = verdicts.sanity_warning(q.reference, [p.text for p in pair.passages])
             if check:
                 question_warnings.append(check)
                 sanity += 1
@@ -378,7 +378,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
                 passed=verdict.passed,
             )
         )
-    summary = answer_scoring.summarize(outcomes, verdicts)
+    summary = verdicts.summarize(outcomes, question_verdicts)
     run_warnings = list(warnings) + summary.warnings
     if sanity:
         run_warnings.append(

@@ -229,7 +229,7 @@ def questions(shift: float = 0.0, *, judge: str = "heuristic", with_recall: bool
 
 
 def question_mean(q: Q) -> float | None:
-    """The per-question mean the run's score averages (evaluation.answer_scoring)."""
+    """The per-question mean the run's score averages (evaluation.verdicts)."""
     if q.diagnosis == "error":
         return None
     if not q.answerable:

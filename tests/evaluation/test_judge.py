@@ -10,19 +10,19 @@ from collections.abc import Iterable
 
 import pytest
 
-from evaluation import judge
-from evaluation.answering import REFUSAL, Answer, Citation, Passage, parse_citations
+from evaluation import judge, judge_llm
+from evaluation.answer_writer import REFUSAL, Answer, Citation, Passage, parse_citations
 from evaluation.judge import (
     HEURISTIC,
     LLM_JUDGE,
     METRICS,
     NOT_APPLICABLE,
     UNREADABLE,
-    LLMJudge,
     Score,
     judge_question,
     statements,
 )
+from evaluation.judge_llm import LLMJudge
 from goldenset.llm import ChatClient, ChatResult, MemoryCallCache
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
@@ -461,10 +461,10 @@ def test_no_score_ever_breaks_the_contract(
 
 def test_prompts_name_their_reply_format():
     for prompt in (
-        judge.FAITHFULNESS_PROMPT,
-        judge.RECALL_PROMPT,
-        judge.CITATION_PROMPT,
-        judge.CONTEXT_PROMPT,
+        judge_llm.FAITHFULNESS_PROMPT,
+        judge_llm.RECALL_PROMPT,
+        judge_llm.CITATION_PROMPT,
+        judge_llm.CONTEXT_PROMPT,
     ):
         assert re.search(r'\{"verdicts": \[\{"\w+": 1, "\w+": true', prompt)
-    assert '"rating"' in judge.RELEVANCY_PROMPT
+    assert '"rating"' in judge_llm.RELEVANCY_PROMPT

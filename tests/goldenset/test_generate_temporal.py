@@ -26,7 +26,9 @@ def companies(world) -> Collection:
 
 def generate_all(world, companies, capture) -> set[str]:
     with capture(execute=True):
-        response = world.client.post(URL, {"collection_id": "companies", "count": 50, "seed": 3}, format="json")
+        response = world.client.post(
+            URL, {"collection_id": "companies", "count": 50, "seed": 3}, format="json"
+        )
     job = Job.objects.get(pk=response.json()["job_id"])
     assert job.status == JobStatus.COMPLETED, job.error
     return {e.expected_document_ids[0] for e in companies.golden_entries.all()}
@@ -61,7 +63,9 @@ def test_a_successor_that_later_expired_still_hides_its_predecessor(
 def test_a_document_naming_itself_in_supersedes_is_still_asked_about(
     world, companies, django_capture_on_commit_callbacks
 ):
-    Document.objects.filter(collection=companies, external_id="company-002").update(supersedes=["company-002"])
+    Document.objects.filter(collection=companies, external_id="company-002").update(
+        supersedes=["company-002"]
+    )
     expected = generate_all(world, companies, django_capture_on_commit_callbacks)
     assert "company-002" in expected  # search returns it, so generation may ask about it
     assert len(expected) == 12

@@ -1,11 +1,12 @@
-"""evaluation.answer_scoring: pass/fail and diagnosis per question, the golden-set sanity check, and the honest
+"""evaluation.verdicts: pass/fail and diagnosis per question, the golden-set sanity check, and the honest
 run summary (exclusions counted, fallbacks labelled, refusal both ways, the mode)."""
 
 from __future__ import annotations
 
 import pytest
 
-from evaluation.answer_scoring import (
+from evaluation.judge import HEURISTIC, LLM_JUDGE, Score
+from evaluation.verdicts import (
     DEFAULT_THRESHOLDS,
     ERROR,
     GENERATION,
@@ -16,7 +17,6 @@ from evaluation.answer_scoring import (
     sanity_warning,
     summarize,
 )
-from evaluation.judge import HEURISTIC, LLM_JUDGE, Score
 
 
 def s(value, method=HEURISTIC, excluded=None, fallback=None) -> Score:
