@@ -120,9 +120,9 @@ def run_bench(args: argparse.Namespace, data_dir: str) -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from evaluation.answers import evaluate_answers
     from evaluation.configs import parse_answer_configs
-    from evaluation.services import available_rerankers
+    from evaluation.services.answers import evaluate_answers
+    from evaluation.services.search import available_rerankers
     from goldenset import services
     from goldenset.models import LLMCall
     from tests.answer_support import scripted_rag

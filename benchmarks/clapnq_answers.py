@@ -88,9 +88,10 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
     from django.core.management import call_command
 
     from evaluation import answer_writer
-    from evaluation.answers import answer_run_summary, evaluate_answers
     from evaluation.configs import parse_answer_configs
-    from evaluation.services import available_rerankers
+    from evaluation.services.answers import evaluate_answers
+    from evaluation.services.runs import run_summary
+    from evaluation.services.search import available_rerankers
     from goldenset.models import Collection, GoldenEntry
 
     call_command("migrate", verbosity=0)
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
         f"judge (top_k {configs[0].top_k}), in {time.perf_counter() - started:.1f} s\n"
     )
 
-    summaries = [answer_run_summary(r) for r in runs]
+    summaries = [run_summary(r) for r in runs]
     columns = list(SHORT)
     header = f"{'configuration':<18}" + "".join(f"{SHORT[c]:>12}" for c in columns) + "  diagnosis"
     print(header)
@@ -191,8 +192,8 @@ def sweep(collection: Any, configs: list[Any], max_questions: int | None) -> Non
     """Refusal recall and false-refusal rate per support threshold, per search type (the Off configuration's
     retrieval and extractive answer: the level only moves the threshold its support is compared with)."""
     from evaluation import answer_writer
-    from evaluation.answers import answer_questions, load_passages, retrieve
-    from evaluation.services import CollectionSearch
+    from evaluation.services.answers import answer_questions, load_passages, retrieve
+    from evaluation.services.search import CollectionSearch
 
     questions, _ = answer_questions([collection], [], max_questions)
     engine = CollectionSearch([collection])

@@ -207,7 +207,7 @@ def django_part(dataset: Path, repeat: int) -> None:
 
     from evaluation import indexes
     from evaluation.configs import parse_configs
-    from evaluation.services import CollectionSearch, available_rerankers
+    from evaluation.services.search import CollectionSearch, available_rerankers
     from goldenset import services
     from goldenset.models import Collection
 

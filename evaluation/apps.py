@@ -9,8 +9,8 @@ class EvaluationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from evaluation.answers import evaluate_answers_job
-        from evaluation.services import evaluate_job
+        from evaluation.services.answers import evaluate_answers_job
+        from evaluation.services.retrieval import evaluate_job
         from goldenset.jobs import register_job_handler
         from goldenset.models import JobKind
 

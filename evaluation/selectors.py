@@ -1,8 +1,10 @@
-"""Reads of evaluation data, always scoped to one tenant."""
+"""Reads of evaluation data: runs (always scoped to one tenant) and the golden questions an evaluation asks."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import Prefetch, QuerySet
@@ -10,7 +12,8 @@ from django.db.models import Prefetch, QuerySet
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
-from goldenset.models import Collection, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, Tenant
+from goldenset.services.audit import chunks
 
 
 def collections_named(
@@ -70,3 +73,65 @@ def run_get(*, tenant: Tenant, run_id: str, with_results: bool = False) -> Evalu
     if run is None:
         raise NotFound("Run", run_id)
     return run
+
+
+def job_collections(job: Job) -> list[Collection]:
+    """An evaluation job's collections in the order the request named them (the job stores their pks)."""
+    pks = job.input["collection_pks"]
+    collections = list(Collection.objects.filter(pk__in=pks))
+    if len(collections) != len(pks):
+        raise EvalsiteError("collection-gone", "A collection was deleted before the evaluation ran.")
+    order = {pk: i for i, pk in enumerate(pks)}
+    return sorted(collections, key=lambda c: order[c.pk])
+
+
+# --- the golden questions an evaluation asks -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldenQuestion:
+    entry_id: str | None  # None for a request's unanswerable question (answer evaluation)
+    key: str
+    collection_id: str
+    question: str
+    qrels: dict[str, int]  # expected document key -> grade (qualified "collection/id" across collections)
+    document_ids: tuple[str, ...] = ()  # the expected documents' ids in their collection
+    reference: str = ""  # the reference answer of an answerable entry
+    answerable: bool = True
+
+
+def golden_questions(collections: Sequence[Collection]) -> list[GoldenQuestion]:
+    """Every golden entry of the collections, in order (a collection's entries oldest first)."""
+    multi = len(collections) > 1
+    return [
+        GoldenQuestion(
+            entry_id=str(entry.pk),
+            key=entry.key,
+            collection_id=collection.slug,
+            question=entry.question,
+            qrels={
+                (f"{collection.slug}/{d}" if multi else d): entry.grade(d)
+                for d in entry.expected_document_ids
+            },
+            document_ids=tuple(entry.expected_document_ids),
+            reference=entry.reference_answer if entry.answerable else "",
+            answerable=entry.answerable,
+        )
+        for collection in collections
+        for entry in GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id")
+    ]
+
+
+def documents_present(collection: Collection, document_ids: Iterable[str]) -> set[str]:
+    """Which of these document ids the collection holds (read in chunks: a collection may hold millions)."""
+    present: set[str] = set()
+    for chunk in chunks(sorted(set(document_ids))):
+        present.update(
+            collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True)
+        )
+    return present
+
+
+def count_golden_questions(collections: Sequence[Collection]) -> int:
+    """The golden entries a retrieval evaluation scores (those with expected documents)."""
+    return GoldenEntry.objects.filter(collection__in=collections).exclude(expected_document_ids=[]).count()

@@ -7,9 +7,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from evaluation import answers, selectors, services
 from evaluation import configs as config_parser
+from evaluation import selectors
 from evaluation.api import serializers as s
+from evaluation.services.answers import answer_question, answers_job_create
+from evaluation.services.retrieval import evaluate_retrieval, evaluation_job_create
+from evaluation.services.runs import run_summary
+from evaluation.services.search import available_rerankers, search
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
 from goldenset.errors import EvalsiteError
@@ -44,11 +48,9 @@ class SearchApi(TenantAPIView):
             tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
         )
         raw = {k: data[k] for k in config_parser.CONFIG_KEYS if k in data and k != "label"}
-        config = config_parser.parse_config(raw, 0, services.available_rerankers(), prefix="")
+        config = config_parser.parse_config(raw, 0, available_rerankers(), prefix="")
         top_k = config.top_k or 10
-        return Response(
-            services.search(collections=collections, query=data["query"], config=config, top_k=top_k)
-        )
+        return Response(search(collections=collections, query=data["query"], config=config, top_k=top_k))
 
 
 class EvaluateApi(TenantAPIView):
@@ -64,17 +66,13 @@ class EvaluateApi(TenantAPIView):
             tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
         )
         ks = config_parser.parse_ks(data.get("ks"))
-        configs = config_parser.parse_configs(data.get("configs"), services.available_rerankers())
-        questions = services.count_golden_questions(collections)
+        configs = config_parser.parse_configs(data.get("configs"), available_rerankers())
+        questions = selectors.count_golden_questions(collections)
         if questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT:
-            job = services.evaluation_job_create(
-                tenant=tenant, collections=collections, ks=ks, configs=configs
-            )
+            job = evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
-        batch_id, runs = services.evaluate_retrieval(
-            tenant=tenant, collections=collections, ks=ks, configs=configs
-        )
-        return Response({"batch_id": str(batch_id), "runs": [services.run_summary(r) for r in runs]})
+        batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
+        return Response({"batch_id": str(batch_id), "runs": [run_summary(r) for r in runs]})
 
 
 class AnswerApi(TenantAPIView):
@@ -91,10 +89,8 @@ class AnswerApi(TenantAPIView):
         )
         raw = {k: data[k] for k in (*config_parser.CONFIG_KEYS, *config_parser.ANSWER_KEYS) if k in data}
         raw.pop("label", None)
-        config = config_parser.parse_answer_config(raw, 0, services.available_rerankers(), prefix="")
-        return Response(
-            answers.answer_question(collections=collections, question=data["query"], config=config)
-        )
+        config = config_parser.parse_answer_config(raw, 0, available_rerankers(), prefix="")
+        return Response(answer_question(collections=collections, question=data["query"], config=config))
 
 
 class EvaluateAnswersApi(TenantAPIView):
@@ -114,9 +110,9 @@ class EvaluateAnswersApi(TenantAPIView):
         collections = selectors.collections_named(
             tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
         )
-        configs = config_parser.parse_answer_configs(data.get("configs"), services.available_rerankers())
+        configs = config_parser.parse_answer_configs(data.get("configs"), available_rerankers())
         thresholds = config_parser.parse_thresholds(data.get("metric_thresholds"))
-        job = answers.answers_job_create(
+        job = answers_job_create(
             tenant=tenant,
             collections=collections,
             configs=configs,

@@ -17,7 +17,6 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evaluation import dashboard
-from evaluation.answers import answers_job_create
 from evaluation.configs import parse_answer_configs, parse_configs, parse_ks
 from evaluation.forms import (
     ANSWER_LAUNCH_PRESETS,
@@ -27,7 +26,10 @@ from evaluation.forms import (
     ConfigFormSet,
     LaunchForm,
 )
-from evaluation.services import available_rerankers, count_golden_questions, evaluation_job_create
+from evaluation.selectors import count_golden_questions
+from evaluation.services.answers import answers_job_create
+from evaluation.services.retrieval import evaluation_job_create
+from evaluation.services.search import available_rerankers
 from evaluation.views.common import current_tenant, tenant_page
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound

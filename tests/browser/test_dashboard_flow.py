@@ -22,7 +22,8 @@ from django.core.management import call_command
 
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun
-from evaluation.services import available_rerankers, evaluate_retrieval
+from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.services.search import available_rerankers
 from goldenset import services
 from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobStatus, Membership
 from tests.browser.pages import assert_clean, is_local, log_in, overflow, watch_requests

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, QuestionResult
-from evaluation.services import available_rerankers, evaluate_retrieval
+from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.services.search import available_rerankers
 from goldenset import services
 from goldenset.models import Collection, GoldenEntry, Membership
 from goldenset.services import EntryInput

@@ -1,7 +1,7 @@
 """Answer runs (kind "answers") on the dashboard: the runs list, a run's header and questions, one question's
 answer beside its passages, Compare of answer runs, Trends of an answer metric, and tenancy.
 
-The runs are written straight into the database in the shape the answer pipeline stores (evaluation.answers),
+The runs are written straight into the database in the shape the answer pipeline stores (evaluation.services.answers),
 so these tests depend on that shape only, not on the pipeline: a metric no question could be scored on is
 absent, an unreadable judge answer is an exclusion, a failed judge call a heuristic fallback, and every
 diagnosis (pass, retrieval, generation, error) occurs.

@@ -63,7 +63,7 @@ def test_launching_creates_a_job_that_runs_to_completed(
     assert response.status_code == 302
     assert response["Location"] == reverse("dashboard:job", args=[job.pk])
     assert job.kind == JobKind.EVALUATE and job.tenant == world.tenant and job.collection == world.collection
-    # The API's job input, so evaluation.services.evaluate_job runs both alike.
+    # The API's job input, so evaluation.services.retrieval.evaluate_job runs both alike.
     assert job.input["collection_pks"] == [world.collection.pk]
     assert job.input["ks"] == [1, 3]
     assert [c["label"] for c in job.input["configs"]] == ["bm25", "hybrid + rerank"]

@@ -12,7 +12,8 @@ from django.core.management import call_command
 from evaluation import metrics
 from evaluation.configs import parse_configs
 from evaluation.models import QuestionResult
-from evaluation.services import available_rerankers, evaluate_retrieval
+from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.services.search import available_rerankers
 from goldenset.models import Collection
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

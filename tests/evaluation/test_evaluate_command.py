@@ -13,9 +13,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation import configs as config_parser
-from evaluation import services
 from evaluation.management.commands.evaluate import config_from_cli
 from evaluation.models import EvaluationRun
+from evaluation.services.runs import run_summary
+from evaluation.services.search import available_rerankers
 from goldenset.models import GoldenEntry
 from goldenset.services import EntryInput, golden_entries_add
 
@@ -175,7 +176,7 @@ def test_json_output_is_one_document_with_the_run_summaries(world, hard):
     assert set(body) == {"batch_id", "metric", "fail_under", "passed", "runs"}
     assert (body["metric"], body["fail_under"], body["passed"]) == ("mrr", 0.65, False)
     runs = EvaluationRun.objects.filter(batch_id=body["batch_id"]).order_by("created_at")
-    assert body["runs"] == [json.loads(json.dumps(services.run_summary(r))) for r in runs]
+    assert body["runs"] == [json.loads(json.dumps(run_summary(r))) for r in runs]
     assert [r["label"] for r in body["runs"]] == ["FullText", "Vector"]
     assert body["runs"][0]["metrics"]["mrr"] == pytest.approx(0.7)
 
@@ -239,7 +240,7 @@ def test_the_key_value_and_json_forms_normalize_as_the_api_does(world, golden):
         c["label"]
         for c in EvaluationRun.objects.filter(config__search_type="Vector").values_list("config", flat=True)
     ] == ["Vector", "Vector"]
-    expected = config_parser.parse_config({**API_CONFIG, "label": "kv"}, 0, services.available_rerankers())
+    expected = config_parser.parse_config({**API_CONFIG, "label": "kv"}, 0, available_rerankers())
     assert stored["kv"] == expected.as_dict()
 
 

@@ -13,7 +13,7 @@ from django.db import connection
 from evaluation import indexes
 from evaluation.configs import RunConfig
 from evaluation.search.engine import VECTORS, SearchConfig, SearchIndex
-from evaluation.services import search
+from evaluation.services.search import search
 from tests.conftest import add_documents
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the threads read what the test wrote

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
-from evaluation import embedding_store, indexes, services
+from evaluation import embedding_store, indexes
 from evaluation.models import EvaluationRun, PageEmbedding
 from evaluation.search import embeddings
+from evaluation.services import search as services
 from goldenset.errors import EvalsiteError
 from goldenset.services import EntryInput, golden_entries_add
 from tests.llm_server import llm_server_fixture  # noqa: F401

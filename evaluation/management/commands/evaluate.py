@@ -29,8 +29,12 @@ from collections.abc import Sequence
 from django.core.management.base import CommandError, CommandParser
 
 from evaluation import configs as config_parser
-from evaluation import metrics, selectors, services
+from evaluation import metrics, selectors
 from evaluation.models import EvaluationRun
+from evaluation.services.answers import evaluate_answers
+from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.services.runs import run_summary
+from evaluation.services.search import available_rerankers
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.models import Tenant
@@ -229,14 +233,12 @@ class Command(EvalsiteCommand):
         ks = config_parser.parse_ks(options["ks"])
         configs = config_parser.parse_configs(
             None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
-            services.available_rerankers(),
+            available_rerankers(),
         )
         metric = parse_metric(options["metric"], ks)
         bar = parse_fail_under(options["fail_under"])
 
-        batch_id, runs = services.evaluate_retrieval(
-            tenant=tenant, collections=collections, ks=ks, configs=configs
-        )
+        batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
         failing = [run for run in runs if bar is not None and not clears(run.metrics[metric], bar)]
         if options["format"] == "json":
             document = {
@@ -244,7 +246,7 @@ class Command(EvalsiteCommand):
                 "metric": metric,
                 "fail_under": bar,
                 "passed": not failing,
-                "runs": [services.run_summary(run) for run in runs],
+                "runs": [run_summary(run) for run in runs],
             }
             self.stdout.write(json.dumps(document, indent=2))
         else:
@@ -286,11 +288,10 @@ class Command(EvalsiteCommand):
     # --- --answers ------------------------------------------------------------------------------------------
 
     def handle_answers(self, tenant, collections, raw_configs, options) -> None:
-        from evaluation import answers
 
         configs = config_parser.parse_answer_configs(
             None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
-            services.available_rerankers(),
+            available_rerankers(),
         )
         bar = parse_fail_under(options["fail_under"], top=100)
         thresholds: dict[str, float] = {}
@@ -306,7 +307,7 @@ class Command(EvalsiteCommand):
                 options["max_questions"], "max_questions", maximum=10**9
             )
         unanswerable = read_questions(options["unanswerable"]) if options.get("unanswerable") else []
-        batch_id, runs = answers.evaluate_answers(
+        batch_id, runs = evaluate_answers(
             tenant=tenant,
             collections=collections,
             configs=configs,
@@ -316,7 +317,7 @@ class Command(EvalsiteCommand):
             thresholds=thresholds,
             offline=bool(options.get("no_llm")),
         )
-        summaries = [answers.answer_run_summary(run) for run in runs]
+        summaries = [run_summary(run) for run in runs]
         failing = [s for s in summaries if bar is not None and not clears(s["score"] or 0.0, bar)]
         if options["format"] == "json":
             document = {

@@ -5,10 +5,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evaluation.answers import evaluate_answers
 from evaluation.configs import parse_answer_configs, parse_configs
 from evaluation.models import EvaluationRun, RunKind
-from evaluation.services import available_rerankers, evaluate_retrieval
+from evaluation.services.answers import evaluate_answers
+from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.services.search import available_rerankers
 from goldenset import importers, services
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.models import ApiKey, Collection, Membership, hash_api_key

@@ -1,6 +1,6 @@
 """Grounded answers and their evaluation: the Django side (loading, retrieval, concurrency, persistence).
 
-The answer step (evaluation.answer_writer), the judge (evaluation.judge) and the verdicts and summaries
+The answer writer (evaluation.answer_writer), the judge (evaluation.judge) and the verdicts and summaries
 (evaluation.verdicts) are pure; this module feeds them and stores what they say.
 
 - `answer_question` is `POST /search/answer`: retrieve with a configuration, answer from those pages only.
@@ -25,31 +25,22 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation import answer_writer, judge, judge_llm, verdicts
-from evaluation.configs import AnswerConfig
+from evaluation import answer_writer, judge, judge_llm, selectors, verdicts
+from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.services import CollectionSearch, PageText, available_rerankers, pages_by_id
+from evaluation.selectors import GoldenQuestion
+from evaluation.services.runs import run_store, run_summary
+from evaluation.services.search import CollectionSearch, PageText, available_rerankers, pages_by_id
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, Tenant
+from goldenset.models import Collection, Job, JobKind, Tenant
 from goldenset.services.audit import chunks
 from goldenset.services.llm import resolve_model
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
 MAX_UNANSWERABLE = 1000
-
-
-@dataclass(frozen=True)
-class AnswerQuestion:
-    entry_id: str | None  # None for a request's unanswerable question
-    key: str
-    collection_id: str
-    question: str
-    reference: str
-    expected: dict[str, int]  # expected document key -> grade (qualified "collection/id" across collections)
-    answerable: bool
 
 
 def answer_model(requested: str | None, field: str, *, offline: bool = False) -> str | None:
@@ -153,26 +144,9 @@ def _passage(p: answer_writer.Passage, score: float | None = None) -> dict:
 
 def answer_questions(
     collections: Sequence[Collection], unanswerable: Sequence[str], max_questions: int | None
-) -> tuple[list[AnswerQuestion], list[str]]:
+) -> tuple[list[GoldenQuestion], list[str]]:
     """The golden entries (in order, up to max_questions) and the request's unanswerable questions."""
-    multi = len(collections) > 1
-    questions: list[AnswerQuestion] = []
-    for collection in collections:
-        for entry in GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id"):
-            questions.append(
-                AnswerQuestion(
-                    entry_id=str(entry.pk),
-                    key=entry.key,
-                    collection_id=collection.slug,
-                    question=entry.question,
-                    reference=entry.reference_answer if entry.answerable else "",
-                    expected={
-                        (f"{collection.slug}/{d}" if multi else d): entry.grade(d)
-                        for d in entry.expected_document_ids
-                    },
-                    answerable=entry.answerable,
-                )
-            )
+    questions = selectors.golden_questions(collections)
     warnings: list[str] = []
     if max_questions is not None and len(questions) > max_questions:
         warnings.append(
@@ -180,14 +154,14 @@ def answer_questions(
         )
         questions = questions[:max_questions]
     for text in unanswerable:
-        questions.append(AnswerQuestion(None, "", collections[0].slug, text, "", {}, answerable=False))
+        questions.append(GoldenQuestion(None, "", collections[0].slug, text, {}, answerable=False))
     return questions, warnings
 
 
 @dataclass
 class _Pair:
     config_index: int
-    question: AnswerQuestion
+    question: GoldenQuestion
     keys: list[str]
     scores: list[float]
     passages: list[answer_writer.Passage]
@@ -263,7 +237,7 @@ def evaluate_answers(
     batch_id = uuid.uuid4()
     fingerprint = hashlib.sha256(
         json.dumps(
-            [[q.entry_id, q.question, q.reference, sorted(q.expected), q.answerable] for q in questions]
+            [[q.entry_id, q.question, q.reference, sorted(q.qrels), q.answerable] for q in questions]
         ).encode()
     ).hexdigest()
     with transaction.atomic():
@@ -330,7 +304,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
             answerable=q.answerable,
             refused=answer.refused,
             scores=scores,
-            expected_ids=list(q.expected),
+            expected_ids=list(q.qrels),
             retrieved_ids=pair.keys,
             answer_error=answer.error,
         )
@@ -362,10 +336,10 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
                 entry_key=q.key,
                 collection_id=q.collection_id,
                 question=q.question,
-                expected=q.expected,
+                expected=q.qrels,
                 **QuestionResult.ranked_fields(list(zip(pair.keys, pair.scores, strict=True))),
-                first_relevant_rank=next((i for i, k in enumerate(pair.keys, 1) if k in q.expected), None),
-                missing_document_ids=[d for d in q.expected if d not in set(pair.keys)],
+                first_relevant_rank=next((i for i, k in enumerate(pair.keys, 1) if k in q.qrels), None),
+                missing_document_ids=[d for d in q.qrels if d not in set(pair.keys)],
                 metrics={name: s.value for name, s in scores.items() if s.value is not None},
                 judgements={name: s.as_dict() for name, s in scores.items()},
                 diagnosis=verdict.diagnosis,
@@ -391,9 +365,8 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
         "false_refusal_rate": summary.refusal["false_refusal_rate"],
         "score": summary.score,
     }
-    run = EvaluationRun.objects.create(
+    run = EvaluationRun(
         tenant=tenant,
-        collection_ids=[c.slug for c in collections],
         batch_id=batch_id,
         kind=RunKind.ANSWERS,
         label=config.label,
@@ -412,41 +385,13 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
             "score": summary.mode,
         },
         mode=summary.mode,
-        question_count=len(pairs),
         warnings=run_warnings,
         golden_fingerprint=fingerprint,
         summary={**summary.as_dict(), "usage": usage},
         duration_ms=round(elapsed_ms, 1),
         job=job,
     )
-    run.collections.set(collections)
-    for result in results:
-        result.run = run
-    QuestionResult.objects.bulk_create(results, batch_size=200)
-    return run
-
-
-def answer_run_summary(run: EvaluationRun) -> dict:
-    """An answer run as the evaluate/answers endpoint and the CLI report it."""
-    return {
-        "run_id": str(run.pk),
-        "label": run.label,
-        "kind": run.kind,
-        "config": run.config,
-        "mode": run.mode,
-        "score": run.summary.get("score"),
-        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in judge.METRICS},
-        "metric_methods": run.metric_methods,
-        "refusal": run.summary.get("refusal"),
-        "excluded": run.summary.get("excluded"),
-        "diagnosis": run.summary.get("diagnosis"),
-        "passed": run.summary.get("passed"),
-        "failed": run.summary.get("failed"),
-        "question_count": run.question_count,
-        "usage": run.summary.get("usage"),
-        "duration_ms": run.duration_ms,
-        "warnings": run.warnings,
-    }
+    return run_store(run, collections, results, batch_size=200)
 
 
 # --- the job -------------------------------------------------------------------------------------------------
@@ -484,14 +429,8 @@ def answers_job_create(
 
 
 def evaluate_answers_job(job: Job, progress) -> dict:
-    from evaluation.configs import parse_answer_configs
-
     spec = job.input
-    collections = list(Collection.objects.filter(pk__in=spec["collection_pks"]))
-    if len(collections) != len(spec["collection_pks"]):
-        raise EvalsiteError("collection-gone", "A collection was deleted before the evaluation ran.")
-    order = {pk: i for i, pk in enumerate(spec["collection_pks"])}
-    collections.sort(key=lambda c: order[c.pk])
+    collections = selectors.job_collections(job)
     configs = parse_answer_configs(spec["configs"], available_rerankers())
     batch_id, runs = evaluate_answers(
         tenant=job.tenant,
@@ -504,4 +443,4 @@ def evaluate_answers_job(job: Job, progress) -> dict:
         job=job,
         progress=progress,
     )
-    return {"batch_id": str(batch_id), "runs": [answer_run_summary(r) for r in runs]}
+    return {"batch_id": str(batch_id), "runs": [run_summary(r) for r in runs]}

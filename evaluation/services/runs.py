@@ -1,0 +1,68 @@
+"""Runs, both kinds: storing one with its question results, and the summary the API, the CLI and a job's result
+report of it (the seed's shape for a retrieval run; the answer metrics, refusal and diagnoses for an answer run)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evaluation.judge import METRICS as ANSWER_METRICS
+from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from goldenset.models import Collection
+
+
+def run_store(
+    run: EvaluationRun,
+    collections: Sequence[Collection],
+    results: Sequence[QuestionResult],
+    batch_size: int = 500,
+) -> EvaluationRun:
+    """Save a new run, link its collections and insert its question results (inside the caller's transaction:
+    a batch of runs is stored whole or not at all)."""
+    run.collection_ids = [c.slug for c in collections]
+    run.question_count = len(results)
+    run.save(force_insert=True)
+    run.collections.set(collections)
+    for result in results:
+        result.run = run
+    QuestionResult.objects.bulk_create(results, batch_size=batch_size)
+    return run
+
+
+def run_summary(run: EvaluationRun) -> dict[str, Any]:
+    """A run as the evaluate endpoints, the CLI and a job's result report it."""
+    if run.kind == RunKind.ANSWERS:
+        return _answer_run_summary(run)
+    return {
+        "run_id": str(run.pk),
+        "label": run.label,
+        "config": run.config,
+        "ks": run.ks,
+        "metrics": run.metrics,
+        "question_count": run.question_count,
+        "duration_ms": run.duration_ms,
+        "warnings": run.warnings,
+        "index": run.index_info,
+    }
+
+
+def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
+    return {
+        "run_id": str(run.pk),
+        "label": run.label,
+        "kind": run.kind,
+        "config": run.config,
+        "mode": run.mode,
+        "score": run.summary.get("score"),
+        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in ANSWER_METRICS},
+        "metric_methods": run.metric_methods,
+        "refusal": run.summary.get("refusal"),
+        "excluded": run.summary.get("excluded"),
+        "diagnosis": run.summary.get("diagnosis"),
+        "passed": run.summary.get("passed"),
+        "failed": run.summary.get("failed"),
+        "question_count": run.question_count,
+        "usage": run.summary.get("usage"),
+        "duration_ms": run.duration_ms,
+        "warnings": run.warnings,
+    }
