@@ -119,7 +119,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "evaluation.views.dashboard_context",
+                "evaluation.dashboard.common_views.dashboard_context",
             ],
         },
     },

@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI auth extension)
-from evaluation import views as dashboard_views
+from evaluation.dashboard.golden_views import home
 
 admin.site.site_header = "evalsite admin"
 admin.site.site_title = "evalsite admin"
@@ -13,7 +13,7 @@ admin.site.index_title = "Golden sets, documents and API keys"
 
 urlpatterns = [
     # The dashboard's home; its other pages are in evaluation.urls (namespace "dashboard").
-    path("", dashboard_views.home, name="home"),
+    path("", home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -23,8 +23,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation import dashboard, stats
-from evaluation.dashboard import answer_question
+from evaluation import stats
+from evaluation.dashboard import answer_question_reads, runs_views
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from goldenset.models import GoldenEntry, Job, JobKind, JobStatus
 from tests.dashboard.conftest import make_runs
@@ -617,7 +617,7 @@ def test_the_questions_filter_by_diagnosis_and_outcome(alice, world, answer_batc
 
 
 def test_the_questions_are_paginated_keeping_the_filter(alice, world, answer_batch, monkeypatch):
-    monkeypatch.setattr(dashboard, "ANSWER_QUESTIONS_PER_PAGE", 2)
+    monkeypatch.setattr(runs_views, "ANSWER_QUESTIONS_PER_PAGE", 2)
     run = answer_batch.judged
     first = alice.get(run_url(run, "?outcome=failed"))
     assert [q.position for q in first.context["questions"]] == [1, 2]
@@ -694,11 +694,15 @@ def test_a_question_shows_the_answer_beside_its_passages_with_citations_linked(a
 
 
 def test_answer_segments_link_only_known_passages_and_keep_the_text(db):
-    segments = answer_question.answer_segments("A [1]. B [2, 7]. C [x] [3]", [1, 2, 3])
+    segments = answer_question_reads.answer_segments("A [1]. B [2, 7]. C [x] [3]", [1, 2, 3])
     assert "".join(piece for piece, _ in segments) == "A [1]. B [2, 7]. C [x] [3]"
     assert [(piece, n) for piece, n in segments if n] == [("1", 1), ("2", 2), ("3", 3)]
-    assert answer_question.answer_segments("", [1]) == []
-    assert answer_question.answer_segments("<b>[1]</b>", [1]) == [("<b>[", None), ("1", 1), ("]</b>", None)]
+    assert answer_question_reads.answer_segments("", [1]) == []
+    assert answer_question_reads.answer_segments("<b>[1]</b>", [1]) == [
+        ("<b>[", None),
+        ("1", 1),
+        ("]</b>", None),
+    ]
 
 
 def test_the_answer_text_is_escaped(alice, world, answer_batch):

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from evaluation.views import SESSION_TENANT
+from evaluation.dashboard.common_views import SESSION_TENANT
 from goldenset.models import Job, JobKind, Membership
 
 

@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation import charts, dashboard, stats
+from evaluation import stats
+from evaluation.dashboard import charts, trends_reads
 from evaluation.models import EvaluationRun, QuestionResult
 from tests.dashboard.conftest import make_runs
 
@@ -110,9 +111,9 @@ def test_trends_default_to_the_last_ninety_days(alice, world):
 
 
 def test_trends_keep_the_latest_points_of_each_label(alice, world, monkeypatch):
-    monkeypatch.setattr(dashboard.trends, "TREND_POINTS_PER_LABEL", 4)
+    monkeypatch.setattr(trends_reads, "TREND_POINTS_PER_LABEL", 4)
     runs = make_runs(world.tenant, world.collection, 12, labels=("a", "b"))
-    rows = dashboard.trends.trend_rows(
+    rows = trends_reads.trend_rows(
         tenant=world.tenant,
         collection=world.collection,
         date_from=timezone.localdate() - timedelta(days=5),

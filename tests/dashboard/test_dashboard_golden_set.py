@@ -282,7 +282,7 @@ def test_documents_are_searchable_and_paginated(alice, world):
 def test_url_maker_gives_what_reverse_gives_for_any_id():
     from django.urls import reverse
 
-    from evaluation.views.common import url_maker
+    from evaluation.dashboard.common_views import url_maker
 
     document_url = url_maker("dashboard:document", "hand book")
     for document_id in [

@@ -12,7 +12,7 @@ from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation import dashboard
+from evaluation.dashboard.runs_reads import run_questions
 from evaluation.models import QuestionResult
 from tests.dashboard.conftest import make_runs
 
@@ -66,7 +66,7 @@ def test_no_runs_says_how_to_make_one(alice, world):
 
 def test_run_detail_lists_every_question_and_filters_to_failures(alice, world, batch):
     run = batch.runs[0]
-    questions = dashboard.run_questions(run=run)
+    questions = run_questions(run=run)
     assert [q.question for q in questions] == [
         "How long is the refund window?",
         "When does express shipping arrive?",
@@ -177,7 +177,7 @@ def test_three_places_writes_what_floatformat_writes():
 
     from django.template.defaultfilters import floatformat
 
-    from evaluation.views.results import three_places
+    from evaluation.dashboard.runs_views import three_places
 
     rng = random.Random(7)
     values = [0.0, 1.0, 0.5, 0.0005, 0.0015, 0.9995, 1e-7, 1 / 3, 2 / 3]

@@ -14,8 +14,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation import charts
-from evaluation.views.golden import REVIEW_PER_PAGE
+from evaluation.dashboard import charts
+from evaluation.dashboard.golden_views import REVIEW_PER_PAGE
 from goldenset import services
 from goldenset.generation import DISCARD_REASONS, TEMPLATE_MODEL
 from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, JobStatus, Origin

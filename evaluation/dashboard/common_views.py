@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from evaluation import dashboard
+from evaluation.dashboard.common_reads import tenant_key, tenants_for_user
 from goldenset import selectors as golden_selectors
 from goldenset.errors import NotFound
 from goldenset.models import Collection, Tenant
@@ -31,7 +31,7 @@ SESSION_TENANT = "dashboard_tenant"
 def visible_tenants(request: HttpRequest) -> list[Tenant]:
     cached = getattr(request, "_dashboard_tenants", None)
     if cached is None:
-        cached = dashboard.tenants_for_user(request.user)
+        cached = tenants_for_user(request.user)
         request._dashboard_tenants = cached  # type: ignore[attr-defined]
     return cached
 
@@ -44,7 +44,7 @@ def current_tenant(request: HttpRequest, *, from_query: bool = True) -> Tenant |
     tenants = visible_tenants(request)
     wanted = request.GET.get("tenant") if from_query else None
     if wanted:
-        tenant = next((t for t in tenants if dashboard.tenant_key(t) == wanted), None)
+        tenant = next((t for t in tenants if tenant_key(t) == wanted), None)
         if tenant is None:
             raise Http404("No such tenant.")
     else:
@@ -87,8 +87,7 @@ class DashboardContext:
     @cached_property
     def tenants(self) -> list[dict[str, str]]:
         return [
-            {"key": dashboard.tenant_key(t), "name": t.name or dashboard.tenant_key(t)}
-            for t in visible_tenants(self.request)
+            {"key": tenant_key(t), "name": t.name or tenant_key(t)} for t in visible_tenants(self.request)
         ]
 
     @cached_property
@@ -100,7 +99,7 @@ class DashboardContext:
 
     @cached_property
     def tenant_key(self) -> str:
-        return dashboard.tenant_key(self.tenant) if self.tenant else ""
+        return tenant_key(self.tenant) if self.tenant else ""
 
     @cached_property
     def system_status(self) -> list[dict[str, str]]:
@@ -123,7 +122,7 @@ def tenant_switch(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(reverse("home"))
     wanted = request.POST.get("tenant", "")
-    tenant = next((t for t in visible_tenants(request) if dashboard.tenant_key(t) == wanted), None)
+    tenant = next((t for t in visible_tenants(request) if tenant_key(t) == wanted), None)
     if tenant is None:
         raise Http404("No such tenant.")
     request.session[SESSION_TENANT] = tenant.pk

@@ -11,12 +11,14 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
-from evaluation import charts, selectors
-from evaluation.dashboard.common import headline_metrics, ordered_metrics
+from evaluation import selectors
+from evaluation.dashboard import charts
+from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from goldenset.models import Collection, Document, Tenant
 
@@ -313,3 +315,21 @@ def run_trec(run: EvaluationRun) -> str:
         for rank, (doc, score) in enumerate(r.ranked, start=1):
             lines.append(f"{qid} Q0 {doc} {rank} {score!r} {tag}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def batch_siblings(*, tenant: Tenant, run: EvaluationRun) -> list[dict[str, Any]]:
+    """The other runs of a run's batch (its configurations side by side), by label, with their colours."""
+    siblings = (
+        EvaluationRun.objects.filter(tenant=tenant, batch_id=run.batch_id)
+        .exclude(pk=run.pk)
+        .order_by("label")
+        .values_list("pk", "label")
+    )
+    return [{"pk": pk, "label": label, "color": charts.label_color(label)} for pk, label in siblings]
+
+
+def run_collections_present(*, tenant: Tenant, run: EvaluationRun) -> list[str]:
+    """Which of the run's collections still exist (a question's documents link only into those)."""
+    return list(
+        Collection.objects.filter(tenant=tenant, slug__in=run.collection_ids).values_list("slug", flat=True)
+    )

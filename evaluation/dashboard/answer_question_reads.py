@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.dashboard.answer_runs import (
+from evaluation.dashboard.answer_runs_reads import (
     EXCLUSION_TEXT,
     METHOD_TEXT,
     METRIC_HELP,
@@ -22,7 +22,7 @@ from evaluation.dashboard.answer_runs import (
     _mapping,
     _number,
 )
-from evaluation.dashboard.common import JUDGED_METRICS, ordered_metrics
+from evaluation.dashboard.common_reads import JUDGED_METRICS, ordered_metrics
 from evaluation.models import QuestionResult
 
 _MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")

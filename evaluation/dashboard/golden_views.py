@@ -16,15 +16,34 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation import charts, dashboard
-from evaluation.forms import DocumentSearchForm, GenerateForm, GoldenEntryForm, GoldenFilterForm, yes_no
-from evaluation.views.common import (
+from evaluation.dashboard import charts
+from evaluation.dashboard.common_views import (
     collection_for,
     paginate,
     query_without_page,
     safe_next,
     tenant_page,
     url_maker,
+)
+from evaluation.dashboard.forms import (
+    DocumentSearchForm,
+    GenerateForm,
+    GoldenEntryForm,
+    GoldenFilterForm,
+    yes_no,
+)
+from evaluation.dashboard.golden_reads import (
+    GenerateBackend,
+    audit_summary,
+    audit_trail,
+    generate_backend_info,
+    golden_csv,
+    golden_tags,
+    home_collections,
+    recent_changes,
+    review_pending_count,
+    review_queue,
+    review_rows,
 )
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
@@ -47,7 +66,7 @@ def _actor(request: HttpRequest) -> str:
 @require_GET
 @tenant_page
 def home(request: HttpRequest, tenant: Tenant) -> HttpResponse:
-    summaries = dashboard.home_collections(tenant=tenant)
+    summaries = home_collections(tenant=tenant)
     for summary in summaries:
         for run in summary.latest_runs:
             run.color = charts.label_color(run.label)  # type: ignore[attr-defined]
@@ -58,7 +77,7 @@ def home(request: HttpRequest, tenant: Tenant) -> HttpResponse:
 
 
 def _golden_entries(request: HttpRequest, tenant: Tenant, collection: Collection):
-    form = GoldenFilterForm(request.GET or None, tags=dashboard.golden_tags(collection=collection))
+    form = GoldenFilterForm(request.GET or None, tags=golden_tags(collection=collection))
     filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
     entries = golden_selectors.golden_entries_list(
         tenant=tenant,
@@ -96,11 +115,8 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
         }
         for e in page.object_list
     ]
-    changes = [
-        {"event": e, "summary": dashboard.audit_summary(e)}
-        for e in dashboard.recent_changes(collection=collection)
-    ]
-    backend = dashboard.generate_backend_info()
+    changes = [{"event": e, "summary": audit_summary(e)} for e in recent_changes(collection=collection)]
+    backend = generate_backend_info()
     return render(
         request,
         "dashboard/collection.html",
@@ -137,7 +153,7 @@ def golden_export(request: HttpRequest, tenant: Tenant, slug: str, fmt: str) -> 
         )
         response["Content-Disposition"] = f'attachment; filename="{name}-golden.json"'
     else:
-        response = HttpResponse(dashboard.golden_csv(entries), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(golden_csv(entries), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}-golden.csv"'
     return response
 
@@ -189,10 +205,7 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
                 return redirect(back)
     else:
         form = GoldenEntryForm(initial=_entry_initial(entry))
-    trail = [
-        {"event": e, "summary": dashboard.audit_summary(e)}
-        for e in dashboard.audit_trail(tenant=tenant, entry_id=entry.pk)
-    ]
+    trail = [{"event": e, "summary": audit_summary(e)} for e in audit_trail(tenant=tenant, entry_id=entry.pk)]
     return render(
         request,
         "dashboard/golden_entry.html",
@@ -296,9 +309,7 @@ def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
 # --- generating questions, and reviewing them ---------------------------------------------------------------
 
 
-def _generate_form(
-    data, backend: dashboard.GenerateBackend, initial: dict[str, Any] | None = None
-) -> GenerateForm:
+def _generate_form(data, backend: GenerateBackend, initial: dict[str, Any] | None = None) -> GenerateForm:
     return GenerateForm(
         data,
         initial=initial,
@@ -313,7 +324,7 @@ def golden_generate(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResp
     """Generate questions from the collection's pages: a Generate job, whose page follows it and reports what
     the quality gate kept. GET shows the form (prefilled from the query, e.g. to run a seed again)."""
     collection = collection_for(tenant, slug)
-    backend = dashboard.generate_backend_info()
+    backend = generate_backend_info()
     if request.method == "POST":
         form = _generate_form(request.POST, backend)
         if form.is_valid():
@@ -364,9 +375,7 @@ def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
     """Generated entries nobody has reviewed yet, each with its page: accept, edit or reject them."""
     collection = collection_for(tenant, slug)
     job = _review_job(tenant, collection, request.GET.get("job"))
-    page = paginate(
-        request, dashboard.review_queue(tenant=tenant, collection=collection, job=job), REVIEW_PER_PAGE
-    )
+    page = paginate(request, review_queue(tenant=tenant, collection=collection, job=job), REVIEW_PER_PAGE)
     return render(
         request,
         "dashboard/golden_review.html",
@@ -375,11 +384,9 @@ def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
             "collection": collection,
             "job": job,
             "page": page,
-            "rows": dashboard.review_rows(collection=collection, entries=list(page.object_list)),
+            "rows": review_rows(collection=collection, entries=list(page.object_list)),
             # Unfiltered, the queue is every pending entry: its paginator counted them already.
-            "pending": page.paginator.count
-            if job is None
-            else dashboard.review_pending_count(collection=collection),
+            "pending": page.paginator.count if job is None else review_pending_count(collection=collection),
             "query": query_without_page(request),
             "here": request.get_full_path(),
         },

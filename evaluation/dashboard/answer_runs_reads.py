@@ -18,7 +18,7 @@ from typing import Any
 from django.db.models import Count, QuerySet
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
-from evaluation.dashboard.common import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS, ordered_metrics
+from evaluation.dashboard.common_reads import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 
 ANSWERS = RunKind.ANSWERS.value

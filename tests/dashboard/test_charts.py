@@ -1,4 +1,4 @@
-"""evaluation.charts: the Compare and Trends figures, their colours, and the HTML fragment the pages embed.
+"""evaluation.dashboard.charts: the Compare and Trends figures, their colours, and the HTML fragment the pages embed.
 
 No database: figures are built from plain dataclasses.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from evaluation.charts import (
+from evaluation.dashboard.charts import (
     PALETTE,
     CompareSeries,
     TrendPoint,
@@ -84,7 +84,7 @@ def test_label_color_is_pinned_across_releases() -> None:
 
 def test_label_color_is_the_same_in_another_process() -> None:
     """hash() of a str changes per process (PYTHONHASHSEED); label_color must not."""
-    code = "from evaluation.charts import label_color; print(label_color('hybrid-rrf'), label_color('bm25'))"
+    code = "from evaluation.dashboard.charts import label_color; print(label_color('hybrid-rrf'), label_color('bm25'))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     root = Path(__file__).resolve().parents[2]
     output = subprocess.run(

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from goldenset.models import Tenant
+from goldenset.models import Collection, Tenant
 
 # --- tenancy -----------------------------------------------------------------------------------------------
 
@@ -25,6 +25,11 @@ def tenants_for_user(user) -> list[Tenant]:
     if not user.is_superuser:
         tenants = tenants.filter(memberships__user=user)
     return list(tenants)
+
+
+def collection_slugs(*, tenant: Tenant) -> list[str]:
+    """The tenant's collections by name (the pages' collection pickers)."""
+    return list(Collection.objects.filter(tenant=tenant).order_by("slug").values_list("slug", flat=True))
 
 
 def tenant_key(tenant: Tenant) -> str:

@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation import dashboard
 from evaluation.configs import parse_answer_configs, parse_configs, parse_ks
-from evaluation.forms import (
+from evaluation.dashboard.common_views import current_tenant, tenant_page
+from evaluation.dashboard.forms import (
     ANSWER_LAUNCH_PRESETS,
     LAUNCH_PRESETS,
     AnswerConfigFormSet,
@@ -26,11 +26,17 @@ from evaluation.forms import (
     ConfigFormSet,
     LaunchForm,
 )
+from evaluation.dashboard.golden_reads import generate_report
+from evaluation.dashboard.launch_reads import (
+    answer_launch_collections,
+    job_error_message,
+    job_result_batch,
+    launch_collections,
+)
 from evaluation.selectors import count_golden_questions
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluation_job_create
 from evaluation.services.search import available_rerankers
-from evaluation.views.common import current_tenant, tenant_page
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
@@ -48,7 +54,7 @@ _CONFIG_FIELD = re.compile(r"^configs\[(\d+)\](?:\.(\w+))?")
 @tenant_page
 def launch(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Pick collections, ks and configurations; the evaluation runs as a job whose progress page follows."""
-    collections = dashboard.launch_collections(tenant=tenant)
+    collections = launch_collections(tenant=tenant)
     choices = [
         (slug, f"{slug} ({questions} question{'' if questions == 1 else 's'} with expected documents)")
         for slug, questions in collections
@@ -140,7 +146,7 @@ def _answer_models() -> tuple[str, str]:
 def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Pick collections and answer configurations (retrieval, passages, model, groundedness), the judge and the
     questions; the evaluation runs as an EvaluateAnswers job whose progress page opens the comparison."""
-    collections = dashboard.answer_launch_collections(tenant=tenant)
+    collections = answer_launch_collections(tenant=tenant)
     choices = [
         (
             slug,
@@ -249,7 +255,7 @@ def _config_error(form, rows, exc: EvalsiteError) -> None:
 def _job_result_url(job: Job) -> str | None:
     if job.status != JobStatus.COMPLETED:
         return None
-    batch = dashboard.job_result_batch(job)
+    batch = job_result_batch(job)
     if job.kind in (JobKind.EVALUATE, JobKind.EVALUATE_ANSWERS) and batch:
         return reverse("dashboard:compare") + "?" + urlencode({"batch": batch})
     if job.kind == JobKind.GENERATE:
@@ -268,7 +274,7 @@ def _job_state(job: Job) -> dict[str, Any]:
         "total": job.progress_total,
         "progress": round(job.progress, 4),
         "finished": job.status in Job.FINISHED,
-        "error": dashboard.job_error_message(job) if job.status == JobStatus.FAILED else None,
+        "error": job_error_message(job) if job.status == JobStatus.FAILED else None,
         "result_url": _job_result_url(job),
     }
 
@@ -293,7 +299,7 @@ def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpRespons
             "job": job,
             "state": state,
             "poll_ms": POLL_MS,
-            "report": dashboard.generate_report(job),
+            "report": generate_report(job),
             # A generation belongs to its collection's pages in the header, an evaluation to the launcher's.
             "nav_section": "collection" if job.kind == JobKind.GENERATE else None,
         },

@@ -14,8 +14,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, RowNumber
 from django.utils import timezone
 
-from evaluation import charts
-from evaluation.dashboard.common import (
+from evaluation.dashboard import charts
+from evaluation.dashboard.common_reads import (
     ANSWER_METRICS,
     Memo,
     day_start,

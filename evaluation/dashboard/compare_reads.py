@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
-from evaluation import charts, stats
-from evaluation.dashboard import answer_runs
-from evaluation.dashboard.common import ANSWER_SCORE, JUDGED_METRICS, Memo, ordered_metrics
-from evaluation.dashboard.runs import batch_runs
+from evaluation import stats
+from evaluation.dashboard import answer_runs_reads, charts
+from evaluation.dashboard.common_reads import ANSWER_SCORE, JUDGED_METRICS, Memo, ordered_metrics
+from evaluation.dashboard.runs_reads import batch_runs
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.errors import EvalsiteError
 from goldenset.models import Tenant
@@ -150,10 +150,10 @@ _COMPARISONS = Memo(32)
 
 def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareStats:
     unpaired_score: list[str] = []
-    if runs[0].kind == answer_runs.ANSWERS:
+    if runs[0].kind == answer_runs_reads.ANSWERS:
         # Answer runs: the judged metrics and the per-question score, question by question; a metric one run
         # could not score on any question is still listed (its cells read "—"). Refusal is run-level only.
-        per_run, unpaired_score = answer_runs.answer_question_values(runs)
+        per_run, unpaired_score = answer_runs_reads.answer_question_values(runs)
         scored = {name for values in per_run.values() for question in values.values() for name in question}
         metric_names = [name for name in (ANSWER_SCORE, *JUDGED_METRICS) if name in scored]
         metric_names += ordered_metrics(scored - set(metric_names))
@@ -201,7 +201,7 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
                     names[a], names[b], mean_a, mean_b, mean_a - mean_b, p_value, p_value < ALPHA
                 )
     series = [charts.CompareSeries(name, means[name], intervals[name], questions) for name in names]
-    if runs[0].kind == answer_runs.ANSWERS:
+    if runs[0].kind == answer_runs_reads.ANSWERS:
         # Each metric over its own questions; one no question could be paired on has no bars to draw.
         chart_metrics = [name for name in chart_metrics if paired[name]]
         figure = charts.compare_figure(series, chart_metrics, paired=paired)
@@ -261,10 +261,10 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         )
         for (a, b), results in pair_results.items()
     ]
-    answers = runs[0].kind == answer_runs.ANSWERS
+    answers = runs[0].kind == answer_runs_reads.ANSWERS
     return {
         "answers": answers,
-        "run_level_rows": answer_runs.run_level_rows(runs, names, colors) if answers else [],
+        "run_level_rows": answer_runs_reads.run_level_rows(runs, names, colors) if answers else [],
         "paired": [computed.paired.get(metric, 0) for metric in metric_names],
         "unpaired_score": computed.unpaired_score,
         "runs": runs,
@@ -281,3 +281,13 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         "resamples_text": f"{RESAMPLES:,}",
         "same_batch": len({run.batch_id for run in runs}) == 1,
     }
+
+
+def latest_batch(*, tenant: Tenant) -> uuid.UUID | None:
+    """The tenant's newest batch (what Compare offers when nothing is picked)."""
+    return (
+        EvaluationRun.objects.filter(tenant=tenant)
+        .order_by("-created_at", "-id")
+        .values_list("batch_id", flat=True)
+        .first()
+    )

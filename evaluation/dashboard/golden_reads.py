@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 
-from evaluation import charts
-from evaluation.dashboard.common import headline_metrics
+from evaluation.dashboard import charts
+from evaluation.dashboard.common_reads import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
 from goldenset.errors import EvalsiteError

@@ -1,0 +1,41 @@
+"""The Compare page: every metric across the selected runs with intervals, and significance per pair."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from evaluation.dashboard.common_views import (
+    tenant_page,
+)
+from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch
+from goldenset.errors import EvalsiteError
+from goldenset.models import Tenant
+
+
+@require_GET
+@tenant_page
+def compare(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """Every metric across the selected runs with 95% bootstrap intervals, and a paired randomization test
+    for each pair over the questions they share."""
+    run_ids = request.GET.getlist("run")
+    batch = request.GET.get("batch")
+    context: dict[str, Any] = {"tenant": tenant}
+    if not run_ids and not batch:
+        latest = latest_batch(tenant=tenant)
+        context["latest_batch"] = latest
+        return render(request, "dashboard/compare.html", context)
+    try:
+        runs = compare_runs(tenant=tenant, run_ids=run_ids, batch_id=batch)
+    except EvalsiteError as exc:
+        if exc.status_code == 404:
+            raise Http404(exc.message) from None
+        context["problem"] = exc.message
+        context["problem_code"] = exc.code
+        return render(request, "dashboard/compare.html", context, status=400)
+    context.update(comparison(runs))
+    context["batch"] = batch
+    return render(request, "dashboard/compare.html", context)
