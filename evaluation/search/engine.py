@@ -48,13 +48,6 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
-class PageHit:
-    row: int
-    document_id: str
-    score: float
-
-
-@dataclass(frozen=True)
 class Ranking:
     """Documents in rank order with their scores (arrays: evaluation reads thousands of these)."""
 
@@ -276,17 +269,6 @@ class SearchIndex:
                 kept = list(self._masks.items())[-7:]
                 self._masks = {**dict(kept), key: hidden}
         return hidden
-
-    def search_pages(
-        self, query: str, config: SearchConfig, depth: int, reranker: Reranker | None = None
-    ) -> list[PageHit]:
-        scores = self.page_scores(query, config)
-        if reranker is not None:
-            scores = self._rerank(query, scores, max(depth, CANDIDATES // 2), reranker)
-        rows = self._ordered(scores, depth, self.corpus.id_rank[self.corpus.page_document])
-        ids = self.corpus.document_ids
-        doc_of = self.corpus.page_document
-        return [PageHit(int(r), ids[doc_of[r]], float(scores[r])) for r in rows]
 
     def rank_documents(
         self, query: str, config: SearchConfig, depth: int, reranker: Reranker | None = None
