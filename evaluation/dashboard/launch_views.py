@@ -6,6 +6,8 @@ kept and discarded), so it stays. Both the page and the poll first mark the tena
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -33,104 +35,87 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     launch_collections,
 )
-from evaluation.selectors import count_golden_questions
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluation_job_create
 from evaluation.services.search import available_rerankers
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
-from goldenset.models import Job, JobKind, JobStatus, Tenant
+from goldenset.models import Collection, Job, JobKind, JobStatus, Tenant
 
 POLL_MS = 500
 
 
-# --- launching an evaluation, and its progress -------------------------------------------------------------
+# --- launching an evaluation: one page and one set of checks for both kinds ------------------------------------
 
 _CONFIG_FIELD = re.compile(r"^configs\[(\d+)\](?:\.(\w+))?")
 
 
-@require_http_methods(["GET", "POST"])
-@tenant_page
-def launch(request: HttpRequest, tenant: Tenant) -> HttpResponse:
-    """Pick collections, ks and configurations; the evaluation runs as a job whose progress page follows."""
-    collections = launch_collections(tenant=tenant)
-    choices = [
-        (slug, f"{slug} ({questions} question{'' if questions == 1 else 's'} with expected documents)")
-        for slug, questions in collections
+@dataclass(frozen=True)
+class _Launcher:
+    """What differs between the two launchers (retrieval and answer evaluation): the page, the forms and the
+    checks are the same, and validate a launch as the API validates the request."""
+
+    template: str
+    form_class: type[LaunchForm] | type[AnswerLaunchForm]
+    formset_class: Any
+    presets: list[dict[str, Any]]
+    collections: Callable[[Tenant], list[tuple[str, str, int]]]  # (slug, label, golden questions)
+    parse_configs: Callable[[Any, list[str]], list]
+    no_questions: str  # the error when the chosen collections have nothing to evaluate
+    create: Callable[..., Job]  # (tenant, form, collections, configs) -> the job
+    form_kwargs: Callable[[], dict[str, Any]] = dict
+    formset_kwargs: Callable[[], dict[str, Any]] = dict
+    initial: Callable[[], dict[str, Any]] = dict
+    context: Callable[[], dict[str, Any]] = dict
+    # Fields read before the configurations (retrieval's ks): False when one put an error on the form.
+    prepare: Callable[[Any], bool] = lambda form: True
+    has_questions: Callable[[Any, dict[str, int]], bool] = lambda form, counts: True
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _retrieval_collections(tenant: Tenant) -> list[tuple[str, str, int]]:
+    return [
+        (slug, f"{slug} ({_plural(n, 'question')} with expected documents)", n)
+        for slug, n in launch_collections(tenant=tenant)
     ]
-    rerankers = available_rerankers()
-    if request.method == "POST":
-        form = LaunchForm(request.POST, collections=choices)
-        formset = ConfigFormSet(request.POST, prefix="configs", rerankers=rerankers)
-        job = _launch(tenant, form, formset, rerankers)
-        if job is not None:
-            return redirect("dashboard:job", job_id=job.pk)
-    else:
-        wanted = request.GET.get("collection")
-        initial_collections = [wanted] if wanted else [slug for slug, _ in collections[:1]]
-        form = LaunchForm(initial={"collections": initial_collections, "ks": "1,5,10"}, collections=choices)
-        presets = [
-            {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""} for p in LAUNCH_PRESETS
-        ]
-        formset = ConfigFormSet(initial=presets, prefix="configs", rerankers=rerankers)
-    return render(
-        request,
-        "dashboard/launch.html",
-        {
-            "tenant": tenant,
-            "form": form,
-            "formset": formset,
-            "has_collections": bool(collections),
-            "sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT,
-        },
-        status=400 if form.is_bound and (form.errors or formset.errors or formset.non_form_errors()) else 200,
+
+
+def _answer_collections(tenant: Tenant) -> list[tuple[str, str, int]]:
+    return [
+        (slug, f"{slug} ({_plural(n, 'golden question')}" + (f", {u} unanswerable" if u else "") + ")", n)
+        for slug, n, u in answer_launch_collections(tenant=tenant)
+    ]
+
+
+def _ks_valid(form: LaunchForm) -> bool:
+    try:
+        form.cleaned_data["ks"] = parse_ks(form.cleaned_data["ks"])
+    except EvalsiteError as exc:
+        form.add_error("ks", exc.message)
+        return False
+    return True
+
+
+def _create_retrieval(tenant: Tenant, form: LaunchForm, collections: list[Collection], configs) -> Job:
+    return evaluation_job_create(
+        tenant=tenant, collections=collections, ks=form.cleaned_data["ks"], configs=configs
     )
 
 
-def _launch(tenant: Tenant, form: LaunchForm, formset, rerankers: list[str]) -> Job | None:
-    """Validate the launcher as the API validates a request, and create the job; None with errors on the forms."""
-    if not (form.is_valid() and formset.is_valid()):
-        return None
-    rows = [(i, f) for i, f in enumerate(formset.forms) if f.cleaned_data.get("enabled")]
-    if not rows:
-        form.add_error(None, "Tick “run” on at least one configuration.")
-        return None
-    try:
-        ks = parse_ks(form.cleaned_data["ks"])
-    except EvalsiteError as exc:
-        form.add_error("ks", exc.message)
-        return None
-    try:
-        configs = parse_configs([f.as_config() for _, f in rows], rerankers)
-    except EvalsiteError as exc:
-        match = _CONFIG_FIELD.match(str(exc.details.get("field", "")))
-        if match:
-            target = rows[int(match.group(1))][1]
-            name = match.group(2)
-            target.add_error(name if name in target.fields else None, exc.message.split(": ", 1)[-1])
-        else:
-            form.add_error(None, exc.message)
-        return None
-    collections = [
-        golden_selectors.collection_get(tenant=tenant, collection_id=slug)
-        for slug in form.cleaned_data["collections"]
-    ]
-    if count_golden_questions(collections) == 0:
-        form.add_error(
-            "collections",
-            "These collections have no golden entries with expected documents yet: add some on the collection's page "
-            "(or import a golden.json) first.",
-        )
-        return None
-    try:
-        return evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
-    except EvalsiteError as exc:  # the task queue is down (broker-unavailable): said on the form, not a 500
-        form.add_error(None, exc.message)
-        return None
-
-
-# --- launching an answer evaluation --------------------------------------------------------------------------
+def _create_answers(tenant: Tenant, form: AnswerLaunchForm, collections: list[Collection], configs) -> Job:
+    return answers_job_create(
+        tenant=tenant,
+        collections=collections,
+        configs=configs,
+        judge_model=(form.cleaned_data.get("judge_model") or "").strip() or None,
+        unanswerable_questions=form.cleaned_data.get("unanswerable_questions") or [],
+        max_questions=form.cleaned_data.get("max_questions"),
+        thresholds={},
+    )
 
 
 def _answer_models() -> tuple[str, str]:
@@ -141,101 +126,120 @@ def _answer_models() -> tuple[str, str]:
     return f"default: {default}", f"default: {default}"
 
 
+_RETRIEVAL = _Launcher(
+    template="dashboard/launch.html",
+    form_class=LaunchForm,
+    formset_class=ConfigFormSet,
+    presets=LAUNCH_PRESETS,
+    collections=_retrieval_collections,
+    parse_configs=parse_configs,
+    no_questions="These collections have no golden entries with expected documents yet: add some on the "
+    "collection's page (or import a golden.json) first.",
+    create=_create_retrieval,
+    initial=lambda: {"ks": "1,5,10"},
+    context=lambda: {"sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT},
+    prepare=_ks_valid,
+    has_questions=lambda form, counts: any(counts.get(slug) for slug in form.cleaned_data["collections"]),
+)
+_ANSWERS = _Launcher(
+    template="dashboard/launch_answers.html",
+    form_class=AnswerLaunchForm,
+    formset_class=AnswerConfigFormSet,
+    presets=ANSWER_LAUNCH_PRESETS,
+    collections=_answer_collections,
+    parse_configs=parse_answer_configs,
+    no_questions="These collections have no golden questions yet (and no unanswerable questions were given): "
+    "add some on the collection's page first.",
+    create=_create_answers,
+    form_kwargs=lambda: {"judge_placeholder": _answer_models()[1]},
+    formset_kwargs=lambda: {"model_placeholder": _answer_models()[0]},
+    context=lambda: {"offline": not settings.EVALSITE_LLM_BASE_URL, "nav_section": "launch"},
+    has_questions=lambda form, counts: (
+        bool(form.cleaned_data.get("unanswerable_questions"))
+        or any(counts.get(slug) for slug in form.cleaned_data["collections"])
+    ),
+)
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def launch(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """Pick collections, ks and configurations; the evaluation runs as a job whose progress page follows."""
+    return _launcher_page(request, tenant, _RETRIEVAL)
+
+
 @require_http_methods(["GET", "POST"])
 @tenant_page
 def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Pick collections and answer configurations (retrieval, passages, model, groundedness), the judge and the
     questions; the evaluation runs as an EvaluateAnswers job whose progress page opens the comparison."""
-    collections = answer_launch_collections(tenant=tenant)
-    choices = [
-        (
-            slug,
-            f"{slug} ({questions} golden question{'' if questions == 1 else 's'}"
-            + (f", {unanswerable} unanswerable" if unanswerable else "")
-            + ")",
-        )
-        for slug, questions, unanswerable in collections
-    ]
+    return _launcher_page(request, tenant, _ANSWERS)
+
+
+def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) -> HttpResponse:
+    collections = launcher.collections(tenant)
+    choices = [(slug, label) for slug, label, _ in collections]
     rerankers = available_rerankers()
-    model_placeholder, judge_placeholder = _answer_models()
+    form_kwargs = {"collections": choices, **launcher.form_kwargs()}
+    formset_kwargs = {"prefix": "configs", "rerankers": rerankers, **launcher.formset_kwargs()}
     if request.method == "POST":
-        form = AnswerLaunchForm(request.POST, collections=choices, judge_placeholder=judge_placeholder)
-        formset = AnswerConfigFormSet(
-            request.POST, prefix="configs", rerankers=rerankers, model_placeholder=model_placeholder
-        )
-        questions = {slug: n for slug, n, _ in collections}
-        job = _launch_answers(tenant, form, formset, rerankers, questions)
+        form = launcher.form_class(request.POST, **form_kwargs)
+        formset = launcher.formset_class(request.POST, **formset_kwargs)
+        job = _launch(tenant, form, formset, rerankers, launcher, {slug: n for slug, _, n in collections})
         if job is not None:
             return redirect("dashboard:job", job_id=job.pk)
     else:
         wanted = request.GET.get("collection")
         initial_collections = [wanted] if wanted else [slug for slug, _, _ in collections[:1]]
-        form = AnswerLaunchForm(
-            initial={"collections": initial_collections},
-            collections=choices,
-            judge_placeholder=judge_placeholder,
+        form = launcher.form_class(
+            initial={"collections": initial_collections, **launcher.initial()}, **form_kwargs
         )
         presets = [
-            {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""}
-            for p in ANSWER_LAUNCH_PRESETS
+            {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""} for p in launcher.presets
         ]
-        formset = AnswerConfigFormSet(
-            initial=presets, prefix="configs", rerankers=rerankers, model_placeholder=model_placeholder
-        )
+        formset = launcher.formset_class(initial=presets, **formset_kwargs)
     return render(
         request,
-        "dashboard/launch_answers.html",
+        launcher.template,
         {
             "tenant": tenant,
             "form": form,
             "formset": formset,
             "has_collections": bool(collections),
-            "offline": not settings.EVALSITE_LLM_BASE_URL,
-            "nav_section": "launch",
+            **launcher.context(),
         },
         status=400 if form.is_bound and (form.errors or formset.errors or formset.non_form_errors()) else 200,
     )
 
 
-def _launch_answers(
-    tenant: Tenant, form: AnswerLaunchForm, formset, rerankers: list[str], questions: dict[str, int]
+def _launch(
+    tenant: Tenant, form, formset, rerankers: list[str], launcher: _Launcher, counts: dict[str, int]
 ) -> Job | None:
-    """Validate the answer launcher as the API validates evaluate/answers, and create the job; None with
-    errors on the forms. `questions`: golden questions per collection."""
+    """Validate the launcher as the API validates the request, and create the job; None with errors on the
+    forms. `counts`: golden questions per collection."""
     if not (form.is_valid() and formset.is_valid()):
         return None
     rows = [(i, f) for i, f in enumerate(formset.forms) if f.cleaned_data.get("enabled")]
     if not rows:
         form.add_error(None, "Tick “run” on at least one configuration.")
         return None
+    if not launcher.prepare(form):
+        return None
     try:
-        configs = parse_answer_configs([f.as_config() for _, f in rows], rerankers)
+        configs = launcher.parse_configs([f.as_config() for _, f in rows], rerankers)
     except EvalsiteError as exc:
         _config_error(form, rows, exc)
+        return None
+    if not launcher.has_questions(form, counts):
+        form.add_error("collections", launcher.no_questions)
         return None
     collections = [
         golden_selectors.collection_get(tenant=tenant, collection_id=slug)
         for slug in form.cleaned_data["collections"]
     ]
-    unanswerable = form.cleaned_data.get("unanswerable_questions") or []
-    if not unanswerable and not any(questions.get(slug) for slug in form.cleaned_data["collections"]):
-        form.add_error(
-            "collections",
-            "These collections have no golden questions yet (and no unanswerable questions were given): add "
-            "some on the collection's page first.",
-        )
-        return None
     try:
-        return answers_job_create(
-            tenant=tenant,
-            collections=collections,
-            configs=configs,
-            judge_model=(form.cleaned_data.get("judge_model") or "").strip() or None,
-            unanswerable_questions=unanswerable,
-            max_questions=form.cleaned_data.get("max_questions"),
-            thresholds={},
-        )
-    except EvalsiteError as exc:
+        return launcher.create(tenant, form, collections, configs)
+    except EvalsiteError as exc:  # a model that cannot run, the task queue down: said on the form, not a 500
         _config_error(form, rows, exc)
         return None
 
