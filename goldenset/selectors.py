@@ -23,6 +23,14 @@ def tenant_for_key(*, api_key: ApiKey, cluster_id: str | None, tenant_id: str | 
     return tenant
 
 
+def tenant_get(*, cluster_id: str, tenant_id: str) -> Tenant:
+    """A tenant by its cluster's and its own slug (the commands' --cluster/--tenant)."""
+    tenant = Tenant.objects.filter(cluster__slug=cluster_id, slug=tenant_id).first()
+    if tenant is None:
+        raise NotFound("Tenant", f"{cluster_id}/{tenant_id}")
+    return tenant
+
+
 def collection_get(*, tenant: Tenant, collection_id: str) -> Collection:
     try:
         return Collection.objects.select_related("tenant__cluster").get(tenant=tenant, slug=collection_id)

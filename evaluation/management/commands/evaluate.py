@@ -35,9 +35,8 @@ from evaluation.services.answers import evaluate_answers
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
-from goldenset.errors import EvalsiteError, NotFound
+from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
-from goldenset.models import Tenant
 
 USAGE_CODE = "usage"
 
@@ -217,9 +216,7 @@ class Command(EvalsiteCommand):
         collection_ids = options["collection"]
         if not collection_ids:  # not required by argparse: Django's call_command cannot pass a required list
             raise EvalsiteError(USAGE_CODE, "the following arguments are required: --collection")
-        tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
-        if tenant is None:
-            raise NotFound("Tenant", f"{options['cluster']}/{options['tenant']}")
+        tenant = self.tenant(options)
         collections = selectors.collections_named(
             tenant=tenant,
             collection_id=None,

@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from goldenset.errors import EvalsiteError, NotFound
+from goldenset.errors import EvalsiteError
 
 
 class EvalsiteCommand(BaseCommand):
@@ -17,15 +17,17 @@ class EvalsiteCommand(BaseCommand):
             self.stderr.write(f"error [{exc.code}] {exc.message}")
             sys.exit(2)
 
+    def tenant(self, options):
+        """The tenant named by --cluster/--tenant, or exit 2 saying it is missing."""
+        from goldenset import selectors
+
+        return selectors.tenant_get(cluster_id=options["cluster"], tenant_id=options["tenant"])
+
     def collection(self, options):
         """The collection named by --cluster/--tenant/--collection, or exit 2 saying which is missing."""
         from goldenset import selectors
-        from goldenset.models import Tenant
 
-        tenant = Tenant.objects.filter(cluster__slug=options["cluster"], slug=options["tenant"]).first()
-        if tenant is None:
-            raise NotFound("Tenant", f"{options['cluster']}/{options['tenant']}")
-        return selectors.collection_get(tenant=tenant, collection_id=options["collection"])
+        return selectors.collection_get(tenant=self.tenant(options), collection_id=options["collection"])
 
     @staticmethod
     def add_scope_arguments(parser, *, collection: bool = True) -> None:

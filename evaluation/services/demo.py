@@ -1,0 +1,101 @@
+"""The demo (`manage.py load_demo`, which `scripts/run` calls): tenant demo/demo with the ClapNQ collection and
+its golden set, real runs of both kinds to compare, a dashboard user and an API key kept in the data directory
+so every start prints the same ones. Safe to run again: each part is made only when it is missing."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from evaluation.configs import parse_answer_configs, parse_configs
+from evaluation.models import EvaluationRun, RunKind
+from evaluation.services.answers import evaluate_answers
+from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.services.search import available_rerankers
+from goldenset import importers, services
+from goldenset.models import ApiKey, Collection, Membership, hash_api_key
+
+DEMO_ANSWER_CONFIGS = [
+    {"label": "answers fulltext", "search_type": "FullText", "groundedness": "Off"},
+    {"label": "answers hybrid grounded", "search_type": "Hybrid", "fusion": "Rrf", "groundedness": "Medium"},
+]
+DEMO_CONFIGS = [
+    {"label": "fulltext", "search_type": "FullText"},
+    {"label": "fulltext okapi", "search_type": "FullText", "bm25_variant": "okapi"},
+    {"label": "vector lsi", "search_type": "Vector"},
+    {"label": "hybrid rrf", "search_type": "Hybrid", "fusion": "Rrf"},
+    {"label": "hybrid rrf + rerank", "search_type": "Hybrid", "fusion": "Rrf", "rerank": "proximity"},
+]
+
+
+def demo_folder() -> Path:
+    return Path(settings.BASE_DIR) / "demo" / "clapnq"
+
+
+def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
+    """Load what is missing of the demo, saying what it did; (dashboard password, API key)."""
+    tenant = services.tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
+    if collection is None or not collection.golden_entries.exists():
+        result = importers.beir_import(
+            folder=demo_folder(),
+            tenant=tenant,
+            collection_id="clapnq",
+            actor="command:load_demo",
+            name="ClapNQ",
+        )
+        say(f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries.")
+        collection = Collection.objects.get(tenant=tenant, slug="clapnq")
+    if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.RETRIEVAL).exists():
+        # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
+        configs = parse_configs(DEMO_CONFIGS, available_rerankers())
+        _, runs = evaluate_retrieval(tenant=tenant, collections=[collection], ks=[1, 5, 10], configs=configs)
+        say(
+            "Evaluated the demo golden set: "
+            + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
+        )
+    if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.ANSWERS).exists():
+        # Offline answer runs (extractive answers, heuristic judge) of the 600 questions, 300 unanswerable.
+        _, runs = evaluate_answers(
+            tenant=tenant,
+            collections=[collection],
+            configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
+            offline=True,
+        )
+        say(
+            "Evaluated the demo answers offline: "
+            + ", ".join(
+                f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
+                f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
+                for r in runs
+            )
+        )
+    password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
+    with transaction.atomic():
+        user, created = get_user_model().objects.get_or_create(
+            username="demo", defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created or not user.check_password(password):
+            user.set_password(password)
+            user.save()
+        Membership.objects.get_or_create(user=user, tenant=tenant)
+    key_path = Path(settings.DATA_DIR) / "demo_api_key"
+    secret = key_path.read_text().strip() if key_path.exists() else ""
+    if not secret or not ApiKey.objects.filter(key_hash=hash_api_key(secret), revoked_at=None).exists():
+        _, secret = services.api_key_create(tenant=tenant, name="demo")
+        key_path.write_text(secret)
+        key_path.chmod(0o600)
+    return password, secret
+
+
+def _secret_file(name: str, make: Callable[[], str]) -> str:
+    path = Path(settings.DATA_DIR) / name
+    if not path.exists():
+        path.write_text(make())
+        path.chmod(0o600)
+    return path.read_text().strip()
