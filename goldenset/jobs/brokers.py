@@ -58,15 +58,22 @@ class _Renewer(threading.Thread):
                 logger.warning("renewing task leases failed", exc_info=True)
 
 
-class LeasedRedis(Redis):
+class _LeaseState:
+    """A leasing broker's own state, set up when it is made and again when django-q2 unpickles it in a worker."""
+
     def __init__(self, list_key: str | None = None):
-        super().__init__(list_key)
+        super().__init__(list_key)  # type: ignore[call-arg]
         self._setup()
 
     def __setstate__(self, state):
-        super().__setstate__(state)
+        super().__setstate__(state)  # type: ignore[misc]
         self._setup()
 
+    def _setup(self) -> None:
+        raise NotImplementedError
+
+
+class LeasedRedis(_LeaseState, Redis):
     def _setup(self) -> None:
         self._prefix = self.list_key.removesuffix(":q")
         self._renewer_pid: int | None = None
@@ -142,15 +149,7 @@ class LeasedRedis(Redis):
         return found
 
 
-class LeasedOrm(ORM):
-    def __init__(self, list_key: str | None = None):
-        super().__init__(list_key)
-        self._setup()
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setup()
-
+class LeasedOrm(_LeaseState, ORM):
     def _setup(self) -> None:
         self._held: set[int] = set()
         self._held_lock = threading.Lock()
