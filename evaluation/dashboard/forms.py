@@ -8,7 +8,7 @@ and in evaluation.configs, whose errors the views put back on the form.
 from __future__ import annotations
 
 from datetime import date
-from typing import Any, cast
+from typing import Any
 
 from django import forms
 
@@ -241,20 +241,8 @@ class ConfigForm(DashboardForm):
         return config
 
 
-class BaseConfigFormSet(forms.BaseFormSet):
-    def __init__(self, *args, rerankers: list[str], **kwargs):
-        self.rerankers = rerankers
-        super().__init__(*args, **kwargs)
-
-    def get_form_kwargs(self, index):
-        return {**super().get_form_kwargs(index), "rerankers": self.rerankers}
-
-
-# formset_factory builds a subclass of BaseConfigFormSet (typed as a plain BaseFormSet by the stubs).
-ConfigFormSet = cast(
-    type[BaseConfigFormSet],
-    forms.formset_factory(ConfigForm, formset=BaseConfigFormSet, extra=0, max_num=20, absolute_max=20),
-)
+# A launcher's rows; the views give each row its rerankers (and model placeholder) through `form_kwargs`.
+ConfigFormSet = forms.formset_factory(ConfigForm, extra=0, max_num=MAX_CONFIGS, absolute_max=MAX_CONFIGS)
 
 LAUNCH_PRESETS: list[dict[str, Any]] = [
     {"enabled": True, "label": "fulltext", "search_type": "FullText"},
@@ -339,24 +327,8 @@ class AnswerConfigForm(ConfigForm):
         return config
 
 
-class BaseAnswerConfigFormSet(BaseConfigFormSet):
-    def __init__(self, *args, model_placeholder: str = "", **kwargs):
-        self.model_placeholder = model_placeholder
-        super().__init__(*args, **kwargs)
-
-    def get_form_kwargs(self, index):
-        return {**super().get_form_kwargs(index), "model_placeholder": self.model_placeholder}
-
-
-AnswerConfigFormSet = cast(
-    type[BaseAnswerConfigFormSet],
-    forms.formset_factory(
-        AnswerConfigForm,
-        formset=BaseAnswerConfigFormSet,
-        extra=0,
-        max_num=MAX_CONFIGS,
-        absolute_max=MAX_CONFIGS,
-    ),
+AnswerConfigFormSet = forms.formset_factory(
+    AnswerConfigForm, extra=0, max_num=MAX_CONFIGS, absolute_max=MAX_CONFIGS
 )
 
 ANSWER_LAUNCH_PRESETS: list[dict[str, Any]] = [

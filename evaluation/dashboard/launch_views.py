@@ -181,7 +181,10 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
     choices = [(slug, label) for slug, label, _ in collections]
     rerankers = available_rerankers()
     form_kwargs = {"collections": choices, **launcher.form_kwargs()}
-    formset_kwargs = {"prefix": "configs", "rerankers": rerankers, **launcher.formset_kwargs()}
+    formset_kwargs = {
+        "prefix": "configs",
+        "form_kwargs": {"rerankers": rerankers, **launcher.formset_kwargs()},
+    }
     if request.method == "POST":
         form = launcher.form_class(request.POST, **form_kwargs)
         formset = launcher.formset_class(request.POST, **formset_kwargs)
