@@ -60,6 +60,15 @@ EXPECTED: dict[str, list[str]] = {
 }
 NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl"}
 BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
+# Started longest first (as measured), so that the longest does not run alone at the end.
+LONGEST_FIRST = [
+    "load_bench",
+    "clapnq_answers",
+    "search_bench",
+    "dashboard_bench",
+    "answers_bench",
+    "generate_bench",
+]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")
 
@@ -121,13 +130,13 @@ def run(name: str) -> Finished:
 
 @pytest.fixture(scope="module")
 def launched(request: pytest.FixtureRequest):
-    """name -> the future of its run, for every benchmark selected in this session (started at once)."""
+    """name -> the future of its run, for every benchmark selected in this session (PARALLEL at a time)."""
     selected = [
         item.callspec.params["name"]
         for item in request.session.items
-        if item.module is sys.modules[__name__] and hasattr(item, "callspec")
+        if getattr(item, "module", None) is sys.modules[__name__] and hasattr(item, "callspec")
     ]
-    runnable = [name for name in selected if skip_reason(name) is None]
+    runnable = [name for name in LONGEST_FIRST if name in selected and skip_reason(name) is None]
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
         futures: dict[str, Future[Finished]] = {name: pool.submit(run, name) for name in runnable}
         yield futures
