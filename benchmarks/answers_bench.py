@@ -5,7 +5,7 @@ scripted OpenAI-compatible server answering every call after `--latency` seconds
 (EVALSITE_LLM_CONCURRENCY=1) and then with `--concurrency` calls in flight, side by side in one run.
 
     .venv/bin/python benchmarks/answers_bench.py [--questions 100] [--latency 0.2] [--concurrency 16]
-        [--sequential-estimate N]
+        [--sequential-estimate N] [--quick]
 
 The sequential run is real and long by default (100 questions x 2 configurations x 6 calls x 0.2 s is about
 4 minutes); `--sequential-estimate N` times only the first N questions (x 2 configurations) one call at a time
@@ -15,7 +15,9 @@ Both measurements run the whole `evaluate_answers` call (retrieval, answering, j
 persistence) on one temporary SQLite database (removed at the end), after a warm-up that builds the search
 indexes, with the call cache (LLMCall) emptied before each so every call reaches the server. It prints the calls
 made, the wall time and the answer+judge phase time of each, the speed-up, and checks that both runs give the same
-metrics, refusal counts, diagnoses and per-question answers and judgements.
+metrics, refusal counts, diagnoses and per-question answers and judgements. `--quick` runs the same steps at a
+tiny size (4 questions, 20 ms latency, 4 in flight) in seconds, with the same checks except the speed-up target
+(too few calls to measure it; the figure is printed); any failure exits non-zero.
 """
 
 from __future__ import annotations
@@ -88,7 +90,10 @@ def main() -> None:
         help="time only N questions (x 2 configurations) sequentially and extrapolate (default: the full run)",
     )
     parser.add_argument("--min-speedup", type=float, default=10.0, help="the figure the issue asks for")
+    parser.add_argument("--quick", action="store_true", help="the same steps at a tiny size, in seconds")
     args = parser.parse_args()
+    if args.quick:
+        args.questions, args.latency, args.concurrency, args.min_speedup = 4, 0.02, 4, 0.0
     if args.questions < 1 or args.concurrency < 2:
         parser.error("--questions must be at least 1 and --concurrency at least 2")
     sample = args.sequential_estimate
@@ -112,7 +117,10 @@ def run_bench(args: argparse.Namespace, data_dir: str) -> None:
             "LOG_LEVEL": "WARNING",
         }
     )
-    os.environ.pop("EVALSITE_LLM_BASE_URL", None)
+    for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
+        os.environ.pop(
+            name, None
+        )  # a temporary SQLite database and the scripted server, whatever the shell says
     sys.path.insert(0, str(ROOT))
     import django
 

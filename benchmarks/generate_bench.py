@@ -2,18 +2,21 @@
 scripted OpenAI-compatible server answering every call after `--latency` seconds, one call at a time
 (EVALSITE_LLM_CONCURRENCY=1) and then with `--concurrency` calls in flight, side by side in one run.
 
-    .venv/bin/python benchmarks/generate_bench.py [--pages 100] [--latency 0.2] [--concurrency 8]
+    .venv/bin/python benchmarks/generate_bench.py [--pages 100] [--latency 0.2] [--concurrency 8] [--quick]
 
 Each measurement is the whole job as a worker runs it (django-q2 in sync mode runs it inline: sampling, the chat writer, the
 quality gate, one committed golden entry per accepted page, progress and cache writes) on a fresh temporary
 SQLite database with an empty call cache, so every page costs one real HTTP call. It checks that both runs
 accepted the same questions (the gate runs in sample order whatever the concurrency) and prints the speed-up.
+`--quick` runs the same steps at a tiny size (6 pages, 20 ms latency, 3 in flight) in seconds; any failure exits
+non-zero.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -27,9 +30,25 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="the same steps at a tiny size, in seconds")
     args = parser.parse_args()
+    if args.quick:
+        args.pages, args.latency, args.concurrency = 6, 0.02, 3
+    if args.pages < 1 or args.concurrency < 2:
+        parser.error("--pages must be at least 1 and --concurrency at least 2")
 
     data_dir = tempfile.mkdtemp(prefix="evalsite-generate-bench-")
+    try:
+        run(args, data_dir)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, data_dir: str) -> None:
+    for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
+        os.environ.pop(
+            name, None
+        )  # a temporary SQLite database and the scripted server, whatever the shell says
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "evalsite.settings",
@@ -96,6 +115,7 @@ def main() -> None:
 
     sequential, concurrent = runs[1], runs[args.concurrency]
     assert sequential[1] == concurrent[1], "the two runs accepted different questions"
+    assert concurrent[1], "the quality gate accepted no question"
     print(f"speed-up: {sequential[0] / concurrent[0]:.1f}x (same {len(concurrent[1])} questions accepted)")
 
 

@@ -1,6 +1,6 @@
 """Search and evaluation benchmark, side by side in one run (issue 3's figures).
 
-    .venv/bin/python benchmarks/search_bench.py [--dataset ../shared/datasets/vaswani_npl] [--repeat 5]
+    .venv/bin/python benchmarks/search_bench.py [--dataset ../shared/datasets/vaswani_npl] [--repeat 5] [--quick]
 
 Needs the bench extra (`pip install -e '.[bench]'`: bm25s, rank-bm25, pytrec_eval). Measures, on one collection:
 1. index build time and peak Python memory: evalsite (lucene and okapi) beside bm25s (lucene);
@@ -11,6 +11,10 @@ Needs the bench extra (`pip install -e '.[bench]'`: bm25s, rank-bm25, pytrec_eva
    temporary SQLite database) beside the bare search loop of the same 3 configurations;
 4. that a second evaluation of the unchanged collection builds no index;
 5. FullText quality (nDCG@10, R@100, MRR@10) beside the reference figures of ../shared/datasets/README.md.
+Exits 1 when the okapi scores differ from rank-bm25's, the quality is off the reference by more than 0.005, or
+the second evaluation builds an index. `--quick` runs every step on a sample (the relevant documents of the first
+20 judged queries, topped up to 300 documents with the first of the corpus; those 20 queries), once each, in
+seconds: the figures are printed (the sample has no reference figures).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -37,6 +42,9 @@ REFERENCE = {  # ../shared/datasets/README.md: nDCG@10, R@100, MRR@10
 }
 
 
+QUICK_DOCUMENTS, QUICK_QUERIES = 300, 20
+
+
 def load(folder: Path):
     corpus = [json.loads(line) for line in (folder / "corpus.jsonl").open()]
     queries = [json.loads(line) for line in (folder / "queries.jsonl").open()]
@@ -47,6 +55,25 @@ def load(folder: Path):
         query, doc, grade = line.split()
         if int(grade) > 0:
             qrels.setdefault(query, {})[doc] = int(grade)
+    return corpus, queries, qrels
+
+
+def sample(corpus, queries, qrels, folder: Path):
+    """--quick: the first QUICK_QUERIES judged queries, their relevant documents and the corpus's first documents
+    up to QUICK_DOCUMENTS, also written to `folder` as a BEIR dataset (for the Django part's import)."""
+    queries = [q for q in queries if q["_id"] in qrels][:QUICK_QUERIES]
+    wanted = {doc for q in queries for doc in qrels[q["_id"]]}
+    for document in corpus:
+        if len(wanted) >= QUICK_DOCUMENTS:
+            break
+        wanted.add(document["_id"])
+    corpus = [d for d in corpus if d["_id"] in wanted]
+    qrels = {q["_id"]: qrels[q["_id"]] for q in queries}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    lines = [f"{q}\t{doc}\t{grade}\n" for q, docs in qrels.items() for doc, grade in docs.items()]
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(lines))
     return corpus, queries, qrels
 
 
@@ -80,7 +107,17 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=ROOT.parent / "shared" / "datasets" / "vaswani_npl")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-django", action="store_true", help="Only the engine comparisons.")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"every step on a sample of {QUICK_DOCUMENTS} documents and {QUICK_QUERIES} queries, once each",
+    )
     args = parser.parse_args()
+    if not (args.dataset / "corpus.jsonl").is_file():
+        parser.error(f"{args.dataset} holds no corpus.jsonl (the datasets are in ../shared/datasets)")
+    if args.quick:
+        args.repeat = 1
+    failures: list[str] = []
 
     import bm25s
     import numpy as np
@@ -94,6 +131,11 @@ def main() -> None:
 
     name = args.dataset.name
     corpus, queries, qrels = load(args.dataset)
+    dataset = args.dataset
+    if args.quick:
+        dataset = Path(tempfile.mkdtemp(prefix="evalsite-search-bench-")) / name
+        corpus, queries, qrels = sample(corpus, queries, qrels, dataset)
+        name = f"{name} (--quick sample)"
     texts = [f"{d.get('title', '')}\n{d['text']}" if d.get("title") else d["text"] for d in corpus]
     ids = [d["_id"] for d in corpus]
     query_texts = [q["text"] for q in queries]
@@ -159,6 +201,8 @@ def main() -> None:
     ours_scores = index.bm25_indexes["okapi"].scores(query_tokens[0])
     exact = bool(np.array_equal(ours_scores, okapi_ref.get_scores(query_tokens[0])))
     print(f"okapi scores identical to rank-bm25 on query 1: {exact}\n")
+    if not exact:
+        failures.append("okapi scores differ from rank-bm25's")
 
     # 5. quality
     print("## FullText quality (pytrec_eval-equal metrics) beside the reference")
@@ -179,16 +223,23 @@ def main() -> None:
         got = tuple(statistics.fmean(col) for col in zip(*per, strict=True))
         ref = REFERENCE.get((name, variant))
         ok = "n/a" if ref is None else str(all(abs(a - b) <= 0.005 for a, b in zip(got, ref, strict=True)))
+        if ok == "False":
+            failures.append(f"{variant} quality off the reference")
         refs = "n/a" if ref is None else " / ".join(f"{x:.4f}" for x in ref)
         print(f"| {variant} | {got[0]:.4f} | {got[1]:.4f} | {got[2]:.4f} | {refs} | {ok} |")
     print()
 
-    if not args.skip_django:
-        django_part(args.dataset, args.repeat)
+    if not args.skip_django and not django_part(dataset, args.repeat):
+        failures.append("the second evaluation built an index")
+    if args.quick:
+        shutil.rmtree(dataset.parent, ignore_errors=True)
+    if failures:
+        sys.exit("FAILED: " + "; ".join(failures))
 
 
-def django_part(dataset: Path, repeat: int) -> None:
-    """3 and 4: the whole evaluate call through Django, on a temporary SQLite database."""
+def django_part(dataset: Path, repeat: int) -> bool:
+    """3 and 4: the whole evaluate call through Django, on a temporary SQLite database; whether the second
+    evaluation built no index."""
     data_dir = tempfile.mkdtemp(prefix="evalsite-bench-")
     os.environ.update(
         {
@@ -198,7 +249,8 @@ def django_part(dataset: Path, repeat: int) -> None:
             "ALLOWED_HOSTS": "testserver",
         }
     )
-    os.environ.pop("DATABASE_URL", None)
+    for variable in ("DATABASE_URL", "EVALSITE_REDIS_URL"):
+        os.environ.pop(variable, None)  # the temporary SQLite database, whatever the shell says
     import django
 
     django.setup()
@@ -261,7 +313,10 @@ def django_part(dataset: Path, repeat: int) -> None:
     indexes.clear_memory()  # a fresh process: the index must come from disk, not be rebuilt
     again = whole().json()["runs"][0]["index"]
     print(f"second evaluation in a process without the index in memory: {again}")
-    print(f"builds no index: {again['built'] == 0 and again['parts_built'] == 0}")
+    none_built = again["built"] == 0 and again["parts_built"] == 0
+    print(f"builds no index: {none_built}")
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return none_built
 
 
 if __name__ == "__main__":

@@ -1,0 +1,182 @@
+"""Every benchmark's `--quick` run: the same code path as the full benchmark at a tiny size, so that a benchmark
+cannot rot unnoticed. Each runs as a subprocess of this interpreter and must exit 0 and print its figures.
+
+The runs start when the first of these tests runs, PARALLEL at a time (most of their time is spent waiting on a
+server starting, a scripted model's latency or a database), and each test waits for its own. Deselect them with
+`-m "not benchmark"`. The load benchmark runs on the backend of this suite: PostgreSQL + Redis when DATABASE_URL
+names a PostgreSQL server (a database of its own on that server, dropped afterwards), SQLite otherwise. The others
+use a temporary SQLite database whatever the suite's backend: they run with the suite on SQLite only (CI runs it
+on both), not twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASETS = ROOT.parent / "shared" / "datasets"
+PARALLEL = 2
+TIMEOUT = 300  # seconds per benchmark, a generous bound: each takes seconds to a minute on 2 busy cores
+
+# What each must print (besides exiting 0): its figures, and the verdicts of its checks.
+EXPECTED: dict[str, list[str]] = {
+    "dashboard_bench": [
+        "stored 25 runs x 10 questions",
+        "| runs (page n)",
+        "| compare (5 runs",
+        "| trends (",
+    ],
+    "generate_bench": ["concurrency  1:", "concurrency  3:", "speed-up:", "questions accepted)"],
+    "answers_bench": [
+        "concurrency  1:",
+        "speed-up:",
+        "same metrics, refusals, diagnoses and per-question results: yes",
+    ],
+    "clapnq_answers": ["12 golden entries kept", "Hybrid High", "support-threshold sweep", "0.95 "],
+    "search_bench": [
+        "| evalsite lucene |",
+        "| bm25s lucene (numpy) |",
+        "okapi scores identical to rank-bm25 on query 1: True",
+        "| lucene | 0.",
+        "| POST /search/evaluate, persisted |",
+        "builds no index: True",
+    ],
+    "load_bench": [
+        "| every request kind answered 2xx | all | yes |",
+        "| 0 server errors (5xx) | 0 | yes |",
+        "| fresh Hybrid | 100% | 3 |",
+        "no process left",
+    ],
+}
+NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl"}
+BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
+# Started longest first (as measured), so that the longest does not run alone at the end.
+LONGEST_FIRST = [
+    "load_bench",
+    "clapnq_answers",
+    "search_bench",
+    "dashboard_bench",
+    "answers_bench",
+    "generate_bench",
+]
+# Settings the benchmarks choose themselves: the suite's own must not leak into them.
+SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")
+
+
+def server_url(url: str) -> str:
+    """scheme://user@host:port of a database URL, without the database."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def on_postgres() -> bool:
+    return os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
+
+
+def skip_reason(name: str) -> str | None:
+    if name in NEEDS_DATASET and not NEEDS_DATASET[name].is_dir():
+        return f"{name} needs {NEEDS_DATASET[name]}, absent here (CI has ../shared/datasets)"
+    if on_postgres() and name not in BACKEND_BOUND:
+        return f"{name} runs on SQLite whatever DATABASE_URL says: run with the suite on SQLite"
+    return None
+
+
+def command(name: str) -> list[str]:
+    argv = [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick"]
+    database = os.environ.get("DATABASE_URL", "")
+    if name == "load_bench" and on_postgres():
+        argv += ["--backend", "postgres", "--postgres-url", server_url(database)]
+        if os.environ.get("EVALSITE_REDIS_URL"):
+            argv += ["--redis-url", server_url(os.environ["EVALSITE_REDIS_URL"])]
+    return argv
+
+
+@dataclass
+class Finished:
+    returncode: int
+    output: str
+    seconds: float
+
+
+def run(name: str) -> Finished:
+    env = {k: v for k, v in os.environ.items() if k not in SUITE_ONLY and not k.startswith("EVALSITE_LLM_")}
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command(name), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # SIGTERM first: the load benchmark stops its servers and removes its data on it (SIGKILL would not).
+        process.send_signal(signal.SIGTERM)
+        try:
+            output, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+        output += f"\n[timed out after {TIMEOUT} s]"
+    return Finished(process.returncode, output, time.perf_counter() - started)
+
+
+@pytest.fixture(scope="module")
+def launched(request: pytest.FixtureRequest):
+    """name -> the future of its run, for every benchmark selected in this session (PARALLEL at a time)."""
+    selected = [
+        item.callspec.params["name"]
+        for item in request.session.items
+        if getattr(item, "module", None) is sys.modules[__name__] and hasattr(item, "callspec")
+    ]
+    runnable = [name for name in LONGEST_FIRST if name in selected and skip_reason(name) is None]
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        futures: dict[str, Future[Finished]] = {name: pool.submit(run, name) for name in runnable}
+        yield futures
+
+
+def server_processes_of(data_dir: str) -> list[str]:
+    """Processes whose environment names this data directory (a server the load benchmark started)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if f"EVALSITE_DATA_DIR={data_dir}".encode() in environ:
+                found.append(entry)
+    return found
+
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_quick_benchmark_runs_and_prints_its_figures(
+    name: str, launched: dict[str, Future[Finished]]
+) -> None:
+    """`benchmarks/<name>.py --quick` exits 0 and prints its figures and the verdicts of its checks."""
+    reason = skip_reason(name)
+    if reason:
+        pytest.skip(reason)
+    finished = launched[name].result()
+    print(f"{name} --quick: {finished.seconds:.1f} s")
+    assert finished.returncode == 0, f"exit {finished.returncode}:\n{finished.output[-6000:]}"
+    missing = [text for text in EXPECTED[name] if text not in finished.output]
+    assert not missing, f"not printed: {missing}\n{finished.output[-6000:]}"
+    if name == "load_bench":
+        data_dirs = [
+            line.split()[2].rstrip(";")
+            for line in finished.output.splitlines()
+            if line.startswith("data directory ")
+        ]
+        assert data_dirs, finished.output[-3000:]
+        for data_dir in data_dirs:
+            assert not Path(data_dir).exists(), f"{data_dir} left behind"
+            assert not server_processes_of(data_dir), f"processes of {data_dir} left behind"
