@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from goldenset.models import AuditEvent, Collection, Document, GoldenEntry, Job, JobKind, Page
 from goldenset.services import EntryInput, golden_entries_add
+from tests.support import iso
 
 URL = "/lmkit/v1/collections"
-
-
-def iso(moment) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def collection_json(collection: Collection, **counts) -> dict:

@@ -12,8 +12,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from django.apps import apps
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import RequestFactory, override_settings
 from django.urls import reverse
@@ -23,7 +21,7 @@ from rest_framework.test import APIClient
 
 from evalsite import views as site_views
 from evalsite.api.errors import envelope
-from goldenset import importers, services
+from goldenset import importers
 from goldenset.beir import read_corpus, read_qrels, read_queries
 from goldenset.errors import EvalsiteError
 from goldenset.golden_files import GoldenFileError, parse_golden
@@ -37,26 +35,13 @@ from goldenset.text import (
     key_problem,
     tag_problem,
 )
+from tests.support import add_entries, db_state, uploaded
 
 API = "/lmkit/v1"
 DOCS = f"{API}/collections/handbook/documents"
 UPLOADS = f"{API}/collections/handbook/uploads"
 GS = f"{API}/search/golden-set"
 GOLDEN_UPLOAD = f"{GS}/upload"
-
-
-def db_state() -> dict[str, list]:
-    """Every row of the project's tables and the task queue (an API key's last-use stamp aside)."""
-    state = {}
-    for label in ("goldenset", "evaluation", "django_q"):
-        for model in apps.get_app_config(label).get_models():
-            fields = [f.attname for f in model._meta.concrete_fields if f.attname != "last_used_at"]
-            state[model._meta.label] = sorted(model.objects.values_list(*fields), key=repr)
-    return state
-
-
-def _file(name: str, content: str | bytes) -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content)
 
 
 def _error(response, status: int, code: str) -> dict:
@@ -69,23 +54,14 @@ def _error(response, status: int, code: str) -> dict:
     return body["error"]
 
 
-def _add(world, *questions: str, **fields: Any) -> list[GoldenEntry]:
-    created, _ = services.golden_entries_add(
-        collection=world.collection,
-        entries=[services.EntryInput(question=q, **fields) for q in questions],
-        actor="test",
-    )
-    return created
-
-
 def _upload(world, name: str, content: str | bytes):
-    return world.client.post(UPLOADS, {"file": _file(name, content)}, format="multipart")
+    return world.client.post(UPLOADS, {"file": uploaded(name, content)}, format="multipart")
 
 
 def _golden_upload(world, content: str | bytes, collection_id: str = "handbook"):
     return world.client.post(
         GOLDEN_UPLOAD,
-        {"collection_id": collection_id, "file": _file("golden.json", content)},
+        {"collection_id": collection_id, "file": uploaded("golden.json", content)},
         format="multipart",
     )
 
@@ -244,10 +220,10 @@ def test_golden_keys_with_control_characters_are_refused(world, key):
 
 def test_the_service_refuses_bad_keys_and_tags_from_any_writer(world):
     with pytest.raises(EvalsiteError) as raised:
-        _add(world, "Q?", key="a\tb")
+        add_entries(world.collection, "Q?", key="a\tb")
     assert raised.value.details == {"index": 0, "field": "key"}
     with pytest.raises(EvalsiteError) as raised:
-        _add(world, "Q?", tags=["ok", "a|b"])
+        add_entries(world.collection, "Q?", tags=["ok", "a|b"])
     assert raised.value.message == 'entries[0].tags[1]: may not contain "|".'
     assert not GoldenEntry.objects.exists()
 
@@ -482,7 +458,7 @@ def test_too_many_form_fields_or_files_is_a_bad_request(world):
     before = db_state()
     fields: dict[str, Any] = {f"f{i}": "1" for i in range(1001)}
     _error(world.client.post(UPLOADS, fields, format="multipart"), 400, "bad-request")
-    files = [_file(f"d{i}.txt", "x") for i in range(101)]
+    files = [uploaded(f"d{i}.txt", "x") for i in range(101)]
     error = _error(world.client.post(UPLOADS, {"file": files}, format="multipart"), 400, "bad-request")
     assert "DATA_UPLOAD_MAX_NUMBER_FILES" in error["message"]
     assert db_state() == before
@@ -493,7 +469,7 @@ def test_a_form_field_over_the_memory_limit_is_payload_too_large(world):
     with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=1000):
         response = world.client.post(
             GOLDEN_UPLOAD,
-            {"collection_id": "x" * 2000, "file": _file("golden.json", "[]")},
+            {"collection_id": "x" * 2000, "file": uploaded("golden.json", "[]")},
             format="multipart",
         )
     _error(response, 413, "payload-too-large")
@@ -631,8 +607,8 @@ def _entry_json(world, entry: GoldenEntry) -> dict:
     ],
 )
 def test_a_patch_keeps_every_field_it_does_not_name(world, change):
-    (entry,) = _add(
-        world,
+    (entry,) = add_entries(
+        world.collection,
         "How long do refunds take?",
         expected_document_ids=["refunds", "shipping"],
         grades={"refunds": 3, "shipping": 1},
@@ -652,7 +628,9 @@ def test_a_patch_keeps_every_field_it_does_not_name(world, change):
 
 
 def test_a_patch_of_one_list_leaves_the_other_lists_alone(world):
-    (entry,) = _add(world, "Q?", expected_document_ids=["refunds"], tags=["a"], grades={"refunds": 2})
+    (entry,) = add_entries(
+        world.collection, "Q?", expected_document_ids=["refunds"], tags=["a"], grades={"refunds": 2}
+    )
     response = world.client.patch(f"{GS}/{entry.pk}", {"tags": ["b"]}, format="json")
     assert response.status_code == 200, response.json()
     assert (response.json()["expected_document_ids"], response.json()["grades"]) == (
@@ -669,7 +647,9 @@ def test_a_patch_of_one_list_leaves_the_other_lists_alone(world):
 
 
 def test_an_entry_expecting_a_deleted_document_can_still_be_edited(world):
-    (entry,) = _add(world, "Refunds?", expected_document_ids=["refunds", "shipping"], grades={"refunds": 2})
+    (entry,) = add_entries(
+        world.collection, "Refunds?", expected_document_ids=["refunds", "shipping"], grades={"refunds": 2}
+    )
     assert world.client.delete(f"{DOCS}/refunds").status_code == 204
     response = world.client.patch(f"{GS}/{entry.pk}", {"reviewed": True}, format="json")
     assert response.status_code == 200, response.json()
@@ -688,15 +668,11 @@ def test_an_entry_expecting_a_deleted_document_can_still_be_edited(world):
 
 
 def test_an_export_imports_back_into_its_own_collection_unchanged(world):
-    _add(world, "Refund window?", "Shipping time?", expected_document_ids=["shipping"], tags=["ops"])
-    services.golden_entries_add(
-        collection=world.collection,
-        entries=[
-            services.EntryInput(
-                question="Warranty?", key="w", expected_document_ids=["warranty"], grades={"warranty": 3}
-            )
-        ],
-        actor="test",
+    add_entries(
+        world.collection, "Refund window?", "Shipping time?", expected_document_ids=["shipping"], tags=["ops"]
+    )
+    add_entries(
+        world.collection, "Warranty?", key="w", expected_document_ids=["warranty"], grades={"warranty": 3}
     )
     world.client.delete(f"{DOCS}/shipping")
     exported = world.client.get(f"{GS}/export", {"collection_id": "handbook"}).content
@@ -708,7 +684,9 @@ def test_an_export_imports_back_into_its_own_collection_unchanged(world):
 
 
 def test_an_import_without_ids_updates_the_entries_with_the_same_question(world):
-    (entry,) = _add(world, "Refund window?", expected_document_ids=["refunds"], grades={"refunds": 2})
+    (entry,) = add_entries(
+        world.collection, "Refund window?", expected_document_ids=["refunds"], grades={"refunds": 2}
+    )
     golden = json.dumps(
         [
             {
@@ -727,7 +705,7 @@ def test_an_import_without_ids_updates_the_entries_with_the_same_question(world)
 
 
 def test_an_import_may_not_name_one_entry_twice(world):
-    (entry,) = _add(world, "Refund window?", key="r")
+    (entry,) = add_entries(world.collection, "Refund window?", key="r")
     before = db_state()
     golden = json.dumps([{"id": "r", "question": "Renamed?"}, {"question": "Refund window?"}])
     error = _error(_golden_upload(world, golden), 409, "duplicate-question")
@@ -739,7 +717,7 @@ def test_an_import_may_not_name_one_entry_twice(world):
 
 
 def test_a_tag_with_a_pipe_is_refused_by_post_and_patch(world):
-    (entry,) = _add(world, "Q?", tags=["a"])
+    (entry,) = add_entries(world.collection, "Q?", tags=["a"])
     before = db_state()
     body = {"collection_id": "handbook", "entries": [{"question": "Other?", "tags": ["ok", "a|b"]}]}
     error = _error(world.client.post(GS, body, format="json"), 400, "validation-error")
@@ -830,8 +808,8 @@ def test_real_responses_match_the_documented_schema(world, openapi):
     _validate(openapi, docs.replace("documents", "uploads"), "post", 200, response.json())
     _validate(openapi, docs + "/{document_id}", "get", 200, world.client.get(f"{DOCS}/plain").json())
     _validate(openapi, docs, "get", 200, world.client.get(DOCS).json())
-    _add(world, "Q?", key="k", tags=["t"])
-    _add(world, "Unanswerable?", answerable=False)
+    add_entries(world.collection, "Q?", key="k", tags=["t"])
+    add_entries(world.collection, "Unanswerable?", answerable=False)
     export = world.client.get(f"{GS}/export", {"collection_id": "handbook"}).json()
     assert isinstance(export, list) and len(export) == 2
     _validate(openapi, "/lmkit/v1/search/golden-set/export", "get", 200, export)
