@@ -62,3 +62,13 @@ def handbook_entries(
     if unanswerable:
         entries.append(EntryInput(question="Who is the chief executive?", key="q4"))
     return add_entries(collection, *entries)
+
+
+def refused(response, status: int, code: str) -> dict:
+    """The envelope of a refused request: its status, its code; returns message and details."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json", response.content[:300]
+    body = response.json()
+    assert body.keys() == {"error"} and body["error"].keys() == {"code", "message", "details"}
+    assert body["error"]["code"] == code, body
+    return body["error"]

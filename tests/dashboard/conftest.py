@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import parse_configs
@@ -17,6 +20,7 @@ from goldenset import services
 from goldenset.models import Collection, GoldenEntry, Membership
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
+from tests.dashboard.answer_runs_support import make_answer_run, questions
 
 
 @pytest.fixture(autouse=True)
@@ -196,3 +200,57 @@ def make_runs(
 @pytest.fixture(autouse=True)
 def _fresh_indexes(fresh_indexes):
     """Every test here gets search indexes of its own (tests/conftest.py)."""
+
+
+@dataclass
+class AnswerBatch:
+    batch_id: uuid.UUID
+    heuristic: EvaluationRun  # no context recall at all; one unreadable exclusion, one fallback
+    judged: EvaluationRun
+
+
+@pytest.fixture
+def answer_batch(world) -> AnswerBatch:
+    """Two answer runs of one batch over the eight questions of `questions()`: the extractive answers judged by
+    the heuristic, and an LLM's answers judged partly by an LLM judge (mode "mixed"), a minute later."""
+    batch_id = uuid.uuid4()
+    now = timezone.now()
+    heuristic = make_answer_run(
+        world.tenant,
+        world.collection,
+        "extractive",
+        questions(with_recall=False),
+        batch_id=batch_id,
+        created_at=now - timedelta(minutes=2),
+    )
+    judged = make_answer_run(
+        world.tenant,
+        world.collection,
+        "llm answers",
+        questions(0.1, judge="llm-judge"),
+        batch_id=batch_id,
+        mode="mixed",
+        created_at=now - timedelta(minutes=1),
+        model="qwen2.5:7b",
+        judge_model="llama3.1:8b",
+    )
+    return AnswerBatch(batch_id, heuristic, judged)
+
+
+def run_url(run: EvaluationRun, query: str = "") -> str:
+    return reverse("dashboard:run", args=[run.pk]) + query
+
+
+def text_of(response) -> str:
+    """The page's text with tags removed and whitespace collapsed, to assert on what a reader sees."""
+    html = response.content.decode()
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()
+
+
+def compare_url(*runs) -> str:
+    return reverse("dashboard:compare") + "?" + "&".join(f"run={r.pk}" for r in runs)
+
+
+def question_url(run: EvaluationRun, position: int) -> str:
+    return reverse("dashboard:run-question", args=[run.pk, position])
