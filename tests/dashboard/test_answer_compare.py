@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
 from evaluation import stats
@@ -32,6 +33,7 @@ def test_two_answer_runs_compare_with_p_values_per_metric(alice, world, answer_b
     (pair,) = context["pair_rows"]
     assert (pair.name_a, pair.name_b) == ("extractive", "llm answers")
     runs = [answer_batch.heuristic, answer_batch.judged]
+    assert [metric for metric, _ in pair.by_metric] == ["score", *JUDGED]
     for metric, cell in pair.by_metric:
         if metric == "context_recall":  # the first run scored no question on it: nothing to pair
             assert cell is None
@@ -51,7 +53,12 @@ def test_two_answer_runs_compare_with_p_values_per_metric(alice, world, answer_b
     assert score.mean_a == pytest.approx(answer_batch.heuristic.metrics["score"])
     assert score.mean_b == pytest.approx(answer_batch.judged.metrics["score"])
     text = text_of(page)
-    assert "p = " in text or "p < 0.001" in text
+    # Each paired cell shows its p-value as the page formats it.
+    shown = [c for c in pair.cells if c is not None]
+    assert len(shown) == len(JUDGED)  # the score and every judged metric but context recall
+    for cell in shown:
+        p = "p < 0.001" if cell.p_value < 0.001 else f"p = {floatformat(cell.p_value, 3)}"
+        assert p in text, cell
     # Run-level numbers: score, mode and refusal both ways with counts.
     levels = {r.name: r for r in context["run_level_rows"]}
     assert levels["llm answers"].mode == "mixed" and levels["extractive"].mode == "heuristic"

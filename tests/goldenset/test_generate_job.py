@@ -180,7 +180,7 @@ def test_the_llm_job_counts_every_fault_and_caches_its_calls(transactional_db, w
     assert result["calls"] == 12 and result["cache_hits"] == 0
     assert collection.golden_entries.filter(origin=Origin.GENERATED).count() == result["accepted"]
     assert LLMCall.objects.count() == 12
-    assert all(r.body["model"] == "scripted-default" and r.body["seed"] == 3 for r in llm.requests)
+    assert [(r.body["model"], r.body["seed"]) for r in llm.requests] == [("scripted-default", 3)] * 12
 
     # The same seed again: every page already questioned is skipped, the rest are answered from the cache.
     sent = llm.count()
