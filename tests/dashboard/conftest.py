@@ -21,6 +21,7 @@ from goldenset.models import Collection, GoldenEntry, Membership
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
 from tests.dashboard.answer_runs_support import make_answer_run, questions
+from tests.support import add_entries
 
 
 @pytest.fixture(autouse=True)
@@ -58,32 +59,28 @@ def alice(member) -> Client:
 
 @pytest.fixture
 def golden(world) -> list[GoldenEntry]:
-    created, _ = services.golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?",
-                expected_document_ids=["refunds"],
-                key="q-refund",
-                tags=["policy", "money"],
-                reference_answer="30 days.",
-            ),
-            EntryInput(
-                question="When does express shipping arrive?",
-                expected_document_ids=["shipping"],
-                key="q-ship",
-                tags=["shipping"],
-            ),
-            EntryInput(
-                question="What does the warranty cover?",
-                expected_document_ids=["warranty", "refunds"],
-                grades={"warranty": 2},
-                tags=["policy"],
-            ),
-        ],
-        actor="test",
+    return add_entries(
+        world.collection,
+        EntryInput(
+            question="How long is the refund window?",
+            expected_document_ids=["refunds"],
+            key="q-refund",
+            tags=["policy", "money"],
+            reference_answer="30 days.",
+        ),
+        EntryInput(
+            question="When does express shipping arrive?",
+            expected_document_ids=["shipping"],
+            key="q-ship",
+            tags=["shipping"],
+        ),
+        EntryInput(
+            question="What does the warranty cover?",
+            expected_document_ids=["warranty", "refunds"],
+            grades={"warranty": 2},
+            tags=["policy"],
+        ),
     )
-    return created
 
 
 CONFIGS = [
@@ -116,11 +113,7 @@ def other_collection(world) -> Collection:
     """A second collection of the same tenant, with a golden entry."""
     collection = services.collection_create(tenant=world.tenant, slug="faq", name="FAQ")
     add_documents(collection, {"hours": "The shop opens at nine and closes at six."})
-    services.golden_entries_add(
-        collection=collection,
-        entries=[EntryInput(question="When does the shop open?", expected_document_ids=["hours"])],
-        actor="test",
-    )
+    add_entries(collection, EntryInput(question="When does the shop open?", expected_document_ids=["hours"]))
     return collection
 
 

@@ -15,6 +15,7 @@ from goldenset import services
 from goldenset.models import Job, JobStatus
 from tests.answer_support import decline_everything, scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
+from tests.support import add_entries
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
 ANSWER = "/lmkit/v1/search/answer"
@@ -23,31 +24,28 @@ METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_preci
 
 @pytest.fixture
 def golden(world):
-    services.golden_entries_add(
-        collection=world.collection,
-        entries=[
-            services.EntryInput(
-                question="How many days do customers have to get a full refund?",
-                expected_document_ids=["refunds"],
-                reference_answer="Customers get a full refund within 30 days of purchase.",
-            ),
-            services.EntryInput(
-                question="How quickly do orders ship?",
-                expected_document_ids=["shipping"],
-                reference_answer="Orders ship within two business days.",
-            ),
-            services.EntryInput(
-                question="What does the device warranty cover?",
-                expected_document_ids=["warranty"],
-                reference_answer="Manufacturing defects, for two years.",
-            ),
-            services.EntryInput(
-                question="Do you offer gift wrapping for birthday presents?",
-                expected_document_ids=[],
-                answerable=False,
-            ),
-        ],
-        actor="test",
+    add_entries(
+        world.collection,
+        services.EntryInput(
+            question="How many days do customers have to get a full refund?",
+            expected_document_ids=["refunds"],
+            reference_answer="Customers get a full refund within 30 days of purchase.",
+        ),
+        services.EntryInput(
+            question="How quickly do orders ship?",
+            expected_document_ids=["shipping"],
+            reference_answer="Orders ship within two business days.",
+        ),
+        services.EntryInput(
+            question="What does the device warranty cover?",
+            expected_document_ids=["warranty"],
+            reference_answer="Manufacturing defects, for two years.",
+        ),
+        services.EntryInput(
+            question="Do you offer gift wrapping for birthday presents?",
+            expected_document_ids=[],
+            answerable=False,
+        ),
     )
     return world
 

@@ -28,13 +28,9 @@ from goldenset.models import (
     hash_api_key,
 )
 from goldenset.services import EntryInput
+from tests.support import add_entries
 
 ACTOR = "user:admin"  # pytest-django's admin_user
-
-
-def add_entries(collection: Collection, *entries: EntryInput) -> list[GoldenEntry]:
-    created, _ = services.golden_entries_add(collection=collection, entries=list(entries), actor="test")
-    return created
 
 
 def refund_entry(collection: Collection, **kwargs) -> GoldenEntry:
