@@ -247,3 +247,32 @@ def compare_url(*runs) -> str:
 
 def question_url(run: EvaluationRun, position: int) -> str:
     return reverse("dashboard:run-question", args=[run.pk, position])
+
+
+SEARCH_CONFIG = {
+    "search_type": "FullText",
+    "fusion": "Rrf",
+    "bm25_variant": "lucene",
+    "rerank": "",
+    "label": "",
+}
+
+
+def launch_data(configs: list[dict], collections=("handbook",), *, defaults=SEARCH_CONFIG, **fields) -> dict:
+    """A launcher's POST: the form's fields and one "configs" formset row per configuration, over `defaults`
+    ("enabled" is a checkbox: sent only when true)."""
+    data: dict = {
+        "collections": list(collections),
+        "configs-TOTAL_FORMS": str(len(configs)),
+        "configs-INITIAL_FORMS": str(len(configs)),
+        "configs-MIN_NUM_FORMS": "0",
+        "configs-MAX_NUM_FORMS": "20",
+        **fields,
+    }
+    for i, config in enumerate(configs):
+        for name, value in {**defaults, **config}.items():
+            if name != "enabled":
+                data[f"configs-{i}-{name}"] = value
+            elif value:
+                data[f"configs-{i}-enabled"] = "on"
+    return data

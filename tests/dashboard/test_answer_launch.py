@@ -7,42 +7,15 @@ from django.urls import reverse
 
 from evaluation.models import EvaluationRun
 from goldenset.models import GoldenEntry, Job, JobKind, JobStatus
-from tests.dashboard.conftest import question_url, run_url
+from tests.dashboard.conftest import SEARCH_CONFIG, launch_data, question_url, run_url
 
 # --- launching an answer evaluation ------------------------------------------------------------------------
 
 
 def answer_launch_data(configs: list[dict], collections=("handbook",), **fields) -> dict:
-    data: dict = {
-        "collections": list(collections),
-        "judge_model": "",
-        "max_questions": "",
-        "unanswerable_questions": "",
-        "configs-TOTAL_FORMS": str(len(configs)),
-        "configs-INITIAL_FORMS": str(len(configs)),
-        "configs-MIN_NUM_FORMS": "0",
-        "configs-MAX_NUM_FORMS": "20",
-        **fields,
-    }
-    for i, config in enumerate(configs):
-        row = {
-            "search_type": "FullText",
-            "fusion": "Rrf",
-            "bm25_variant": "lucene",
-            "rerank": "",
-            "label": "",
-            "top_k": "3",
-            "model": "",
-            "groundedness": "Off",
-            **config,
-        }
-        for name, value in row.items():
-            if name == "enabled":
-                if value:
-                    data[f"configs-{i}-enabled"] = "on"
-            else:
-                data[f"configs-{i}-{name}"] = value
-    return data
+    fields = {"judge_model": "", "max_questions": "", "unanswerable_questions": "", **fields}
+    defaults = {**SEARCH_CONFIG, "top_k": "3", "model": "", "groundedness": "Off"}
+    return launch_data(configs, collections, defaults=defaults, **fields)
 
 
 def test_the_answer_launcher_offers_configurations_and_links_the_retrieval_one(alice, world, golden):

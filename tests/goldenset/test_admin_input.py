@@ -7,34 +7,10 @@ import pytest
 from django.urls import reverse
 
 from goldenset.models import Collection, Document
+from tests.goldenset.conftest import document_form
 from tests.support import db_state
 
 # --- the admin reads JSON and ids by the same rules -----------------------------------------------------------
-
-
-def _document_form(document: Document, **overrides: str) -> dict[str, str]:
-    pages = list(document.pages.order_by("number"))
-    data = {
-        "external_id": document.external_id,
-        "title": document.title,
-        "source": document.source,
-        "metadata": "{}",
-        "initial-metadata": "{}",
-        "supersedes": "",
-        "pages-TOTAL_FORMS": str(len(pages)),
-        "pages-INITIAL_FORMS": str(len(pages)),
-        "pages-MIN_NUM_FORMS": "0",
-        "pages-MAX_NUM_FORMS": "1000",
-        "_save": "Save",
-    }
-    for i, page in enumerate(pages):
-        data |= {
-            f"pages-{i}-id": str(page.pk),
-            f"pages-{i}-document": str(document.pk),
-            f"pages-{i}-number": str(page.number),
-            f"pages-{i}-text": page.text,
-        }
-    return data | overrides
 
 
 @pytest.mark.parametrize(
@@ -53,7 +29,7 @@ def test_the_admin_refuses_json_the_database_cannot_hold(admin_client, world, me
     document = Document.objects.get(collection=world.collection, external_id="refunds")
     url = reverse("admin:goldenset_document_change", args=[document.pk])
     before = db_state()
-    response = admin_client.post(url, _document_form(document, metadata=metadata))
+    response = admin_client.post(url, document_form(document) | {"metadata": metadata})
     assert response.status_code == 200  # the form again, with the error
     assert response.context["adminform"].form.errors == {"metadata": [error]}
     assert db_state() == before
@@ -63,7 +39,7 @@ def test_the_admin_refuses_unusable_document_ids(admin_client, world):
     document = Document.objects.get(collection=world.collection, external_id="refunds")
     url = reverse("admin:goldenset_document_change", args=[document.pk])
     before = db_state()
-    response = admin_client.post(url, _document_form(document, external_id="a/../b"))
+    response = admin_client.post(url, document_form(document) | {"external_id": "a/../b"})
     assert response.context["adminform"].form.errors == {
         "external_id": ['A document id may not have "." or ".." as a path segment.']
     }
