@@ -5,7 +5,7 @@ follow a citation marker to its passage; then the comparison of the two runs and
 run and question pages on a phone-sized screen.
 
 The runs are written straight into the database in the shape the answer pipeline stores (as
-tests/dashboard/test_answer_runs.py does), so the test needs no model or judge.
+tests/dashboard/answer_runs_support.py does), so the test needs no model or judge.
 
 Every page must load without a JavaScript error and without a request to any host but the live server.
 Screenshots go to test-artifacts/screenshots/ (not committed), prefixed "ans-".
@@ -26,7 +26,7 @@ from goldenset import services
 from goldenset.models import Collection, Membership
 from tests.browser.pages import assert_clean, log_in, overflow, watch_requests
 from tests.conftest import add_documents
-from tests.dashboard.test_answer_runs import PASSAGES, make_answer_run, questions
+from tests.dashboard.answer_runs_support import PASSAGES, make_answer_run, questions
 
 CLUSTER, TENANT, SLUG = "acme", "search", "handbook"
 USERNAME, PASSWORD = "alice", "alice-answers-secret"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.configs import parse_configs
@@ -18,6 +21,8 @@ from goldenset import services
 from goldenset.models import Collection, GoldenEntry, Membership
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
+from tests.dashboard.answer_runs_support import make_answer_run, questions
+from tests.support import add_entries
 
 
 @pytest.fixture(autouse=True)
@@ -55,32 +60,28 @@ def alice(member) -> Client:
 
 @pytest.fixture
 def golden(world) -> list[GoldenEntry]:
-    created, _ = services.golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?",
-                expected_document_ids=["refunds"],
-                key="q-refund",
-                tags=["policy", "money"],
-                reference_answer="30 days.",
-            ),
-            EntryInput(
-                question="When does express shipping arrive?",
-                expected_document_ids=["shipping"],
-                key="q-ship",
-                tags=["shipping"],
-            ),
-            EntryInput(
-                question="What does the warranty cover?",
-                expected_document_ids=["warranty", "refunds"],
-                grades={"warranty": 2},
-                tags=["policy"],
-            ),
-        ],
-        actor="test",
+    return add_entries(
+        world.collection,
+        EntryInput(
+            question="How long is the refund window?",
+            expected_document_ids=["refunds"],
+            key="q-refund",
+            tags=["policy", "money"],
+            reference_answer="30 days.",
+        ),
+        EntryInput(
+            question="When does express shipping arrive?",
+            expected_document_ids=["shipping"],
+            key="q-ship",
+            tags=["shipping"],
+        ),
+        EntryInput(
+            question="What does the warranty cover?",
+            expected_document_ids=["warranty", "refunds"],
+            grades={"warranty": 2},
+            tags=["policy"],
+        ),
     )
-    return created
 
 
 CONFIGS = [
@@ -113,11 +114,7 @@ def other_collection(world) -> Collection:
     """A second collection of the same tenant, with a golden entry."""
     collection = services.collection_create(tenant=world.tenant, slug="faq", name="FAQ")
     add_documents(collection, {"hours": "The shop opens at nine and closes at six."})
-    services.golden_entries_add(
-        collection=collection,
-        entries=[EntryInput(question="When does the shop open?", expected_document_ids=["hours"])],
-        actor="test",
-    )
+    add_entries(collection, EntryInput(question="When does the shop open?", expected_document_ids=["hours"]))
     return collection
 
 
@@ -197,3 +194,86 @@ def make_runs(
 @pytest.fixture(autouse=True)
 def _fresh_indexes(fresh_indexes):
     """Every test here gets search indexes of its own (tests/conftest.py)."""
+
+
+@dataclass
+class AnswerBatch:
+    batch_id: uuid.UUID
+    heuristic: EvaluationRun  # no context recall at all; one unreadable exclusion, one fallback
+    judged: EvaluationRun
+
+
+@pytest.fixture
+def answer_batch(world) -> AnswerBatch:
+    """Two answer runs of one batch over the eight questions of `questions()`: the extractive answers judged by
+    the heuristic, and an LLM's answers judged partly by an LLM judge (mode "mixed"), a minute later."""
+    batch_id = uuid.uuid4()
+    now = timezone.now()
+    heuristic = make_answer_run(
+        world.tenant,
+        world.collection,
+        "extractive",
+        questions(with_recall=False),
+        batch_id=batch_id,
+        created_at=now - timedelta(minutes=2),
+    )
+    judged = make_answer_run(
+        world.tenant,
+        world.collection,
+        "llm answers",
+        questions(0.1, judge="llm-judge"),
+        batch_id=batch_id,
+        mode="mixed",
+        created_at=now - timedelta(minutes=1),
+        model="qwen2.5:7b",
+        judge_model="llama3.1:8b",
+    )
+    return AnswerBatch(batch_id, heuristic, judged)
+
+
+def run_url(run: EvaluationRun, query: str = "") -> str:
+    return reverse("dashboard:run", args=[run.pk]) + query
+
+
+def text_of(response) -> str:
+    """The page's text with tags removed and whitespace collapsed, to assert on what a reader sees."""
+    html = response.content.decode()
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html))).strip()
+
+
+def compare_url(*runs) -> str:
+    return reverse("dashboard:compare") + "?" + "&".join(f"run={r.pk}" for r in runs)
+
+
+def question_url(run: EvaluationRun, position: int) -> str:
+    return reverse("dashboard:run-question", args=[run.pk, position])
+
+
+SEARCH_CONFIG = {
+    "search_type": "FullText",
+    "fusion": "Rrf",
+    "bm25_variant": "lucene",
+    "rerank": "",
+    "label": "",
+}
+
+
+def launch_data(configs: list[dict], collections=("handbook",), *, defaults=SEARCH_CONFIG, **fields) -> dict:
+    """A launcher's POST: the form's fields and one "configs" formset row per configuration, over `defaults`
+    ("enabled" is a checkbox: sent only when true)."""
+    data: dict = {
+        "collections": list(collections),
+        "configs-TOTAL_FORMS": str(len(configs)),
+        "configs-INITIAL_FORMS": str(len(configs)),
+        "configs-MIN_NUM_FORMS": "0",
+        "configs-MAX_NUM_FORMS": "20",
+        **fields,
+    }
+    for i, config in enumerate(configs):
+        for name, value in {**defaults, **config}.items():
+            if name != "enabled":
+                data[f"configs-{i}-{name}"] = value
+            elif value:
+                data[f"configs-{i}-enabled"] = "on"
+    return data

@@ -12,11 +12,7 @@ from django.utils import timezone
 from evaluation import stats
 from evaluation.dashboard import charts, trends_reads
 from evaluation.models import EvaluationRun, QuestionResult
-from tests.dashboard.conftest import make_runs
-
-
-def compare_url(*runs) -> str:
-    return reverse("dashboard:compare") + "?" + "&".join(f"run={r.pk}" for r in runs)
+from tests.dashboard.conftest import compare_url, make_runs
 
 
 def test_compare_a_batch_shows_every_metric_with_intervals_and_pairwise_tests(alice, world, batch):

@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from goldenset.golden_files import parse_golden
 from goldenset.models import AuditEvent, GoldenEntry
-from goldenset.services import golden_entries_add
 from goldenset.services.golden import EntryInput
+from tests.support import add_entries
 
 ACTOR = "user:alice"
 
@@ -185,11 +185,7 @@ def test_delete_asks_first_then_deletes_through_the_service(alice, world, golden
 
 def test_actions_never_reach_another_tenants_entries(alice, world):
     rival = world.other_tenant.collections.get()
-    created, _ = golden_entries_add(
-        collection=rival,
-        entries=[EntryInput(question="Rival?", expected_document_ids=["refunds"])],
-        actor="test",
-    )
+    created = add_entries(rival, EntryInput(question="Rival?", expected_document_ids=["refunds"]))
     response = alice.post(
         reverse("dashboard:golden-action", args=[world.collection.slug]),
         {"action": "delete-confirmed", "entry": [str(created[0].pk)]},
@@ -302,14 +298,12 @@ def test_a_cached_golden_row_shows_an_edit_at_once(alice, world):
     """Rows are cached by their entry's id and updated_at: an edit, or a review, shows on the next view."""
     from django.core.cache import cache
 
-    from goldenset import services
     from goldenset.services import EntryInput, golden_entries_mark_reviewed, golden_entry_update
 
     cache.clear()
-    (entry,), _ = services.golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="How long is the refund window?", expected_document_ids=["refunds"])],
-        actor="test",
+    (entry,) = add_entries(
+        world.collection,
+        EntryInput(question="How long is the refund window?", expected_document_ids=["refunds"]),
     )
     url = reverse("dashboard:collection", args=["handbook"])
     assert "How long is the refund window?" in alice.get(url).content.decode()

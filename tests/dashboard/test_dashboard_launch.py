@@ -7,35 +7,11 @@ from django.urls import reverse
 
 from evaluation.models import EvaluationRun
 from goldenset.models import Job, JobKind, JobStatus
-
-PREFIX = "configs"
+from tests.dashboard import conftest
 
 
 def launch_data(configs: list[dict], collections=("handbook",), ks="1,3") -> dict:
-    data = {
-        "collections": list(collections),
-        "ks": ks,
-        f"{PREFIX}-TOTAL_FORMS": str(len(configs)),
-        f"{PREFIX}-INITIAL_FORMS": str(len(configs)),
-        f"{PREFIX}-MIN_NUM_FORMS": "0",
-        f"{PREFIX}-MAX_NUM_FORMS": "20",
-    }
-    for i, config in enumerate(configs):
-        row = {
-            "search_type": "FullText",
-            "fusion": "Rrf",
-            "bm25_variant": "lucene",
-            "rerank": "",
-            "label": "",
-        }
-        row.update(config)
-        for name, value in row.items():
-            if name == "enabled":
-                if value:
-                    data[f"{PREFIX}-{i}-enabled"] = "on"
-            else:
-                data[f"{PREFIX}-{i}-{name}"] = value
-    return data
+    return conftest.launch_data(configs, collections, ks=ks)
 
 
 def test_the_launcher_offers_the_configurations(alice, world, golden):

@@ -15,6 +15,7 @@ from goldenset import services
 from goldenset.models import Job, JobStatus
 from tests.answer_support import decline_everything, scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
+from tests.support import add_entries
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
 ANSWER = "/lmkit/v1/search/answer"
@@ -23,31 +24,28 @@ METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_preci
 
 @pytest.fixture
 def golden(world):
-    services.golden_entries_add(
-        collection=world.collection,
-        entries=[
-            services.EntryInput(
-                question="How many days do customers have to get a full refund?",
-                expected_document_ids=["refunds"],
-                reference_answer="Customers get a full refund within 30 days of purchase.",
-            ),
-            services.EntryInput(
-                question="How quickly do orders ship?",
-                expected_document_ids=["shipping"],
-                reference_answer="Orders ship within two business days.",
-            ),
-            services.EntryInput(
-                question="What does the device warranty cover?",
-                expected_document_ids=["warranty"],
-                reference_answer="Manufacturing defects, for two years.",
-            ),
-            services.EntryInput(
-                question="Do you offer gift wrapping for birthday presents?",
-                expected_document_ids=[],
-                answerable=False,
-            ),
-        ],
-        actor="test",
+    add_entries(
+        world.collection,
+        services.EntryInput(
+            question="How many days do customers have to get a full refund?",
+            expected_document_ids=["refunds"],
+            reference_answer="Customers get a full refund within 30 days of purchase.",
+        ),
+        services.EntryInput(
+            question="How quickly do orders ship?",
+            expected_document_ids=["shipping"],
+            reference_answer="Orders ship within two business days.",
+        ),
+        services.EntryInput(
+            question="What does the device warranty cover?",
+            expected_document_ids=["warranty"],
+            reference_answer="Manufacturing defects, for two years.",
+        ),
+        services.EntryInput(
+            question="Do you offer gift wrapping for birthday presents?",
+            expected_document_ids=[],
+            answerable=False,
+        ),
     )
     return world
 
@@ -230,7 +228,8 @@ def test_a_pipeline_that_declines_everything_has_refusal_recall_1_and_false_refu
     (run,) = runs_of(evaluate(unanswerable_questions=["Can I pay with bitcoin?"]))
     assert run.metrics["refusal_recall"] == 1.0
     assert run.metrics["false_refusal_rate"] == 1.0
-    assert all(r.refused for r in run.results.all())
+    # The four golden questions and the extra unanswerable one: every one declined.
+    assert [r.refused for r in run.results.order_by("position")] == [True] * 5
 
 
 def test_judge_failures_fall_back_to_the_heuristic_and_say_so(evaluate, llm):
@@ -252,14 +251,33 @@ def test_unreadable_judgements_are_excluded_with_a_warning_never_zero(evaluate, 
     llm.reply(r"Answer statements:", "The answer looks fine to me.")  # faithfulness judgements unreadable
     llm.reply(r".", scripted_rag)
     (run,) = runs_of(evaluate(configs=[{"model": "extractive"}]))
-    excluded = run.summary["excluded"]["faithfulness"]
-    assert excluded.get("unreadable", 0) >= 1
-    assert "faithfulness" not in run.metrics or run.metrics["faithfulness"] is not None
-    assert any(f"faithfulness: {excluded['unreadable']} question(s) excluded" in w for w in run.warnings)
-    for result in run.results.all():
+    # One faithfulness prompt per answered question: the three answerable ones (the gift-wrapping question
+    # retrieves nothing and is declined without a call); every one got the unreadable reply.
+    unreadable = sum(
+        1
+        for r in llm.requests
+        if r.path == "/v1/chat/completions" and "Answer statements:" in r.body["messages"][-1]["content"]
+    )
+    assert unreadable == 3
+    assert run.summary["excluded"]["faithfulness"] == {"unreadable": unreadable}
+    # No question could be scored on faithfulness: absent from the run's metrics and None in its summary, not 0.
+    assert "faithfulness" not in run.metrics and "faithfulness" not in run.metric_methods
+    assert run.summary["metrics"]["faithfulness"] is None
+    assert run.metrics["context_recall"] == 1.0  # the other metrics are scored as usual
+    assert run.warnings == [
+        "faithfulness: 3 question(s) excluded: the judge's answer could not be read",
+        "faithfulness: no question could be scored on this metric",
+    ]
+    checked = 0
+    for result in run.results.order_by("position"):
         judged = result.judgements.get("faithfulness")
-        if judged and judged["excluded"] == "unreadable":
-            assert judged["value"] is None and "faithfulness" not in result.metrics
+        if result.answerable:
+            assert judged["excluded"] == "unreadable" and judged["value"] is None, judged
+            assert "faithfulness" not in result.metrics
+            checked += 1
+        else:
+            assert judged is None  # declined without a call: nothing to judge
+    assert checked == run.summary["excluded"]["faithfulness"]["unreadable"]
 
 
 def test_a_failed_answer_is_an_error_not_a_score(evaluate, llm):
@@ -372,6 +390,7 @@ def test_injected_faults_never_give_an_unlabelled_or_silent_score(evaluate, llm,
             unanswerable_questions=["Can I pay with bitcoin?"],
         )
     )
+    assert len(runs) == 2
     total_fallbacks = 0
     for run in runs:
         total_fallbacks += check_run(run)
@@ -381,7 +400,9 @@ def test_injected_faults_never_give_an_unlabelled_or_silent_score(evaluate, llm,
 def check_run(run: EvaluationRun) -> int:
     unreadable = dict.fromkeys(METRICS, 0)
     fallbacks = dict.fromkeys(METRICS, 0)
-    for result in run.results.all():
+    results = list(run.results.all())
+    assert len(results) == run.question_count == 5  # the four golden questions and the unanswerable one
+    for result in results:
         assert result.diagnosis in ("pass", "retrieval", "generation", "error")
         for name, judged in result.judgements.items():
             assert judged["method"] in ("heuristic", "llm-judge")

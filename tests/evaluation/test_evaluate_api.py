@@ -5,30 +5,14 @@ from __future__ import annotations
 import pytest
 
 from evaluation.models import EvaluationRun, QuestionResult
-from goldenset.services import EntryInput, golden_entries_add
+from tests.support import handbook_entries
 
 URL = "/lmkit/v1/search/evaluate"
 
 
 @pytest.fixture
 def golden(world):
-    created, _ = golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"
-            ),
-            EntryInput(
-                question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"
-            ),
-            EntryInput(
-                question="What does the warranty cover?", expected_document_ids=["warranty"], key="q3"
-            ),
-            EntryInput(question="Who is the chief executive?", key="q4"),  # nothing expected: not evaluated
-        ],
-        actor="test",
-    )
-    return created
+    return handbook_entries(world.collection, unanswerable=True)
 
 
 def test_the_seed_shape_evaluates_and_persists_one_run_per_config(world, golden):

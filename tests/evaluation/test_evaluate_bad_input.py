@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.apps import apps
 from django.test import override_settings
 
 from evaluation.configs import CONFIG_KEYS, MAX_CONFIGS
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import services
-from goldenset.services import EntryInput, golden_entries_add
 from tests.conftest import add_documents
+from tests.support import add_entries, db_state, handbook_entries
 
 URL = "/lmkit/v1/search/evaluate"
 
@@ -23,35 +22,14 @@ URL = "/lmkit/v1/search/evaluate"
 def golden(world):
     """handbook: two answerable entries; empty: documents, no entries; notes: only an entry without answers;
     the rival: a collection of its own."""
-    created, _ = golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"
-            ),
-            EntryInput(
-                question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"
-            ),
-        ],
-        actor="test",
-    )
+    created = handbook_entries(world.collection, 2)
     empty = services.collection_create(tenant=world.tenant, slug="empty")
     add_documents(empty, {"note": "Nothing to ask about."})
     notes = services.collection_create(tenant=world.tenant, slug="notes")
     add_documents(notes, {"memo": "A memo."})
-    golden_entries_add(collection=notes, entries=[EntryInput(question="Who wrote the memo?")], actor="test")
+    add_entries(notes, "Who wrote the memo?")
     services.collection_create(tenant=world.other_tenant, slug="rival-only")
     return created
-
-
-def db_state() -> dict[str, list]:
-    """Every row of the project's tables and the task queue (an API key's last-use stamp aside)."""
-    state = {}
-    for label in ("goldenset", "evaluation", "django_q"):
-        for model in apps.get_app_config(label).get_models():
-            fields = [f.attname for f in model._meta.concrete_fields if f.attname != "last_used_at"]
-            state[model._meta.label] = sorted(model.objects.values_list(*fields), key=repr)
-    return state
 
 
 @dataclass

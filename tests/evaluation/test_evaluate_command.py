@@ -18,7 +18,8 @@ from evaluation.models import EvaluationRun
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
 from goldenset.models import GoldenEntry
-from goldenset.services import EntryInput, golden_entries_add
+from goldenset.services import EntryInput
+from tests.support import add_entries, handbook_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPE = {"cluster": "acme", "tenant": "search", "collection": ["handbook"]}
@@ -29,23 +30,7 @@ NO_EXPECTED = "warning: 1 golden entries have no expected documents and were not
 @pytest.fixture
 def golden(world):
     """Every expected document is the top FullText hit: every metric is 1.0."""
-    created, _ = golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"
-            ),
-            EntryInput(
-                question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"
-            ),
-            EntryInput(
-                question="What does the warranty cover?", expected_document_ids=["warranty"], key="q3"
-            ),
-            EntryInput(question="Who is the chief executive?", key="q4"),  # nothing expected: not evaluated
-        ],
-        actor="test",
-    )
-    return created
+    return handbook_entries(world.collection, unanswerable=True)
 
 
 @pytest.fixture
@@ -54,17 +39,14 @@ def hard(golden, world):
 
     FullText then scores mrr = (1 + 1 + 1 + 1/2 + 0) / 5 = 0.7 and recall@10 = 4/5; cut to top_k=1, mrr = 0.6.
     """
-    golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="Can I return my express order for a refund?",
-                expected_document_ids=["shipping"],
-                key="q5",
-            ),
-            EntryInput(question="Who repairs broken devices?", expected_document_ids=["refunds"], key="q6"),
-        ],
-        actor="test",
+    add_entries(
+        world.collection,
+        EntryInput(
+            question="Can I return my express order for a refund?",
+            expected_document_ids=["shipping"],
+            key="q5",
+        ),
+        EntryInput(question="Who repairs broken devices?", expected_document_ids=["refunds"], key="q6"),
     )
 
 

@@ -8,7 +8,7 @@ from django.test import override_settings
 
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.models import Job, JobKind, JobStatus
-from goldenset.services import EntryInput, golden_entries_add
+from tests.support import handbook_entries
 
 API = "/lmkit/v1"
 URL = f"{API}/search/evaluate"
@@ -27,19 +27,7 @@ PERFECT = {"recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr"
 
 @pytest.fixture
 def golden(world):
-    created, _ = golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"
-            ),
-            EntryInput(
-                question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"
-            ),
-        ],
-        actor="test",
-    )
-    return created
+    return handbook_entries(world.collection, 2)
 
 
 def start(world, callbacks_fixture, *, execute: bool, body=BODY):
@@ -205,4 +193,4 @@ def test_at_the_limit_the_call_is_answered_inline(world, golden):
         response = world.client.post(URL, BODY, format="json")
     assert response.status_code == 200
     assert not Job.objects.filter(kind=JobKind.EVALUATE).exists()
-    assert all(run.job_id is None for run in EvaluationRun.objects.all())
+    assert [run.job_id for run in EvaluationRun.objects.all()] == [None, None]  # one run per configuration

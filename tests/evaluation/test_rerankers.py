@@ -12,8 +12,8 @@ from evaluation.models import EvaluationRun, PageEmbedding
 from evaluation.search import embeddings
 from evaluation.services import search as services
 from goldenset.errors import EvalsiteError
-from goldenset.services import EntryInput, golden_entries_add
 from tests.llm_server import llm_server_fixture  # noqa: F401
+from tests.support import handbook_entries
 
 INSTALLED_MINILM = embeddings.minilm_available  # the real check, before the fixture below replaces it
 EVALUATE = "/lmkit/v1/search/evaluate"
@@ -33,21 +33,7 @@ def endpoint(llm_server):
 
 @pytest.fixture
 def golden(world):
-    golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long is the refund window?", expected_document_ids=["refunds"], key="q1"
-            ),
-            EntryInput(
-                question="When does express shipping arrive?", expected_document_ids=["shipping"], key="q2"
-            ),
-            EntryInput(
-                question="What does the warranty cover?", expected_document_ids=["warranty"], key="q3"
-            ),
-        ],
-        actor="test",
-    )
+    handbook_entries(world.collection)
 
 
 def evaluate(world, *configs):

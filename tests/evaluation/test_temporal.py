@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from goldenset import services
-from goldenset.services import EntryInput, golden_entries_add
+from goldenset.services import EntryInput
 from goldenset.temporal import (
     CURRENT,
     EXPIRED,
@@ -21,6 +21,7 @@ from goldenset.temporal import (
     statuses,
     visible_mask,
 )
+from tests.support import add_entries
 
 API = "/lmkit/v1"
 
@@ -224,14 +225,11 @@ def test_as_of_with_include_superseded(rules):
 
 def test_a_golden_entry_asserts_that_the_stale_answer_stays_buried(rules):
     rules_collection = rules.tenant.collections.get(slug="rules")
-    golden_entries_add(
-        collection=rules_collection,
-        entries=[
-            EntryInput(
-                question="What is the refund window?", expected_document_ids=["policy-current"], key="window"
-            )
-        ],
-        actor="test",
+    add_entries(
+        rules_collection,
+        EntryInput(
+            question="What is the refund window?", expected_document_ids=["policy-current"], key="window"
+        ),
     )
     last_year = (timezone.now() - timedelta(days=365)).isoformat()
     response = rules.client.post(

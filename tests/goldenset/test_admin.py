@@ -28,13 +28,10 @@ from goldenset.models import (
     hash_api_key,
 )
 from goldenset.services import EntryInput
+from tests.goldenset.conftest import document_form
+from tests.support import add_entries
 
 ACTOR = "user:admin"  # pytest-django's admin_user
-
-
-def add_entries(collection: Collection, *entries: EntryInput) -> list[GoldenEntry]:
-    created, _ = services.golden_entries_add(collection=collection, entries=list(entries), actor="test")
-    return created
 
 
 def refund_entry(collection: Collection, **kwargs) -> GoldenEntry:
@@ -486,40 +483,6 @@ def test_tag_filter_offers_present_tags_and_filters(admin_client, world):
 # ---------------------------------------------------------------- documents
 
 
-def document_form(document: Document, *, title: str | None = None, page_suffix: str = "", new_page: str = ""):
-    """The document change form's POST data as stored, optionally editing the title and pages."""
-    pages = list(document.pages.order_by("number"))
-    data = {
-        "external_id": document.external_id,
-        "title": document.title if title is None else title,
-        "source": document.source,
-        "metadata": "{}",
-        # A field with a callable default posts its initial value too, as the browser's form does.
-        "initial-metadata": "{}",
-        "supersedes": "",
-        "pages-TOTAL_FORMS": str(len(pages) + bool(new_page)),
-        "pages-INITIAL_FORMS": str(len(pages)),
-        "pages-MIN_NUM_FORMS": "0",
-        "pages-MAX_NUM_FORMS": "1000",
-        "_save": "Save",
-    }
-    for i, page in enumerate(pages):
-        data |= {
-            f"pages-{i}-id": str(page.pk),
-            f"pages-{i}-document": str(document.pk),
-            f"pages-{i}-number": str(page.number),
-            f"pages-{i}-text": page.text + page_suffix,
-        }
-    if new_page:
-        n = len(pages)
-        data |= {
-            f"pages-{n}-document": str(document.pk),
-            f"pages-{n}-number": str(n + 1),
-            f"pages-{n}-text": new_page,
-        }
-    return data
-
-
 def content_version(collection: Collection) -> int:
     return Collection.objects.get(pk=collection.pk).content_version
 
@@ -665,7 +628,8 @@ def test_revoke_action_revokes_selected_keys(admin_client, world):
         {"action": "revoke_selected", "_selected_action": [str(k.pk) for k in keys]},
     )
     assert response.status_code == 302
-    assert all(k.revoked_at is not None for k in ApiKey.objects.filter(tenant=world.tenant))
+    revoked = ApiKey.objects.filter(tenant=world.tenant, revoked_at__isnull=False)
+    assert keys and sorted(revoked.values_list("pk", flat=True)) == sorted(k.pk for k in keys)
     kept.refresh_from_db()
     assert kept.revoked_at is None
 

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from django.apps import apps
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
@@ -18,7 +16,7 @@ from rest_framework.test import APIClient
 from evalsite.api.errors import envelope
 from goldenset import services
 from goldenset.models import ApiKey, GoldenEntry
-from goldenset.services import EntryInput, golden_entries_add
+from tests.support import add_entries, db_state, uploaded
 
 API = "/lmkit/v1"
 GS = "search/golden-set"
@@ -26,16 +24,6 @@ DOCS = "collections/handbook/documents"
 UPLOADS = "collections/handbook/uploads"
 ENTRY = "search/golden-set/{entry}"
 GOLDEN_UPLOAD = "search/golden-set/upload"
-
-
-def db_state() -> dict[str, list]:
-    """Every row of the project's tables and the task queue (an API key's last-use stamp aside)."""
-    state = {}
-    for label in ("goldenset", "evaluation", "django_q"):
-        for model in apps.get_app_config(label).get_models():
-            fields = [f.attname for f in model._meta.concrete_fields if f.attname != "last_used_at"]
-            state[model._meta.label] = sorted(model.objects.values_list(*fields), key=repr)
-    return state
 
 
 def invalid(**fields: list[str]) -> tuple[str, dict]:
@@ -56,10 +44,6 @@ def _path(name: str) -> str:
         head, _, index = part.rpartition("_")
         out.append(f"{head}[{index}]" if index.isdigit() and head else part)
     return ".".join(out)
-
-
-def _file(name: str, content: str | bytes) -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content)
 
 
 @dataclass
@@ -196,7 +180,7 @@ CASES = {
         "payload-too-large",
         "Request body of 3133 bytes exceeds the limit of 2048 bytes.",
         {"limit_bytes": 2048, "content_length": 3133},
-        multipart=lambda: {"file": _file("big.txt", "x " * 1500)},
+        multipart=lambda: {"file": uploaded("big.txt", "x " * 1500)},
         settings={"EVALSITE_MAX_REQUEST_BYTES": 2048},
     ),
     "too-many-entries": Bad(
@@ -525,7 +509,7 @@ CASES = {
         {"line": 2, "column": 1},
         multipart=lambda: {
             "collection_id": "handbook",
-            "file": _file("golden.json", '[{"question": "A?"},\n]'),
+            "file": uploaded("golden.json", '[{"question": "A?"},\n]'),
         },
     ),
     # --- documents -----------------------------------------------------------------------------------------
@@ -666,7 +650,7 @@ CASES = {
         "unsupported-file",
         "notes: unsupported file type (none); upload .jsonl (BEIR corpus rows), .md or .txt.",
         {"file": "notes"},
-        multipart=lambda: {"file": _file("notes", "Plain.")},
+        multipart=lambda: {"file": uploaded("notes", "Plain.")},
     ),
     "upload-jsonl-bad-line": Bad(
         "post",
@@ -675,7 +659,7 @@ CASES = {
         "beir-invalid",
         "corpus.jsonl line 3, column 13: Expecting ',' delimiter",
         {"file": "corpus.jsonl", "line": 3, "column": 13},
-        multipart=lambda: {"file": _file("corpus.jsonl", '{"_id": "a"}\n\n{"_id": "b" "text": "x"}\n')},
+        multipart=lambda: {"file": uploaded("corpus.jsonl", '{"_id": "a"}\n\n{"_id": "b" "text": "x"}\n')},
     ),
     "upload-jsonl-row-not-an-object": Bad(
         "post",
@@ -684,7 +668,7 @@ CASES = {
         "beir-invalid",
         "corpus.jsonl line 2: expected a JSON object",
         {"file": "corpus.jsonl", "line": 2},
-        multipart=lambda: {"file": _file("corpus.jsonl", '{"_id": "a"}\n["b"]\n')},
+        multipart=lambda: {"file": uploaded("corpus.jsonl", '{"_id": "a"}\n["b"]\n')},
     ),
     "upload-jsonl-without-id": Bad(
         "post",
@@ -693,7 +677,7 @@ CASES = {
         "beir-invalid",
         'corpus.jsonl line 1: field "_id" must be a non-empty string',
         {"file": "corpus.jsonl", "line": 1},
-        multipart=lambda: {"file": _file("corpus.jsonl", '{"title": "No id", "text": "x"}\n')},
+        multipart=lambda: {"file": uploaded("corpus.jsonl", '{"title": "No id", "text": "x"}\n')},
     ),
     "upload-markdown-not-utf8": Bad(
         "post",
@@ -702,7 +686,7 @@ CASES = {
         "invalid-file",
         "guide.md: not UTF-8 (byte 2).",
         {"file": "guide.md", "byte": 2},
-        multipart=lambda: {"file": _file("guide.md", b"# \xff\xfe")},
+        multipart=lambda: {"file": uploaded("guide.md", b"# \xff\xfe")},
     ),
     "upload-without-documents": Bad(
         "post",
@@ -711,18 +695,14 @@ CASES = {
         "empty-file",
         "corpus.jsonl: the file is empty.",
         {"file": "corpus.jsonl"},
-        multipart=lambda: {"file": _file("corpus.jsonl", "\n\n")},
+        multipart=lambda: {"file": uploaded("corpus.jsonl", "\n\n")},
     ),
 }
 
 
 @pytest.fixture
 def entry(world) -> GoldenEntry:
-    (created,), _ = golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="Refund window?", expected_document_ids=["refunds"])],
-        actor="t",
-    )
+    (created,) = add_entries(world.collection, "Refund window?", expected_document_ids=["refunds"])
     rival = world.other_tenant.collections.get()
     services.documents_upsert(
         collection=rival, documents=[services.DocumentInput(id="rival-only", pages=["R."])]

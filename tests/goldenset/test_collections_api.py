@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from goldenset.models import AuditEvent, Collection, Document, GoldenEntry, Job, JobKind, Page
-from goldenset.services import EntryInput, golden_entries_add
+from goldenset.services import EntryInput
+from tests.support import add_entries, iso
 
 URL = "/lmkit/v1/collections"
-
-
-def iso(moment) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def collection_json(collection: Collection, **counts) -> dict:
@@ -75,11 +72,7 @@ def test_the_same_id_may_exist_in_another_tenant(world):
 
 
 def test_it_lists_the_tenants_collections_with_their_counts(world):
-    golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="Refund window?", expected_document_ids=["refunds"])],
-        actor="t",
-    )
+    add_entries(world.collection, EntryInput(question="Refund window?", expected_document_ids=["refunds"]))
     assert world.client.post(URL, {"collection_id": "archive"}, format="json").status_code == 201
     response = world.client.get(URL, {"cluster_id": "acme", "tenant_id": "search"})
     assert response.status_code == 200, response.json()
@@ -106,11 +99,7 @@ def test_the_list_is_paginated(world):
 
 
 def test_it_gets_one_collection_with_its_counts(world):
-    golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="One?"), EntryInput(question="Two?")],
-        actor="t",
-    )
+    add_entries(world.collection, "One?", "Two?")
     response = world.client.get(f"{URL}/handbook", {"tenant_id": "search"})
     assert response.status_code == 200, response.json()
     assert response.json() == collection_json(world.collection, document_count=3, golden_entry_count=2)
@@ -130,10 +119,8 @@ def test_it_answers_404_for_a_missing_collection(world):
 
 
 def test_it_deletes_a_collection_with_its_content(world):
-    (entry,), _ = golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="Refund window?", expected_document_ids=["refunds"])],
-        actor="t",
+    (entry,) = add_entries(
+        world.collection, EntryInput(question="Refund window?", expected_document_ids=["refunds"])
     )
     job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST, collection=world.collection)
     rival = Collection.objects.get(tenant=world.other_tenant, slug="handbook")

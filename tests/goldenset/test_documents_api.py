@@ -6,17 +6,13 @@ import json
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
 from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
+from tests.support import iso, uploaded
 
 URL = "/lmkit/v1/collections/handbook/documents"
 UPLOAD_URL = "/lmkit/v1/collections/handbook/uploads"
-
-
-def iso(moment) -> str | None:
-    return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
 def version(world) -> int:
@@ -310,10 +306,6 @@ def test_an_id_with_slashes_is_reachable(world):
 # --- uploads -----------------------------------------------------------------------------------------------
 
 
-def _file(name: str, content: str | bytes) -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content)
-
-
 def test_it_uploads_beir_corpus_rows(world):
     rows = [
         {"_id": "d1", "title": "Doc one", "text": "First body.", "url": "https://x/1"},
@@ -322,7 +314,7 @@ def test_it_uploads_beir_corpus_rows(world):
     content = "\n".join(json.dumps(r) for r in rows) + "\n\n"
     response = world.client.post(
         UPLOAD_URL,
-        {"cluster_id": "acme", "tenant_id": "search", "file": _file("corpus.jsonl", content)},
+        {"cluster_id": "acme", "tenant_id": "search", "file": uploaded("corpus.jsonl", content)},
         format="multipart",
     )
     assert response.status_code == 200, response.json()
@@ -339,7 +331,12 @@ def test_it_uploads_markdown_and_text_files_in_one_call(world):
     markdown = "Intro line.\n\n# Onboarding Guide\n\nWelcome aboard.\n"
     response = world.client.post(
         UPLOAD_URL,
-        {"file": [_file("onboarding.md", markdown), _file("notes.txt", "# Not a heading\n\nPlain notes.")]},
+        {
+            "file": [
+                uploaded("onboarding.md", markdown),
+                uploaded("notes.txt", "# Not a heading\n\nPlain notes."),
+            ]
+        },
         format="multipart",
     )
     assert response.status_code == 200, response.json()
@@ -355,7 +352,7 @@ def test_it_uploads_markdown_and_text_files_in_one_call(world):
 
 def test_an_upload_replaces_a_document_of_the_same_id(world):
     response = world.client.post(
-        UPLOAD_URL, {"file": _file("refunds.txt", "New refund rules.")}, format="multipart"
+        UPLOAD_URL, {"file": uploaded("refunds.txt", "New refund rules.")}, format="multipart"
     )
     assert response.status_code == 200, response.json()
     assert response.json() == counts(1, updated=1, written=1)
@@ -365,7 +362,7 @@ def test_an_upload_replaces_a_document_of_the_same_id(world):
 def test_it_refuses_an_unsupported_file_type(world):
     response = world.client.post(
         UPLOAD_URL,
-        {"file": [_file("ok.txt", "Fine."), _file("report.pdf", b"%PDF-1.4")]},
+        {"file": [uploaded("ok.txt", "Fine."), uploaded("report.pdf", b"%PDF-1.4")]},
         format="multipart",
     )
     assert response.status_code == 415
@@ -382,7 +379,7 @@ def test_it_refuses_an_unsupported_file_type(world):
 
 def test_it_refuses_a_malformed_jsonl_line_naming_it(world):
     content = '{"_id": "good", "text": "Fine."}\n{"_id": "bad", "text": "oops"\n'
-    response = world.client.post(UPLOAD_URL, {"file": _file("corpus.jsonl", content)}, format="multipart")
+    response = world.client.post(UPLOAD_URL, {"file": uploaded("corpus.jsonl", content)}, format="multipart")
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "beir-invalid"
@@ -448,7 +445,9 @@ def test_a_large_ingest_runs_as_a_job(world, django_capture_on_commit_callbacks)
 def test_a_large_upload_runs_as_a_job(world, django_capture_on_commit_callbacks):
     content = "".join(json.dumps({"_id": f"u{i}", "text": f"Body {i}."}) + "\n" for i in range(3))
     with django_capture_on_commit_callbacks(execute=True):
-        response = world.client.post(UPLOAD_URL, {"file": _file("corpus.jsonl", content)}, format="multipart")
+        response = world.client.post(
+            UPLOAD_URL, {"file": uploaded("corpus.jsonl", content)}, format="multipart"
+        )
     assert response.status_code == 202, response.json()
     job = Job.objects.get(pk=response.json()["job_id"])
     assert job.status == JobStatus.COMPLETED

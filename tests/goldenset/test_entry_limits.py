@@ -18,6 +18,7 @@ from goldenset.errors import EvalsiteError
 from goldenset.models import AuditEvent, GoldenEntry
 from goldenset.services import EntryInput
 from goldenset.text import normalize_question
+from tests.support import db_state
 
 GS = "/lmkit/v1/search/golden-set"
 UPLOAD = f"{GS}/upload"
@@ -28,14 +29,6 @@ def text(length: int, words: str = "why does the refund window close after thirt
     """A question of exactly `length` characters, ending in "?"."""
     body = (words * (length // len(words) + 1))[: length - 1]
     return body[:-1] + "x?" if body.endswith(" ") else body + "?"
-
-
-def state() -> dict[str, list]:
-    """Every golden entry and audit event, to show that a refused write wrote nothing."""
-    return {
-        "entries": [tuple(row.values()) for row in GoldenEntry.objects.order_by("pk").values()],
-        "events": [tuple(row.values()) for row in AuditEvent.objects.order_by("pk").values()],
-    }
 
 
 def add(world, *entries: dict):
@@ -72,7 +65,7 @@ TOO_MUCH = {
 
 def test_a_question_of_4001_characters_is_refused_naming_the_entry_and_field(world):
     existing(world)
-    before = state()
+    before = db_state()
     response = add(world, {"question": "Fine?"}, {"question": text(4001)})
     assert error(response, 400, "validation-error") == {
         "code": "validation-error",
@@ -81,13 +74,13 @@ def test_a_question_of_4001_characters_is_refused_naming_the_entry_and_field(wor
             "fields": {"entries[1].question": ["Ensure this field has no more than 4000 characters."]}
         },
     }
-    assert state() == before
+    assert db_state() == before
 
 
 @pytest.mark.parametrize("field", list(TOO_MUCH))
 def test_too_much_of_any_field_is_refused_by_add_and_patch(world, field):
     entry = existing(world)
-    before = state()
+    before = db_state()
     value, message = TOO_MUCH[field]
     response = add(world, {"question": "Other?", field: value})
     assert error(response, 400, "validation-error")["details"] == {
@@ -99,7 +92,7 @@ def test_too_much_of_any_field_is_refused_by_add_and_patch(world, field):
         "message": f"{field}: {message}",
         "details": {"fields": {field: [message]}},
     }
-    assert state() == before
+    assert db_state() == before
 
 
 def test_an_entry_at_every_limit_is_accepted(world):
@@ -123,12 +116,12 @@ def test_an_entry_at_every_limit_is_accepted(world):
 
 def test_patch_accepts_a_question_of_4000_characters_and_refuses_4001(world):
     entry = existing(world)
-    before = state()
+    before = db_state()
     response = world.client.patch(f"{GS}/{entry.pk}", {"question": text(4001)}, format="json")
     assert error(response, 400, "validation-error")["details"] == {
         "fields": {"question": ["Ensure this field has no more than 4000 characters."]}
     }
-    assert state() == before
+    assert db_state() == before
     response = world.client.patch(f"{GS}/{entry.pk}", {"question": text(4000)}, format="json")
     assert response.status_code == 200, response.json()
     entry.refresh_from_db()
@@ -150,12 +143,12 @@ def test_long_questions_that_differ_only_in_case_and_spacing_are_duplicates(worl
         error(response, 409, "duplicate-question")["message"]
         == "entries[1]: the question repeats entries[0]."
     )
-    assert state() == {"entries": [], "events": []}
+    assert not GoldenEntry.objects.exists() and not AuditEvent.objects.exists()
     (first,) = add(world, {"question": LONG}).json()["entries"]
-    before = state()
+    before = db_state()
     response = add(world, {"question": LONG_VARIANT})
     assert error(response, 409, "duplicate-question")["details"]["existing_entry_id"] == first["id"]
-    assert state() == before
+    assert db_state() == before
     # An edit of another entry into the same question is refused the same way.
     other = existing(world)
     response = world.client.patch(f"{GS}/{other.pk}", {"question": LONG_VARIANT}, format="json")
@@ -192,7 +185,7 @@ def test_long_questions_that_differ_in_one_character_are_not_duplicates(world):
     ],
 )
 def test_the_service_refuses_too_much_from_any_writer(world, values, field, message):
-    before = state()
+    before = db_state()
     with pytest.raises(EvalsiteError) as raised:
         services.golden_entries_add(
             collection=world.collection,
@@ -202,7 +195,7 @@ def test_the_service_refuses_too_much_from_any_writer(world, values, field, mess
     assert (raised.value.code, raised.value.status_code) == ("validation-error", 400)
     assert raised.value.message == f"entries[1].{field}: {message}."
     assert raised.value.details == {"index": 1, "field": field}
-    assert state() == before
+    assert db_state() == before
 
 
 # ---------------------------------------------------------------- golden files: the upload and import_golden
@@ -235,7 +228,7 @@ FILE_TOO_MUCH = {
 @pytest.mark.parametrize("field", list(FILE_TOO_MUCH))
 def test_the_upload_refuses_too_much_naming_record_line_and_field(world, field):
     existing(world)
-    before = state()
+    before = db_state()
     record, problem = FILE_TOO_MUCH[field]
     response = upload(world, [{"id": "ok", "question": "Fine?"}, {"id": "big", **record}])
     assert error(response, 400, "golden-schema") == {
@@ -243,7 +236,7 @@ def test_the_upload_refuses_too_much_naming_record_line_and_field(world, field):
         "message": f'record 1 (id "big"), line 6: field "{field}" {problem}',
         "details": {"index": 1, "id": "big", "field": field, "line": 6},
     }
-    assert state() == before
+    assert db_state() == before
 
 
 def test_the_upload_takes_a_question_of_4000_characters_and_matches_long_questions_by_hash(world):
@@ -259,7 +252,7 @@ def test_the_upload_takes_a_question_of_4000_characters_and_matches_long_questio
 
 def test_import_golden_exits_2_naming_the_record_and_field(world, tmp_path):
     existing(world)
-    before = state()
+    before = db_state()
     path = tmp_path / "golden.json"
     path.write_text(json.dumps([{"question": "Fine?"}, {"question": text(4001)}], indent=2), encoding="utf-8")
     out, err = StringIO(), StringIO()
@@ -269,7 +262,7 @@ def test_import_golden_exits_2_naming_the_record_and_field(world, tmp_path):
     assert err.getvalue().splitlines() == [
         'error [golden-schema] record 1, line 5: field "question" may have at most 4000 characters (it has 4001)'
     ]
-    assert state() == before
+    assert db_state() == before
     path.write_text(json.dumps([{"question": text(4000)}]), encoding="utf-8")
     call_command("import_golden", str(path), stdout=out, stderr=err, **SCOPE)
     assert world.collection.golden_entries.filter(question=text(4000)).exists()
@@ -306,18 +299,18 @@ def admin_add(admin_client, world, **fields: str):
 )
 def test_the_admin_shows_too_much_on_the_field(admin_client, world, fields, field, message):
     existing(world)
-    before = state()
+    before = db_state()
     response = admin_add(admin_client, world, **fields)
     assert response.status_code == 200
     assert response.context["adminform"].form.errors == {field: [message]}
-    assert state() == before
+    assert db_state() == before
 
 
 def test_the_admin_takes_a_question_of_4000_characters_and_refuses_a_long_duplicate(admin_client, world):
     assert admin_add(admin_client, world, question=text(4000)).status_code == 302
     assert admin_add(admin_client, world, question=LONG).status_code == 302
-    before = state()
+    before = db_state()
     response = admin_add(admin_client, world, question=LONG_VARIANT)
     assert response.status_code == 200
     assert list(response.context["adminform"].form.errors) == ["question"]
-    assert state() == before
+    assert db_state() == before

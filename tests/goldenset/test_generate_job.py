@@ -15,6 +15,7 @@ from goldenset.models import AuditEvent, Collection, Job, JobKind, JobStatus, LL
 from tests.conftest import add_documents
 from tests.generation_support import FAULTS, company_name, scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
+from tests.support import add_entries
 
 URL = "/lmkit/v1/search/golden-set/generate"
 
@@ -163,11 +164,7 @@ def test_the_llm_job_counts_every_fault_and_caches_its_calls(transactional_db, w
     # Transactional: the cache is read from the writer's threads, which see committed rows only.
     collection = services.collection_create(tenant=world.tenant, slug="companies")
     add_documents(collection, synthetic_corpus(12, faults=tuple(FAULTS)))
-    services.golden_entries_add(
-        collection=collection,
-        entries=[services.EntryInput(question=f"What year was the company {company_name(7)} founded in?")],
-        actor="test",
-    )
+    add_entries(collection, f"What year was the company {company_name(7)} founded in?")
     body = gen(count=12, seed=3).json()
     assert (body["model"], body["backend"]) == ("scripted-default", "llm")
     job = Job.objects.get(pk=body["job_id"])
@@ -180,7 +177,7 @@ def test_the_llm_job_counts_every_fault_and_caches_its_calls(transactional_db, w
     assert result["calls"] == 12 and result["cache_hits"] == 0
     assert collection.golden_entries.filter(origin=Origin.GENERATED).count() == result["accepted"]
     assert LLMCall.objects.count() == 12
-    assert all(r.body["model"] == "scripted-default" and r.body["seed"] == 3 for r in llm.requests)
+    assert [(r.body["model"], r.body["seed"]) for r in llm.requests] == [("scripted-default", 3)] * 12
 
     # The same seed again: every page already questioned is skipped, the rest are answered from the cache.
     sent = llm.count()

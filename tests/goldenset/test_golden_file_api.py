@@ -8,8 +8,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from goldenset.golden_files import GoldenRecord, parse_golden
 from goldenset.models import AuditEvent, GoldenEntry, Origin
-from goldenset.services import EntryInput, collection_create, golden_entries_add
+from goldenset.services import EntryInput, collection_create
 from tests.conftest import add_documents
+from tests.support import add_entries
 
 UPLOAD = "/lmkit/v1/search/golden-set/upload"
 EXPORT = "/lmkit/v1/search/golden-set/export"
@@ -153,20 +154,17 @@ def test_upload_without_a_file_is_a_validation_error(world):
 
 
 def test_export_returns_a_golden_file_that_reads_back_to_the_same_records(world):
-    golden_entries_add(
-        collection=world.collection,
-        entries=[
-            EntryInput(
-                question="How long do customers have to request a refund?",
-                expected_document_ids=["refunds"],
-                reference_answer="Customers get a full refund within 30 days.",
-                key="refund-window",
-                tags=["policy"],
-            ),
-            EntryInput(question="Où est la garantie ? Straße", expected_document_ids=["warranty", "refunds"]),
-            EntryInput(question="Who is the CEO of Mars?", answerable=False),
-        ],
-        actor="test",
+    add_entries(
+        world.collection,
+        EntryInput(
+            question="How long do customers have to request a refund?",
+            expected_document_ids=["refunds"],
+            reference_answer="Customers get a full refund within 30 days.",
+            key="refund-window",
+            tags=["policy"],
+        ),
+        EntryInput(question="Où est la garantie ? Straße", expected_document_ids=["warranty", "refunds"]),
+        EntryInput(question="Who is the CEO of Mars?", answerable=False),
     )
     response = world.client.get(
         EXPORT, {"collection_id": "handbook", "cluster_id": "acme", "tenant_id": "search"}
@@ -204,9 +202,7 @@ def test_export_requires_a_collection_id(world):
 
 
 def test_another_tenants_key_gets_404_and_writes_nothing(world):
-    golden_entries_add(
-        collection=world.collection, entries=[EntryInput(question="Refund window?")], actor="t"
-    )
+    add_entries(world.collection, "Refund window?")
     collection_create(tenant=world.tenant, slug="faq")  # exists only for the first tenant
     before = (GoldenEntry.objects.count(), AuditEvent.objects.count())
 

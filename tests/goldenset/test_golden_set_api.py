@@ -6,6 +6,7 @@ import pytest
 
 from goldenset.models import AuditEvent, GoldenEntry, Origin
 from goldenset.services import EntryInput, golden_entries_add
+from tests.support import add_entries
 
 URL = "/lmkit/v1/search/golden-set"
 
@@ -114,19 +115,15 @@ def test_it_lists_entries_with_filters_and_pagination(world):
 
 
 def test_the_list_without_parameters_shows_every_collection_of_the_keys_tenant(world):
-    golden_entries_add(
-        collection=world.collection, entries=[EntryInput(question="Refund window?")], actor="t"
-    )
+    add_entries(world.collection, "Refund window?")
     rival = world.other_tenant.collections.get()
-    golden_entries_add(collection=rival, entries=[EntryInput(question="Rival question?")], actor="t")
+    add_entries(rival, "Rival question?")
     body = world.client.get(URL).json()
     assert [r["question"] for r in body["results"]] == ["Refund window?"]
 
 
 def test_it_gets_edits_and_deletes_one_entry(world):
-    (entry,), _ = golden_entries_add(
-        collection=world.collection, entries=[EntryInput(question="Refund window?")], actor="t"
-    )
+    (entry,) = add_entries(world.collection, "Refund window?")
     url = f"{URL}/{entry.pk}"
     assert world.client.get(url).json()["question"] == "Refund window?"
 
@@ -198,9 +195,7 @@ def test_it_rejects_bad_entries_naming_the_index(world, entries, status, code, d
 
 
 def test_it_rejects_a_duplicate_of_an_existing_question(world):
-    (existing,), _ = golden_entries_add(
-        collection=world.collection, entries=[EntryInput(question="Refund window?")], actor="t"
-    )
+    (existing,) = add_entries(world.collection, "Refund window?")
     response = _add(world, entries=[{"question": "new one?"}, {"question": "REFUND   window?"}])
     assert response.status_code == 409
     assert response.json()["error"]["details"] == {
@@ -212,9 +207,7 @@ def test_it_rejects_a_duplicate_of_an_existing_question(world):
 
 
 def test_the_same_question_may_exist_in_another_collection(world):
-    golden_entries_add(
-        collection=world.collection, entries=[EntryInput(question="Refund window?")], actor="t"
-    )
+    add_entries(world.collection, "Refund window?")
     world.client.post("/lmkit/v1/collections", {"collection_id": "faq"}, format="json")
     response = world.client.post(
         URL, {"collection_id": "faq", "entries": [{"question": "Refund window?"}]}, format="json"
@@ -224,11 +217,7 @@ def test_the_same_question_may_exist_in_another_collection(world):
 
 
 def test_a_patch_into_a_duplicate_question_is_refused(world):
-    (a, b), _ = golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="One?"), EntryInput(question="Two?")],
-        actor="t",
-    )
+    (a, b) = add_entries(world.collection, "One?", "Two?")
     response = world.client.patch(f"{URL}/{b.pk}", {"question": "one?"}, format="json")
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "duplicate-question"

@@ -9,12 +9,9 @@ import pytest
 from django.utils import timezone
 
 from goldenset.models import Job, JobKind, JobStatus
+from tests.support import iso
 
 URL = "/lmkit/v1/jobs"
-
-
-def iso(moment) -> str | None:
-    return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
 def job_json(job: Job) -> dict:

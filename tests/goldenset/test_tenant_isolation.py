@@ -8,27 +8,16 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
-from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import services
 from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind
-from goldenset.services import EntryInput, golden_entries_add
+from tests.support import add_entries, db_state, uploaded
 
 API = "/lmkit/v1"
 NEW_DOCUMENTS = {"documents": [{"id": "hijack", "text": "Planted by the rival."}]}
 NEW_ENTRIES = {"entries": [{"question": "Planted by the rival?"}]}
-
-
-def db_state() -> dict[str, list]:
-    """Every row of the project's tables and the task queue (an API key's last-use stamp aside)."""
-    state = {}
-    for label in ("goldenset", "evaluation", "django_q"):
-        for model in apps.get_app_config(label).get_models():
-            fields = [f.attname for f in model._meta.concrete_fields if f.attname != "last_used_at"]
-            state[model._meta.label] = sorted(model.objects.values_list(*fields), key=repr)
-    return state
 
 
 @dataclass
@@ -74,15 +63,9 @@ def scene(world) -> Scene:
     services.documents_upsert(
         collection=private, documents=[services.DocumentInput(id="secret", pages=["Top secret."])]
     )
-    (entry,), _ = golden_entries_add(
-        collection=world.collection,
-        entries=[EntryInput(question="Refund window?", expected_document_ids=["refunds"])],
-        actor="t",
-    )
+    (entry,) = add_entries(world.collection, "Refund window?", expected_document_ids=["refunds"])
     rival_collection = Collection.objects.get(tenant=world.other_tenant, slug="handbook")
-    (rival_entry,), _ = golden_entries_add(
-        collection=rival_collection, entries=[EntryInput(question="Rival question?")], actor="t"
-    )
+    (rival_entry,) = add_entries(rival_collection, "Rival question?")
     job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST, collection=world.collection)
     rival_job = Job.objects.create(
         tenant=world.other_tenant, kind=JobKind.INGEST, collection=rival_collection
@@ -92,16 +75,12 @@ def scene(world) -> Scene:
     )
 
 
-def _file(name: str, content: str) -> SimpleUploadedFile:
-    return SimpleUploadedFile(name, content.encode())
-
-
 def _corpus() -> SimpleUploadedFile:
-    return _file("corpus.jsonl", json.dumps({"_id": "hijack", "text": "Planted."}) + "\n")
+    return uploaded("corpus.jsonl", json.dumps({"_id": "hijack", "text": "Planted."}) + "\n")
 
 
 def _golden() -> SimpleUploadedFile:
-    return _file("golden.json", json.dumps([{"question": "Planted by the rival?"}]))
+    return uploaded("golden.json", json.dumps([{"question": "Planted by the rival?"}]))
 
 
 SEARCH = {"cluster_id": "acme", "tenant_id": "search"}

@@ -1,0 +1,74 @@
+"""Builders and checks shared by test files of several folders (the shared world itself is in tests/conftest.py).
+
+`db_state()` snapshots every row, for the "a refused request changes nothing" checks; `uploaded()` is a file as a
+browser sends it; `add_entries()` and `handbook_entries()` build golden entries on the world's collections.
+"""
+
+from __future__ import annotations
+
+from django.apps import apps
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from goldenset.models import Collection, GoldenEntry
+from goldenset.services import EntryInput, golden_entries_add
+
+# One question per handbook document (tests/conftest.py), each finding its document as the top FullText hit.
+HANDBOOK_QUESTIONS = {
+    "q1": ("How long is the refund window?", "refunds"),
+    "q2": ("When does express shipping arrive?", "shipping"),
+    "q3": ("What does the warranty cover?", "warranty"),
+}
+
+
+def db_state() -> dict[str, list]:
+    """Every row of the project's tables and the task queue (an API key's last-use stamp aside)."""
+    state = {}
+    for label in ("goldenset", "evaluation", "django_q"):
+        for model in apps.get_app_config(label).get_models():
+            fields = [f.attname for f in model._meta.concrete_fields if f.attname != "last_used_at"]
+            state[model._meta.label] = sorted(model.objects.values_list(*fields), key=repr)
+    return state
+
+
+def uploaded(name: str, content: str | bytes) -> SimpleUploadedFile:
+    """A file for a multipart upload (text is sent as UTF-8)."""
+    return SimpleUploadedFile(name, content.encode() if isinstance(content, str) else content)
+
+
+def iso(moment) -> str | None:
+    """A datetime as the API writes it (UTC with a Z), None as None."""
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def add_entries(collection: Collection, *entries: EntryInput | str, **fields) -> list[GoldenEntry]:
+    """Golden entries added to the collection as the service adds them; a bare question gets `fields`."""
+    created, _ = golden_entries_add(
+        collection=collection,
+        entries=[e if isinstance(e, EntryInput) else EntryInput(question=e, **fields) for e in entries],
+        actor="test",
+    )
+    return created
+
+
+def handbook_entries(
+    collection: Collection, count: int = 3, *, unanswerable: bool = False
+) -> list[GoldenEntry]:
+    """q1..q<count> of HANDBOOK_QUESTIONS; with `unanswerable`, also q4, which expects no document (so is not
+    evaluated)."""
+    entries = [
+        EntryInput(question=question, expected_document_ids=[document], key=key)
+        for key, (question, document) in list(HANDBOOK_QUESTIONS.items())[:count]
+    ]
+    if unanswerable:
+        entries.append(EntryInput(question="Who is the chief executive?", key="q4"))
+    return add_entries(collection, *entries)
+
+
+def refused(response, status: int, code: str) -> dict:
+    """The envelope of a refused request: its status, its code; returns message and details."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json", response.content[:300]
+    body = response.json()
+    assert body.keys() == {"error"} and body["error"].keys() == {"code", "message", "details"}
+    assert body["error"]["code"] == code, body
+    return body["error"]
