@@ -115,7 +115,7 @@ def _question_table(run: EvaluationRun, failures_only: bool) -> tuple[str, int, 
     """A retrieval run's questions table (HTML; empty when no question is shown), its question count and its
     failures. A finished run never changes, so the table is rendered once per run and filter and cached: the
     page of a 600-question run cost 136 ms of CPU a view, most of it this table (load_bench)."""
-    key = f"evalsite:run-questions:v1:{run.pk}:{int(failures_only)}"
+    key = f"evalsite:run-questions:v2:{run.pk}:{int(failures_only)}"
     found = cache.get(key)
     if found is not None:
         table, total, failures = found
@@ -127,7 +127,7 @@ def _question_table(run: EvaluationRun, failures_only: bool) -> tuple[str, int, 
     rows = [
         {
             **asdict(q),
-            "url": question_url(q.position),
+            "url": question_url(q.position + 1),
             "recall": three_places(q.recall),
             "ndcg": three_places(q.ndcg),
             "mrr": three_places(q.mrr),
@@ -194,16 +194,21 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
 
 @require_GET
 @tenant_page
-def run_question(request: HttpRequest, tenant: Tenant, run_id: str, position: int) -> HttpResponse:
+def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int) -> HttpResponse:
+    """Question `number` of a run, counted from 1 as its pages show it (0, from before links counted from 1,
+    is a 404: no question has that number)."""
     run = _run(tenant, run_id)
-    result = dashboard.question_result(run=run, position=position)
+    position = number - 1
+    result = dashboard.question_result(run=run, position=position) if position >= 0 else None
     if result is None:
         raise Http404("No such question in this run.")
     ranked, missing = dashboard.question_documents(tenant=tenant, run=run, result=result)
     diagnosis = dashboard.question_diagnosis(
         result.diagnosis, result.first_relevant_rank, result.missing_document_ids
     )
-    previous, following = dashboard.neighbour_positions(run=run, position=position)
+    previous, following = (
+        None if p is None else p + 1 for p in dashboard.neighbour_positions(run=run, position=position)
+    )
     collections = {c.slug for c in Collection.objects.filter(tenant=tenant, slug__in=run.collection_ids)}
     if dashboard.is_answer_run(run):
         documents = {d.document_id: (d.collection_slug, d.external_id, d.exists) for d in ranked + missing}

@@ -654,14 +654,14 @@ def test_an_answer_run_page_costs_a_fixed_number_of_queries(
     with django_assert_max_num_queries(8):
         alice.get(run_url(answer_batch.judged, "?diagnosis=generation"))
     with django_assert_max_num_queries(10):
-        alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 0]))
+        alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 1]))
 
 
 # --- one question ------------------------------------------------------------------------------------------
 
 
 def question_url(run: EvaluationRun, position: int) -> str:
-    return reverse("dashboard:run-question", args=[run.pk, position])
+    return reverse("dashboard:run-question", args=[run.pk, position + 1])  # URLs count from 1
 
 
 def test_a_question_shows_the_answer_beside_its_passages_with_citations_linked(alice, world, answer_batch):

@@ -57,3 +57,34 @@ def test_the_golden_set_delete_confirmation_is_unchanged(alice, drafted):
     assert response.status_code == 200 and "Delete 1 golden entry?" in html
     assert f'action="{reverse("dashboard:golden-action", args=["handbook"])}"' in html
     assert 'value="delete-confirmed" class="danger">Yes, delete</button>' in html
+
+
+# --- question URLs count from 1, as the pages do -----------------------------------------------------------
+
+
+def test_question_urls_count_from_one_like_the_page(alice, batch):
+    """Question 1 of the table is /questions/1/, its page says "question 1", and its neighbours link 1-based."""
+    run = batch.runs[0]
+    table = alice.get(reverse("dashboard:run", args=[run.pk])).content.decode()
+    first = reverse("dashboard:run-question", args=[run.pk, 1])
+    assert first.endswith("/questions/1/")
+    assert '<td class="num" data-value="0">1</td>' in table
+    assert f'<a href="{first}">' in table
+    page = alice.get(first)
+    assert page.status_code == 200
+    assert page.context["result"].position == 0
+    html = page.content.decode()
+    assert "<span>question 1</span>" in html
+    assert page.context["previous"] is None and page.context["following"] == 2
+    assert f'href="{reverse("dashboard:run-question", args=[run.pk, 2])}" rel="next"' in html
+    second = alice.get(reverse("dashboard:run-question", args=[run.pk, 2]))
+    assert second.context["result"].position == 1 and "<span>question 2</span>" in second.content.decode()
+    assert second.context["previous"] == 1
+
+
+def test_question_zero_and_past_the_last_are_404(alice, batch):
+    run = batch.runs[0]
+    count = run.results.count()
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, 0])).status_code == 404
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, count])).status_code == 200
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, count + 1])).status_code == 404
