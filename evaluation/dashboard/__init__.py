@@ -45,6 +45,7 @@ from evaluation.dashboard.launch import (
 )
 from evaluation.dashboard.runs import (
     DIAGNOSES,
+    RUN_QUESTIONS_PER_PAGE,
     RUNS_PER_PAGE,
     neighbour_positions,
     question_diagnosis,
@@ -68,6 +69,7 @@ __all__ = [
     "DISCARD_CHART_ID",
     "GenerateBackend",
     "MAX_COMPARE_RUNS",
+    "RUN_QUESTIONS_PER_PAGE",
     "RUNS_PER_PAGE",
     "TREND_DAYS",
     "answer_launch_collections",

@@ -4,12 +4,16 @@ them distinct colours."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
+from evaluation.dashboard import RUN_QUESTIONS_PER_PAGE
 from goldenset import services
 from goldenset.models import AuditEvent, GoldenEntry, Origin
 from goldenset.services import EntryInput
+from tests.dashboard.conftest import make_runs
 
 # --- the review queue's reject asks for a confirmation -----------------------------------------------------
 
@@ -88,3 +92,48 @@ def test_question_zero_and_past_the_last_are_404(alice, batch):
     assert alice.get(reverse("dashboard:run-question", args=[run.pk, 0])).status_code == 404
     assert alice.get(reverse("dashboard:run-question", args=[run.pk, count])).status_code == 200
     assert alice.get(reverse("dashboard:run-question", args=[run.pk, count + 1])).status_code == 404
+
+
+# --- a retrieval run's questions come a page at a time -----------------------------------------------------
+
+
+def numbers_shown(response) -> list[int]:
+    """The question numbers (as shown, from 1) of the page's question rows."""
+    return [
+        int(n)
+        for n in re.findall(r'<tr>\s*<td class="num" data-value="\d+">(\d+)</td>', response.content.decode())
+    ]
+
+
+def test_a_retrieval_runs_questions_are_paged_like_an_answer_runs(alice, world):
+    (run,) = make_runs(world.tenant, world.collection, 1, questions=250)
+    url = reverse("dashboard:run", args=[run.pk])
+    first = alice.get(url)
+    assert first.context["question_total"] == 250
+    assert numbers_shown(first) == list(range(1, RUN_QUESTIONS_PER_PAGE + 1))
+    html = first.content.decode()
+    assert "page 1 of 3" in html and '<a href="?page=2" rel="next">' in html
+    last = alice.get(url + "?page=3")
+    assert numbers_shown(last) == list(range(2 * RUN_QUESTIONS_PER_PAGE + 1, 251))
+    # Each number links its own question; past the last page is the last page, as everywhere.
+    assert f'href="{reverse("dashboard:run-question", args=[run.pk, 250])}"' in last.content.decode()
+    assert numbers_shown(alice.get(url + "?page=9")) == numbers_shown(last)
+    assert numbers_shown(alice.get(url + "?page=x")) == numbers_shown(first)
+
+
+def test_the_failures_filter_pages_and_keeps_its_filter(alice, world):
+    (run,) = make_runs(world.tenant, world.collection, 1, questions=450)
+    response = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1")
+    failures = response.context["failures"]
+    assert failures > RUN_QUESTIONS_PER_PAGE  # enough failures for more than one page
+    assert len(numbers_shown(response)) == RUN_QUESTIONS_PER_PAGE
+    assert '<a href="?failures=1&amp;page=2" rel="next">' in response.content.decode()
+    pages = -(-failures // RUN_QUESTIONS_PER_PAGE)
+    tail = alice.get(reverse("dashboard:run", args=[run.pk]) + f"?failures=1&page={pages}")
+    assert len(numbers_shown(tail)) == failures - (pages - 1) * RUN_QUESTIONS_PER_PAGE
+
+
+def test_a_short_run_has_no_page_links(alice, batch):
+    response = alice.get(reverse("dashboard:run", args=[batch.runs[0].pk]))
+    assert numbers_shown(response) == list(range(1, batch.runs[0].question_count + 1))
+    assert 'class="pagination"' not in response.content.decode()
