@@ -29,6 +29,7 @@ __all__ = [
     "TrendPoint",
     "compare_figure",
     "discard_figure",
+    "distinct_colors",
     "figure_html",
     "label_color",
     "recolor_by_label",
@@ -80,6 +81,23 @@ def label_color(label: str) -> str:
     """The colour of a configuration label: stable across pages, processes and restarts (sha256, not hash())."""
     digest = hashlib.sha256(label.encode("utf-8")).digest()
     return PALETTE[int.from_bytes(digest[:8], "big") % len(PALETTE)]
+
+
+def distinct_colors(labels: Sequence[str]) -> dict[str, str]:
+    """A colour per label for a short list shown together, no two alike while the palette lasts: a label keeps
+    its own ``label_color`` unless a label before it (in sorted order, so the result does not depend on the
+    list's order) has it; then it takes the first colour no label has. Past len(PALETTE) labels, colours repeat.
+    (Figures keep ``label_color`` and tell clashing labels apart by pattern or dash instead.)"""
+    names = sorted(set(labels))
+    colors: dict[str, str] = {}
+    for name in names:
+        own = label_color(name)
+        if own not in colors.values():
+            colors[name] = own
+    free = [c for c in PALETTE if c not in colors.values()]
+    for index, name in enumerate(n for n in names if n not in colors):
+        colors[name] = free[index] if index < len(free) else PALETTE[index % len(PALETTE)]
+    return colors
 
 
 def _clash_index(labels: Sequence[str]) -> list[int]:

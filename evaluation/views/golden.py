@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation import charts, dashboard
+from evaluation import dashboard
 from evaluation.forms import DocumentSearchForm, GenerateForm, GoldenEntryForm, GoldenFilterForm, yes_no
 from evaluation.views.common import (
     collection_for,
@@ -48,9 +48,6 @@ def _actor(request: HttpRequest) -> str:
 @tenant_page
 def home(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     summaries = dashboard.home_collections(tenant=tenant)
-    for summary in summaries:
-        for run in summary.latest_runs:
-            run.color = charts.label_color(run.label)  # type: ignore[attr-defined]
     return render(request, "dashboard/home.html", {"tenant": tenant, "summaries": summaries})
 
 
