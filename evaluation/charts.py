@@ -17,7 +17,7 @@ import hashlib
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
@@ -25,6 +25,7 @@ import plotly.io as pio
 
 __all__ = [
     "CompareSeries",
+    "MIN_TREND_SPAN",
     "PALETTE",
     "TrendPoint",
     "compare_figure",
@@ -52,6 +53,9 @@ PALETTE: tuple[str, ...] = (
 _PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 _HEIGHT = 480  # px; the width follows the container (autosize + responsive)
+# The narrowest time axis Trends draws: runs made seconds apart (a fresh install, one batch) sit near the middle of
+# a day instead of spreading over an axis of milliseconds.
+MIN_TREND_SPAN = timedelta(days=1)
 _TEMPLATE = "plotly_white"
 
 
@@ -275,7 +279,13 @@ def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1
     layout["yaxis"]["range"] = [0, scale * 1.05]
     layout["xaxis"]["type"] = "date"
     layout["hovermode"] = "closest"
-    if not points:
+    if points:
+        moments = [_utc_naive(p.created_at) for p in points]
+        first, last = min(moments), max(moments)
+        if last - first < MIN_TREND_SPAN:
+            pad = (MIN_TREND_SPAN - (last - first)) / 2
+            layout["xaxis"]["range"] = [(first - pad).isoformat(sep=" "), (last + pad).isoformat(sep=" ")]
+    else:
         _empty_note(layout, "No runs in this range")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 

@@ -3,6 +3,7 @@ inside the runs list at a laptop's width and a narrow one, and Trends on fresh r
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -14,6 +15,7 @@ from goldenset import services
 from goldenset.models import Collection, Membership
 from tests.browser.pages import assert_clean, log_in, watch_requests
 from tests.conftest import add_documents
+from tests.dashboard.conftest import make_runs
 from tests.dashboard.test_answer_runs import PASSAGES, make_answer_run, questions
 
 CLUSTER, TENANT, SLUG = "acme", "search", "handbook"
@@ -85,3 +87,18 @@ def test_an_answer_runs_mode_chip_is_inside_the_runs_list(
         assert scroll <= client, (scroll, client)
     assert_clean(page, urls, "runs")
     context.close()
+
+
+def test_trends_of_fresh_runs_span_a_day_not_milliseconds(live_server, page, screenshot, member):
+    """Three configurations run a second apart (a fresh install): the axis reads in hours, the markers sit in it."""
+    collection = Collection.objects.get(slug=SLUG)
+    make_runs(collection.tenant, collection, 3, step=timedelta(seconds=1))
+    urls = watch_requests(page)
+    log_in(page, live_server.url, USERNAME, PASSWORD)
+    page.goto(f"{live_server.url}/trends/?collection={SLUG}&metric=ndcg@10")
+    page.wait_for_selector("#trends-chart .xtick text")
+    ticks = page.locator("#trends-chart .xtick text").all_text_contents()
+    screenshot(page, "ux-trends-fresh")
+    assert ticks and not [t for t in ticks if re.search(r"\d:\d\d:\d\d|\.\d", t)], ticks
+    assert page.locator("#trends-chart .scatterlayer .point").count() == 3
+    assert_clean(page, urls, "trends")
