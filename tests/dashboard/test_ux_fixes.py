@@ -41,6 +41,7 @@ def test_reject_asks_for_confirmation_before_deleting(alice, drafted):
     assert not AuditEvent.objects.filter(object_id=str(drafted.pk), action="delete").exists()
     html = response.content.decode()
     assert "Reject 1 golden entry?" in html and drafted.question in html
+    assert "› <span>reject</span></nav>" in html
     # The confirmation posts the same entry back as reject-confirmed, and Cancel returns to the queue.
     assert f'<form method="post" action="{action}" class="buttons">' in html
     assert f'<input type="hidden" name="entry" value="{drafted.pk}">' in html
