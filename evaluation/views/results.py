@@ -121,7 +121,7 @@ def _question_table(
     run's question count and its failures. A finished run never changes, so its rows are read once per run and
     filter, and each page rendered once, then cached: the page of a 600-question run cost 136 ms of CPU a view,
     most of it this table (load_bench)."""
-    key = f"evalsite:run-questions:v2:{run.pk}:{int(failures_only)}"
+    key = f"evalsite:run-questions:v3:{run.pk}:{int(failures_only)}"
     found = cache.get(key)
     if found is None:
         questions = dashboard.run_questions(run=run)
