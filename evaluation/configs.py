@@ -50,7 +50,10 @@ class RunConfig:
         )
 
     def as_dict(self) -> dict:
+        """The configuration as runs store it and the API echoes it: `rerank` is the reranker that ran, or false
+        when none did (what a client sends to turn it off; runs stored before this say null, read the same)."""
         data = asdict(self)
+        data["rerank"] = self.rerank or False
         data["as_of"] = self.as_of.isoformat().replace("+00:00", "Z") if self.as_of else None
         return data
 

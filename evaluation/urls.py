@@ -49,7 +49,8 @@ urlpatterns = [
     path("jobs/<str:job_id>/cancel/", launch_views.job_cancel_view, name="job-cancel"),
     path("runs/", runs_views.runs, name="runs"),
     path("runs/<str:run_id>/", runs_views.run_detail, name="run"),
-    path("runs/<str:run_id>/questions/<int:position>/", runs_views.run_question, name="run-question"),
+    # A question's number as its page shows it, from 1 (its stored position + 1).
+    path("runs/<str:run_id>/questions/<int:number>/", runs_views.run_question, name="run-question"),
     path("runs/<str:run_id>/run.json", runs_views.run_download, {"fmt": "json"}, name="run-json"),
     path("runs/<str:run_id>/run.csv", runs_views.run_download, {"fmt": "csv"}, name="run-csv"),
     path("runs/<str:run_id>/run.trec", runs_views.run_download, {"fmt": "trec"}, name="run-trec"),

@@ -91,10 +91,12 @@ def _entry(record: GoldenRecord) -> EntryInput:
 
 def golden_file_import(*, collection: Collection, data: str | bytes, actor: str) -> dict[str, int]:
     """Load a golden.json into the collection, atomically; a record whose id exists replaces that entry, and
-    so does a record without an id whose question an entry has (so an export imports back in place)."""
+    so does a record without an id whose question an entry has (so an export imports back in place).
+
+    Counts each record once: created, updated (its entry changed) or unchanged (its entry already said that)."""
     records = parse_golden(data)
     if not records:
-        return {"records": 0, "created": 0, "updated": 0}
+        return {"records": 0, "created": 0, "updated": 0, "unchanged": 0}
     try:
         created, updated = golden_entries_add(
             collection=collection,
@@ -114,7 +116,8 @@ def golden_file_import(*, collection: Collection, data: str | bytes, actor: str)
         raise EvalsiteError(
             exc.code, f"{label}: {message}", details={**exc.details, "id": record.id}, status=exc.status_code
         ) from None
-    return {"records": len(records), "created": len(created), "updated": len(updated)}
+    unchanged = len(records) - len(created) - len(updated)
+    return {"records": len(records), "created": len(created), "updated": len(updated), "unchanged": unchanged}
 
 
 def golden_entries_dump(entries: QuerySet[GoldenEntry]) -> str:

@@ -17,7 +17,7 @@ import hashlib
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
@@ -25,10 +25,12 @@ import plotly.io as pio
 
 __all__ = [
     "CompareSeries",
+    "MIN_TREND_SPAN",
     "PALETTE",
     "TrendPoint",
     "compare_figure",
     "discard_figure",
+    "distinct_colors",
     "figure_html",
     "label_color",
     "recolor_by_label",
@@ -51,6 +53,9 @@ PALETTE: tuple[str, ...] = (
 _PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 _HEIGHT = 480  # px; the width follows the container (autosize + responsive)
+# The narrowest time axis Trends draws: runs made seconds apart (a fresh install, one batch) sit near the middle of
+# a day instead of spreading over an axis of milliseconds.
+MIN_TREND_SPAN = timedelta(days=1)
 _TEMPLATE = "plotly_white"
 
 
@@ -80,6 +85,23 @@ def label_color(label: str) -> str:
     """The colour of a configuration label: stable across pages, processes and restarts (sha256, not hash())."""
     digest = hashlib.sha256(label.encode("utf-8")).digest()
     return PALETTE[int.from_bytes(digest[:8], "big") % len(PALETTE)]
+
+
+def distinct_colors(labels: Sequence[str]) -> dict[str, str]:
+    """A colour per label for a short list shown together, no two alike while the palette lasts: a label keeps
+    its own ``label_color`` unless a label before it (in sorted order, so the result does not depend on the
+    list's order) has it; then it takes the first colour no label has. Past len(PALETTE) labels, colours repeat.
+    (Figures keep ``label_color`` and tell clashing labels apart by pattern or dash instead.)"""
+    names = sorted(set(labels))
+    colors: dict[str, str] = {}
+    for name in names:
+        own = label_color(name)
+        if own not in colors.values():
+            colors[name] = own
+    free = [c for c in PALETTE if c not in colors.values()]
+    for index, name in enumerate(n for n in names if n not in colors):
+        colors[name] = free[index] if index < len(free) else PALETTE[index % len(PALETTE)]
+    return colors
 
 
 def _clash_index(labels: Sequence[str]) -> list[int]:
@@ -257,7 +279,13 @@ def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1
     layout["yaxis"]["range"] = [0, scale * 1.05]
     layout["xaxis"]["type"] = "date"
     layout["hovermode"] = "closest"
-    if not points:
+    if points:
+        moments = [_utc_naive(p.created_at) for p in points]
+        first, last = min(moments), max(moments)
+        if last - first < MIN_TREND_SPAN:
+            pad = (MIN_TREND_SPAN - (last - first)) / 2
+            layout["xaxis"]["range"] = [(first - pad).isoformat(sep=" "), (last + pad).isoformat(sep=" ")]
+    else:
         _empty_note(layout, "No runs in this range")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 

@@ -26,6 +26,9 @@ from goldenset.selectors import collections_list, count_of, golden_entries_list
 from goldenset.services.generate import generate_backend
 
 TAGS_LIMIT = 200
+HOME_LABELS = (
+    8  # a collection card's latest runs: the most recently run labels (fewer than the palette's colours)
+)
 AUDIT_TRAIL_LENGTH = 20
 
 # --- home --------------------------------------------------------------------------------------------------
@@ -40,6 +43,7 @@ class LatestRun:
     question_count: int
     metrics: list[tuple[str, float | None]]
     mode: str = ""
+    color: str = ""
 
 
 @dataclass
@@ -49,10 +53,12 @@ class CollectionSummary:
     page_count: int
     golden_entry_count: int
     latest_runs: list[LatestRun] = field(default_factory=list)
+    more_labels: int = 0  # labels run on the collection beyond the latest_runs shown
 
 
 def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
-    """The tenant's collections with their counts and the latest run of each label: three queries."""
+    """The tenant's collections with their counts and the latest run of each label: three queries. A card shows
+    the HOME_LABELS most recently run labels, newest first, in colours no two of them share."""
     collections = list(
         collections_list(tenant=tenant).annotate(page_count=count_of(Page, "document__collection"))
     )
@@ -100,7 +106,12 @@ def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
                 )
             )
     for summary in summaries.values():
-        summary.latest_runs.sort(key=lambda r: r.label)
+        summary.latest_runs.sort(key=lambda r: (r.created_at, r.label), reverse=True)
+        summary.more_labels = max(0, len(summary.latest_runs) - HOME_LABELS)
+        del summary.latest_runs[HOME_LABELS:]
+        colors = charts.distinct_colors([r.label for r in summary.latest_runs])
+        for run in summary.latest_runs:
+            run.color = colors[run.label]
     return list(summaries.values())
 
 

@@ -16,7 +16,6 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import (
     collection_for,
     paginate,
@@ -67,9 +66,6 @@ def _actor(request: HttpRequest) -> str:
 @tenant_page
 def home(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     summaries = home_collections(tenant=tenant)
-    for summary in summaries:
-        for run in summary.latest_runs:
-            run.color = charts.label_color(run.label)  # type: ignore[attr-defined]
     return render(request, "dashboard/home.html", {"tenant": tenant, "summaries": summaries})
 
 
@@ -396,7 +392,8 @@ def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
 @require_POST
 @tenant_page
 def golden_review_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
-    """Accept (mark reviewed) or reject (delete) one entry of the review queue, audited; back to the queue."""
+    """Accept (mark reviewed) or reject (delete, after the same confirmation page as the golden set's delete)
+    one entry of the review queue, audited; back to the queue."""
     collection = collection_for(tenant, slug)
     back = safe_next(request, reverse("dashboard:golden-review", args=[collection.slug]))
     entry = _entry(tenant, collection, request.POST.get("entry", ""))
@@ -406,6 +403,20 @@ def golden_review_action(request: HttpRequest, tenant: Tenant, slug: str) -> Htt
         services.golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor=_actor(request))
         messages.success(request, f"Accepted “{question}”.")
     elif action == "reject":
+        return render(
+            request,
+            "dashboard/golden_delete.html",
+            {
+                "tenant": tenant,
+                "collection": collection,
+                "entries": [entry],
+                "back": back,
+                "verb": "Reject",
+                "confirm_url": reverse("dashboard:golden-review-action", args=[collection.slug]),
+                "confirm_action": "reject-confirmed",
+            },
+        )
+    elif action == "reject-confirmed":
         services.golden_entries_delete(entries=[entry], actor=_actor(request))
         messages.success(request, f"Rejected “{question}”: deleted from the golden set.")
     else:

@@ -23,6 +23,7 @@ from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from goldenset.models import Collection, Document, Tenant
 
 RUNS_PER_PAGE = 50
+RUN_QUESTIONS_PER_PAGE = 100  # a retrieval run's questions, as ANSWER_QUESTIONS_PER_PAGE an answer run's
 LABELS_LIMIT = 500
 
 # --- runs --------------------------------------------------------------------------------------------------

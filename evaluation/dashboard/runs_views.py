@@ -6,6 +6,7 @@ from dataclasses import asdict
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.core.cache import cache
+from django.core.paginator import Page as PaginatorPage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -37,6 +38,7 @@ from evaluation.dashboard.compare_reads import MAX_COMPARE_RUNS
 from evaluation.dashboard.forms import AnswerQuestionFilterForm, RunFilterForm
 from evaluation.dashboard.runs_reads import (
     DIAGNOSES,
+    RUN_QUESTIONS_PER_PAGE,
     RUNS_PER_PAGE,
     batch_siblings,
     neighbour_positions,
@@ -103,7 +105,7 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
     if is_answer_run(run):
         return _answer_run_detail(request, tenant, run)
     failures_only = request.GET.get("failures") == "1"
-    table, question_total, failures = _question_table(run, failures_only)
+    page, table, question_total, failures = _question_table(request, run, failures_only)
     metrics = [(name, run.metrics[name]) for name in ordered_metrics(run.metrics)]
     return render(
         request,
@@ -115,6 +117,8 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
             "metrics": metrics,
             "config": sorted((k, v) for k, v in run.config.items() if k != "label"),
             "question_table": table,
+            "page": page,
+            "query": query_without_page(request),
             "question_total": question_total,
             "failures": failures,
             "failures_only": failures_only,
@@ -128,36 +132,46 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
 QUESTION_TABLE_SECONDS = 3600
 
 
-def _question_table(run: EvaluationRun, failures_only: bool) -> tuple[str, int, int]:
-    """A retrieval run's questions table (HTML; empty when no question is shown), its question count and its
-    failures. A finished run never changes, so the table is rendered once per run and filter and cached: the
-    page of a 600-question run cost 136 ms of CPU a view, most of it this table (load_bench)."""
-    key = f"evalsite:run-questions:v1:{run.pk}:{int(failures_only)}"
+def _question_table(
+    request: HttpRequest, run: EvaluationRun, failures_only: bool
+) -> tuple[PaginatorPage, str, int, int]:
+    """One page of a retrieval run's questions table (HTML; empty when no question is shown), the page, the
+    run's question count and its failures. A finished run never changes, so its rows are read once per run and
+    filter, and each page rendered once, then cached: the page of a 600-question run cost 136 ms of CPU a view,
+    most of it this table (load_bench)."""
+    key = f"evalsite:run-questions:v3:{run.pk}:{int(failures_only)}"
     found = cache.get(key)
-    if found is not None:
-        table, total, failures = found
-        return mark_safe(table), total, failures
-    questions = run_questions(run=run)
-    failures = sum(1 for q in questions if q.diagnosis != "pass")
-    shown = [q for q in questions if q.diagnosis != "pass"] if failures_only else questions
-    question_url = url_maker("dashboard:run-question", run.pk, marker=987654321)
-    rows = [
-        {
-            **asdict(q),
-            "url": question_url(q.position),
-            "recall": three_places(q.recall),
-            "ndcg": three_places(q.ndcg),
-            "mrr": three_places(q.mrr),
-        }
-        for q in shown
-    ]
-    table = (
-        render_to_string("dashboard/_run_questions.html", {"rows": rows, "k": run_depth_k(run)})
-        if rows
-        else ""
-    )
-    cache.set(key, (str(table), len(questions), failures), QUESTION_TABLE_SECONDS)
-    return mark_safe(table), len(questions), failures
+    if found is None:
+        questions = run_questions(run=run)
+        failures = sum(1 for q in questions if q.diagnosis != "pass")
+        shown = [q for q in questions if q.diagnosis != "pass"] if failures_only else questions
+        question_url = url_maker("dashboard:run-question", run.pk, marker=987654321)
+        rows = [
+            {
+                **asdict(q),
+                "url": question_url(q.position + 1),
+                "recall": three_places(q.recall),
+                "ndcg": three_places(q.ndcg),
+                "mrr": three_places(q.mrr),
+            }
+            for q in shown
+        ]
+        found = (rows, len(questions), failures)
+        cache.set(key, found, QUESTION_TABLE_SECONDS)
+    rows, total, failures = found
+    page = paginate(request, rows, RUN_QUESTIONS_PER_PAGE)
+    page_key = f"{key}:page:{page.number}"
+    table = cache.get(page_key)
+    if table is None:
+        table = (
+            render_to_string(
+                "dashboard/_run_questions.html", {"rows": page.object_list, "k": run_depth_k(run)}
+            )
+            if page.object_list
+            else ""
+        )
+        cache.set(page_key, str(table), QUESTION_TABLE_SECONDS)
+    return page, mark_safe(table), total, failures
 
 
 def three_places(value: float | None) -> str:
@@ -211,14 +225,19 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
 
 @require_GET
 @tenant_page
-def run_question(request: HttpRequest, tenant: Tenant, run_id: str, position: int) -> HttpResponse:
+def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int) -> HttpResponse:
+    """Question `number` of a run, counted from 1 as its pages show it (0, from before links counted from 1,
+    is a 404: no question has that number)."""
     run = _run(tenant, run_id)
-    result = question_result(run=run, position=position)
+    position = number - 1
+    result = question_result(run=run, position=position) if position >= 0 else None
     if result is None:
         raise Http404("No such question in this run.")
     ranked, missing = question_documents(tenant=tenant, run=run, result=result)
     diagnosis = question_diagnosis(result.diagnosis, result.first_relevant_rank, result.missing_document_ids)
-    previous, following = neighbour_positions(run=run, position=position)
+    previous, following = (
+        None if p is None else p + 1 for p in neighbour_positions(run=run, position=position)
+    )
     collections = set(run_collections_present(tenant=tenant, run=run))
     if is_answer_run(run):
         documents = {d.document_id: (d.collection_slug, d.external_id, d.exists) for d in ranked + missing}

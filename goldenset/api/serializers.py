@@ -240,8 +240,9 @@ class JobAcceptedOut(serializers.Serializer):
 
 class GoldenImportOut(serializers.Serializer):
     records = serializers.IntegerField()
-    created = serializers.IntegerField()
-    updated = serializers.IntegerField()
+    created = serializers.IntegerField(help_text="New entries.")
+    updated = serializers.IntegerField(help_text="Existing entries the file changed.")
+    unchanged = serializers.IntegerField(help_text="Existing entries that already said what the file says.")
 
 
 class GoldenAddOut(serializers.Serializer):

@@ -296,8 +296,12 @@ class GoldenSetUploadApi(TenantAPIView):
 
     @extend_schema(
         request={"multipart/form-data": s.GoldenUploadIn},
-        responses={201: s.GoldenImportOut, **s.error_responses(400, 404, 409, 413, 415)},
-        summary="Imports an okfsmith golden.json.",
+        responses={
+            201: s.GoldenImportOut,
+            200: s.GoldenImportOut,
+            **s.error_responses(400, 404, 409, 413, 415),
+        },
+        summary="Imports an okfsmith golden.json: 201 when it created entries, else 200 (updated or unchanged).",
     )
     def post(self, request):
         data = read(s.GoldenUploadIn, {**_form(request), "file": request.FILES.get("file")})
@@ -305,7 +309,8 @@ class GoldenSetUploadApi(TenantAPIView):
         result = importers.golden_file_import(
             collection=collection, data=data["file"].read(), actor=self.actor
         )
-        return Response(result, status=status.HTTP_201_CREATED)
+        # 201 only when something was created: re-importing the same file creates nothing, and says so.
+        return Response(result, status=status.HTTP_201_CREATED if result["created"] else status.HTTP_200_OK)
 
 
 class GoldenSetExportApi(TenantAPIView):

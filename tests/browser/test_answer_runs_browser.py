@@ -136,11 +136,11 @@ def test_an_answer_run_its_questions_and_an_answer_beside_its_passages(
 
     # 4. The question: the answer and its passages side by side; a citation marker opens its passage.
     page.locator(f"{table} tbody tr").first.locator("td a").first.click()
-    page.wait_for_url(re.compile(r"/questions/2/$"))
+    page.wait_for_url(re.compile(r"/questions/3/$"))
     assert page.locator("[data-diagnosis]").inner_text() == "retrieval"
     assert "expected document not retrieved: warranty" in page.locator("[data-reasons]").inner_text()
     screenshot(page, "ans-04-question-retrieval")
-    page.goto(f"{base}/runs/{judged.pk}/questions/0/")
+    page.goto(f"{base}/runs/{judged.pk}/questions/1/")
     answer, passages = page.locator(".answer-pane"), page.locator(".passages-pane")
     answer_box, passages_box = answer.bounding_box(), passages.bounding_box()
     assert answer_box and passages_box
@@ -216,7 +216,7 @@ def test_answer_pages_fit_a_narrow_screen(live_server, browser, screenshot, answ
         judged = answer_runs[1]
         pages = {
             "run": f"{base}/runs/{judged.pk}/",
-            "question": f"{base}/runs/{judged.pk}/questions/0/",
+            "question": f"{base}/runs/{judged.pk}/questions/1/",
         }
         overflowing: dict[str, dict] = {}
         for name, url in pages.items():

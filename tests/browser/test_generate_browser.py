@@ -161,6 +161,7 @@ def test_a_user_generates_questions_and_reviews_them_in_the_browser(
     assert page.locator(f"#review-{accepted.pk}").count() == 0
     assert pending_count(page) == result["accepted"] - 1
     page.locator(f"#review-{rejected.pk} button[value=reject]").click()
+    page.locator("button[value=reject-confirmed]").click()  # the confirmation page
     page.wait_for_selector(".messages .message.success")
     assert "Rejected" in page.locator(".messages").inner_text()
     assert page.locator(f"#review-{rejected.pk}").count() == 0

@@ -247,7 +247,7 @@ def compare_url(*runs) -> str:
 
 
 def question_url(run: EvaluationRun, position: int) -> str:
-    return reverse("dashboard:run-question", args=[run.pk, position])
+    return reverse("dashboard:run-question", args=[run.pk, position + 1])  # URLs count from 1
 
 
 SEARCH_CONFIG = {

@@ -180,4 +180,4 @@ def test_an_answer_run_page_costs_a_fixed_number_of_queries(
     with django_assert_max_num_queries(8):
         alice.get(run_url(answer_batch.judged, "?diagnosis=generation"))
     with django_assert_max_num_queries(10):
-        alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 0]))
+        alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 1]))

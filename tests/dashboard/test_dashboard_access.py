@@ -40,7 +40,7 @@ def pages(world, golden, batch, job) -> list[str]:
         reverse("dashboard:runs") + f"?collection={slug}&label=fulltext&kind=retrieval&date_from=2020-01-01",
         reverse("dashboard:run", args=[run.pk]),
         reverse("dashboard:run", args=[run.pk]) + "?failures=1",
-        reverse("dashboard:run-question", args=[run.pk, 0]),
+        reverse("dashboard:run-question", args=[run.pk, 1]),
         reverse("dashboard:run-json", args=[run.pk]),
         reverse("dashboard:run-csv", args=[run.pk]),
         reverse("dashboard:run-trec", args=[run.pk]),
@@ -73,7 +73,7 @@ def test_another_tenants_objects_are_a_404(world, outsider, golden, batch, job):
     run = batch.runs[0]
     for url in [
         reverse("dashboard:run", args=[run.pk]),
-        reverse("dashboard:run-question", args=[run.pk, 0]),
+        reverse("dashboard:run-question", args=[run.pk, 1]),
         reverse("dashboard:run-trec", args=[run.pk]),
         reverse("dashboard:compare") + f"?batch={batch.batch_id}",
         reverse("dashboard:golden-entry", args=["handbook", golden[0].pk]),

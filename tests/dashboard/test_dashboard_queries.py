@@ -70,9 +70,9 @@ def test_a_run_with_200_questions_is_bounded(alice, world, many_runs, django_ass
     with django_assert_max_num_queries(6):
         response = alice.get(reverse("dashboard:run", args=[scored[0].pk]))
     assert response.context["question_total"] == 200
-    assert response.content.decode().count('<td class="diag">') == 200
+    assert response.content.decode().count('<td class="diag">') == 100  # a page of them
     with django_assert_max_num_queries(9):
-        alice.get(reverse("dashboard:run-question", args=[scored[0].pk, 100]))
+        alice.get(reverse("dashboard:run-question", args=[scored[0].pk, 101]))
 
 
 def test_the_golden_set_page_is_bounded(alice, world, django_assert_max_num_queries):

@@ -88,7 +88,8 @@ def test_run_detail_lists_every_question_and_filters_to_failures(alice, world, b
     html = page.content.decode()
     for q in questions:
         assert (
-            f'href="{reverse("dashboard:run-question", args=[run.pk, q.position])}">{q.question}</a>' in html
+            f'href="{reverse("dashboard:run-question", args=[run.pk, q.position + 1])}">{q.question}</a>'
+            in html
         )
         assert f'<td class="num">{floatformat(q.recall, 3)}</td>' in html
     failures = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1")
@@ -105,7 +106,7 @@ def shown_positions(page) -> list[int]:
 def test_a_question_shows_its_ranking_with_relevant_documents_marked(alice, world, batch):
     run = batch.runs[0]
     result = QuestionResult.objects.get(run=run, position=2)  # expects warranty and refunds
-    page = alice.get(reverse("dashboard:run-question", args=[run.pk, 2]))
+    page = alice.get(reverse("dashboard:run-question", args=[run.pk, 3]))  # numbered from 1
     ranked = page.context["ranked"]
     assert [(d.rank, d.document_id) for d in ranked] == [
         (i, doc) for i, (doc, _) in enumerate(result.ranked, 1)
@@ -120,7 +121,7 @@ def test_a_question_lists_expected_documents_that_were_not_retrieved(alice, worl
     (run,) = make_runs(world.tenant, world.collection, 1, questions=3)
     missed = QuestionResult.objects.get(run=run, position=0)  # (q + r) % 3 == 0: nothing found
     assert missed.missing_document_ids == ["doc0"]
-    page = alice.get(reverse("dashboard:run-question", args=[run.pk, 0]))
+    page = alice.get(reverse("dashboard:run-question", args=[run.pk, 1]))
     assert page.context["diagnosis"] == "miss"
     assert [(d.document_id, d.exists) for d in page.context["missing"]] == [("doc0", False)]
     assert b"no longer in the collection" in page.content

@@ -400,7 +400,7 @@ def test_reject_deletes_audited_and_returns_to_the_queue(alice, generated):
     back = review_url(query=f"?job={generated.pk}")
     response = alice.post(
         reverse("dashboard:golden-review-action", args=[SLUG]),
-        {"entry": str(entry.pk), "action": "reject", "next": back},
+        {"entry": str(entry.pk), "action": "reject-confirmed", "next": back},  # "reject" asks first
     )
     assert response.status_code == 302 and response["Location"] == back
     assert not GoldenEntry.objects.filter(pk=entry.pk).exists()

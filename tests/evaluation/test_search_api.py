@@ -16,7 +16,7 @@ DEFAULT_CONFIG = {
     "label": "FullText",
     "search_type": "FullText",
     "fusion": "Rrf",
-    "rerank": None,
+    "rerank": False,
     "bm25_variant": "lucene",
     "top_k": None,
     "as_of": None,

@@ -24,5 +24,6 @@ class Command(EvalsiteCommand):
             ) from None
         result = importers.golden_file_import(collection=collection, data=data, actor="command:import_golden")
         self.stdout.write(
-            f"{options['file']}: {result['records']} records -> {result['created']} created, {result['updated']} updated"
+            f"{options['file']}: {result['records']} records -> {result['created']} created, "
+            f"{result['updated']} updated, {result['unchanged']} unchanged"
         )
