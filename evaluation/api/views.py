@@ -146,7 +146,9 @@ class EvaluateAnswersApi(TenantAPIView):
 
 class RunListApi(TenantAPIView):
     @extend_schema(
-        parameters=[s.RunFilterIn], responses=s.RunOut(many=True), summary="Lists runs, newest first."
+        parameters=[s.RunFilterIn],
+        responses={200: s.RunOut(many=True), **error_responses(400, 404)},
+        summary="Lists runs, newest first.",
     )
     def get(self, request):
         filters = read(s.RunFilterIn, request.query_params)
@@ -165,7 +167,7 @@ class RunListApi(TenantAPIView):
 class RunDetailApi(TenantAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses=s.RunDetailOut,
+        responses={200: s.RunDetailOut, **error_responses(404)},
         summary="One run with its per-question results.",
     )
     def get(self, request, run_id: str):
