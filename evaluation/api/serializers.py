@@ -317,6 +317,27 @@ class AnswerEvaluationOut(serializers.Serializer):
     runs = AnswerRunSummaryOut(many=True)
 
 
+class RetrievalGateOut(serializers.Serializer):
+    """`manage.py evaluate --format json`: the runs as /search/evaluate answers them, and the gate."""
+
+    batch_id = serializers.UUIDField()
+    metric = serializers.CharField(help_text="The gated metric.")
+    fail_under = serializers.FloatField(allow_null=True, help_text="The bar; null: none (report only).")
+    passed = serializers.BooleanField(help_text="Every configuration cleared the bar.")
+    runs = RunSummaryOut(many=True)
+
+
+class AnswerGateOut(serializers.Serializer):
+    """`manage.py evaluate --answers --format json`: the runs as an EvaluateAnswers job's result, and the gate."""
+
+    batch_id = serializers.UUIDField()
+    fail_under = serializers.FloatField(
+        allow_null=True, help_text="The bar on the score (0-100); null: none."
+    )
+    passed = serializers.BooleanField()
+    runs = AnswerRunSummaryOut(many=True)
+
+
 class RunStatsOut(serializers.Serializer):
     """An answer run's summary (answer_scoring.RunSummary with the calls' usage); {} for a retrieval run."""
 

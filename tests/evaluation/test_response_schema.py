@@ -4,9 +4,12 @@ each value has its declared type, nullability and enum."""
 
 from __future__ import annotations
 
+import io
+import json
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from jsonschema import Draft202012Validator
@@ -309,3 +312,25 @@ def test_retrieval_runs_conform_listed_beside_answer_runs(schema, golden, django
     )
     assert [q["diagnosis"] for q in detail["results"]] == ["", ""] and detail["results"][0]["ranked"]
     conforms(schema, golden.client.get(f"{path}/not-a-run"), f"{path}/{{run_id}}", "get", 404)
+
+
+# --- the CLI -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "gate_keys", "evaluation"),
+    [
+        ([], {"metric", "fail_under", "passed"}, "EvaluateOut"),
+        (["--answers", "--no-llm"], {"fail_under", "passed"}, "AnswerEvaluationOut"),
+    ],
+    ids=["retrieval", "answers"],
+)
+def test_the_cli_json_has_the_apis_shape(schema, golden, args, gate_keys, evaluation):
+    """`manage.py evaluate --format json` is the API's evaluation (as /search/evaluate and the EvaluateAnswers
+    job answer it) plus the gate."""
+    out = io.StringIO()
+    scope = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook", "--format", "json"]
+    call_command("evaluate", *scope, *args, stdout=out)
+    document = json.loads(out.getvalue())
+    assert set(document) == {"batch_id", "runs", *gate_keys} and document["runs"]
+    assert errors(schema, evaluation, {k: document[k] for k in ("batch_id", "runs")}) == []
