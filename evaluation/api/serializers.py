@@ -122,7 +122,7 @@ class SearchConfigOut(serializers.Serializer):
     rerank = serializers.ChoiceField(choices=RERANKERS, allow_null=True)
     bm25_variant = serializers.ChoiceField(choices=VARIANTS)
     top_k = serializers.IntegerField(allow_null=True)
-    as_of = serializers.CharField(allow_null=True, help_text="ISO 8601, UTC (Z); null: now.")
+    as_of = serializers.DateTimeField(allow_null=True, help_text="The instant replayed (UTC); null: now.")
     include_superseded = serializers.BooleanField()
     fulltext_weight = serializers.FloatField()
 
@@ -154,7 +154,7 @@ class IndexOut(serializers.Serializer):
 
 
 class RunIndexOut(IndexOut):
-    evaluated_at = serializers.CharField(help_text="The instant the batch replayed (ISO 8601, UTC).")
+    evaluated_at = serializers.DateTimeField(help_text="The instant the batch replayed (UTC).")
     search_ms = serializers.FloatField()
 
 
@@ -167,7 +167,7 @@ class StoredRunIndexOut(serializers.Serializer):
     parts_built = serializers.IntegerField(required=False)
     build_ms = serializers.FloatField(required=False)
     content_versions = serializers.DictField(child=serializers.IntegerField(), required=False)
-    evaluated_at = serializers.CharField(required=False)
+    evaluated_at = serializers.DateTimeField(required=False)
     search_ms = serializers.FloatField(required=False)
 
 

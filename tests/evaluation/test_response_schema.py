@@ -14,6 +14,9 @@ from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from jsonschema import Draft202012Validator
 
+from evaluation.answers import answer_question
+from evaluation.configs import parse_answer_config
+from evaluation.services import available_rerankers
 from goldenset import services
 from tests.answer_support import scripted_rag
 from tests.conftest import add_documents
@@ -255,6 +258,14 @@ def test_answer_responses_conform(schema, golden):
         "post",
         400,
     )
+
+
+def test_the_answer_service_returns_exactly_what_the_schema_declares(schema, golden):
+    """The endpoint answers through AnswerOut, which would drop a field the service added: the service's own dict
+    is held to the schema too, so a new field is declared before it is answered."""
+    config = parse_answer_config({"groundedness": "Low"}, 0, available_rerankers(), prefix="")
+    answer = answer_question(collections=[golden.collection], question="Where do refunds go?", config=config)
+    assert answer["citations"] and errors(schema, "AnswerOut", json.loads(json.dumps(answer))) == []
 
 
 def test_a_model_written_answer_conforms(schema, golden, llm):
