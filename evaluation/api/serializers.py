@@ -3,6 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from evaluation import answer_scoring, answering, judge
 from evaluation.configs import GROUNDEDNESS
 from evaluation.models import RunKind
 from evaluation.search.bm25 import VARIANTS
@@ -99,11 +100,12 @@ class EvaluateAnswersIn(TenantIn):
 # answered as stored, never reshaped, so a run written by an older version reads back as it was written; those
 # fields are documented with the shape current code writes.
 
-ANSWER_METHODS = ("extractive", "llm")  # how an answer was written (evaluation.answering)
-JUDGE_METHODS = ("heuristic", "llm-judge")  # how a judgement was made (evaluation.judge)
-RUN_MODES = ("heuristic", "llm-judge", "mixed")
-DIAGNOSES = ("retrieval", "generation", "pass", "error")
-RERANKERS = ("minilm", "endpoint", "proximity")
+ANSWER_METHODS = (answering.EXTRACTIVE, answering.LLM)  # how an answer was written
+JUDGE_METHODS = (judge.HEURISTIC, judge.LLM_JUDGE)  # how a judgement was made
+RUN_MODES = (judge.HEURISTIC, judge.LLM_JUDGE, "mixed")
+DIAGNOSES = (answer_scoring.RETRIEVAL, answer_scoring.GENERATION, answer_scoring.PASS, answer_scoring.ERROR)
+EXCLUSIONS = (judge.NOT_APPLICABLE, judge.UNREADABLE)  # why a metric has no value for a question
+RERANKERS = ("minilm", "endpoint", "proximity")  # every name services.available_rerankers() may offer
 
 
 def stored(shape: serializers.Field, **kwargs) -> serializers.JSONField:
@@ -393,7 +395,7 @@ class JudgementOut(serializers.Serializer):
     value = serializers.FloatField(allow_null=True, help_text="0..1; null: excluded from this metric.")
     method = serializers.ChoiceField(choices=JUDGE_METHODS)
     detail = serializers.DictField(help_text="What the judge found (statements, verdicts, reasons).")
-    excluded = serializers.ChoiceField(choices=("not-applicable", "unreadable"), allow_null=True)
+    excluded = serializers.ChoiceField(choices=EXCLUSIONS, allow_null=True)
     fallback = serializers.CharField(allow_null=True, help_text="Why the heuristic stood in for the judge.")
 
 
