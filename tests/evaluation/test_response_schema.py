@@ -123,8 +123,17 @@ def llm(llm_server, settings):
     settings.EVALSITE_LLM_BASE_URL = llm_server.url
     settings.EVALSITE_LLM_MODEL = "scripted"
     settings.EVALSITE_LLM_MAX_ATTEMPTS = 1
-    llm_server.reply(r".", scripted_rag)
     return llm_server
+
+
+def script(llm_server, case: str) -> None:
+    """The model's behaviour for an answer-evaluation case (the first matching rule answers)."""
+    if case == "degraded":  # faithfulness judgements unreadable; the first two judge calls fail (fallbacks)
+        llm_server.reply(r"Answer statements:", "The answer looks fine to me.")
+        llm_server.fail_next(500, 500)
+    if case == "model-down":  # every answer call fails: those questions are errors, neither passed nor failed
+        llm_server.fail_next(*([503] * 1000))
+    llm_server.reply(r".", scripted_rag)
 
 
 def job_of(world, schema, accepted) -> dict:
@@ -160,6 +169,11 @@ def test_the_check_rejects_an_undeclared_field_a_missing_one_and_a_wrong_null(sc
     config = {**body, "config": {**body["config"], "search_type": "Fulltext"}}
     assert len(errors(schema, "SearchOut", config)) == 1  # not one of the enum's values
     assert errors(schema, "SearchOut", {**body, "config": {**body["config"], "top_k": None}}) == []
+
+
+def test_the_schema_checked_is_the_one_served(schema, client, db):
+    served = client.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert served.status_code == 200 and json.loads(served.content) == schema
 
 
 def test_nullable_becomes_a_null_alternative_and_objects_are_closed():
@@ -269,6 +283,7 @@ def test_the_answer_service_returns_exactly_what_the_schema_declares(schema, gol
 
 
 def test_a_model_written_answer_conforms(schema, golden, llm):
+    script(llm, "llm-judged")
     path = f"{API}/search/answer"
     body = {
         "collection_ids": ["handbook", "policies"],
@@ -279,17 +294,26 @@ def test_a_model_written_answer_conforms(schema, golden, llm):
     assert answered["method"] == "llm" and answered["model"] == "m1" and answered["citations"]
 
 
-@pytest.mark.parametrize("judged", [False, True], ids=["offline", "llm-judged"])
+CASES = {  # case: (judge_model, the first configuration's model, the runs' modes)
+    "offline": ("heuristic", "extractive", {"heuristic"}),
+    "llm-judged": (None, None, {"llm-judge"}),
+    "degraded": (None, "extractive", {"mixed", "llm-judge"}),  # the failed calls fall in one run or both
+    "model-down": ("heuristic", None, {"heuristic"}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
 def test_answer_evaluation_and_its_runs_conform(
-    schema, golden, request, django_capture_on_commit_callbacks, judged
+    schema, golden, request, django_capture_on_commit_callbacks, case
 ):
-    if judged:
-        request.getfixturevalue("llm")
+    judge_model, model, modes = CASES[case]
+    if case != "offline":
+        script(request.getfixturevalue("llm"), case)
     path = f"{API}/search/evaluate/answers"
     body = {
         "collection_id": "handbook",
-        "judge_model": None if judged else "heuristic",
-        "configs": [{"label": "ft", "model": None if judged else "extractive"}, {"groundedness": "High"}],
+        "judge_model": judge_model,
+        "configs": [{"label": "ft", "model": model}, {"groundedness": "High", "model": model}],
         "unanswerable_questions": ["Can I pay with bitcoin at the store?"],
     }
     with django_capture_on_commit_callbacks(execute=True):
@@ -297,16 +321,26 @@ def test_answer_evaluation_and_its_runs_conform(
     job = job_of(golden, schema, accepted)
     assert job["kind"] == "EvaluateAnswers" and errors(schema, "AnswerEvaluationOut", job["result"]) == []
     component(schema, "AnswerEvaluationOut")
-    assert {r["mode"] for r in job["result"]["runs"]} == {"llm-judge" if judged else "heuristic"}
+    assert {r["mode"] for r in job["result"]["runs"]} <= modes
 
     runs_path = f"{API}/search/evaluate/runs"
     listed = conforms(schema, golden.client.get(f"{runs_path}?kind=answers"), runs_path, "get", 200)
     assert listed["count"] == 2
-    detail_path = f"{runs_path}/{{run_id}}"
+    questions = []
     for run in listed["results"]:
+        detail_path = f"{runs_path}/{{run_id}}"
         detail = conforms(schema, golden.client.get(f"{runs_path}/{run['run_id']}"), detail_path, "get", 200)
         assert len(detail["results"]) == 4 and detail["summary"]["usage"]
-        assert {q["answerable"] for q in detail["results"]} == {True, False}
+        questions += detail["results"]
+    assert {q["answerable"] for q in questions} == {True, False}
+    judgements = [j for q in questions for j in q["judgements"].values()]
+    if case == "degraded":  # the nullable fields were exercised with values too
+        assert any(j["excluded"] == "unreadable" for j in judgements)
+        assert any(j["fallback"] for j in judgements)
+    if case == "model-down":
+        assert any(
+            q["diagnosis"] == "error" and q["refused"] is None and q["passed"] is None for q in questions
+        )
 
 
 def test_retrieval_runs_conform_listed_beside_answer_runs(schema, golden, django_capture_on_commit_callbacks):
