@@ -4,7 +4,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from evalsite import views
-from evalsite.api import schema  # noqa: F401  (registers the OpenAPI auth extension)
+from evalsite.api import schema  # noqa: F401  (registers the OpenAPI extensions)
 from evaluation.dashboard.golden_views import home
 
 admin.site.site_header = "evalsite admin"

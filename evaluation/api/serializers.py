@@ -1,7 +1,13 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from evaluation import answer_writer, judge, verdicts
+from evaluation.configs import GROUNDEDNESS
+from evaluation.models import RunKind
+from evaluation.search.bm25 import VARIANTS
+from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.api.serializers import TenantIn
 
 # Collections one call may search or evaluate together: each is an index to load, so the work is bounded.
@@ -87,28 +93,321 @@ class EvaluateAnswersIn(TenantIn):
     )
 
 
+# --- responses ------------------------------------------------------------------------------------------------
+# The shapes of what the search, answer, evaluate and runs endpoints answer (and `manage.py evaluate --format json`
+# prints): the OpenAPI schema documents them, and tests/evaluation/test_response_schema.py holds real responses
+# to it. A run's stored JSON (its config, index, summary, a question's citations, passages and judgements) is
+# answered as stored, never reshaped, so a run written by an older version reads back as it was written; those
+# fields are documented with the shape current code writes.
+
+ANSWER_METHODS = (answer_writer.EXTRACTIVE, answer_writer.LLM)  # how an answer was written
+JUDGE_METHODS = (judge.HEURISTIC, judge.LLM_JUDGE)  # how a judgement was made
+RUN_MODES = (judge.HEURISTIC, judge.LLM_JUDGE, "mixed")
+DIAGNOSES = (verdicts.RETRIEVAL, verdicts.GENERATION, verdicts.PASS, verdicts.ERROR)
+EXCLUSIONS = (judge.NOT_APPLICABLE, judge.UNREADABLE)  # why a metric has no value for a question
+RERANKERS = ("minilm", "endpoint", "proximity")  # every name services.available_rerankers() may offer
+
+
+def stored(shape: serializers.Field, **kwargs) -> serializers.JSONField:
+    """A JSON value answered as stored, documented as `shape` in the schema."""
+    name = "Stored" + type(shape.child if isinstance(shape, serializers.ListSerializer) else shape).__name__
+    field_class = extend_schema_field(shape)(type(name, (serializers.JSONField,), {}))
+    return field_class(**kwargs)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "enum": list(RERANKERS)}, {"type": "boolean", "enum": [False]}],
+        "nullable": True,
+        "description": "The reranker that ran, or false (null in runs stored before false was echoed).",
+    }
+)
+class RerankOut(serializers.JSONField):
+    pass
+
+
+class SearchConfigOut(serializers.Serializer):
+    """A configuration as it ran, normalized: every default filled in."""
+
+    label = serializers.CharField()  # type: ignore[assignment]
+    search_type = serializers.ChoiceField(choices=SEARCH_TYPES)
+    fusion = serializers.ChoiceField(choices=FUSIONS)
+    rerank = RerankOut()
+    bm25_variant = serializers.ChoiceField(choices=VARIANTS)
+    top_k = serializers.IntegerField(allow_null=True)
+    as_of = serializers.DateTimeField(allow_null=True, help_text="The instant replayed (UTC); null: now.")
+    include_superseded = serializers.BooleanField()
+    fulltext_weight = serializers.FloatField()
+
+
+class AnswerConfigOut(SearchConfigOut):
+    top_k = serializers.IntegerField(help_text="Passages the answer is written from.")
+    model = serializers.CharField(allow_null=True, help_text="As requested; null: the default.")
+    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS)
+
+
+class RunConfigOut(SearchConfigOut):
+    """A run's configuration; the last four fields are an answer run's only."""
+
+    model = serializers.CharField(required=False, help_text='The answering model, or "extractive".')
+    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS, required=False)
+    judge_model = serializers.CharField(required=False, help_text='The judge model, or "heuristic".')
+    thresholds = serializers.DictField(child=serializers.FloatField(), required=False)
+
+
+class IndexOut(serializers.Serializer):
+    """What getting the collections' indexes cost this call, and the content version each one indexed."""
+
+    built = serializers.IntegerField()
+    loaded = serializers.IntegerField()
+    cached = serializers.IntegerField()
+    parts_built = serializers.IntegerField()
+    build_ms = serializers.FloatField()
+    content_versions = serializers.DictField(child=serializers.IntegerField())
+
+
+class RunIndexOut(IndexOut):
+    evaluated_at = serializers.DateTimeField(help_text="The instant the batch replayed (UTC).")
+    search_ms = serializers.FloatField()
+
+
+class StoredRunIndexOut(serializers.Serializer):
+    """A retrieval run's index (RunIndexOut); {} for an answer run."""
+
+    built = serializers.IntegerField(required=False)
+    loaded = serializers.IntegerField(required=False)
+    cached = serializers.IntegerField(required=False)
+    parts_built = serializers.IntegerField(required=False)
+    build_ms = serializers.FloatField(required=False)
+    content_versions = serializers.DictField(child=serializers.IntegerField(), required=False)
+    evaluated_at = serializers.DateTimeField(required=False)
+    search_ms = serializers.FloatField(required=False)
+
+
+class SearchResultOut(serializers.Serializer):
+    rank = serializers.IntegerField()
+    collection_id = serializers.CharField()
+    document_id = serializers.CharField()
+    title = serializers.CharField()
+    score = serializers.FloatField()
+    page_number = serializers.IntegerField(help_text="The document's best page for the query.")
+    text = serializers.CharField()
+
+
+class SearchOut(serializers.Serializer):
+    query = serializers.CharField()
+    config = SearchConfigOut()
+    results = SearchResultOut(many=True)
+    took_ms = serializers.FloatField()
+    index = IndexOut()
+
+
+class RunSummaryOut(serializers.Serializer):
+    """A retrieval run as /search/evaluate answers it (services.run_summary)."""
+
+    run_id = serializers.UUIDField()
+    label = serializers.CharField()  # type: ignore[assignment]
+    config = stored(SearchConfigOut())
+    ks = serializers.ListField(child=serializers.IntegerField())
+    metrics = serializers.DictField(
+        child=serializers.FloatField(), help_text='{"recall@10": 0.71, "mrr": ...}'
+    )
+    question_count = serializers.IntegerField()
+    duration_ms = serializers.FloatField()
+    warnings = serializers.ListField(child=serializers.CharField())
+    index = stored(RunIndexOut())
+
+
+class EvaluateOut(serializers.Serializer):
+    """A retrieval evaluation: one run per configuration, of one batch (also an Evaluate job's result)."""
+
+    batch_id = serializers.UUIDField()
+    runs = RunSummaryOut(many=True)
+
+
+class CitationOut(serializers.Serializer):
+    number = serializers.IntegerField(help_text="The passage cited.")
+    document_id = serializers.CharField()
+    statement = serializers.CharField()
+
+
+class PassageOut(serializers.Serializer):
+    number = serializers.IntegerField()
+    document_id = serializers.CharField()
+    page_number = serializers.IntegerField()
+    title = serializers.CharField()
+    score = serializers.FloatField(required=False, help_text="The retrieval score (answers only, not runs).")
+    text = serializers.CharField()
+
+
+class TokenUsageOut(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+
+
+class AnswerOut(serializers.Serializer):
+    question = serializers.CharField()
+    answer = serializers.CharField()
+    refused = serializers.BooleanField(help_text="The pipeline declined to answer.")
+    method = serializers.ChoiceField(choices=ANSWER_METHODS)
+    model = serializers.CharField(allow_blank=True, help_text='"" for the extractive answer.')
+    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS)
+    support = serializers.FloatField(help_text="Extractive: the groundedness evidence in 0..1; llm: -1.")
+    citations = CitationOut(many=True)
+    passages = PassageOut(many=True)
+    config = AnswerConfigOut()
+    usage = TokenUsageOut()
+    took_ms = serializers.FloatField()
+
+
+class AnswerRunConfigOut(AnswerConfigOut):
+    model = serializers.CharField(help_text='The answering model, or "extractive".')
+    judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
+    thresholds = serializers.DictField(child=serializers.FloatField())
+
+
+class AnswerMetricsOut(serializers.Serializer):
+    """Each metric's mean over the questions it could be scored on; null when none could."""
+
+    faithfulness = serializers.FloatField(allow_null=True)
+    context_recall = serializers.FloatField(allow_null=True)
+    answer_relevancy = serializers.FloatField(allow_null=True)
+    citation_precision = serializers.FloatField(allow_null=True)
+    context_relevancy = serializers.FloatField(allow_null=True)
+
+
+class RefusalOut(serializers.Serializer):
+    unanswerable = serializers.IntegerField()
+    declined_unanswerable = serializers.IntegerField()
+    refusal_recall = serializers.FloatField(allow_null=True, help_text="null: no unanswerable question.")
+    answerable = serializers.IntegerField()
+    declined_answerable = serializers.IntegerField()
+    false_refusal_rate = serializers.FloatField(allow_null=True, help_text="null: no answerable question.")
+
+
+class CallUsageOut(serializers.Serializer):
+    answer_calls = serializers.IntegerField()
+    judge_calls = serializers.IntegerField()
+    cached_calls = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    call_latency_ms = serializers.FloatField()
+
+
+def counts(**kwargs) -> serializers.DictField:
+    """{name: how many}"""
+    return serializers.DictField(child=serializers.IntegerField(), **kwargs)
+
+
+class AnswerRunSummaryOut(serializers.Serializer):
+    """An answer run as an EvaluateAnswers job's result and the CLI report it (evaluation.services.runs.run_summary)."""
+
+    run_id = serializers.UUIDField()
+    label = serializers.CharField()  # type: ignore[assignment]
+    kind = serializers.ChoiceField(choices=RunKind.choices)
+    config = stored(AnswerRunConfigOut())
+    mode = serializers.ChoiceField(choices=RUN_MODES)
+    score = serializers.FloatField(allow_null=True, help_text="0-100; null when no question could be scored.")
+    metrics = AnswerMetricsOut()
+    metric_methods = serializers.DictField(child=serializers.CharField())
+    refusal = stored(RefusalOut(), allow_null=True)
+    excluded = stored(
+        serializers.DictField(child=counts()), allow_null=True, help_text="{metric: {reason: questions}}"
+    )
+    diagnosis = stored(counts(), allow_null=True, help_text="{retrieval|generation|pass|error: questions}")
+    passed = serializers.IntegerField(allow_null=True)
+    failed = serializers.IntegerField(allow_null=True)
+    question_count = serializers.IntegerField()
+    usage = stored(CallUsageOut(), allow_null=True)
+    duration_ms = serializers.FloatField()
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class AnswerEvaluationOut(serializers.Serializer):
+    """An answer evaluation: one run per configuration, of one batch (an EvaluateAnswers job's result)."""
+
+    batch_id = serializers.UUIDField()
+    runs = AnswerRunSummaryOut(many=True)
+
+
+class RetrievalGateOut(serializers.Serializer):
+    """`manage.py evaluate --format json`: the runs as /search/evaluate answers them, and the gate."""
+
+    batch_id = serializers.UUIDField()
+    metric = serializers.CharField(help_text="The gated metric.")
+    fail_under = serializers.FloatField(allow_null=True, help_text="The bar; null: none (report only).")
+    passed = serializers.BooleanField(help_text="Every configuration cleared the bar.")
+    runs = RunSummaryOut(many=True)
+
+
+class AnswerGateOut(serializers.Serializer):
+    """`manage.py evaluate --answers --format json`: the runs as an EvaluateAnswers job's result, and the gate."""
+
+    batch_id = serializers.UUIDField()
+    fail_under = serializers.FloatField(
+        allow_null=True, help_text="The bar on the score (0-100); null: none."
+    )
+    passed = serializers.BooleanField()
+    runs = AnswerRunSummaryOut(many=True)
+
+
+class RunStatsOut(serializers.Serializer):
+    """An answer run's summary (verdicts.RunSummary with the calls' usage); {} for a retrieval run."""
+
+    metrics = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False)
+    methods = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
+    mode = serializers.ChoiceField(choices=RUN_MODES, required=False)
+    score = serializers.FloatField(allow_null=True, required=False)
+    excluded = serializers.DictField(child=counts(), required=False)
+    fallbacks = counts(required=False)
+    refusal = RefusalOut(required=False)
+    diagnosis = counts(required=False)
+    passed = serializers.IntegerField(required=False)
+    failed = serializers.IntegerField(required=False)
+    warnings = serializers.ListField(child=serializers.CharField(), required=False)
+    usage = CallUsageOut(required=False)
+
+
 class RunOut(serializers.Serializer):
     run_id = serializers.UUIDField(source="id")
     batch_id = serializers.UUIDField()
-    kind = serializers.CharField()
+    kind = serializers.ChoiceField(choices=RunKind.choices)
     label = serializers.CharField()  # type: ignore[assignment]
     collection_ids = serializers.ListField(child=serializers.CharField(), max_length=MAX_COLLECTIONS_PER_CALL)
-    config = serializers.JSONField()
+    config = stored(RunConfigOut())
     ks = serializers.ListField(child=serializers.IntegerField())
     metrics = serializers.DictField(child=serializers.FloatField())
     metric_methods = serializers.DictField(child=serializers.CharField())
-    mode = serializers.CharField()
+    mode = serializers.ChoiceField(
+        choices=RUN_MODES, allow_blank=True, help_text='Answer runs; "" for retrieval.'
+    )
     question_count = serializers.IntegerField()
     duration_ms = serializers.FloatField()
     warnings = serializers.ListField(child=serializers.CharField())
     golden_fingerprint = serializers.CharField()
-    index = serializers.JSONField(source="index_info")
-    summary = serializers.JSONField(
+    index = stored(StoredRunIndexOut(), source="index_info")
+    summary = stored(
+        RunStatsOut(),
         help_text="Answer runs: score, excluded counts per metric, fallbacks, refusal both ways, diagnosis counts, "
-        "usage; {} for retrieval runs."
+        "usage; {} for retrieval runs.",
     )
     job_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
+
+
+class RankedDocumentOut(serializers.Serializer):
+    rank = serializers.IntegerField()
+    document_id = serializers.CharField()
+    score = serializers.FloatField()
+    relevant = serializers.BooleanField(help_text="Judged relevant in the golden entry.")
+
+
+class JudgementOut(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True, help_text="0..1; null: excluded from this metric.")
+    method = serializers.ChoiceField(choices=JUDGE_METHODS)
+    detail = serializers.DictField(help_text="What the judge found (statements, verdicts, reasons).")
+    excluded = serializers.ChoiceField(choices=EXCLUSIONS, allow_null=True)
+    fallback = serializers.CharField(allow_null=True, help_text="Why the heuristic stood in for the judge.")
 
 
 class QuestionResultOut(serializers.Serializer):
@@ -122,19 +421,24 @@ class QuestionResultOut(serializers.Serializer):
     first_relevant_rank = serializers.IntegerField(allow_null=True)
     missing_document_ids = serializers.ListField(child=serializers.CharField())
     metrics = serializers.DictField(child=serializers.FloatField())
-    diagnosis = serializers.CharField()
+    diagnosis = serializers.ChoiceField(
+        choices=DIAGNOSES, allow_blank=True, help_text='"" for retrieval runs.'
+    )
     warnings = serializers.ListField(child=serializers.CharField())
     # Answer runs (empty or null for retrieval runs):
     answer = serializers.CharField()
-    citations = serializers.JSONField()
-    passages = serializers.JSONField(
-        source="context", help_text="The numbered passages the answer was written from."
+    citations = stored(CitationOut(many=True))
+    passages = stored(
+        PassageOut(many=True),
+        source="context",
+        help_text="The numbered passages the answer was written from.",
     )
-    judgements = serializers.JSONField(help_text="{metric: {value, method, detail, excluded, fallback}}")
+    judgements = stored(serializers.DictField(child=JudgementOut()), help_text="{metric: judgement}")
     answerable = serializers.BooleanField()
     refused = serializers.BooleanField(allow_null=True)
     passed = serializers.BooleanField(allow_null=True)
 
+    @extend_schema_field(RankedDocumentOut(many=True))
     def get_ranked(self, result) -> list[dict]:
         return [
             {"rank": rank, "document_id": doc, "score": score, "relevant": doc in result.expected}

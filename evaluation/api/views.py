@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -38,7 +38,7 @@ def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
 class SearchApi(TenantAPIView):
     @extend_schema(
         request=s.SearchIn,
-        responses={200: dict, **error_responses(400, 404, 413, 415, 503)},
+        responses={200: s.SearchOut, **error_responses(400, 404, 413, 415, 503)},
         summary="Searches one or more collections.",
     )
     def post(self, request):
@@ -50,13 +50,23 @@ class SearchApi(TenantAPIView):
         raw = {k: data[k] for k in config_parser.CONFIG_KEYS if k in data and k != "label"}
         config = config_parser.parse_config(raw, 0, available_rerankers(), prefix="")
         top_k = config.top_k or 10
+        # The service's dict as it is, not through SearchOut: serializing ten results cost 2.6 ms (0.5 ms with a
+        # serializer built once), against about 6 ms for the search itself. SearchOut documents the shape, and
+        # tests/evaluation/test_response_schema.py holds real responses to it.
         return Response(search(collections=collections, query=data["query"], config=config, top_k=top_k))
 
 
 class EvaluateApi(TenantAPIView):
     @extend_schema(
         request=s.EvaluateIn,
-        responses={200: dict, 202: JobAcceptedOut, **error_responses(400, 404, 413, 415, 503)},
+        responses={
+            200: s.EvaluateOut,
+            202: OpenApiResponse(
+                JobAcceptedOut,
+                description="A large evaluation runs as a job: poll jobs/{job_id}; its result is an EvaluateOut.",
+            ),
+            **error_responses(400, 404, 413, 415, 503),
+        },
         summary="Evaluates retrieval configurations against the golden set.",
     )
     def post(self, request):
@@ -72,13 +82,13 @@ class EvaluateApi(TenantAPIView):
             job = evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
-        return Response({"batch_id": str(batch_id), "runs": [run_summary(r) for r in runs]})
+        return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
 
 
 class AnswerApi(TenantAPIView):
     @extend_schema(
         request=s.AnswerIn,
-        responses={200: dict, **error_responses(400, 404, 413, 415, 503)},
+        responses={200: s.AnswerOut, **error_responses(400, 404, 413, 415, 503)},
         summary="Answers a question from the retrieved pages only, citing them.",
     )
     def post(self, request):
@@ -90,13 +100,19 @@ class AnswerApi(TenantAPIView):
         raw = {k: data[k] for k in (*config_parser.CONFIG_KEYS, *config_parser.ANSWER_KEYS) if k in data}
         raw.pop("label", None)
         config = config_parser.parse_answer_config(raw, 0, available_rerankers(), prefix="")
-        return Response(answer_question(collections=collections, question=data["query"], config=config))
+        answer = answer_question(collections=collections, question=data["query"], config=config)
+        return Response(s.AnswerOut(answer).data)
 
 
 class EvaluateAnswersApi(TenantAPIView):
     @extend_schema(
         request=s.EvaluateAnswersIn,
-        responses={202: JobAcceptedOut, **error_responses(400, 404, 413, 415, 503)},
+        responses={
+            202: OpenApiResponse(
+                JobAcceptedOut, description="Poll jobs/{job_id}; its result is an AnswerEvaluationOut."
+            ),
+            **error_responses(400, 404, 413, 415, 503),
+        },
         summary="Evaluates the grounded-answer pipeline against the golden set.",
         description="Runs every golden question (and each of unanswerable_questions) through the answer path "
         "once per configuration and scores the answers: faithfulness, context recall, answer relevancy, "
@@ -126,7 +142,9 @@ class EvaluateAnswersApi(TenantAPIView):
 
 class RunListApi(TenantAPIView):
     @extend_schema(
-        parameters=[s.RunFilterIn], responses=s.RunOut(many=True), summary="Lists runs, newest first."
+        parameters=[s.RunFilterIn],
+        responses={200: s.RunOut(many=True), **error_responses(400, 404)},
+        summary="Lists runs, newest first.",
     )
     def get(self, request):
         filters = read(s.RunFilterIn, request.query_params)
@@ -145,7 +163,7 @@ class RunListApi(TenantAPIView):
 class RunDetailApi(TenantAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses=s.RunDetailOut,
+        responses={200: s.RunDetailOut, **error_responses(404)},
         summary="One run with its per-question results.",
     )
     def get(self, request, run_id: str):

@@ -12,7 +12,8 @@
 
 The HTTP twins are POST /lmkit/v1/search/evaluate and /search/evaluate/answers: they read configurations with
 evaluation.configs and run the same services, so they accept and reject the same requests and persist the same
-runs (listed by GET /lmkit/v1/search/evaluate/runs). With --answers the bar is the overall score (0-100, the
+runs (listed by GET /lmkit/v1/search/evaluate/runs). --format json writes the runs through the serializers the
+API answers them with (RetrievalGateOut, AnswerGateOut), so both are one shape. With --answers the bar is the overall score (0-100, the
 mean of per-question means) and --no-llm forces the extractive answer and the heuristic judge.
 
 Exit codes: 0 every configuration clears the bar (or no bar was given), 1 some configuration is below it,
@@ -30,6 +31,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from evaluation import configs as config_parser
 from evaluation import metrics, selectors
+from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
 from evaluation.models import EvaluationRun
 from evaluation.services.answers import evaluate_answers
 from evaluation.services.retrieval import evaluate_retrieval
@@ -238,14 +240,16 @@ class Command(EvalsiteCommand):
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
         failing = [run for run in runs if bar is not None and not clears(run.metrics[metric], bar)]
         if options["format"] == "json":
-            document = {
-                "batch_id": str(batch_id),
-                "metric": metric,
-                "fail_under": bar,
-                "passed": not failing,
-                "runs": [run_summary(run) for run in runs],
-            }
-            self.stdout.write(json.dumps(document, indent=2))
+            document = RetrievalGateOut(
+                {
+                    "batch_id": batch_id,
+                    "metric": metric,
+                    "fail_under": bar,
+                    "passed": not failing,
+                    "runs": [run_summary(run) for run in runs],
+                }
+            )
+            self.stdout.write(json.dumps(document.data, indent=2))
         else:
             self.write_report(runs, metric, bar, failing)
         if failing:
@@ -317,13 +321,10 @@ class Command(EvalsiteCommand):
         summaries = [run_summary(run) for run in runs]
         failing = [s for s in summaries if bar is not None and not clears(s["score"] or 0.0, bar)]
         if options["format"] == "json":
-            document = {
-                "batch_id": str(batch_id),
-                "fail_under": bar,
-                "passed": not failing,
-                "runs": summaries,
-            }
-            self.stdout.write(json.dumps(document, indent=2))
+            document = AnswerGateOut(
+                {"batch_id": batch_id, "fail_under": bar, "passed": not failing, "runs": summaries}
+            )
+            self.stdout.write(json.dumps(document.data, indent=2))
         else:
             self.write_answer_report(summaries, bar, failing)
         if failing:
