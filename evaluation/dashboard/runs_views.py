@@ -238,47 +238,27 @@ def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int)
     previous, following = (
         None if p is None else p + 1 for p in neighbour_positions(run=run, position=position)
     )
-    collections = set(run_collections_present(tenant=tenant, run=run))
+    context = {
+        "tenant": tenant,
+        "run": run,
+        "color": charts.label_color(run.label),
+        "result": result,
+        "diagnosis": diagnosis,
+        "ranked": ranked,
+        "missing": missing,
+        "expected_total": len([g for g in result.expected.values() if g > 0]),
+        "previous": previous,
+        "following": following,
+        "linkable": set(run_collections_present(tenant=tenant, run=run)),
+    }
     if is_answer_run(run):
         documents = {d.document_id: (d.collection_slug, d.external_id, d.exists) for d in ranked + missing}
-        return render(
-            request,
-            "dashboard/answer_question.html",
-            {
-                "tenant": tenant,
-                "run": run,
-                "color": charts.label_color(run.label),
-                "result": result,
-                "view": answer_view(result, document_ids=documents),
-                "diagnosis": diagnosis,
-                "diagnosis_text": ANSWER_DIAGNOSES.get(diagnosis, ""),
-                "ranked": ranked,
-                "missing": missing,
-                "expected_total": len([g for g in result.expected.values() if g > 0]),
-                "previous": previous,
-                "following": following,
-                "linkable": collections,
-            },
-        )
-    return render(
-        request,
-        "dashboard/question.html",
-        {
-            "tenant": tenant,
-            "run": run,
-            "color": charts.label_color(run.label),
-            "result": result,
-            "metrics": [(name, result.metrics[name]) for name in ordered_metrics(result.metrics)],
-            "diagnosis": diagnosis,
-            "diagnosis_text": DIAGNOSES.get(diagnosis, ""),
-            "ranked": ranked,
-            "missing": missing,
-            "expected_total": len([g for g in result.expected.values() if g > 0]),
-            "previous": previous,
-            "following": following,
-            "linkable": collections,
-        },
-    )
+        context["view"] = answer_view(result, document_ids=documents)
+        context["diagnosis_text"] = ANSWER_DIAGNOSES.get(diagnosis, "")
+        return render(request, "dashboard/answer_question.html", context)
+    context["metrics"] = [(name, result.metrics[name]) for name in ordered_metrics(result.metrics)]
+    context["diagnosis_text"] = DIAGNOSES.get(diagnosis, "")
+    return render(request, "dashboard/question.html", context)
 
 
 @require_GET
