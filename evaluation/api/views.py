@@ -17,6 +17,7 @@ from evaluation.services.search import available_rerankers, search
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
 from goldenset.errors import EvalsiteError
+from goldenset.models import Collection, Tenant
 
 
 def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
@@ -35,18 +36,28 @@ def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
     return validated
 
 
-class SearchApi(TenantAPIView):
+class CollectionsApi(TenantAPIView):
+    def scope(
+        self, serializer_class: type[serializers.Serializer], body
+    ) -> tuple[dict, Tenant, list[Collection]]:
+        """The request read strictly, its tenant and the collections it names (collection_id and/or
+        collection_ids, each the tenant's)."""
+        data = read_strictly(serializer_class, body)
+        tenant = self.tenant(data)
+        collections = selectors.collections_named(
+            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
+        )
+        return data, tenant, collections
+
+
+class SearchApi(CollectionsApi):
     @extend_schema(
         request=s.SearchIn,
         responses={200: s.SearchOut, **error_responses(400, 404, 413, 415, 503)},
         summary="Searches one or more collections.",
     )
     def post(self, request):
-        data = read_strictly(s.SearchIn, request.data)
-        tenant = self.tenant(data)
-        collections = selectors.collections_named(
-            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
-        )
+        data, tenant, collections = self.scope(s.SearchIn, request.data)
         raw = {k: data[k] for k in config_parser.CONFIG_KEYS if k in data and k != "label"}
         config = config_parser.parse_config(raw, 0, available_rerankers(), prefix="")
         top_k = config.top_k or 10
@@ -56,7 +67,7 @@ class SearchApi(TenantAPIView):
         return Response(search(collections=collections, query=data["query"], config=config, top_k=top_k))
 
 
-class EvaluateApi(TenantAPIView):
+class EvaluateApi(CollectionsApi):
     @extend_schema(
         request=s.EvaluateIn,
         responses={
@@ -70,11 +81,7 @@ class EvaluateApi(TenantAPIView):
         summary="Evaluates retrieval configurations against the golden set.",
     )
     def post(self, request):
-        data = read_strictly(s.EvaluateIn, request.data)
-        tenant = self.tenant(data)
-        collections = selectors.collections_named(
-            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
-        )
+        data, tenant, collections = self.scope(s.EvaluateIn, request.data)
         ks = config_parser.parse_ks(data.get("ks"))
         configs = config_parser.parse_configs(data.get("configs"), available_rerankers())
         questions = selectors.count_golden_questions(collections)
@@ -85,18 +92,14 @@ class EvaluateApi(TenantAPIView):
         return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
 
 
-class AnswerApi(TenantAPIView):
+class AnswerApi(CollectionsApi):
     @extend_schema(
         request=s.AnswerIn,
         responses={200: s.AnswerOut, **error_responses(400, 404, 413, 415, 503)},
         summary="Answers a question from the retrieved pages only, citing them.",
     )
     def post(self, request):
-        data = read_strictly(s.AnswerIn, request.data)
-        tenant = self.tenant(data)
-        collections = selectors.collections_named(
-            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
-        )
+        data, tenant, collections = self.scope(s.AnswerIn, request.data)
         raw = {k: data[k] for k in (*config_parser.CONFIG_KEYS, *config_parser.ANSWER_KEYS) if k in data}
         raw.pop("label", None)
         config = config_parser.parse_answer_config(raw, 0, available_rerankers(), prefix="")
@@ -104,7 +107,7 @@ class AnswerApi(TenantAPIView):
         return Response(s.AnswerOut(answer).data)
 
 
-class EvaluateAnswersApi(TenantAPIView):
+class EvaluateAnswersApi(CollectionsApi):
     @extend_schema(
         request=s.EvaluateAnswersIn,
         responses={
@@ -121,11 +124,7 @@ class EvaluateAnswersApi(TenantAPIView):
         "configuration is persisted as a run of kind answers.",
     )
     def post(self, request):
-        data = read_strictly(s.EvaluateAnswersIn, request.data)
-        tenant = self.tenant(data)
-        collections = selectors.collections_named(
-            tenant=tenant, collection_id=data.get("collection_id"), collection_ids=data.get("collection_ids")
-        )
+        data, tenant, collections = self.scope(s.EvaluateAnswersIn, request.data)
         configs = config_parser.parse_answer_configs(data.get("configs"), available_rerankers())
         thresholds = config_parser.parse_thresholds(data.get("metric_thresholds"))
         job = answers_job_create(
