@@ -23,15 +23,12 @@ tiny size (4 questions, 20 ms latency, 4 in flight) in seconds, with the same ch
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_django import private_django
+
 CONFIGS = [{"label": "fulltext", "search_type": "FullText"}, {"label": "hybrid", "search_type": "Hybrid"}]
 
 
@@ -100,33 +97,12 @@ def main() -> None:
     if sample is not None and not 1 <= sample <= args.questions:
         parser.error("--sequential-estimate must be from 1 to --questions")
 
-    data_dir = tempfile.mkdtemp(prefix="evalsite-answers-bench-")
-    try:
+    with private_django("evalsite-answers-bench-") as data_dir:
         run_bench(args, data_dir)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def run_bench(args: argparse.Namespace, data_dir: str) -> None:
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DEBUG": "1",
-            "EVALSITE_DATA_DIR": data_dir,
-            "EVALSITE_Q_SYNC": "1",
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
-        os.environ.pop(
-            name, None
-        )  # a temporary SQLite database and the scripted server, whatever the shell says
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     from django.conf import settings
-    from django.core.management import call_command
 
     from evaluation.configs import parse_answer_configs
     from evaluation.services.answers import evaluate_answers
@@ -137,7 +113,6 @@ def run_bench(args: argparse.Namespace, data_dir: str) -> None:
     from tests.generation_support import synthetic_corpus
     from tests.llm_server import ScriptedLLMServer
 
-    call_command("migrate", verbosity=0)
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="companies")
     corpus = synthetic_corpus(max(100, args.questions))

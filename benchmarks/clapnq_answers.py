@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_django import private_django
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATASET = ROOT.parent / "shared" / "datasets" / "clapnq"
@@ -72,11 +71,8 @@ def main() -> None:
     if not (args.dataset / "corpus.jsonl").is_file():
         parser.error(f"{args.dataset} holds no corpus.jsonl (try demo/clapnq)")
 
-    data_dir = tempfile.mkdtemp(prefix="evalsite-clapnq-answers-")
-    try:
+    with private_django("evalsite-clapnq-answers-") as data_dir:
         run(args, data_dir)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _cell(value: Any, width: int) -> str:
@@ -86,21 +82,6 @@ def _cell(value: Any, width: int) -> str:
 
 
 def run(args: argparse.Namespace, data_dir: str) -> None:
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DEBUG": "1",
-            "EVALSITE_DATA_DIR": data_dir,
-            "EVALSITE_Q_SYNC": "1",
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
-        os.environ.pop(name, None)  # a temporary SQLite database, no network, whatever the shell says
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     from django.core.management import call_command
 
     from evaluation import answer_writer
@@ -110,7 +91,6 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
     from evaluation.services.search import available_rerankers
     from goldenset.models import Collection, GoldenEntry
 
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     call_command(
         "import_beir",

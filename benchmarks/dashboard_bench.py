@@ -16,16 +16,16 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from bench_django import private_django
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ["fulltext", "fulltext okapi", "vector lsi", "hybrid rrf", "hybrid rrf + rerank"]
@@ -37,23 +37,14 @@ def metric_names() -> list[str]:
 
 
 def build(data_dir: str, runs: int, questions: int) -> dict:
-    os.environ.update(
-        {"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "1", "EVALSITE_DATA_DIR": data_dir}
-    )
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     import numpy as np
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import transaction
 
     from evaluation.models import EvaluationRun, QuestionResult
     from goldenset import services
     from goldenset.models import Membership
 
-    call_command("migrate", verbosity=0)
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="docs")
     services.documents_upsert(
@@ -219,11 +210,8 @@ def main() -> None:
         args.runs, args.questions, args.requests = 25, 10, 5
     if args.runs < len(LABELS) or args.questions < 1 or args.requests < 1:
         parser.error(f"--runs must be at least {len(LABELS)}, --questions and --requests at least 1")
-    data_dir = tempfile.mkdtemp(prefix="evalsite-dash-bench-")
-    try:
+    with private_django("evalsite-dash-bench-") as data_dir:
         run(args, data_dir)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, data_dir: str) -> None:

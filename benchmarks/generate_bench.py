@@ -15,14 +15,9 @@ non-zero.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench_django import private_django
 
 
 def main() -> None:
@@ -37,33 +32,12 @@ def main() -> None:
     if args.pages < 1 or args.concurrency < 2:
         parser.error("--pages must be at least 1 and --concurrency at least 2")
 
-    data_dir = tempfile.mkdtemp(prefix="evalsite-generate-bench-")
-    try:
+    with private_django("evalsite-generate-bench-") as data_dir:
         run(args, data_dir)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, data_dir: str) -> None:
-    for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
-        os.environ.pop(
-            name, None
-        )  # a temporary SQLite database and the scripted server, whatever the shell says
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DEBUG": "1",
-            "EVALSITE_DATA_DIR": data_dir,
-            "EVALSITE_Q_SYNC": "1",
-            "LOG_LEVEL": "WARNING",
-        }
-    )
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
     from django.conf import settings
-    from django.core.management import call_command
 
     from goldenset import services
     from goldenset.models import LLMCall
@@ -71,7 +45,6 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
     from tests.generation_support import scripted_writer, synthetic_corpus
     from tests.llm_server import ScriptedLLMServer
 
-    call_command("migrate", verbosity=0)
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     corpus = synthetic_corpus(args.pages)
     print(f"{args.pages} pages, scripted server latency {args.latency * 1000:.0f} ms per call")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -30,6 +29,8 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+
+from bench_django import private_django
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -229,7 +230,7 @@ def main() -> None:
         print(f"| {variant} | {got[0]:.4f} | {got[1]:.4f} | {got[2]:.4f} | {refs} | {ok} |")
     print()
 
-    if not args.skip_django and not django_part(dataset, args.repeat):
+    if not args.skip_django and not evaluate_through_django(dataset, args.repeat):
         failures.append("the second evaluation built an index")
     if args.quick:
         shutil.rmtree(dataset.parent, ignore_errors=True)
@@ -237,23 +238,14 @@ def main() -> None:
         sys.exit("FAILED: " + "; ".join(failures))
 
 
-def django_part(dataset: Path, repeat: int) -> bool:
+def evaluate_through_django(dataset: Path, repeat: int) -> bool:
     """3 and 4: the whole evaluate call through Django, on a temporary SQLite database; whether the second
     evaluation built no index."""
-    data_dir = tempfile.mkdtemp(prefix="evalsite-bench-")
-    os.environ.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
-            "DEBUG": "1",
-            "EVALSITE_DATA_DIR": data_dir,
-            "ALLOWED_HOSTS": "testserver",
-        }
-    )
-    for variable in ("DATABASE_URL", "EVALSITE_REDIS_URL"):
-        os.environ.pop(variable, None)  # the temporary SQLite database, whatever the shell says
-    import django
+    with private_django("evalsite-bench-", ALLOWED_HOSTS="testserver"):
+        return django_part(dataset, repeat)
 
-    django.setup()
+
+def django_part(dataset: Path, repeat: int) -> bool:
     from django.core.management import call_command
     from rest_framework.test import APIClient
 
@@ -263,7 +255,6 @@ def django_part(dataset: Path, repeat: int) -> bool:
     from goldenset import services
     from goldenset.models import Collection
 
-    call_command("migrate", verbosity=0)
     call_command("import_beir", str(dataset), "--cluster", "bench", "--tenant", "bench", "--collection", "c")
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     _, key = services.api_key_create(tenant=tenant)
@@ -315,7 +306,6 @@ def django_part(dataset: Path, repeat: int) -> bool:
     print(f"second evaluation in a process without the index in memory: {again}")
     none_built = again["built"] == 0 and again["parts_built"] == 0
     print(f"builds no index: {none_built}")
-    shutil.rmtree(data_dir, ignore_errors=True)
     return none_built
 
 

@@ -1,0 +1,49 @@
+"""What the benchmarks share: Django on a private, temporary SQLite database, whatever the shell says.
+
+A benchmark measures the code, not someone's database: DATABASE_URL, EVALSITE_REDIS_URL and
+EVALSITE_LLM_BASE_URL are ignored (jobs run inline, a model is the scripted server the benchmark starts), and
+the data directory is removed afterwards. load_bench.py starts real servers instead and sets their
+environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def private_django(prefix: str, **environ: str) -> Iterator[str]:
+    """Set up Django in a new temporary data directory (migrated), and remove the directory afterwards."""
+    data_dir = tempfile.mkdtemp(prefix=prefix)
+    try:
+        os.environ.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+                "DEBUG": "1",
+                "EVALSITE_DATA_DIR": data_dir,
+                "EVALSITE_Q_SYNC": "1",
+                "LOG_LEVEL": "WARNING",
+                **environ,
+            }
+        )
+        for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
+            os.environ.pop(name, None)
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        yield data_dir
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
