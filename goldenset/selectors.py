@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.db.models import Count, IntegerField, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from goldenset.errors import NotFound
-from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Tenant
+from goldenset.generation import PageText
+from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Page, Tenant
+from goldenset.services.audit import chunks
 from goldenset.temporal import CURRENT, Validity, statuses
 
 
@@ -132,3 +135,17 @@ def job_get(*, tenant: Tenant, job_id: str) -> Job:
         return Job.objects.get(pk=_uuid(job_id, "Job"), tenant=tenant)
     except Job.DoesNotExist:
         raise NotFound("Job", job_id) from None
+
+
+def pages_by_id(page_ids: Iterable[int]) -> dict[int, PageText]:
+    """Pages with their document's id and title, to show, answer from or write a question about: plain rows
+    (building model instances cost a search call as much as the search itself), read in chunks."""
+    pages: dict[int, PageText] = {}
+    for chunk in chunks(sorted(set(page_ids))):
+        rows = Page.objects.filter(pk__in=chunk).values_list(
+            "pk", "document__external_id", "number", "document__title", "text"
+        )
+        pages.update(
+            {pk: PageText(pk, document, number, title, text) for pk, document, number, title, text in rows}
+        )
+    return pages

@@ -30,13 +30,14 @@ from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
-from evaluation.services.search import CollectionSearch, PageText, available_rerankers, pages_by_id
+from evaluation.services.search import CollectionSearch, available_rerankers
 from goldenset.errors import EvalsiteError
+from goldenset.generation import PageText
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
 from goldenset.models import Collection, Job, JobKind, Tenant
-from goldenset.services.audit import chunks
+from goldenset.selectors import pages_by_id
 from goldenset.services.llm import resolve_model
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
@@ -201,9 +202,7 @@ def evaluate_answers(
         for index, config in enumerate(configs)
         for q in questions
     ]
-    pages: dict[int, PageText] = {}
-    for chunk in chunks(sorted({pk for *_, page_ids in retrieved for pk in page_ids})):
-        pages.update(pages_by_id(chunk))
+    pages = pages_by_id(pk for *_, page_ids in retrieved for pk in page_ids)
     pairs = [
         _Pair(index, q, keys, scores, load_passages(page_ids, keys, pages))
         for index, q, keys, scores, page_ids in retrieved

@@ -16,7 +16,8 @@ from evaluation.search.embeddings import EmbeddingReranker
 from evaluation.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
 from evaluation.search.rerank import ProximityReranker, idf_table
 from goldenset.errors import EvalsiteError
-from goldenset.models import Collection, Page
+from goldenset.models import Collection
+from goldenset.selectors import pages_by_id
 
 
 def available_rerankers() -> list[str]:
@@ -183,19 +184,3 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
         "index": engine.index_info(),
     }
-
-
-@dataclass(frozen=True)
-class PageText:
-    """What search results and answers show of a page."""
-
-    number: int
-    text: str
-    title: str  # its document's
-
-
-def pages_by_id(page_ids: Sequence[int]) -> dict[int, PageText]:
-    """Pages with their document's title, for showing or answering from search hits (plain rows: building
-    model instances cost a search call as much as the search itself)."""
-    rows = Page.objects.filter(pk__in=set(page_ids)).values_list("pk", "number", "text", "document__title")
-    return {pk: PageText(number, text, title) for pk, number, text, title in rows}

@@ -20,8 +20,7 @@ from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
 from goldenset.quality import DuplicateIndex, Verdict
-from goldenset.selectors import documents_in_force
-from goldenset.services.audit import chunks
+from goldenset.selectors import documents_in_force, pages_by_id
 from goldenset.services.golden import EntryInput, golden_entries_add
 from goldenset.services.llm import resolve_model
 
@@ -207,12 +206,7 @@ def _candidate_pages(collection: Collection) -> list[tuple[int, str, int]]:
 
 
 def _load_pages(keys: list[int]) -> list[generation.PageText]:
-    loaded: dict[int, generation.PageText] = {}
-    for chunk in chunks(keys):
-        for pk, doc, number, title, text in Page.objects.filter(pk__in=chunk).values_list(
-            "pk", "document__external_id", "number", "document__title", "text"
-        ):
-            loaded[pk] = generation.PageText(key=pk, document_id=doc, number=number, title=title, text=text)
+    loaded = pages_by_id(keys)
     return [loaded[key] for key in keys if key in loaded]  # a page deleted meanwhile drops out
 
 
