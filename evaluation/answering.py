@@ -41,6 +41,7 @@ from typing import Any
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.vocabulary.sentences import split_sentences
 
 __all__ = [
     "GROUNDEDNESS",
@@ -112,14 +113,6 @@ class Answer:
 
 # --- sentences and citation markers ---------------------------------------------------------------------------
 
-# A paragraph break, or a line break before a list item.
-_BLOCK = re.compile(r"\n[ \t]*\n+|\n(?=[ \t]*(?:[-*•–]|\d{1,2}[.)])\s)")
-_BULLET = re.compile(r"^(?:[-*•–]|\d{1,2}[.)])\s+")
-_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "No", "vs", "e.g", "i.e", "cf", "Fig", "approx")
-_NOT_ABBREVIATION = "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS)
-_SENTENCE_END = re.compile(
-    rf"(?:(?<=[.!?])|(?<=[.!?][\"'”’)])){_NOT_ABBREVIATION}\s+(?=[\"'“‘(]?[A-Z0-9])|(?<=[。！？])\s*"
-)
 # "[1]", "[1, 3]", "[2-4]", and the "[Passage 1]" / "[Source 2]" some models write.
 _NUMBERS = r"\d{1,4}(?:\s*(?:[,;]|[-–])\s*\d{1,4})*"
 _MARKER_TEXT = r"\[\s*(?:(?:passages?|sources?|documents?|docs?)\s*)?{}\s*\]"
@@ -133,16 +126,6 @@ _END_PUNCT = re.compile(r"^(.*?)\s*([.!?。！？]+)$", re.DOTALL)
 
 def _attach_markers(text: str) -> str:
     return _MARKERS_AFTER_END.sub(lambda m: " " + "".join(m[2].split()) + m[1], text)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of text: split at paragraph breaks and list items (bullets dropped), then at . ! ? followed by
-    whitespace and a capital or digit (and after 。！？); line breaks inside a paragraph are spaces."""
-    out: list[str] = []
-    for block in _BLOCK.split(text.replace("\r\n", "\n")):
-        block = " ".join(_BULLET.sub("", block.strip()).split())
-        out.extend(s.strip() for s in _SENTENCE_END.split(block) if s and s.strip())
-    return out
 
 
 def strip_markers(text: str) -> str:

@@ -36,6 +36,7 @@ from goldenset import lexical
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, extract_json, validate
 from goldenset.quality import REASONS, DuplicateIndex, GateLimits, Verdict, check
+from goldenset.vocabulary.sentences import TEMPLATE_SENTENCE_END
 
 K = TypeVar("K", bound=Hashable)
 
@@ -161,7 +162,6 @@ class ChatQuestionWriter:
         return made(question=_one_line(data["question"]), answer=_one_line(data["answer"]))
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _DEFINITION = re.compile(
     r"^(?:(?P<article>the|a|an)\s+)?(?P<subject>[^,;:()]{2,60}?)\s+(?P<verb>is|are|was|were)\s+(?P<rest>.+)$",
     re.IGNORECASE | re.DOTALL,
@@ -218,7 +218,7 @@ def _definition_ok(match: re.Match[str]) -> bool:
 
 def _best_sentence(text: str) -> str | None:
     best: tuple[int, str] | None = None
-    for sentence in _SENTENCE.split(" ".join(text.split())):
+    for sentence in TEMPLATE_SENTENCE_END.split(" ".join(text.split())):
         words = sentence.split()
         if not 6 <= len(words) <= 45:
             continue
