@@ -41,6 +41,7 @@ from typing import Any
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 from goldenset.vocabulary.sentences import split_sentences
 
 __all__ = [
@@ -62,7 +63,7 @@ __all__ = [
     "unknown_citations",
 ]
 
-GROUNDEDNESS = ("Off", "Low", "Medium", "High")  # PascalCase enum values as in the API
+GROUNDEDNESS = GROUNDEDNESS_LEVELS  # PascalCase enum values as in the API
 REFUSAL = "I cannot answer this from the available documents."
 EXTRACTIVE, LLM = "extractive", "llm"
 
