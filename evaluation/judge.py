@@ -68,8 +68,9 @@ from evaluation.answering import Answer, Passage, format_passages, split_sentenc
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, extract_json, map_concurrent, validate
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
-METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy")
+METRICS = JUDGED_METRICS
 HEURISTIC, LLM_JUDGE = "heuristic", "llm-judge"
 NOT_APPLICABLE, UNREADABLE = "not-applicable", "unreadable"
 

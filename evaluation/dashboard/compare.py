@@ -14,11 +14,12 @@ from django.utils import timezone
 
 from evaluation import charts, stats
 from evaluation.dashboard import answer_runs
-from evaluation.dashboard.common import ANSWER_SCORE, JUDGED_METRICS, Memo, ordered_metrics
+from evaluation.dashboard.common import Memo, ordered_metrics
 from evaluation.dashboard.runs import batch_runs
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.errors import EvalsiteError
 from goldenset.models import Tenant
+from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS
 
 MAX_COMPARE_RUNS = 20
 

@@ -34,6 +34,7 @@ from evaluation.models import EvaluationRun
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.models import Tenant
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 USAGE_CODE = "usage"
 
@@ -335,13 +336,7 @@ class Command(EvalsiteCommand):
         def cell(value) -> str:
             return "-" if value is None else f"{value:.3f}"
 
-        names = [
-            "faithfulness",
-            "context_recall",
-            "answer_relevancy",
-            "citation_precision",
-            "context_relevancy",
-        ]
+        names = list(JUDGED_METRICS)
         header = ["label", "score", *names, "refusal_recall", "false_refusal", "mode"]
         rows = []
         for s in summaries:
