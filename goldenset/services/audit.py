@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from goldenset.models import AuditEvent, GoldenEntry
+from goldenset.vocabulary import golden_fields
 
 CHUNK = 500  # ids per IN (...) query: well under SQLite's parameter limit
 
@@ -17,17 +18,7 @@ def chunks(items: Sequence, size: int = CHUNK) -> Iterable[Sequence]:
 
 # --- audit -------------------------------------------------------------------------------------------------
 
-AUDITED_FIELDS = (
-    "key",
-    "question",
-    "expected_document_ids",
-    "grades",
-    "reference_answer",
-    "tags",
-    "answerable",
-    "origin",
-    "reviewed",
-)
+AUDITED_FIELDS = golden_fields.AUDITED_FIELDS
 
 
 def entry_snapshot(entry: GoldenEntry) -> dict[str, Any]:

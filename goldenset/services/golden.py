@@ -30,6 +30,7 @@ from goldenset.text import (
     tag_problem,
     tags_problem,
 )
+from goldenset.vocabulary import golden_fields
 
 # --- golden entries ----------------------------------------------------------------------------------------
 
@@ -50,15 +51,7 @@ class EntryInput:
         return cls(**{name: getattr(entry, name) for name in ENTRY_INPUT_FIELDS})
 
 
-ENTRY_INPUT_FIELDS = (
-    "question",
-    "expected_document_ids",
-    "reference_answer",
-    "key",
-    "tags",
-    "answerable",
-    "grades",
-)
+ENTRY_INPUT_FIELDS = golden_fields.ENTRY_INPUT_FIELDS
 
 
 def _check_entries(
@@ -278,14 +271,7 @@ def golden_entries_add(
     return created, updated
 
 
-_WRITTEN_FIELDS = (
-    "question",
-    "expected_document_ids",
-    "grades",
-    "reference_answer",
-    "tags",
-    "answerable",
-)
+_WRITTEN_FIELDS = golden_fields.WRITTEN_FIELDS
 
 
 def golden_entry_check(*, entry: GoldenEntry) -> None:
