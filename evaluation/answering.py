@@ -41,6 +41,7 @@ from typing import Any
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 from goldenset.vocabulary.sentences import split_sentences
 
@@ -333,9 +334,7 @@ def format_passages(passages: Sequence[Passage], max_chars: int = PROMPT_PASSAGE
     """The passages as a prompt shows them: "[n] title" then the text (cut at a word past max_chars)."""
     blocks = []
     for passage in passages:
-        text = passage.text.strip()
-        if len(text) > max_chars:
-            text = text[:max_chars].rsplit(" ", 1)[0] + " ..."
+        text = cut_at_word(passage.text.strip(), max_chars, " ...")
         head = f"[{passage.number}] {passage.title}".rstrip()
         blocks.append(f"{head}\n{text}")
     return "\n\n".join(blocks)

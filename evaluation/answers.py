@@ -34,8 +34,8 @@ from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, Tenant
-from goldenset.services.audit import chunks
 from goldenset.services.llm import resolve_model
+from goldenset.vocabulary.chunks import chunks
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
 MAX_UNANSWERABLE = 1000

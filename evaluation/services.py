@@ -24,6 +24,7 @@ from evaluation.search.rerank import ProximityReranker, idf_table
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, Page, Tenant
+from goldenset.vocabulary.chunks import chunks
 
 
 def available_rerankers() -> list[str]:
@@ -185,11 +186,9 @@ def golden_questions(collections: Sequence[Collection]) -> tuple[list[GoldenQues
         entries = list(GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id"))
         expected = sorted({d for e in entries for d in e.expected_document_ids})
         known: set[str] = set()
-        for start in range(0, len(expected), 500):  # only the expected ids: a collection may hold millions
+        for chunk in chunks(expected):  # only the expected ids: a collection may hold millions
             known.update(
-                collection.documents.filter(external_id__in=expected[start : start + 500]).values_list(
-                    "external_id", flat=True
-                )
+                collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True)
             )
         gone: list[str] = []
         for entry in entries:

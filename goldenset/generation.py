@@ -36,6 +36,7 @@ from goldenset import lexical
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, extract_json, validate
 from goldenset.quality import REASONS, DuplicateIndex, GateLimits, Verdict, check
+from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.sentences import TEMPLATE_SENTENCE_END
 
 K = TypeVar("K", bound=Hashable)
@@ -120,9 +121,7 @@ SYSTEM_PROMPT = (
 
 
 def prompt_messages(page: PageText) -> list[dict[str, str]]:
-    text = page.text
-    if len(text) > PROMPT_PAGE_CHARS:
-        text = text[:PROMPT_PAGE_CHARS].rsplit(" ", 1)[0] + " ..."
+    text = cut_at_word(page.text, PROMPT_PAGE_CHARS, " ...")
     title = f"Title: {page.title}\n" if page.title else ""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},

@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Sized
 from typing import Any
 
+from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.sentences import FIRST_SENTENCE_END, PAGE_SENTENCE_END
 
 _SPACE = re.compile(r"\s+")
@@ -110,9 +111,7 @@ def tokenize(text: str) -> list[str]:
 
 def first_sentence(text: str, max_chars: int = 300) -> str:
     sentence = FIRST_SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
-    if len(sentence) > max_chars:
-        sentence = sentence[:max_chars].rsplit(" ", 1)[0] + "…"
-    return sentence
+    return cut_at_word(sentence, max_chars, "…")
 
 
 # A NUL character, literal or as a JSON escape (an odd run of backslashes before "u0000" is an escape).

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from goldenset.models import AuditEvent, GoldenEntry
 from goldenset.vocabulary import golden_fields
-
-CHUNK = 500  # ids per IN (...) query: well under SQLite's parameter limit
-
-
-def chunks(items: Sequence, size: int = CHUNK) -> Iterable[Sequence]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
+from goldenset.vocabulary.chunks import CHUNK
 
 # --- audit -------------------------------------------------------------------------------------------------
 

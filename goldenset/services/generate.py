@@ -21,9 +21,9 @@ from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
 from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
 from goldenset.quality import DuplicateIndex, Verdict
-from goldenset.services.audit import chunks
 from goldenset.services.golden import EntryInput, golden_entries_add
 from goldenset.services.llm import resolve_model
+from goldenset.vocabulary.chunks import chunks
 
 MIN_PAGE_CHARS = 120  # shorter pages hold no question worth asking
 

@@ -18,7 +18,7 @@ from goldenset.models import (
     Job,
     Origin,
 )
-from goldenset.services.audit import AUDITED_FIELDS, CHUNK, _audit, audit_entries, chunks, entry_snapshot
+from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
 from goldenset.text import (
     expected_documents_problem,
@@ -31,6 +31,7 @@ from goldenset.text import (
     tags_problem,
 )
 from goldenset.vocabulary import golden_fields
+from goldenset.vocabulary.chunks import CHUNK, chunks
 
 # --- golden entries ----------------------------------------------------------------------------------------
 

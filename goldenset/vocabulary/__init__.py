@@ -8,5 +8,6 @@ goldenset is the base app, so both apps read them from here:
 - `groundedness`: the groundedness levels of grounded answering;
 - `metric_names`: the retrieval metrics and the answer metrics, in their display order;
 - `golden_fields`: the fields of a golden entry as each format spells them;
-- `batches`: slicing a long sequence into batches (ids per IN query, rows per insert, texts per embedding call).
+- `chunks`: a long sequence in fixed-size chunks (ids per IN query, rows per insert, texts per embedding call),
+  and a long text cut at a word (prompts, the starter set's expected answers).
 """
