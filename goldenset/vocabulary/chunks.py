@@ -12,16 +12,13 @@ A document's text is split into pages in one place, goldenset.text.split_pages.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TypeVar
 
 __all__ = ["CHUNK", "chunks", "cut_at_word"]
 
 CHUNK = 500  # ids per IN (...) query: well under SQLite's parameter limit
 
-_T = TypeVar("_T")
 
-
-def chunks(items: Sequence[_T], size: int = CHUNK) -> Iterator[Sequence[_T]]:
+def chunks(items: Sequence, size: int = CHUNK) -> Iterator[Sequence]:
     """items[0:size], items[size:2 * size], ...: slices (a list gives lists), the last one shorter; none for
     an empty sequence."""
     for start in range(0, len(items), size):
