@@ -40,7 +40,8 @@ from typing import Any
 
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.llm import ChatClient
+from goldenset.llm_json import extract_json, validate
 from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 from goldenset.vocabulary.sentences import split_sentences

@@ -67,7 +67,8 @@ from typing import Any
 from evaluation.answering import Answer, Passage, format_passages, split_sentences, strip_markers
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, map_concurrent, validate
+from goldenset.llm import ChatClient, map_concurrent
+from goldenset.llm_json import extract_json, validate
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 METRICS = JUDGED_METRICS

@@ -34,7 +34,8 @@ from typing import Any, Protocol, TypeVar
 
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.llm import ChatClient
+from goldenset.llm_json import extract_json, validate
 from goldenset.quality import REASONS, DuplicateIndex, GateLimits, Verdict, check
 from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.sentences import TEMPLATE_SENTENCE_END
@@ -227,7 +228,8 @@ def _best_sentence(text: str) -> str | None:
     return best[1] if best else None
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f]")  # (NUL and lone surrogates are gone already: goldenset.llm.storable)
+# (NUL and lone surrogates are gone already: goldenset.llm_json.storable)
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _one_line(value: str) -> str:

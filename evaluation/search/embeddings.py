@@ -28,7 +28,7 @@ from scipy import sparse
 
 from evaluation.search.engine import Embedder, Reranker
 from goldenset.errors import EvalsiteError
-from goldenset.llm import RequestFailed, post_with_retries, retry_delay
+from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks
 
