@@ -33,10 +33,11 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from goldenset import lexical
+from goldenset.duplicates import DuplicateIndex
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient
 from goldenset.llm_json import extract_json, validate
-from goldenset.quality import REASONS, DuplicateIndex, GateLimits, Verdict, check
+from goldenset.quality import REASONS, GateLimits, Verdict, check
 from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.sentences import TEMPLATE_SENTENCE_END
 
