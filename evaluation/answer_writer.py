@@ -40,7 +40,11 @@ from typing import Any
 
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.llm import ChatClient
+from goldenset.llm_json import extract_json, validate
+from goldenset.vocabulary.chunks import cut_at_word
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
+from goldenset.vocabulary.sentences import split_sentences
 
 __all__ = [
     "GROUNDEDNESS",
@@ -61,7 +65,7 @@ __all__ = [
     "unknown_citations",
 ]
 
-GROUNDEDNESS = ("Off", "Low", "Medium", "High")  # PascalCase enum values as in the API
+GROUNDEDNESS = GROUNDEDNESS_LEVELS  # PascalCase enum values as in the API
 REFUSAL = "I cannot answer this from the available documents."
 EXTRACTIVE, LLM = "extractive", "llm"
 
@@ -112,14 +116,6 @@ class Answer:
 
 # --- sentences and citation markers ---------------------------------------------------------------------------
 
-# A paragraph break, or a line break before a list item.
-_BLOCK = re.compile(r"\n[ \t]*\n+|\n(?=[ \t]*(?:[-*•–]|\d{1,2}[.)])\s)")
-_BULLET = re.compile(r"^(?:[-*•–]|\d{1,2}[.)])\s+")
-_ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "Prof", "St", "No", "vs", "e.g", "i.e", "cf", "Fig", "approx")
-_NOT_ABBREVIATION = "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS)
-_SENTENCE_END = re.compile(
-    rf"(?:(?<=[.!?])|(?<=[.!?][\"'”’)])){_NOT_ABBREVIATION}\s+(?=[\"'“‘(]?[A-Z0-9])|(?<=[。！？])\s*"
-)
 # "[1]", "[1, 3]", "[2-4]", and the "[Passage 1]" / "[Source 2]" some models write.
 _NUMBERS = r"\d{1,4}(?:\s*(?:[,;]|[-–])\s*\d{1,4})*"
 _MARKER_TEXT = r"\[\s*(?:(?:passages?|sources?|documents?|docs?)\s*)?{}\s*\]"
@@ -133,16 +129,6 @@ _END_PUNCT = re.compile(r"^(.*?)\s*([.!?。！？]+)$", re.DOTALL)
 
 def _attach_markers(text: str) -> str:
     return _MARKERS_AFTER_END.sub(lambda m: " " + "".join(m[2].split()) + m[1], text)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of text: split at paragraph breaks and list items (bullets dropped), then at . ! ? followed by
-    whitespace and a capital or digit (and after 。！？); line breaks inside a paragraph are spaces."""
-    out: list[str] = []
-    for block in _BLOCK.split(text.replace("\r\n", "\n")):
-        block = " ".join(_BULLET.sub("", block.strip()).split())
-        out.extend(s.strip() for s in _SENTENCE_END.split(block) if s and s.strip())
-    return out
 
 
 def strip_markers(text: str) -> str:
@@ -349,9 +335,7 @@ def format_passages(passages: Sequence[Passage], max_chars: int = PROMPT_PASSAGE
     """The passages as a prompt shows them: "[n] title" then the text (cut at a word past max_chars)."""
     blocks = []
     for passage in passages:
-        text = passage.text.strip()
-        if len(text) > max_chars:
-            text = text[:max_chars].rsplit(" ", 1)[0] + " ..."
+        text = cut_at_word(passage.text.strip(), max_chars, " ...")
         head = f"[{passage.number}] {passage.title}".rstrip()
         blocks.append(f"{head}\n{text}")
     return "\n\n".join(blocks)

@@ -16,6 +16,7 @@ from typing import TypeVar
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
 from goldenset.errors import EvalsiteError
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 MAX_K = 1000
 _DIGITS = re.compile(r"[0-9]+")
@@ -259,7 +260,7 @@ def _parse_list(raw, parse_one: Callable[[object, int], C]) -> list[C]:
 
 # --- answer evaluation ---------------------------------------------------------------------------------------
 
-GROUNDEDNESS = ("Off", "Low", "Medium", "High")
+GROUNDEDNESS = GROUNDEDNESS_LEVELS
 ANSWER_KEYS = {"model", "groundedness"}
 DEFAULT_ANSWER_TOP_K = 5  # passages an answer is written from
 

@@ -22,6 +22,7 @@ from evaluation.search import embeddings
 from evaluation.search.embeddings import EndpointEmbedder, EndpointSettings, MiniLMEmbedder, ModelEmbedder
 from evaluation.search.engine import Corpus, Embedder, SearchIndex
 from goldenset.errors import EvalsiteError
+from goldenset.vocabulary.chunks import chunks
 
 LOOKUP_CHUNK = 900  # ids per IN (...) query: below every backend's parameter limit
 EMBED_CHUNK = 512  # texts embedded, then stored, per round: a failure part-way keeps what was done
@@ -102,10 +103,10 @@ def page_vectors(embedder: ModelEmbedder, page_ids: Sequence[int], texts: Sequen
     hashes = [text_hash(text) for text in texts]
     stored: dict[int, tuple[str, np.ndarray]] = {}
     unique_ids = list(dict.fromkeys(page_ids))
-    for start in range(0, len(unique_ids), LOOKUP_CHUNK):
-        found = PageEmbedding.objects.filter(
-            embedder=embedder.name, page_id__in=unique_ids[start : start + LOOKUP_CHUNK]
-        ).values_list("page_id", "text_hash", "vector")
+    for ids in chunks(unique_ids, LOOKUP_CHUNK):
+        found = PageEmbedding.objects.filter(embedder=embedder.name, page_id__in=ids).values_list(
+            "page_id", "text_hash", "vector"
+        )
         stored.update((page_id, (digest, _from_bytes(vector))) for page_id, digest, vector in found)
 
     vectors: list[np.ndarray | None] = [None] * len(texts)
@@ -115,8 +116,7 @@ def page_vectors(embedder: ModelEmbedder, page_ids: Sequence[int], texts: Sequen
             vectors[row] = hit[1]
 
     def embed(rows: list[int]) -> None:
-        for start in range(0, len(rows), EMBED_CHUNK):
-            chunk = rows[start : start + EMBED_CHUNK]
+        for chunk in chunks(rows, EMBED_CHUNK):
             fresh = embedder.embed_texts([texts[r] for r in chunk])
             for r, vector in zip(chunk, fresh, strict=True):
                 vectors[r] = vector

@@ -69,8 +69,9 @@ from goldenset import lexical
 if TYPE_CHECKING:
     from evaluation.judge_llm import LLMJudge
 from goldenset.llm import map_concurrent
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
-METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy")
+METRICS = JUDGED_METRICS
 HEURISTIC, LLM_JUDGE = "heuristic", "llm-judge"
 NOT_APPLICABLE, UNREADABLE = "not-applicable", "unreadable"
 

@@ -26,7 +26,8 @@ from evaluation.judge import (
 )
 from goldenset import lexical
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, validate
+from goldenset.llm import ChatClient
+from goldenset.llm_json import extract_json, validate
 
 _JSON_ONLY = "Use no outside knowledge. Reply with JSON only, one verdict per item, in order: "
 FAITHFULNESS_PROMPT = (

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from goldenset.vocabulary.metric_names import MRR, NDCG, RECALL, at_k
+
 __all__ = [
     "evaluate_query",
     "first_relevant_rank",
@@ -161,7 +163,7 @@ def evaluate_query(ranking: Sequence[str], qrels: Mapping[str, int], ks: Iterabl
     metrics: dict[str, float] = {}
     for k in cutoffs:
         found = sum(1 for i, _ in hits if i < k)
-        metrics[f"recall@{k}"] = found / relevant if relevant else 0.0
+        metrics[at_k(RECALL, k)] = found / relevant if relevant else 0.0
     for k in cutoffs:
         dcg = 0.0
         for i, gain in hits:
@@ -171,8 +173,8 @@ def evaluate_query(ranking: Sequence[str], qrels: Mapping[str, int], ks: Iterabl
         ideal = 0.0
         for i, gain in enumerate(gains[:k]):
             ideal += gain / math.log2(i + 2)
-        metrics[f"ndcg@{k}"] = dcg / ideal if ideal > 0.0 else 0.0
-    metrics["mrr"] = 1.0 / (hits[0][0] + 1) if hits else 0.0
+        metrics[at_k(NDCG, k)] = dcg / ideal if ideal > 0.0 else 0.0
+    metrics[MRR] = 1.0 / (hits[0][0] + 1) if hits else 0.0
     return metrics
 
 

@@ -13,7 +13,7 @@ from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.models import Collection, GoldenEntry, Job, Tenant
-from goldenset.services.audit import chunks
+from goldenset.vocabulary.chunks import chunks
 
 
 def collections_named(

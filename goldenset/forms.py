@@ -27,6 +27,7 @@ from goldenset.text import (
     find_nul,
     json_loads,
 )
+from goldenset.vocabulary.golden_fields import ADMIN_FORM_FIELDS
 
 
 def collection_label(collection: Collection) -> str:
@@ -127,17 +128,7 @@ class GoldenEntryAdminForm(forms.ModelForm):
 
     class Meta:
         model = GoldenEntry
-        fields = (
-            "collection",
-            "key",
-            "question",
-            "reference_answer",
-            "expected_document_ids",
-            "grades",
-            "tags",
-            "answerable",
-            "reviewed",
-        )
+        fields = ADMIN_FORM_FIELDS
         field_classes = {"grades": StoredJSONField}
 
     def _collection(self) -> Collection | None:

@@ -33,9 +33,13 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from goldenset import lexical
+from goldenset.duplicates import DuplicateIndex
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, validate
-from goldenset.quality import REASONS, DuplicateIndex, GateLimits, Verdict, check
+from goldenset.llm import ChatClient
+from goldenset.llm_json import extract_json, validate
+from goldenset.quality import REASONS, GateLimits, Verdict, check
+from goldenset.vocabulary.chunks import cut_at_word
+from goldenset.vocabulary.sentences import TEMPLATE_SENTENCE_END
 
 K = TypeVar("K", bound=Hashable)
 
@@ -119,9 +123,7 @@ SYSTEM_PROMPT = (
 
 
 def prompt_messages(page: PageText) -> list[dict[str, str]]:
-    text = page.text
-    if len(text) > PROMPT_PAGE_CHARS:
-        text = text[:PROMPT_PAGE_CHARS].rsplit(" ", 1)[0] + " ..."
+    text = cut_at_word(page.text, PROMPT_PAGE_CHARS, " ...")
     title = f"Title: {page.title}\n" if page.title else ""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -161,7 +163,6 @@ class ChatQuestionWriter:
         return made(question=_one_line(data["question"]), answer=_one_line(data["answer"]))
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _DEFINITION = re.compile(
     r"^(?:(?P<article>the|a|an)\s+)?(?P<subject>[^,;:()]{2,60}?)\s+(?P<verb>is|are|was|were)\s+(?P<rest>.+)$",
     re.IGNORECASE | re.DOTALL,
@@ -218,7 +219,7 @@ def _definition_ok(match: re.Match[str]) -> bool:
 
 def _best_sentence(text: str) -> str | None:
     best: tuple[int, str] | None = None
-    for sentence in _SENTENCE.split(" ".join(text.split())):
+    for sentence in TEMPLATE_SENTENCE_END.split(" ".join(text.split())):
         words = sentence.split()
         if not 6 <= len(words) <= 45:
             continue
@@ -228,7 +229,8 @@ def _best_sentence(text: str) -> str | None:
     return best[1] if best else None
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f]")  # (NUL and lone surrogates are gone already: goldenset.llm.storable)
+# (NUL and lone surrogates are gone already: goldenset.llm_json.storable)
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _one_line(value: str) -> str:

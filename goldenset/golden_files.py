@@ -28,9 +28,10 @@ from goldenset.text import (
     tag_problem,
     tags_problem,
 )
+from goldenset.vocabulary.golden_fields import GOLDEN_FILE_FIELDS
 
 _WS = " \t\n\r"
-_FIELDS = ("id", "question", "expected_answer", "must_cite", "tags", "answerable")
+_FIELDS = GOLDEN_FILE_FIELDS
 
 
 @dataclass(frozen=True)

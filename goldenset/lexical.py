@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 
 from goldenset.text import tokenize
+from goldenset.vocabulary.stopwords import CONTENT_STOPWORDS
 
 __all__ = [
     "STOPWORDS",
@@ -37,37 +38,10 @@ __all__ = [
 ]
 
 
-def _word_set(text: str) -> frozenset[str]:
-    return frozenset(text.split())
+# Defined in goldenset.vocabulary.stopwords (with the rationale for its words); re-exported here, where
+# content terms are made.
+STOPWORDS = CONTENT_STOPWORDS
 
-
-# English function words, question words, auxiliaries, pronouns, the fragments contractions leave after
-# tokenizing ("don't" -> "don", "t"; "we'll" -> "we", "ll") and a few fillers ("basically", "approximately").
-# Deliberately NOT here, because they change what a question asks: quantity and comparison words (many,
-# much, more, most, less, least, few, first, last), adjectives of "how ..." questions (long, old, far, tall)
-# and direction particles (up, down, out, off, over, under, above, below, before, after). Negations (not, no,
-# never, without) ARE here: as terms they would make "not refundable" miss a page's "non-refundable";
-# goldenset.quality tracks negation in questions itself. "won" (from "won't") also drops the verb "won".
-STOPWORDS: frozenset[str] = _word_set(
-    """
-    a an the and or but nor if then else so than that this these those there here
-    of in on at to from by for with about against between into onto through during within without across
-    along among amongst around toward towards upon via as per like unlike
-    is are was were be been being am do does did doing done have has had having
-    can could should would will shall may might must ought
-    what which who whom whose when where why how whatever whichever whoever whomever whenever wherever
-    i me my mine myself we us our ours ourselves you your yours yourself yourselves
-    he him his himself she her hers herself it its itself they them their theirs themselves
-    not no never none non cannot
-    only own same such too very just also each every all any both either neither some other others another
-    again further once ever yet still already now
-    while whereas whether although though because since until unless however therefore thus hence
-    s t d ll m re ve don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn mustn
-    needn shan ain
-    yes yeah ok okay please etc eg ie vs
-    actually basically generally typically usually simply really indeed certainly approximately roughly
-    """
-)
 
 # Han ideographs (with extensions and compatibility forms), hiragana and katakana: written without spaces.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f"

@@ -10,8 +10,9 @@ optional EVALSITE_LLM_TIMEOUT / _MAX_ATTEMPTS / _BACKOFF / _CONCURRENCY) when ca
   are not. Whatever still fails raises EvalsiteError("llm-unavailable", status 503); the API key is never in
   the message or the details.
 - `complete_json(messages, schema=...) -> (data, ChatResult)`: the answer's first JSON value (code fences and
-  prose around it tolerated, see `extract_json`) validated against a small JSON-schema subset (`validate`);
-  an answer that does not fit raises EvalsiteError("llm-unreadable", status 502) naming the path.
+  prose around it tolerated, see goldenset.llm_json.extract_json) validated against a small JSON-schema subset
+  (goldenset.llm_json.validate); an answer that does not fit raises EvalsiteError("llm-unreadable", status
+  502) naming the path.
 - At most `concurrency` requests are in flight per client, however many threads call it; `map_concurrent`
   runs a function over items on that many threads and returns the results in input order.
 - With a `cache` (anything with `get(key)` / `put(key, record)`; `MemoryCallCache` here, the database-backed
@@ -26,23 +27,20 @@ import hashlib
 import json
 import logging
 import os
-import random
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
 from goldenset.errors import EvalsiteError
+from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
+from goldenset.llm_json import extract_json, storable, validate
 
 logger = logging.getLogger(__name__)
-
-# Answers worth another try from any OpenAI-compatible server (chat and embeddings clients alike).
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -373,182 +371,6 @@ def map_concurrent(fn: Callable[[T], R], items: Iterable[T], *, concurrency: int
                     other.cancel()
                 break
         return [future.result() for future in futures]
-
-
-# --- reading JSON out of a model's answer ---------------------------------------------------------------------
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[^\n]*\n(.*?)```", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_decoder = json.JSONDecoder()
-
-
-def extract_json(text: str, *, expect: str | None = None) -> Any:
-    """The first JSON object or array in a model's answer.
-
-    Fenced blocks (```json ... ``` or plain ```) are tried first, then the text itself from each `{` or `[`
-    on; prose before and after is ignored, as are <think>...</think> blocks. With `expect` ("object" or
-    "array") only a value of that kind counts. Raises EvalsiteError("llm-unreadable") when there is none."""
-    cleaned = _THINK.sub("", text or "")
-    wanted: tuple[type, ...] = {"object": (dict,), "array": (list,)}.get(expect or "", (dict, list))
-    fenced = [body for _, body in _FENCE.findall(cleaned)]
-    for source in [*fenced, cleaned]:
-        for match in re.finditer(r"[{\[]", source):
-            try:
-                value, _ = _decoder.raw_decode(source, match.start())
-            except ValueError:
-                continue
-            if isinstance(value, wanted):
-                return _storable_json(value)
-    kind = expect or "object or array"
-    raise EvalsiteError(
-        "llm-unreadable",
-        f"The model's answer holds no JSON {kind}.",
-        details={"path": "$", "answer": (text or "")[:200]},
-        status=502,
-    )
-
-
-_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def validate(data: Any, schema: Mapping[str, Any], path: str = "$") -> None:
-    """Check data against a JSON-schema subset: type (a name or a list of names), required, properties,
-    items, enum, minLength. Raises EvalsiteError("llm-unreadable") naming the first offending path."""
-    expected = schema.get("type")
-    if expected is not None:
-        names = [expected] if isinstance(expected, str) else list(expected)
-        unknown = [n for n in names if n not in _TYPES]
-        if unknown:
-            raise ValueError(f"unsupported schema type {unknown} at {path}")
-        if not any(_TYPES[n](data) for n in names):
-            _unreadable(path, f"expected {' or '.join(names)}, got {_type_name(data)}")
-    if "enum" in schema and data not in schema["enum"]:
-        _unreadable(path, f"expected one of {list(schema['enum'])!r}, got {data!r}"[:300])
-    if "minLength" in schema and isinstance(data, str) and len(data) < schema["minLength"]:
-        _unreadable(path, f"expected at least {schema['minLength']} characters, got {len(data)}")
-    if isinstance(data, dict):
-        for key in schema.get("required", ()):
-            if key not in data:
-                _unreadable(f"{path}.{key}", "required property missing")
-        for key, subschema in (schema.get("properties") or {}).items():
-            if key in data:
-                validate(data[key], subschema, f"{path}.{key}")
-    if isinstance(data, list) and isinstance(schema.get("items"), Mapping):
-        for index, item in enumerate(data):
-            validate(item, schema["items"], f"{path}[{index}]")
-
-
-def _unreadable(path: str, problem: str) -> NoReturn:
-    raise EvalsiteError(
-        "llm-unreadable",
-        f"The model's answer does not fit the schema at {path}: {problem}.",
-        details={"path": path},
-        status=502,
-    )
-
-
-def _type_name(value: Any) -> str:
-    for name in ("boolean", "integer", "number", "string", "array", "object", "null"):
-        if _TYPES[name](value):
-            return name
-    return type(value).__name__
-
-
-class RequestFailed(Exception):
-    """What post_with_retries could not get: the problem in words, the attempts made, the last HTTP status."""
-
-    def __init__(self, problem: str, attempts: int, status: int | None = None):
-        super().__init__(problem)
-        self.problem, self.attempts, self.status = problem, attempts, status
-
-
-def post_with_retries(
-    post: Callable[[], httpx.Response],
-    parse: Callable[[httpx.Response], T],
-    *,
-    max_attempts: int,
-    delay: Callable[[int, float | None], float],
-    timeout: float,
-    retry_unreadable: bool,
-    endpoint: str,
-) -> tuple[T, int]:
-    """The one request loop of every outbound client: (parsed answer, attempts), or RequestFailed.
-
-    Timeouts, connection errors (refused, reset, a body cut short) and RETRY_STATUSES are tried again after
-    `delay(retry, retry_after)`; another non-200 fails at once (logged with the start of its body, under
-    `endpoint`, which never goes into the error). A 200 that `parse` cannot read (ValueError) is tried again
-    when `retry_unreadable`, else it fails at once."""
-    problem = "no attempt made"
-    retry_after: float | None = None
-    for attempt in range(1, max_attempts + 1):
-        if attempt > 1:
-            time.sleep(delay(attempt - 1, retry_after))
-        retry_after = None
-        try:
-            response = post()
-        except httpx.TimeoutException:
-            problem = f"no answer within {timeout:g}s"
-            continue
-        except httpx.TransportError as exc:  # refused, reset, a body cut short
-            problem = f"connection failed ({type(exc).__name__})"
-            continue
-        if response.status_code in RETRY_STATUSES:
-            problem = f"HTTP {response.status_code}"
-            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-            continue
-        if response.status_code != 200:
-            logger.warning("%s: HTTP %s: %s", endpoint, response.status_code, response.text[:500])
-            raise RequestFailed(f"HTTP {response.status_code}", attempt, response.status_code)
-        try:
-            return parse(response), attempt
-        except ValueError as exc:
-            problem = f"unreadable answer ({exc})"
-            if not retry_unreadable:
-                raise RequestFailed(problem, attempt, response.status_code) from None
-    raise RequestFailed(f"{problem} after {max_attempts} attempts", max_attempts)
-
-
-def retry_delay(retry: int, *, backoff: float, backoff_max: float, retry_after: float | None) -> float:
-    """Seconds to wait before retry number `retry` (1-based) of an HTTP call: the server's Retry-After when it
-    sent one, else full-jitter exponential backoff; capped at backoff_max. Shared by every outbound client."""
-    if retry_after is not None:
-        return min(retry_after, backoff_max)
-    return random.uniform(0, min(backoff_max, backoff * 2 ** (retry - 1)))
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """A Retry-After header in seconds, or None (absent, or an HTTP date: fall back to our own backoff)."""
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-
-
-_UNSTORABLE = re.compile("\x00|[\ud800-\udfff]")
-
-
-def storable(text: str) -> str:
-    """A model's text as every database and JSON encoder takes it: NUL removed, a lone surrogate (from a JSON
-    escape such as \\ud800) replaced by U+FFFD. A model's output is stored and rendered, so it is cleaned here."""
-    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
-
-
-def _storable_json(value: Any) -> Any:
-    if isinstance(value, str):
-        return storable(value)
-    if isinstance(value, list):
-        return [_storable_json(v) for v in value]
-    if isinstance(value, dict):
-        return {storable(str(k)): _storable_json(v) for k, v in value.items()}
-    return value
 
 
 def _int(value: Any) -> int | None:

@@ -14,8 +14,8 @@ too_long
 passage_dependent
     the question only makes sense next to its page ("according to the passage", "in this section", "the
     text mentions", "described above", "which of the following"). A golden question is asked of the whole
-    collection, so it must stand alone. Phrasing patterns only: a question that leans on a bare pronoun
-    ("What is it used for?") or on an unnamed "the company" is not caught.
+    collection, so it must stand alone. Phrasing patterns only (goldenset.passage_phrasing): a question that
+    leans on a bare pronoun ("What is it used for?") or on an unnamed "the company" is not caught.
 answer_giveaway
     the answer's content terms are (by default all) already in the question: "Is the refund window 30 days
     long?" / "30 days", or "Is it 30 or 60 days?" / "30 days". Such a question tests nothing.
@@ -25,39 +25,27 @@ unsupported_answer
     page's words in a wrong combination passes, and one that paraphrases faithfully ("two weeks" for "14
     days") fails.
 near_duplicate
-    the question is too similar (`question_similarity`) to one already known: the collection's golden
-    questions and those accepted earlier in the run. The caller keeps that DuplicateIndex and adds each
-    accepted question; `check` never adds.
-
-`question_similarity` is lexical: stemmed content terms, plus markers for the question's intent (when /
-where / who / why, also when spelt "in what year", "what is the location of", "what is the reason for")
-and for negation ("not", "without", "can't"). Paraphrases by reordering, inflection and function words
-score 1.0; a substituted term ("France" / "Spain", "built" / "tall") costs a lot, an added qualifier less,
-and a differing number, negation, intent or direction word ("in" / "out", "before" / "after") costs most.
-It knows no synonyms: "How long do refunds take?" and "What is the refund processing time?" score low.
+    the question is too similar (`question_similarity`, goldenset.duplicates) to one already known: the
+    collection's golden questions and those accepted earlier in the run. The caller keeps that
+    DuplicateIndex and adds each accepted question; `check` never adds.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from goldenset.lexical import STOPWORDS, content_terms, coverage, stem, terms_from_tokens, word_count
+from goldenset.duplicates import DEFAULT_DUPLICATE_MIN, DuplicateIndex
+from goldenset.lexical import content_terms, coverage, terms_from_tokens, word_count
+from goldenset.passage_phrasing import passage_dependent
 from goldenset.text import tokenize
 
 __all__ = [
     "ACCEPTED",
-    "DEFAULT_DUPLICATE_MIN",
     "REASONS",
-    "DuplicateIndex",
     "GateLimits",
     "Verdict",
     "check",
-    "passage_dependent",
-    "question_similarity",
 ]
 
 REASONS: tuple[str, ...] = (
@@ -69,8 +57,6 @@ REASONS: tuple[str, ...] = (
     "unsupported_answer",
     "near_duplicate",
 )
-
-DEFAULT_DUPLICATE_MIN = 0.7
 
 
 @dataclass(frozen=True)
@@ -128,297 +114,6 @@ class Verdict:
 
 
 ACCEPTED = Verdict(None, "")
-
-# --- passage-dependent phrasing -----------------------------------------------------------------------------
-
-
-def _alternation(forms: Iterable[str]) -> str:
-    return "(?:" + "|".join(dict.fromkeys(forms)) + ")"
-
-
-def _words(words: str) -> str:
-    """An alternation of the space-separated words, as they are."""
-    return _alternation(words.split())
-
-
-def _nouns(words: str) -> str:
-    """An alternation of the space-separated words and their plurals ("study" -> study|studies)."""
-    return _alternation(
-        form
-        for word in words.split()
-        for form in (word, word[:-1] + "ies" if word.endswith("y") else word + "s")
-    )
-
-
-def _verbs(regular: str, irregular: str = "") -> str:
-    """An alternation of the regular verbs in base, -s and -ed forms, and the irregular forms as given."""
-
-    def forms(word: str) -> tuple[str, str, str]:
-        if word.endswith("y") and word[-2] not in "aeiou":
-            return word, word[:-1] + "ies", word[:-1] + "ied"
-        third = word + "es" if word.endswith(("s", "sh", "ch")) else word + "s"
-        return word, third, word + "d" if word.endswith("e") else word + "ed"
-
-    return _alternation([form for word in regular.split() for form in forms(word)] + irregular.split())
-
-
-# After the normalisation below, a clause ends at punctuation, at the end, or where a question word, an
-# auxiliary or a conjunction starts the next part. "According to the document, what..." ends a clause at
-# "document"; "according to the document retention policy" and "the text of the law" do not.
-_END = (
-    r"(?= [,;:.!?]|$| (?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|can"
-    r"|could|should|would|will|and|or)\b)"
-)
-_DOC_WORDS = (
-    "passage text document article excerpt extract snippet section paragraph chapter page context source"
-    " material reading story study paper report transcript"
-)
-_DOC = _nouns(_DOC_WORDS)
-_DOC_AUTHOR = _nouns(_DOC_WORDS + " author writer information data table figure")
-_READING = _nouns("passage excerpt extract snippet paragraph text article context")
-_EXHIBIT = _nouns("table figure chart graph diagram image list example")
-_ADJECTIVE = r"(?:above|following|given|provided|preceding|previous|attached|accompanying|quoted|cited)"
-_ADJ_NOUN = _nouns(
-    "text passage context excerpt extract document article paragraph section table figure snippet material"
-    " statement sentence quote description chart list example source reading story"
-)
-_SPEAKER = _words(
-    "passage text document article excerpt extract snippet paragraph section chapter page context author"
-    " writer report study paper story transcript"
-)
-_SPEAKER_VERB = _verbs(
-    "say state mention describe discuss suggest argue claim explain note indicate conclude recommend show"
-    " reveal highlight emphasize emphasise refer define list propose report cover outline contain present"
-    " provide want believe mean imply focus",
-    irregular="said tell tells told find finds found think thinks thought feel feels felt",
-)
-_REFERRING_VERB = (
-    r"(?:mentioned|described|discussed|stated|listed|shown|presented|noted|outlined|cited|quoted|referenced"
-    r"|defined|explained|covered|summari[sz]ed|depicted|illustrated|given|provided|introduced)"
-)
-
-_PASSAGE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern)
-    for pattern in (
-        # according to the passage / to the author / to the provided text
-        rf"\baccording to (?:the|this|that|these|those)(?: {_ADJECTIVE})? {_DOC_AUTHOR}{_END}",
-        # the given text / in the following passage / the previous section
-        rf"\b(?:the|this|these) {_ADJECTIVE} {_ADJ_NOUN}\b",
-        # based on the text / given the context / as per the information provided
-        rf"\b(?:based (?:on|upon)|given|judging (?:by|from)|as per|per) (?:the |this )?(?:{_ADJECTIVE} )?"
-        rf"(?:{_DOC_AUTHOR}|above)(?: (?:provided|given|above|below|presented|here|shown))?{_END}",
-        # this passage / in this section / these documents
-        rf"\b(?:this|these) (?:{_DOC}|{_EXHIBIT})\b",
-        # the passage says / what does the document say about / does the author argue
-        rf"\b(?:the|this) {_SPEAKER} {_SPEAKER_VERB}\b",
-        # what is the passage (mainly) about
-        rf"\b(?:the|this) {_SPEAKER} (?:is |was |mainly |mostly |primarily |chiefly )*about\b",
-        # the text provided / the context given
-        rf"\bthe {_DOC_AUTHOR} (?:provided|given|above|below|presented|shown|supplied|here){_END}",
-        # mentioned above / described here / discussed in the text / previously mentioned
-        rf"\b{_REFERRING_VERB} (?:above|below|earlier|previously|here)\b",
-        rf"\b{_REFERRING_VERB} in (?:the|this) {_DOC}\b",
-        r"\b(?:previously|earlier|above) (?:mentioned|described|discussed|stated|listed|noted|cited)\b",
-        r"\baforementioned\b",
-        # in the passage / of the excerpt / in the text? (not "in the context of ...", "the text of ...")
-        rf"\b(?:in|from|of|within|by) the {_READING}{_END}",
-        # the table above / the figure below
-        rf"\b{_EXHIBIT} (?:above|below)\b",
-        # the above (not "the above-ground pool", "above-average")
-        r"\bthe above\b(?! (?:ground|average|board|water|the)\b)",
-        # which of the following (a multiple-choice stem without its options)
-        r"\b(?:which|what|who|how many) of the following\b",
-        # the author's / who is the author?
-        r"\bthe (?:author|writer|narrator) s\b",
-        rf"\bthe (?:author|writer){_END}",
-        # here at the end of a clause: "as described here", "What rules apply here?"
-        r"\bhere(?= [,;:.!?]|$)",
-    )
-)
-
-_PHRASE_TOKEN = re.compile(r"[^\W_]+|[,;:.!?]")
-
-
-def _phrase_form(question: str) -> str:
-    """Words and clause punctuation, space-separated, folded as goldenset.text.tokenize folds:
-    "According to the text, what?" -> "according to the text , what ?"."""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", question).casefold())
-    return " ".join(_PHRASE_TOKEN.findall(folded))
-
-
-def passage_dependent(question: str) -> str | None:
-    """The phrase that ties the question to its page ("according to the passage"), or None.
-
-    Case-insensitive and indifferent to punctuation, hyphens and apostrophes; the phrase is returned in
-    its normalised form (lower case, words separated by single spaces). Questions that merely use the words
-    pass: "What is a document management system?", "Which passage of the Bible mentions the flood?",
-    "According to the text of the Second Amendment, who may bear arms?".
-    """
-    text = _phrase_form(question)
-    for pattern in _PASSAGE_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            return match.group(0).strip()
-    return None
-
-
-# --- question similarity ------------------------------------------------------------------------------------
-
-# The intent of the question's first question word; what, which and how have none of their own.
-_WH_INTENT: dict[str, str | None] = {
-    "when": "when", "where": "where", "who": "who", "whom": "who", "whose": "who", "why": "why",
-    "what": None, "which": None, "how": None,
-}  # fmt: skip
-# "In what year", "what is the location of", "what was the reason for": the noun is the intent, not a term.
-_INTENT_NOUNS: dict[str, str] = {
-    stem(word): intent
-    for words, intent in (
-        ("year date day month century decade time", "when"),
-        ("place location venue", "where"),
-        ("person", "who"),
-        ("reason", "why"),
-    )
-    for word in words.split()
-}
-_NEGATIONS = frozenset(
-    {"not", "no", "never", "nor", "neither", "none", "nobody", "nothing", "nowhere", "cannot", "without", "non"}
-)  # fmt: skip
-# Direction and order words: adding or swapping one flips the question ("log in" / "log out").
-_POLAR = frozenset(
-    stem(word) for word in ("up", "down", "out", "off", "over", "under", "above", "below", "before", "after")
-)
-
-_STRONG_WEIGHT = 2.0  # an unmatched marker, number or direction word
-_ADDED_WEIGHT = 0.75  # an unmatched term when only one question has unmatched terms (a qualifier added)
-_SUBSTITUTED_WEIGHT = 1.0  # an unmatched term when both have some (a term replaced by another)
-
-
-@dataclass(frozen=True)
-class _Signature:
-    tokens: tuple[str, ...]
-    content: frozenset[str]  # stemmed content terms
-    terms: frozenset[str]  # content terms and markers ("?when", "?not")
-
-
-def _signature(question: str) -> _Signature:
-    tokens = tokenize(question)
-    markers: set[str] = set()
-    consumed = -1
-    for i, token in enumerate(tokens):
-        if token not in _WH_INTENT:
-            continue
-        intent = _WH_INTENT[token]
-        if token in ("what", "which"):
-            for j in range(i + 1, min(i + 4, len(tokens))):
-                if tokens[j] in STOPWORDS:
-                    continue
-                if stem(tokens[j]) in _INTENT_NOUNS:
-                    intent, consumed = _INTENT_NOUNS[stem(tokens[j])], j
-                break
-        if intent:
-            markers.add("?" + intent)
-        break  # only the first question word: "What happens when ..." is not a when-question
-    negated = any(
-        token in _NEGATIONS or (token == "t" and i > 0 and tokens[i - 1].endswith("n"))
-        for i, token in enumerate(tokens)
-    )
-    if negated:
-        markers.add("?not")
-    content = frozenset(terms_from_tokens(token for j, token in enumerate(tokens) if j != consumed))
-    return _Signature(tuple(tokens), content, content | markers)
-
-
-def _strong(term: str) -> bool:
-    return term.startswith("?") or term in _POLAR or any(char.isdigit() for char in term)
-
-
-def _similarity(a: _Signature, b: _Signature) -> float:
-    if a.tokens == b.tokens:
-        return 1.0 if a.tokens else 0.0
-    if not a.content & b.content:
-        return 0.0
-    shared = a.terms & b.terms
-    only_a, only_b = a.terms - b.terms, b.terms - a.terms
-    plain = _ADDED_WEIGHT if not only_a or not only_b else _SUBSTITUTED_WEIGHT
-    unmatched = sum(_STRONG_WEIGHT if _strong(term) else plain for term in only_a | only_b)
-    return len(shared) / (len(shared) + unmatched)
-
-
-def question_similarity(a: str, b: str) -> float:
-    """How alike two questions are, 0..1, symmetric, deterministic, lexical.
-
-    1.0 when they have the same words (case, punctuation and spacing aside) or the same content terms and
-    markers ("How long do refunds take?" / "How long does a refund take?"). Otherwise
-    shared / (shared + unmatched), counting content terms and markers (intent: ?when ?where ?who ?why;
-    negation: ?not). An unmatched term weighs 0.75 when only one question has unmatched terms (it adds a
-    qualifier: "capital city of France" / "capital of France" = 0.73), 1 when both have some (a term was
-    replaced: "France" / "Spain" = 0.33), and 2 when it is a marker, a number or a direction word
-    (up/down/out/off/over/under/above/below/before/after). Questions sharing no content term score 0.0,
-    as does a question without words.
-    """
-    return _similarity(_signature(a), _signature(b))
-
-
-class DuplicateIndex:
-    """Questions seen so far (the collection's existing golden questions + those accepted in this run).
-
-    `find` compares a question with every known question that shares a content term with it (an inverted
-    index keeps that cheap for thousands of questions) and returns the most similar one at or above the
-    threshold: a question with the same words if there is one, else the best score, on a tie the one added
-    first.
-    """
-
-    def __init__(self, questions: Iterable[str] = (), threshold: float = DEFAULT_DUPLICATE_MIN) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError("threshold must be in (0, 1]")
-        self.threshold = threshold
-        self._questions: list[str] = []
-        self._signatures: list[_Signature] = []
-        self._postings: defaultdict[str, list[int]] = defaultdict(list)
-        self._by_tokens: dict[tuple[str, ...], int] = {}
-        for question in questions:
-            self.add(question)
-
-    def add(self, question: str) -> None:
-        signature = _signature(question)
-        position = len(self._questions)
-        self._questions.append(question)
-        self._signatures.append(signature)
-        for term in signature.content:
-            self._postings[term].append(position)
-        if signature.tokens:
-            self._by_tokens.setdefault(signature.tokens, position)
-
-    def find(self, question: str, threshold: float | None = None) -> tuple[str, float] | None:
-        """The most similar known question and its similarity, if at or above threshold (by default the
-        index's own), else None."""
-        limit = self.threshold if threshold is None else threshold
-        signature = _signature(question)
-        exact = self._by_tokens.get(signature.tokens)
-        if exact is not None:
-            return self._questions[exact], 1.0
-        # Candidates share a content term; skip those whose score cannot reach the limit even if every
-        # marker matched and every unmatched term weighed the least, _ADDED_WEIGHT (a question sharing only
-        # "company" with this one).
-        shared_counts = Counter(
-            position for term in signature.content for position in self._postings.get(term, ())
-        )
-        markers = len(signature.terms) - len(signature.content)
-        best: tuple[int, float] | None = None
-        for position in sorted(shared_counts):
-            known = self._signatures[position]
-            shared = shared_counts[position] + markers
-            unmatched = len(signature.content) + len(known.content) - 2 * shared_counts[position]
-            if shared / (shared + _ADDED_WEIGHT * unmatched) < limit:
-                continue
-            score = _similarity(signature, known)
-            if score >= limit and (best is None or score > best[1]):
-                best = (position, score)
-        return None if best is None else (self._questions[best[0]], best[1])
-
-    def __len__(self) -> int:
-        return len(self._questions)
-
 
 # --- the gate -----------------------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from django.db.models.functions import Coalesce
 from goldenset.errors import NotFound
 from goldenset.generation import PageText
 from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Page, Tenant
-from goldenset.services.audit import chunks
 from goldenset.temporal import CURRENT, Validity, statuses
+from goldenset.vocabulary.chunks import chunks
 
 
 def tenant_for_key(*, api_key: ApiKey, cluster_id: str | None, tenant_id: str | None) -> Tenant:

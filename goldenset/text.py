@@ -11,6 +11,9 @@ import unicodedata
 from collections.abc import Sized
 from typing import Any
 
+from goldenset.vocabulary.chunks import cut_at_word
+from goldenset.vocabulary.sentences import FIRST_SENTENCE_END, PAGE_SENTENCE_END
+
 _SPACE = re.compile(r"\s+")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
 
@@ -55,13 +58,10 @@ def split_pages(text: str, max_chars: int) -> list[str]:
     return pages
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
 def _split_long(paragraph: str, max_chars: int) -> list[str]:
     out: list[str] = []
     current = ""
-    for sentence in _SENTENCE_END.split(paragraph):
+    for sentence in PAGE_SENTENCE_END.split(paragraph):
         parts = [sentence] if len(sentence) <= max_chars else _split_words(sentence, max_chars)
         for part in parts:
             candidate = f"{current} {part}" if current else part
@@ -109,14 +109,9 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()))
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
-
-
 def first_sentence(text: str, max_chars: int = 300) -> str:
-    sentence = _SENTENCE.split(text.strip(), maxsplit=1)[0].strip()
-    if len(sentence) > max_chars:
-        sentence = sentence[:max_chars].rsplit(" ", 1)[0] + "…"
-    return sentence
+    sentence = FIRST_SENTENCE_END.split(text.strip(), maxsplit=1)[0].strip()
+    return cut_at_word(sentence, max_chars, "…")
 
 
 # A NUL character, literal or as a JSON escape (an odd run of backslashes before "u0000" is an escape).

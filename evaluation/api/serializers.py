@@ -9,6 +9,7 @@ from evaluation.models import RunKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.api.serializers import TenantIn
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 # Collections one call may search or evaluate together: each is an index to load, so the work is bounded.
 MAX_COLLECTIONS_PER_CALL = 50
@@ -59,7 +60,9 @@ class AnswerIn(SearchIn):
         "the offline extractive answer.",
     )
     groundedness = serializers.CharField(
-        required=False, allow_null=True, help_text="Off | Low | Medium | High: how strictly to decline."
+        required=False,
+        allow_null=True,
+        help_text=f"{' | '.join(GROUNDEDNESS_LEVELS)}: how strictly to decline.",
     )
 
 
@@ -80,7 +83,7 @@ class EvaluateAnswersIn(TenantIn):
         required=False,
         allow_null=True,
         help_text="[{label, model, search_type, fusion, rerank, top_k (passages, default 5), groundedness: "
-        "Off|Low|Medium|High}]",
+        f"{'|'.join(GROUNDEDNESS_LEVELS)}}}]",
     )
     unanswerable_questions = serializers.ListField(
         child=serializers.CharField(max_length=10_000), required=False, default=list, max_length=1000

@@ -22,8 +22,9 @@ from evaluation.dashboard.answer_runs_reads import (
     _mapping,
     _number,
 )
-from evaluation.dashboard.common_reads import JUDGED_METRICS, ordered_metrics
+from evaluation.dashboard.common_reads import ordered_metrics
 from evaluation.models import QuestionResult
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 _MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _NUMBER = re.compile(r"\d+")

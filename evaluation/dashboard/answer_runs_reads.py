@@ -18,8 +18,9 @@ from typing import Any
 from django.db.models import Count, QuerySet
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
-from evaluation.dashboard.common_reads import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS, ordered_metrics
+from evaluation.dashboard.common_reads import ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS
 
 ANSWERS = RunKind.ANSWERS.value
 ANSWER_QUESTIONS_PER_PAGE = 100

@@ -13,6 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from goldenset.models import Collection, Tenant
+from goldenset.vocabulary.metric_names import ANSWER_METRICS, ANSWER_SCORE, RETRIEVAL_METRICS
 
 # --- tenancy -----------------------------------------------------------------------------------------------
 
@@ -41,25 +42,10 @@ def tenant_key(tenant: Tenant) -> str:
 
 _METRIC = re.compile(r"^(?P<name>[a-z_]+)@(?P<k>\d+)$")
 
-# Answer runs (kind "answers"): the judged metrics, each a per-question value (0-1); the run-level refusal
-# metrics (counts, no per-question value); and the overall score (0-100, the mean of per-question means).
-ANSWER_SCORE = "score"
-JUDGED_METRICS = (
-    "faithfulness",
-    "context_recall",
-    "answer_relevancy",
-    "citation_precision",
-    "context_relevancy",
-)
-REFUSAL_METRICS = ("refusal_recall", "false_refusal_rate")
-ANSWER_METRICS = (ANSWER_SCORE, *JUDGED_METRICS, *REFUSAL_METRICS)
-
-_METRIC_ORDER = {
-    "recall": 0,
-    "ndcg": 1,
-    "mrr": 2,
-    **{name: 3 + i for i, name in enumerate(ANSWER_METRICS)},
-}
+# The display order (names: goldenset.vocabulary.metric_names): recall, ndcg, mrr, then an answer run's
+# metrics: its overall score (0-100, the mean of per-question means), the judged metrics (each a per-question
+# value, 0-1) and the run-level refusal metrics (counts, no per-question value).
+_METRIC_ORDER = {name: i for i, name in enumerate((*RETRIEVAL_METRICS, *ANSWER_METRICS))}
 
 
 def metric_sort_key(name: str) -> tuple[int, str, int]:

@@ -19,6 +19,7 @@ from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.forms import StringListField
 from goldenset.generation import SEED_MAX
 from goldenset.models import Origin
+from goldenset.vocabulary.golden_fields import DASHBOARD_FORM_FIELDS
 
 YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
 
@@ -126,15 +127,7 @@ class GoldenEntryForm(DashboardForm):
     answerable = forms.BooleanField(required=False)
     reviewed = forms.BooleanField(required=False)
 
-    FIELDS = (
-        "question",
-        "key",
-        "expected_document_ids",
-        "reference_answer",
-        "tags",
-        "answerable",
-        "reviewed",
-    )
+    FIELDS = DASHBOARD_FORM_FIELDS
     ERROR_FIELDS = {
         "empty-question": "question",
         "duplicate-question": "question",

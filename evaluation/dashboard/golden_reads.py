@@ -24,6 +24,7 @@ from goldenset.errors import EvalsiteError
 from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, Origin, Page, Tenant
 from goldenset.selectors import collections_list, count_of, golden_entries_list
 from goldenset.services.generate import generate_backend
+from goldenset.vocabulary.golden_fields import GOLDEN_CSV_COLUMNS
 
 TAGS_LIMIT = 200
 HOME_LABELS = (
@@ -127,21 +128,6 @@ def golden_tags(*, collection: Collection) -> list[str]:
         .distinct()
     )
     return sorted({tag for combo in combos for tag in combo.split("|") if tag})[:TAGS_LIMIT]
-
-
-GOLDEN_CSV_COLUMNS = (
-    "id",
-    "key",
-    "question",
-    "expected_document_ids",
-    "reference_answer",
-    "tags",
-    "answerable",
-    "origin",
-    "reviewed",
-    "created_at",
-    "updated_at",
-)
 
 
 def golden_csv(entries: QuerySet[GoldenEntry]) -> str:

@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import (
-    ANSWER_METRICS,
     Memo,
     day_start,
     default_metric,
@@ -25,6 +24,7 @@ from evaluation.dashboard.common_reads import (
 )
 from evaluation.models import EvaluationRun
 from goldenset.models import Collection, Tenant
+from goldenset.vocabulary.metric_names import ANSWER_METRICS
 
 TREND_DAYS = 90
 TREND_POINTS_PER_LABEL = 500  # the latest runs of each label within the range

@@ -28,8 +28,9 @@ from scipy import sparse
 
 from evaluation.search.engine import Embedder, Reranker
 from goldenset.errors import EvalsiteError
-from goldenset.llm import RequestFailed, post_with_retries, retry_delay
+from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 from goldenset.text import tokenize
+from goldenset.vocabulary.chunks import chunks
 
 LSI_DIMENSIONS = 256
 
@@ -236,8 +237,7 @@ class EndpointEmbedder(ModelEmbedder):
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         config = self.settings
-        batches = [texts[i : i + config.batch_size] for i in range(0, len(texts), config.batch_size)]
-        parts = [self._embed_batch(list(batch), config) for batch in batches]
+        parts = [self._embed_batch(list(batch), config) for batch in chunks(texts, config.batch_size)]
         if not parts:
             return np.zeros((0, 0), dtype=np.float32)
         dims = {part.shape[1] for part in parts}

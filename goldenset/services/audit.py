@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from goldenset.models import AuditEvent, GoldenEntry
-
-CHUNK = 500  # ids per IN (...) query: well under SQLite's parameter limit
-
-
-def chunks(items: Sequence, size: int = CHUNK) -> Iterable[Sequence]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
+from goldenset.vocabulary import golden_fields
+from goldenset.vocabulary.chunks import CHUNK
 
 # --- audit -------------------------------------------------------------------------------------------------
 
-AUDITED_FIELDS = (
-    "key",
-    "question",
-    "expected_document_ids",
-    "grades",
-    "reference_answer",
-    "tags",
-    "answerable",
-    "origin",
-    "reviewed",
-)
+AUDITED_FIELDS = golden_fields.AUDITED_FIELDS
 
 
 def entry_snapshot(entry: GoldenEntry) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from goldenset.models import (
     Tenant,
     hash_api_key,
 )
-from goldenset.services.audit import CHUNK, audit_entries, chunks
+from goldenset.services.audit import audit_entries
 from goldenset.text import collection_id_problem, split_pages
+from goldenset.vocabulary.chunks import CHUNK, chunks
 
 # --- tenancy -----------------------------------------------------------------------------------------------
 
@@ -248,11 +249,12 @@ def documents_upsert(
                 Page(document=created_doc, number=n, text=t)
                 for n, t in enumerate(by_id[created_doc.external_id].pages, 1)
             )
-        for start in range(0, len(new_pages), 2000):
-            batch = new_pages[start : start + 2000]
+        written = 0
+        for batch in chunks(new_pages, 2000):
             Page.objects.bulk_create(batch, batch_size=CHUNK)
+            written += len(batch)
             if progress:  # documents done, estimated from the share of pages written
-                progress(len(ids) * (start + len(batch)) // len(new_pages), len(ids))
+                progress(len(ids) * written // len(new_pages), len(ids))
         if to_create or changed_docs:
             collection_touch(collection=collection)
     if progress:

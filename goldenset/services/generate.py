@@ -14,12 +14,13 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from goldenset import generation
+from goldenset.duplicates import DuplicateIndex
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import Progress, job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
-from goldenset.quality import DuplicateIndex, Verdict
+from goldenset.quality import Verdict
 from goldenset.selectors import documents_in_force, pages_by_id
 from goldenset.services.golden import EntryInput, golden_entries_add
 from goldenset.services.llm import resolve_model

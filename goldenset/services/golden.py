@@ -18,7 +18,7 @@ from goldenset.models import (
     Job,
     Origin,
 )
-from goldenset.services.audit import AUDITED_FIELDS, CHUNK, _audit, audit_entries, chunks, entry_snapshot
+from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
 from goldenset.text import (
     expected_documents_problem,
@@ -30,6 +30,8 @@ from goldenset.text import (
     tag_problem,
     tags_problem,
 )
+from goldenset.vocabulary import golden_fields
+from goldenset.vocabulary.chunks import CHUNK, chunks
 
 # --- golden entries ----------------------------------------------------------------------------------------
 
@@ -50,15 +52,7 @@ class EntryInput:
         return cls(**{name: getattr(entry, name) for name in ENTRY_INPUT_FIELDS})
 
 
-ENTRY_INPUT_FIELDS = (
-    "question",
-    "expected_document_ids",
-    "reference_answer",
-    "key",
-    "tags",
-    "answerable",
-    "grades",
-)
+ENTRY_INPUT_FIELDS = golden_fields.ENTRY_INPUT_FIELDS
 
 
 def _check_entries(
@@ -278,14 +272,7 @@ def golden_entries_add(
     return created, updated
 
 
-_WRITTEN_FIELDS = (
-    "question",
-    "expected_document_ids",
-    "grades",
-    "reference_answer",
-    "tags",
-    "answerable",
-)
+_WRITTEN_FIELDS = golden_fields.WRITTEN_FIELDS
 
 
 def golden_entry_check(*, entry: GoldenEntry) -> None:

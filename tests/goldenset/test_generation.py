@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from goldenset import generation
+from goldenset.duplicates import DuplicateIndex
 from goldenset.generation import (
     DISCARD_REASONS,
     ChatQuestionWriter,
@@ -16,7 +17,7 @@ from goldenset.generation import (
     sample_pages,
 )
 from goldenset.llm import ChatClient, MemoryCallCache
-from goldenset.quality import DuplicateIndex, Verdict
+from goldenset.quality import Verdict
 from tests.generation_support import FAULTS, company_name, scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
 

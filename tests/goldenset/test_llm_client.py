@@ -10,7 +10,8 @@ import time
 import pytest
 
 from goldenset.errors import EvalsiteError
-from goldenset.llm import ChatClient, extract_json, map_concurrent, validate
+from goldenset.llm import ChatClient, map_concurrent
+from goldenset.llm_json import extract_json, validate
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 KEY = "sk-very-secret-key"

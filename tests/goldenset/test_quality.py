@@ -1,5 +1,5 @@
-"""Unit tests for goldenset.lexical and goldenset.quality (the golden-set generation gate): pure Python, no
-database."""
+"""Unit tests for goldenset.lexical and goldenset.quality (the golden-set generation gate, with its
+goldenset.passage_phrasing and goldenset.duplicates checks): pure Python, no database."""
 
 from __future__ import annotations
 
@@ -10,17 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from goldenset.duplicates import DEFAULT_DUPLICATE_MIN, DuplicateIndex, question_similarity
 from goldenset.lexical import STOPWORDS, content_terms, coverage, jaccard, stem, word_count
-from goldenset.quality import (
-    DEFAULT_DUPLICATE_MIN,
-    REASONS,
-    DuplicateIndex,
-    GateLimits,
-    Verdict,
-    check,
-    passage_dependent,
-    question_similarity,
-)
+from goldenset.passage_phrasing import passage_dependent
+from goldenset.quality import REASONS, GateLimits, Verdict, check
 from goldenset.text import tokenize
 
 # ---------------------------------------------------------------- lexical
@@ -682,7 +675,8 @@ def test_verdict_accepted() -> None:
 # ---------------------------------------------------------------- determinism
 
 _DETERMINISM_SCRIPT = """
-from goldenset.quality import DuplicateIndex, check, question_similarity
+from goldenset.duplicates import DuplicateIndex, question_similarity
+from goldenset.quality import check
 rows = {rows!r}
 index = DuplicateIndex({existing!r})
 for question, answer, page, _ in rows:

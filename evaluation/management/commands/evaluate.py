@@ -39,6 +39,7 @@ from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
 from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 USAGE_CODE = "usage"
 
@@ -334,13 +335,7 @@ class Command(EvalsiteCommand):
         def cell(value) -> str:
             return "-" if value is None else f"{value:.3f}"
 
-        names = [
-            "faithfulness",
-            "context_recall",
-            "answer_relevancy",
-            "citation_precision",
-            "context_relevancy",
-        ]
+        names = list(JUDGED_METRICS)
         header = ["label", "score", *names, "refusal_recall", "false_refusal", "mode"]
         rows = []
         for s in summaries:

@@ -1,0 +1,44 @@
+"""The names of evalsite's metrics, in the order they are shown. Plain Python: no Django import.
+
+Retrieval (trec_eval's measures, computed by evaluation.metrics): recall and nDCG at each cutoff k, named
+"recall@k" and "ndcg@k", and MRR, "mrr". Answers (evaluation.judge and evaluation.answer_scoring): the five
+judged metrics, each a per-question value in 0..1; the two refusal rates of a run (counts, no per-question
+value); and the run's overall score (0-100). These names are keys of stored runs and of the API's JSON, so
+they never change; the order here is the order of the judge's calls, the CLI's columns and the dashboard's
+tables and charts.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ANSWER_METRICS",
+    "ANSWER_SCORE",
+    "JUDGED_METRICS",
+    "MRR",
+    "NDCG",
+    "RECALL",
+    "REFUSAL_METRICS",
+    "RETRIEVAL_METRICS",
+    "at_k",
+]
+
+RECALL, NDCG, MRR = "recall", "ndcg", "mrr"
+# Display order; recall and nDCG carry a cutoff ("recall@10"), MRR does not.
+RETRIEVAL_METRICS: tuple[str, ...] = (RECALL, NDCG, MRR)
+
+JUDGED_METRICS: tuple[str, ...] = (
+    "faithfulness",
+    "context_recall",
+    "answer_relevancy",
+    "citation_precision",
+    "context_relevancy",
+)
+REFUSAL_METRICS: tuple[str, ...] = ("refusal_recall", "false_refusal_rate")
+ANSWER_SCORE = "score"
+# Display order of an answer run's metrics: the score first.
+ANSWER_METRICS: tuple[str, ...] = (ANSWER_SCORE, *JUDGED_METRICS, *REFUSAL_METRICS)
+
+
+def at_k(name: str, k: int) -> str:
+    """A metric's name at a cutoff: at_k("ndcg", 10) -> "ndcg@10"."""
+    return f"{name}@{k}"

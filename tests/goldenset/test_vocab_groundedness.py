@@ -1,0 +1,23 @@
+"""goldenset.vocabulary.groundedness: one list of levels, and what each reader of it keys on it. Pure."""
+
+from __future__ import annotations
+
+from evaluation import answer_writer, configs
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
+
+
+def test_the_levels_loosest_first_as_the_api_spells_them() -> None:
+    assert GROUNDEDNESS_LEVELS == ("Off", "Low", "Medium", "High")
+
+
+def test_the_answer_writer_and_the_request_reader_share_the_levels() -> None:
+    assert answer_writer.GROUNDEDNESS is GROUNDEDNESS_LEVELS
+    assert configs.GROUNDEDNESS is GROUNDEDNESS_LEVELS
+
+
+def test_every_level_has_a_support_threshold_and_a_rule_and_stricter_levels_need_more_support() -> None:
+    assert tuple(answer_writer.GROUNDEDNESS_MIN_SUPPORT) == GROUNDEDNESS_LEVELS
+    assert tuple(answer_writer.GROUNDEDNESS_RULES) == GROUNDEDNESS_LEVELS
+    thresholds = [answer_writer.GROUNDEDNESS_MIN_SUPPORT[level] for level in GROUNDEDNESS_LEVELS]
+    assert thresholds == sorted(thresholds)
+    assert thresholds[0] == 0.0  # Off never declines for want of support
