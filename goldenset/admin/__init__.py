@@ -1,0 +1,13 @@
+"""The curators' admin: golden entries first, then the reference data around them, then the records the
+system writes. One module per area; importing this package registers them all.
+
+Every write to a golden entry made here goes into the audit trail as "user:<username>", like the API's and
+the commands' writes do. Changelists load their related rows with list_select_related and their counts
+with annotations, so a page costs the same number of queries whatever its length.
+"""
+
+from goldenset.admin import content, golden, records
+from goldenset.admin.common import actor_for
+from goldenset.admin.golden import AUDIT_TRAIL_LENGTH, TAG_CHOICES_LIMIT
+
+__all__ = ["AUDIT_TRAIL_LENGTH", "TAG_CHOICES_LIMIT", "actor_for", "content", "golden", "records"]
