@@ -39,7 +39,6 @@ from evaluation.dashboard.golden_reads import (
     golden_csv,
     golden_tags,
     home_collections,
-    recent_changes,
     review_pending_count,
     review_queue,
     review_rows,
@@ -53,10 +52,12 @@ from goldenset.services.generate import generate_job_create
 GOLDEN_PER_PAGE = 50
 DOCUMENTS_PER_PAGE = 50
 REVIEW_PER_PAGE = 20  # each with its page's text
+RECENT_ACTIVITY = 10  # on the collection page; all of it on its activity page
+ACTIVITY_PER_PAGE = 50
 
 
 def _actor(request: HttpRequest) -> str:
-    return f"user:{request.user.get_username()}"
+    return services.actor_user(request.user)
 
 
 # --- home --------------------------------------------------------------------------------------------------
@@ -111,7 +112,11 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
         }
         for e in page.object_list
     ]
-    changes = [{"event": e, "summary": audit_summary(e)} for e in recent_changes(collection=collection)]
+    # One more than shown, in the same query: whether to link to the rest.
+    activity = list(
+        golden_selectors.audit_events_list(tenant=tenant, collection=collection)[: RECENT_ACTIVITY + 1]
+    )
+    changes = [{"event": e, "summary": e.summary()} for e in activity[:RECENT_ACTIVITY]]
     backend = generate_backend_info()
     return render(
         request,
@@ -127,6 +132,7 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
             "filtered": filtered,
             "query": query_without_page(request),
             "changes": changes,
+            "changes_more": len(activity) > RECENT_ACTIVITY,
             "here": request.get_full_path(),
             "here_quoted": quote(request.get_full_path(), safe="/"),  # as the urlencode filter
             "review_pending": review_pending,
@@ -460,5 +466,26 @@ def document_detail(request: HttpRequest, tenant: Tenant, slug: str, document_id
             "collection": collection,
             "document": document,
             "pages": list(document.pages.order_by("number")),
+        },
+    )
+
+
+@require_GET
+@tenant_page
+def collection_activity(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """The collection's audit trail, newest first: every write to it, its documents and its golden set."""
+    collection = collection_for(tenant, slug)
+    page = paginate(
+        request, golden_selectors.audit_events_list(tenant=tenant, collection=collection), ACTIVITY_PER_PAGE
+    )
+    return render(
+        request,
+        "dashboard/collection_activity.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "page": page,
+            "changes": [{"event": e, "summary": e.summary()} for e in page.object_list],
+            "query": query_without_page(request),
         },
     )

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from typing import Any
 
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils.text import Truncator
 
+from goldenset import services
 from goldenset.forms import CollectionChoiceField, collection_label
-from goldenset.models import AuditAction, AuditEvent, Collection, Tenant
+from goldenset.models import Collection, Tenant
 
 
 def actor_for(request: HttpRequest) -> str:
-    return f"user:{request.user.get_username()}"
+    return services.actor_user(request.user)
 
 
 # --- shared pieces -----------------------------------------------------------------------------------------
@@ -95,20 +94,3 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
-
-
-def _short(value: Any, length: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return Truncator(text).chars(length)
-
-
-def _changes_summary(event: AuditEvent) -> str:
-    """Update events list the changed fields; create and delete events carry a whole snapshot."""
-    if event.action == AuditAction.UPDATE:
-        return "; ".join(
-            f"{name}: {_short(pair[0], 60)} → {_short(pair[1], 60)}"
-            if isinstance(pair, list) and len(pair) == 2
-            else f"{name}: {_short(pair, 60)}"
-            for name, pair in event.changes.items()
-        )
-    return _short(event.changes.get("question", ""), 120) if isinstance(event.changes, dict) else ""

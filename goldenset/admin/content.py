@@ -1,4 +1,5 @@
-"""Documents and pages, collections, tenancy and API keys."""
+"""Documents and pages, collections, tenancy and API keys. Writes to documents, collections and keys go
+through the audited services; clusters, tenants and memberships are set-up data without an audit trail."""
 
 from __future__ import annotations
 
@@ -54,19 +55,31 @@ class DocumentAdmin(PathLabelsMixin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        # Search indexes are keyed on the collection's content version: any change must bump it.
-        if not change or form.has_changed() or any(formset.has_changed() for formset in formsets):
-            services.collection_touch(collection=form.instance.collection)
+        # Inside the admin's transaction, after the document and its pages are saved: the service bumps the
+        # collection's content version (search indexes are keyed on it) and records the write.
+        pages_changed = any(formset.has_changed() for formset in formsets)
+        if not change or form.has_changed() or pages_changed:
+            services.document_touch(
+                document=form.instance,
+                actor=actor_for(request),
+                created=not change,
+                changed_fields=form.changed_data,
+                pages_changed=pages_changed,
+            )
 
     def delete_model(self, request, obj):
-        services.document_delete(document=obj)
+        services.document_delete(document=obj, actor=actor_for(request))
 
     def delete_queryset(self, request, queryset):
+        documents = list(queryset.select_related("collection__tenant"))
+        by_collection: dict[int, list[Document]] = {}
+        for document in documents:
+            by_collection.setdefault(document.collection_id, []).append(document)
         with transaction.atomic():
-            collections = list(Collection.objects.filter(pk__in=queryset.order_by().values("collection_id")))
-            queryset.delete()
-            for collection in collections:
-                services.collection_touch(collection=collection)
+            for group in by_collection.values():
+                services.documents_delete(
+                    collection=group[0].collection, documents=group, actor=actor_for(request)
+                )
 
 
 # --- tenancy and collections -------------------------------------------------------------------------------
@@ -106,6 +119,9 @@ class CollectionAdmin(PathLabelsMixin):
     @admin.display(description="golden entries", ordering="golden_entry_count")
     def golden_entry_count(self, obj: Collection) -> int:
         return obj.golden_entry_count  # type: ignore[attr-defined]  # an annotation of get_queryset
+
+    def save_model(self, request, obj, form, change):
+        services.collection_save(collection=obj, actor=actor_for(request))
 
     def delete_model(self, request, obj):
         services.collection_delete(collection=obj, actor=actor_for(request))
@@ -174,9 +190,9 @@ class ApiKeyAdmin(PathLabelsMixin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            super().save_model(request, obj, form, change)
+            services.api_key_rename(key=obj, name=obj.name, actor=actor_for(request))
             return
-        key, secret = services.api_key_create(tenant=obj.tenant, name=obj.name)
+        key, secret = services.api_key_create(tenant=obj.tenant, name=obj.name, actor=actor_for(request))
         # The admin goes on with obj (log entry, redirect): make it the stored key.
         for field in ApiKey._meta.concrete_fields:
             setattr(obj, field.attname, getattr(key, field.attname))
@@ -197,7 +213,15 @@ class ApiKeyAdmin(PathLabelsMixin):
 
     @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke_selected(self, request, queryset):
-        keys = list(queryset.filter(revoked_at__isnull=True))
-        for key in keys:
-            services.api_key_revoke(key=key)
-        self.message_user(request, f"Revoked {len(keys)} keys.", messages.SUCCESS)
+        with transaction.atomic():
+            revoked = sum(
+                services.api_key_revoke(key=key, actor=actor_for(request))
+                for key in queryset.filter(revoked_at__isnull=True)
+            )
+        self.message_user(request, f"Revoked {revoked} keys.", messages.SUCCESS)
+
+    def delete_model(self, request, obj):
+        services.api_keys_delete(keys=[obj], actor=actor_for(request))
+
+    def delete_queryset(self, request, queryset):
+        services.api_keys_delete(keys=list(queryset), actor=actor_for(request))

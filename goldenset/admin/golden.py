@@ -10,9 +10,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, slugify
 
 from goldenset import importers, services
-from goldenset.admin.common import CollectionFilter, PathLabelsMixin, _changes_summary, actor_for
+from goldenset.admin.common import CollectionFilter, PathLabelsMixin, actor_for
 from goldenset.forms import GoldenEntryAdminForm, collection_label
-from goldenset.models import AuditEvent, Collection, GoldenEntry
+from goldenset.models import AuditEvent, AuditObject, Collection, GoldenEntry
 
 AUDIT_TRAIL_LENGTH = 20
 TAG_CHOICES_LIMIT = 200
@@ -116,13 +116,13 @@ class GoldenEntryAdmin(PathLabelsMixin):
 
     @admin.display(description="last changes")
     def audit_trail(self, obj: GoldenEntry) -> str:
-        events = AuditEvent.objects.filter(object_type="golden-entry", object_id=str(obj.pk)).order_by(
-            "-at", "-id"
-        )[:AUDIT_TRAIL_LENGTH]
+        events = AuditEvent.objects.filter(
+            object_type=AuditObject.GOLDEN_ENTRY, object_id=str(obj.pk)
+        ).order_by("-at", "-id")[:AUDIT_TRAIL_LENGTH]
         rows = format_html_join(
             "",
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((date_format(e.at, "DATETIME_FORMAT"), e.actor, e.action, _changes_summary(e)) for e in events),
+            ((date_format(e.at, "DATETIME_FORMAT"), e.actor, e.action, e.summary()) for e in events),
         )
         if not rows:
             return "No recorded changes."

@@ -15,14 +15,17 @@ from goldenset.models import AuditEvent, Job
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("at", "actor", "action", "object_type", "object_id", "collection_slug", "tenant")
-    list_filter = ("action", "actor", "object_type", TenantFilter)
+    list_display = ("at", "actor", "action", "object_type", "object_id", "collection_slug", "what", "tenant")
+    list_filter = ("action", "object_type", TenantFilter, "actor")
     list_select_related = ("tenant__cluster",)
-    search_fields = ("=object_id",)
+    # "=": exact ids (an entry's trail links here with its id), collection slugs and actors.
+    search_fields = ("=object_id", "=collection_slug", "=actor")
+    date_hierarchy = "at"
     fields = (
         "at",
         "tenant",
         "collection_slug",
+        "collection_uid",
         "object_type",
         "object_id",
         "action",
@@ -30,6 +33,10 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "changes_json",
     )
     readonly_fields = fields
+
+    @admin.display(description="what")
+    def what(self, obj: AuditEvent) -> str:
+        return obj.summary(80)
 
     @admin.display(description="changes")
     def changes_json(self, obj: AuditEvent) -> str:
