@@ -182,6 +182,9 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
         data = request.POST.copy()
         if data.get("mark_reviewed"):  # "Save and mark reviewed" (a reviewer's edit of an unreviewed entry)
             data["reviewed"] = "on"
+        # The collection page's inline editor has no grades box: an edit from there keeps them (and a refusal
+        # because of them shows them on this page, to fix).
+        data.setdefault("grades", GoldenEntryForm.base_fields["grades"].prepare_value(entry.grades))
         form = GoldenEntryForm(data, initial=_entry_initial(entry))
         if form.is_valid():
             changes = {
@@ -189,12 +192,6 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
                 for name in GoldenEntryForm.FIELDS
                 if form.cleaned_data[name] != getattr(entry, name)
             }
-            expected = changes.get("expected_document_ids")
-            if expected is not None:
-                # Grades belong to expected documents: drop those of documents no longer expected.
-                grades = {k: v for k, v in entry.grades.items() if k in expected}
-                if grades != entry.grades:
-                    changes["grades"] = grades
             if not changes:
                 messages.info(request, "Nothing changed.")
                 return redirect(back)
@@ -243,16 +240,16 @@ def golden_new(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
                         key=data["key"].strip(),
                         tags=data["tags"],
                         answerable=data["answerable"],
+                        grades=data["grades"],
                     )
                 ],
                 actor=_actor(request),
+                reviewed=data["reviewed"],  # "add and mark reviewed": one transaction, one audited create
             )
         except EvalsiteError as exc:
             form.add_service_error(exc.code, exc.message, exc.details.get("field"))
         else:
             entry = created[0]
-            if data["reviewed"]:
-                services.golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor=_actor(request))
             messages.success(request, f"Added “{entry.question[:80]}”.")
             return redirect(back)
     return render(

@@ -452,7 +452,9 @@ def test_grades_must_name_expected_documents(admin_client, world):
     response = admin_client.post(change_url(entry), entry_form(entry, grades='{"warranty": 2}'))
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["grades"] == ["Graded documents not in expected_document_ids: warranty"]
+    assert errors["grades"] == [
+        "Graded documents not in expected_document_ids: warranty (remove their grades, or keep them expected)."
+    ]
     entry.refresh_from_db()
     assert entry.grades == {}
 
