@@ -362,7 +362,7 @@ def documents_upsert(
                 collection=collection,
                 action=AuditAction.INGEST,
                 object_type=AuditObject.DOCUMENT,
-                object_id=f"{len(to_create) + len(changed_docs)} documents",
+                object_id=_documents_label(len(to_create) + len(changed_docs)),
                 actor=actor,
                 changes={
                     **result,
@@ -374,6 +374,11 @@ def documents_upsert(
     if progress:
         progress(len(ids), len(ids))
     return result
+
+
+def _documents_label(count: int) -> str:
+    """An ingest event's object: the documents it wrote, counted (their ids are in its changes)."""
+    return f"{count} document" if count == 1 else f"{count} documents"
 
 
 @dataclass
@@ -434,16 +439,21 @@ def document_delete(*, document: Document, actor: str) -> None:
 def documents_delete(*, collection: Collection, documents: Sequence[Document], actor: str) -> int:
     """Delete documents of one collection with their pages; each deletion audited with the document's title
     and page count (golden entries that expect it keep the id, and evaluation warns about it)."""
+    documents = list(documents)
+    if any(d.collection_id != collection.pk for d in documents):
+        raise ValueError("documents_delete: every document must be of the collection given")
+    ids = [d.pk for d in documents]
     with transaction.atomic():
         lock_collection(collection)  # first, as every writer of the collection does: no lock-order deadlock
-        documents = list(documents)
-        pages = dict(
-            Page.objects.filter(document__in=documents)
-            .order_by()
-            .values("document_id")
-            .annotate(n=Count("pk"))
-            .values_list("document_id", "n")
-        )
+        pages: dict[int, int] = {}
+        for chunk in chunks(ids):
+            pages.update(
+                Page.objects.filter(document_id__in=chunk)
+                .order_by()
+                .values("document_id")
+                .annotate(n=Count("pk"))
+                .values_list("document_id", "n")
+            )
         for document in documents:
             _audit_document(
                 collection,
@@ -452,7 +462,8 @@ def documents_delete(*, collection: Collection, documents: Sequence[Document], a
                 actor,
                 {"title": document.title, "source": document.source, "pages": pages.get(document.pk, 0)},
             )
-        Document.objects.filter(pk__in=[d.pk for d in documents]).delete()
+        for chunk in chunks(ids):
+            Document.objects.filter(pk__in=chunk).delete()
         if documents:
             collection_touch(collection=collection)
     return len(documents)

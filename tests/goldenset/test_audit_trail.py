@@ -334,3 +334,12 @@ def test_a_write_rolled_back_leaves_no_event(world, write):
         GoldenEntry.objects.count(),
     )
     assert after == state
+
+
+def test_documents_of_another_collection_are_never_deleted_under_this_one(world):
+    """The event names the collection given: a document of another one (another tenant's) is refused."""
+    rival = Document.objects.get(collection__tenant=world.other_tenant, external_id="refunds")
+    since = last_id()
+    with pytest.raises(ValueError):
+        services.documents_delete(collection=world.collection, documents=[rival], actor="t")
+    assert Document.objects.filter(pk=rival.pk).exists() and new_events(since) == []
