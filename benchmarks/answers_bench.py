@@ -114,11 +114,12 @@ def run_bench(args: argparse.Namespace, data_dir: str) -> None:
     from tests.llm_server import ScriptedLLMServer
 
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
-    collection = services.collection_create(tenant=tenant, slug="companies")
+    collection = services.collection_create(tenant=tenant, slug="companies", actor="command:benchmark")
     corpus = synthetic_corpus(max(100, args.questions))
     services.documents_upsert(
         collection=collection,
         documents=[services.DocumentInput.from_text(id=d, text=t) for d, t in corpus.items()],
+        actor="command:benchmark",
     )
     services.golden_entries_add(
         collection=collection,

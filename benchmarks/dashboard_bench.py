@@ -46,12 +46,13 @@ def build(data_dir: str, runs: int, questions: int) -> dict:
     from goldenset.models import Membership
 
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
-    collection = services.collection_create(tenant=tenant, slug="docs")
+    collection = services.collection_create(tenant=tenant, slug="docs", actor="command:benchmark")
     services.documents_upsert(
         collection=collection,
         documents=[
             services.DocumentInput.from_text(id=f"d{i}", text=f"document {i} text") for i in range(questions)
         ],
+        actor="command:benchmark",
     )
     entries, _ = services.golden_entries_add(
         collection=collection,

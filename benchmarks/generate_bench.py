@@ -57,10 +57,13 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
         for run, concurrency in enumerate((1, args.concurrency)):
             settings.EVALSITE_LLM_CONCURRENCY = concurrency
             LLMCall.objects.all().delete()  # every page a real call
-            collection = services.collection_create(tenant=tenant, slug=f"run-{run}")
+            collection = services.collection_create(
+                tenant=tenant, slug=f"run-{run}", actor="command:benchmark"
+            )
             services.documents_upsert(
                 collection=collection,
                 documents=[services.DocumentInput.from_text(id=d, text=t) for d, t in corpus.items()],
+                actor="command:benchmark",
             )
             sent = server.count()
             started = time.perf_counter()

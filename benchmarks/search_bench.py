@@ -257,7 +257,7 @@ def django_part(dataset: Path, repeat: int) -> bool:
 
     call_command("import_beir", str(dataset), "--cluster", "bench", "--tenant", "bench", "--collection", "c")
     tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
-    _, key = services.api_key_create(tenant=tenant)
+    _, key = services.api_key_create(tenant=tenant, actor="command:benchmark")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     collection = Collection.objects.get(tenant=tenant, slug="c")

@@ -38,6 +38,7 @@ urlpatterns = [
         name="golden-review-action",
     ),
     path("collections/<str:slug>/golden/<str:entry_id>/", golden_views.golden_entry, name="golden-entry"),
+    path("collections/<str:slug>/activity/", golden_views.collection_activity, name="collection-activity"),
     path("collections/<str:slug>/documents/", golden_views.documents, name="documents"),
     path(
         "collections/<str:slug>/documents/<path:document_id>", golden_views.document_detail, name="document"

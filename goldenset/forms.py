@@ -79,6 +79,43 @@ class StringListField(forms.Field):
             )
 
 
+class GradesField(forms.Field):
+    """Graded relevance edited as text: one "document id: grade" per line. Only the parsing is here; what a
+    valid set of grades is (whole numbers 0 to 1000, of expected documents only) is the service's rule
+    (goldenset.text.grades_problem), the same for every writer."""
+
+    widget = forms.Textarea
+
+    def __init__(self, **kwargs: Any):
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+        if isinstance(self.widget, forms.Textarea):
+            self.widget.attrs["rows"] = 3
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return "\n".join(f"{doc}: {grade}" for doc, grade in value.items())
+        return value
+
+    def to_python(self, value: Any) -> dict[str, int]:
+        if isinstance(value, dict):
+            return value
+        grades: dict[str, int] = {}
+        for number, line in enumerate(str(value or "").splitlines(), 1):
+            if not line.strip():
+                continue
+            doc, colon, grade = line.rpartition(":")
+            doc, grade = doc.strip(), grade.strip()
+            if not colon or not doc or not re.fullmatch(r"-?\d+", grade):
+                raise forms.ValidationError(
+                    'Line %(line)s: write "document id: grade", the grade a whole number.',
+                    code="invalid",
+                    params={"line": number},
+                )
+            grades[doc] = int(grade)
+        return grades
+
+
 class StoredJSONField(forms.JSONField):
     """A JSON form field that reads JSON as the API does: NUL, lone surrogates, NaN, Infinity, numbers out of
     range and absurd nesting are field errors, not rows that fail to store (PostgreSQL) or to read (SQLite)."""
@@ -136,14 +173,10 @@ class GoldenEntryAdminForm(forms.ModelForm):
             return self.cleaned_data.get("collection")
         return self.instance.collection if self.instance.collection_id else None
 
-    def clean_grades(self) -> dict[str, int]:
-        grades = self.cleaned_data.get("grades") or {}
-        if not isinstance(grades, dict):
-            raise forms.ValidationError('Enter an object of document id -> grade, e.g. {"refunds": 2}.')
-        bad = [k for k, v in grades.items() if isinstance(v, bool) or not isinstance(v, int) or v < 0]
-        if bad:
-            raise forms.ValidationError(f"Grades must be whole numbers >= 0; check: {', '.join(bad)}.")
-        return grades
+    def clean_grades(self) -> Any:
+        # The service's rule (goldenset.text.grades_problem) decides, in clean(): JSON null is "no grades".
+        grades = self.cleaned_data.get("grades")
+        return {} if grades is None else grades
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

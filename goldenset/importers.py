@@ -193,9 +193,13 @@ def beir_import(
     with transaction.atomic():
         collection = Collection.objects.filter(tenant=tenant, slug=collection_id).first()
         if collection is None:
-            collection = collection_create(tenant=tenant, slug=collection_id, name=name or folder.name)
+            collection = collection_create(
+                tenant=tenant, slug=collection_id, name=name or folder.name, actor=actor
+            )
         docs = documents_upsert(
             collection=collection,
+            actor=actor,
+            source=f"BEIR folder {folder.name}",
             documents=[
                 DocumentInput.from_text(
                     id=r.id, title=r.title, text=r.text, metadata=r.metadata, source=folder.name

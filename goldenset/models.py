@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import uuid
 
@@ -303,29 +304,82 @@ class AuditAction(models.TextChoices):
     CREATE = "create"
     UPDATE = "update"
     DELETE = "delete"
+    INGEST = "ingest", "ingest (documents added or replaced)"
+    REVOKE = "revoke"
+    LAUNCH = "launch", "launch (a job queued)"
+
+
+class AuditObject(models.TextChoices):
+    GOLDEN_ENTRY = "golden-entry"
+    COLLECTION = "collection"
+    DOCUMENT = "document"
+    API_KEY = "api-key", "API key"
+    JOB = "job"
 
 
 class AuditEvent(models.Model):
-    """Who changed which golden entry, when, and what: written by every service that changes one."""
+    """Who changed what, when: one row per write, written by the service that makes the write, in its
+    transaction (goldenset.services.audit), so a write that fails leaves no event and no write goes unrecorded.
+    """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_events")
-    collection_slug = models.CharField(max_length=200)
-    object_type = models.CharField(max_length=50, default="golden-entry")
-    object_id = models.CharField(max_length=64, db_index=True)
-    action = models.CharField(max_length=10, choices=AuditAction.choices)
+    # The collection by slug (kept after it is deleted) and by uid (a collection renamed, or deleted and
+    # created again under the same slug, is told apart); empty for writes outside a collection (API keys).
+    collection_slug = models.CharField(max_length=200, blank=True, default="")
+    collection_uid = models.UUIDField(null=True, blank=True)
+    object_type = models.CharField(
+        max_length=50, choices=AuditObject.choices, default=AuditObject.GOLDEN_ENTRY
+    )
+    object_id = models.CharField(
+        max_length=300,
+        db_index=True,
+        help_text="The entry or job id, the collection slug, the document id, the API key's prefix.",
+    )
+    action = models.CharField(max_length=20, choices=AuditAction.choices)
     actor = models.CharField(
-        max_length=300, help_text='"user:<username>", "api-key:<prefix>" or "command:<name>".'
+        max_length=300,
+        help_text='"user:<username>" (dashboard, admin), "api-key:<prefix>" (API), "command:<name>" '
+        '(management commands), "job" (a job that recorded no actor).',
     )
     changes = models.JSONField(
-        default=dict, blank=True, help_text="Field -> [before, after]; a snapshot on delete."
+        default=dict,
+        blank=True,
+        help_text="Field -> [before, after] on update; a snapshot on create and delete; counts on ingest.",
     )
     at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
         ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "collection_uid", "-at"], name="audit_collection_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.object_type} {self.object_id}"
+
+    def summary(self, length: int = 120) -> str:
+        """One line for tables: the fields an update changed, else what the snapshot or counts say."""
+        changes = self.changes if isinstance(self.changes, dict) else {}
+        if self.action == AuditAction.UPDATE:
+            return "; ".join(
+                f"{name}: {_short(pair[0], 60)} → {_short(pair[1], 60)}"
+                if isinstance(pair, list) and len(pair) == 2
+                else f"{name}: {_short(pair, 60)}"
+                for name, pair in changes.items()
+            )
+        if self.action == AuditAction.INGEST:
+            counts = ("received", "created", "updated", "unchanged")
+            text = ", ".join(f"{changes[k]} {k}" for k in counts if k in changes)
+            return _short(f"{text} ({changes['source']})" if changes.get("source") else text, length)
+        for name in ("question", "title", "name", "kind"):
+            if changes.get(name):
+                return _short(changes[name], length)
+        return ""
+
+
+def _short(value: object, length: int) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 class LLMCall(models.Model):

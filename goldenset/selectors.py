@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 
 from goldenset.errors import NotFound
 from goldenset.generation import PageText
-from goldenset.models import ApiKey, Collection, Document, GoldenEntry, Job, Page, Tenant
+from goldenset.models import ApiKey, AuditEvent, Collection, Document, GoldenEntry, Job, Page, Tenant
 from goldenset.temporal import CURRENT, Validity, statuses
 from goldenset.vocabulary.chunks import chunks
 
@@ -149,3 +149,13 @@ def pages_by_id(page_ids: Iterable[int]) -> dict[int, PageText]:
             {pk: PageText(pk, document, number, title, text) for pk, document, number, title, text in rows}
         )
     return pages
+
+
+def audit_events_list(*, tenant: Tenant, collection: Collection | None = None) -> QuerySet[AuditEvent]:
+    """The tenant's audit trail, newest first; with a collection, the writes to it, its documents and its
+    golden entries (by the collection's uid: a collection created again under a deleted one's slug starts
+    a trail of its own)."""
+    events = AuditEvent.objects.filter(tenant=tenant)
+    if collection is not None:
+        events = events.filter(collection_uid=collection.uid)
+    return events.order_by("-at", "-id")

@@ -8,7 +8,7 @@ import math
 import re
 import sys
 import unicodedata
-from collections.abc import Sized
+from collections.abc import Iterable, Sized
 from typing import Any
 
 from goldenset.vocabulary.chunks import cut_at_word
@@ -316,3 +316,28 @@ def tags_problem(values: Sized) -> str | None:
 
 def expected_documents_problem(values: Sized) -> str | None:
     return _count_problem(values, MAX_EXPECTED_DOCUMENTS, "documents")
+
+
+MAX_GRADE = 1000
+
+
+def grades_problem(grades: object, expected: Iterable[str]) -> str | None:
+    """Why these cannot be an entry's graded relevance, or None: whole numbers 0 to MAX_GRADE, each of a
+    document the entry expects. An edit that drops an expected document must drop its grade too; the writer
+    is told so (every writer: the API, the dashboard, the admin, the importers), never left to guess."""
+    if not isinstance(grades, dict):
+        return 'expected an object of document id -> grade, e.g. {"refunds": 2}'
+    bad = [
+        str(k)
+        for k, v in grades.items()
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_GRADE
+    ]
+    if bad:
+        return f"grades are whole numbers from 0 to {MAX_GRADE}; check: {', '.join(bad)}"
+    unknown = sorted(set(grades) - set(expected))
+    if unknown:
+        return (
+            f"graded documents not in expected_document_ids: {', '.join(unknown)} "
+            "(remove their grades, or keep them expected)"
+        )
+    return None

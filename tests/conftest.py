@@ -33,16 +33,17 @@ def add_documents(collection: Collection, docs: dict[str, str]) -> None:
     services.documents_upsert(
         collection=collection,
         documents=[services.DocumentInput.from_text(id=i, title=i.title(), text=t) for i, t in docs.items()],
+        actor="test",
     )
 
 
 @pytest.fixture
 def world(db) -> World:
     tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    _, key = services.api_key_create(tenant=tenant, name="tests")
+    _, key = services.api_key_create(tenant=tenant, name="tests", actor="test")
     other = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="rival")
-    _, other_key = services.api_key_create(tenant=other, name="rival")
-    collection = services.collection_create(tenant=tenant, slug="handbook", name="Handbook")
+    _, other_key = services.api_key_create(tenant=other, name="rival", actor="test")
+    collection = services.collection_create(tenant=tenant, slug="handbook", name="Handbook", actor="test")
     add_documents(
         collection,
         {
@@ -52,7 +53,7 @@ def world(db) -> World:
         },
     )
     # The rival tenant has a collection of the same name: ids must never cross tenants.
-    rival_collection = services.collection_create(tenant=other, slug="handbook")
+    rival_collection = services.collection_create(tenant=other, slug="handbook", actor="test")
     add_documents(rival_collection, {"refunds": "Rival refunds policy: no refunds."})
     return World(tenant, key, api_client(key), other, other_key, api_client(other_key), collection)
 

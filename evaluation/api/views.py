@@ -86,7 +86,9 @@ class EvaluateApi(CollectionsApi):
         configs = config_parser.parse_configs(data.get("configs"), available_rerankers())
         questions = selectors.count_golden_questions(collections)
         if questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT:
-            job = evaluation_job_create(tenant=tenant, collections=collections, ks=ks, configs=configs)
+            job = evaluation_job_create(
+                tenant=tenant, collections=collections, ks=ks, configs=configs, actor=self.actor
+            )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
         return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
@@ -135,6 +137,7 @@ class EvaluateAnswersApi(CollectionsApi):
             unanswerable_questions=data.get("unanswerable_questions") or [],
             max_questions=data.get("max_questions"),
             thresholds=thresholds,
+            actor=self.actor,
         )
         return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
 

@@ -16,7 +16,7 @@ from evaluation.configs import DEFAULT_ANSWER_TOP_K, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
-from goldenset.forms import StringListField
+from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX
 from goldenset.models import Origin
 from goldenset.vocabulary.golden_fields import DASHBOARD_FORM_FIELDS
@@ -119,6 +119,11 @@ class GoldenEntryForm(DashboardForm):
     )
     expected_document_ids = StringListField(
         label="Expected document ids", help_text="One document id per line."
+    )
+    grades = GradesField(
+        label="Grades",
+        help_text="Optional graded relevance: one “document id: grade” per line (1 when absent). "
+        "A grade belongs to an expected document: remove it with the document.",
     )
     reference_answer = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     tags = StringListField(

@@ -163,30 +163,8 @@ def audit_trail(*, tenant: Tenant, entry_id: Any, limit: int = AUDIT_TRAIL_LENGT
     )
 
 
-def recent_changes(*, collection: Collection, limit: int = 10) -> list[AuditEvent]:
-    return list(
-        AuditEvent.objects.filter(tenant_id=collection.tenant_id, collection_slug=collection.slug).order_by(
-            "-at", "-id"
-        )[:limit]
-    )
-
-
 def audit_summary(event: AuditEvent) -> str:
-    """Update events list the changed fields; create and delete events carry a snapshot (its question)."""
-    if event.action == "update" and isinstance(event.changes, dict):
-        parts = []
-        for name, pair in event.changes.items():
-            if isinstance(pair, list) and len(pair) == 2:
-                parts.append(f"{name}: {_short(pair[0])} → {_short(pair[1])}")
-            else:
-                parts.append(f"{name}: {_short(pair)}")
-        return "; ".join(parts)
-    return _short(event.changes.get("question", ""), 120) if isinstance(event.changes, dict) else ""
-
-
-def _short(value: Any, length: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= length else text[: length - 1] + "…"
+    return event.summary()
 
 
 # --- question generation -----------------------------------------------------------------------------------

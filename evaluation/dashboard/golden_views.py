@@ -39,7 +39,6 @@ from evaluation.dashboard.golden_reads import (
     golden_csv,
     golden_tags,
     home_collections,
-    recent_changes,
     review_pending_count,
     review_queue,
     review_rows,
@@ -53,10 +52,12 @@ from goldenset.services.generate import generate_job_create
 GOLDEN_PER_PAGE = 50
 DOCUMENTS_PER_PAGE = 50
 REVIEW_PER_PAGE = 20  # each with its page's text
+RECENT_ACTIVITY = 10  # on the collection page; all of it on its activity page
+ACTIVITY_PER_PAGE = 50
 
 
 def _actor(request: HttpRequest) -> str:
-    return f"user:{request.user.get_username()}"
+    return services.actor_user(request.user)
 
 
 # --- home --------------------------------------------------------------------------------------------------
@@ -111,7 +112,11 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
         }
         for e in page.object_list
     ]
-    changes = [{"event": e, "summary": audit_summary(e)} for e in recent_changes(collection=collection)]
+    # One more than shown, in the same query: whether to link to the rest.
+    activity = list(
+        golden_selectors.audit_events_list(tenant=tenant, collection=collection)[: RECENT_ACTIVITY + 1]
+    )
+    changes = [{"event": e, "summary": e.summary()} for e in activity[:RECENT_ACTIVITY]]
     backend = generate_backend_info()
     return render(
         request,
@@ -127,6 +132,7 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
             "filtered": filtered,
             "query": query_without_page(request),
             "changes": changes,
+            "changes_more": len(activity) > RECENT_ACTIVITY,
             "here": request.get_full_path(),
             "here_quoted": quote(request.get_full_path(), safe="/"),  # as the urlencode filter
             "review_pending": review_pending,
@@ -176,6 +182,9 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
         data = request.POST.copy()
         if data.get("mark_reviewed"):  # "Save and mark reviewed" (a reviewer's edit of an unreviewed entry)
             data["reviewed"] = "on"
+        # The collection page's inline editor has no grades box: an edit from there keeps them (and a refusal
+        # because of them shows them on this page, to fix).
+        data.setdefault("grades", GoldenEntryForm.base_fields["grades"].prepare_value(entry.grades))
         form = GoldenEntryForm(data, initial=_entry_initial(entry))
         if form.is_valid():
             changes = {
@@ -183,12 +192,6 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
                 for name in GoldenEntryForm.FIELDS
                 if form.cleaned_data[name] != getattr(entry, name)
             }
-            expected = changes.get("expected_document_ids")
-            if expected is not None:
-                # Grades belong to expected documents: drop those of documents no longer expected.
-                grades = {k: v for k, v in entry.grades.items() if k in expected}
-                if grades != entry.grades:
-                    changes["grades"] = grades
             if not changes:
                 messages.info(request, "Nothing changed.")
                 return redirect(back)
@@ -237,16 +240,16 @@ def golden_new(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
                         key=data["key"].strip(),
                         tags=data["tags"],
                         answerable=data["answerable"],
+                        grades=data["grades"],
                     )
                 ],
                 actor=_actor(request),
+                reviewed=data["reviewed"],  # "add and mark reviewed": one transaction, one audited create
             )
         except EvalsiteError as exc:
             form.add_service_error(exc.code, exc.message, exc.details.get("field"))
         else:
             entry = created[0]
-            if data["reviewed"]:
-                services.golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor=_actor(request))
             messages.success(request, f"Added “{entry.question[:80]}”.")
             return redirect(back)
     return render(
@@ -460,5 +463,26 @@ def document_detail(request: HttpRequest, tenant: Tenant, slug: str, document_id
             "collection": collection,
             "document": document,
             "pages": list(document.pages.order_by("number")),
+        },
+    )
+
+
+@require_GET
+@tenant_page
+def collection_activity(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """The collection's audit trail, newest first: every write to it, its documents and its golden set."""
+    collection = collection_for(tenant, slug)
+    page = paginate(
+        request, golden_selectors.audit_events_list(tenant=tenant, collection=collection), ACTIVITY_PER_PAGE
+    )
+    return render(
+        request,
+        "dashboard/collection_activity.html",
+        {
+            "tenant": tenant,
+            "collection": collection,
+            "page": page,
+            "changes": [{"event": e, "summary": e.summary()} for e in page.object_list],
+            "query": query_without_page(request),
         },
     )

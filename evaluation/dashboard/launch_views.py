@@ -42,6 +42,7 @@ from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
 from goldenset.models import Collection, Job, JobKind, JobStatus, Tenant
+from goldenset.services.audit import actor_user
 
 POLL_MS = 500
 
@@ -63,7 +64,7 @@ class _Launcher:
     collections: Callable[[Tenant], list[tuple[str, str, int]]]  # (slug, label, golden questions)
     parse_configs: Callable[[Any, list[str]], list]
     no_questions: str  # the error when the chosen collections have nothing to evaluate
-    create: Callable[..., Job]  # (tenant, form, collections, configs) -> the job
+    create: Callable[..., Job]  # (tenant, form, collections, configs, actor) -> the job
     form_kwargs: Callable[[], dict[str, Any]] = dict
     formset_kwargs: Callable[[], dict[str, Any]] = dict
     initial: Callable[[], dict[str, Any]] = dict
@@ -100,13 +101,17 @@ def _ks_valid(form: LaunchForm) -> bool:
     return True
 
 
-def _create_retrieval(tenant: Tenant, form: LaunchForm, collections: list[Collection], configs) -> Job:
+def _create_retrieval(
+    tenant: Tenant, form: LaunchForm, collections: list[Collection], configs, actor: str
+) -> Job:
     return evaluation_job_create(
-        tenant=tenant, collections=collections, ks=form.cleaned_data["ks"], configs=configs
+        tenant=tenant, collections=collections, ks=form.cleaned_data["ks"], configs=configs, actor=actor
     )
 
 
-def _create_answers(tenant: Tenant, form: AnswerLaunchForm, collections: list[Collection], configs) -> Job:
+def _create_answers(
+    tenant: Tenant, form: AnswerLaunchForm, collections: list[Collection], configs, actor: str
+) -> Job:
     return answers_job_create(
         tenant=tenant,
         collections=collections,
@@ -115,6 +120,7 @@ def _create_answers(tenant: Tenant, form: AnswerLaunchForm, collections: list[Co
         unanswerable_questions=form.cleaned_data.get("unanswerable_questions") or [],
         max_questions=form.cleaned_data.get("max_questions"),
         thresholds={},
+        actor=actor,
     )
 
 
@@ -188,7 +194,8 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
     if request.method == "POST":
         form = launcher.form_class(request.POST, **form_kwargs)
         formset = launcher.formset_class(request.POST, **formset_kwargs)
-        job = _launch(tenant, form, formset, rerankers, launcher, {slug: n for slug, _, n in collections})
+        counts = {slug: n for slug, _, n in collections}
+        job = _launch(tenant, form, formset, rerankers, launcher, counts, actor=actor_user(request.user))
         if job is not None:
             return redirect("dashboard:job", job_id=job.pk)
     else:
@@ -216,7 +223,14 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
 
 
 def _launch(
-    tenant: Tenant, form, formset, rerankers: list[str], launcher: _Launcher, counts: dict[str, int]
+    tenant: Tenant,
+    form,
+    formset,
+    rerankers: list[str],
+    launcher: _Launcher,
+    counts: dict[str, int],
+    *,
+    actor: str,
 ) -> Job | None:
     """Validate the launcher as the API validates the request, and create the job; None with errors on the
     forms. `counts`: golden questions per collection."""
@@ -241,7 +255,7 @@ def _launch(
         for slug in form.cleaned_data["collections"]
     ]
     try:
-        return launcher.create(tenant, form, collections, configs)
+        return launcher.create(tenant, form, collections, configs, actor)
     except EvalsiteError as exc:  # a model that cannot run, the task queue down: said on the form, not a 500
         _config_error(form, rows, exc)
         return None

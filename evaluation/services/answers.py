@@ -405,6 +405,7 @@ def answers_job_create(
     unanswerable_questions: Sequence[str],
     max_questions: int | None,
     thresholds: dict[str, float],
+    actor: str,
 ) -> Job:
     # Resolve the models now: a request naming a model that cannot run is a 400, not a failed job.
     for i, config in enumerate(configs):
@@ -424,6 +425,7 @@ def answers_job_create(
             "max_questions": max_questions,
             "thresholds": thresholds,
         },
+        actor=actor,
     )
 
 

@@ -87,7 +87,9 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
     key_path = Path(settings.DATA_DIR) / "demo_api_key"
     secret = key_path.read_text().strip() if key_path.exists() else ""
     if not secret or not ApiKey.objects.filter(key_hash=hash_api_key(secret), revoked_at=None).exists():
-        _, secret = services.api_key_create(tenant=tenant, name="demo")
+        _, secret = services.api_key_create(
+            tenant=tenant, name="demo", actor=services.actor_command("load_demo")
+        )
         key_path.write_text(secret)
         key_path.chmod(0o600)
     return password, secret

@@ -167,10 +167,15 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, means, per_questi
 
 
 def evaluation_job_create(
-    *, tenant: Tenant, collections: Sequence[Collection], ks: Sequence[int], configs: Sequence[RunConfig]
+    *,
+    tenant: Tenant,
+    collections: Sequence[Collection],
+    ks: Sequence[int],
+    configs: Sequence[RunConfig],
+    actor: str,
 ) -> Job:
     """An Evaluate job for validated collections, ks and configurations (the API's large evaluations and the
-    dashboard's launcher both create it here), which evaluate_job runs."""
+    dashboard's launcher both create it here), which evaluate_job runs; its launch is audited as `actor`."""
     return job_create(
         tenant=tenant,
         kind=JobKind.EVALUATE,
@@ -180,6 +185,7 @@ def evaluation_job_create(
             "ks": list(ks),
             "configs": [c.as_dict() for c in configs],
         },
+        actor=actor,
     )
 
 

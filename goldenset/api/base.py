@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from goldenset import selectors
+from goldenset import selectors, services
 from goldenset.errors import EvalsiteError
 from goldenset.models import ApiKey, Tenant
 
@@ -47,7 +47,7 @@ class TenantAPIView(APIView):
     @property
     def actor(self) -> str:
         """Who the audit trail names for this request."""
-        return f"api-key:{self.api_key.prefix}"
+        return services.actor_api_key(self.api_key)
 
 
 def _as_str(value, name: str) -> str | None:

@@ -14,8 +14,7 @@ from goldenset import importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.errors import EvalsiteError
-from goldenset.jobs import job_cancel, job_create, jobs_recover
-from goldenset.models import JobKind
+from goldenset.jobs import job_cancel, jobs_recover
 from goldenset.services.generate import generate_job_create
 
 
@@ -62,7 +61,7 @@ class CollectionListApi(TenantAPIView):
     def post(self, request):
         data = read(s.CollectionIn, request.data)
         collection = services.collection_create(
-            tenant=self.tenant(data), slug=data["collection_id"], name=data["name"]
+            tenant=self.tenant(data), slug=data["collection_id"], name=data["name"], actor=self.actor
         )
         return Response(s.CollectionOut(collection).data, status=status.HTTP_201_CREATED)
 
@@ -87,17 +86,17 @@ class CollectionDetailApi(TenantAPIView):
 # --- documents ---------------------------------------------------------------------------------------------
 
 
-def _ingest(view: TenantAPIView, collection, documents: list[services.DocumentInput]) -> Response:
-    """Small ingests are written now (200); large ones become an Ingest job (202)."""
-    if len(documents) > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS:
-        job = job_create(
-            tenant=collection.tenant,
-            kind=JobKind.INGEST,
-            collection=collection,
-            input={"documents": [d.as_job_input() for d in documents]},
-        )
+def _ingest(
+    view: TenantAPIView, collection, documents: list[services.DocumentInput], source: str = ""
+) -> Response:
+    """Small ingests are written now (200); large ones become an Ingest job (202): services.documents_ingest."""
+    outcome = services.documents_ingest(
+        collection=collection, documents=documents, actor=view.actor, source=source
+    )
+    if outcome.job is not None:
+        job = outcome.job
         return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
-    return Response(services.documents_upsert(collection=collection, documents=documents))
+    return Response(outcome.result)
 
 
 class DocumentListApi(TenantAPIView):
@@ -158,7 +157,9 @@ class DocumentUploadApi(TenantAPIView):
             raise EvalsiteError(
                 "validation-error", "file: the upload holds no documents.", details={"field": "file"}
             )
-        return _ingest(self, collection, documents)
+        return _ingest(
+            self, collection, documents, source="upload: " + ", ".join(f.name for f in data["file"])
+        )
 
 
 class DocumentDetailApi(TenantAPIView):
@@ -174,7 +175,7 @@ class DocumentDetailApi(TenantAPIView):
     def delete(self, request, collection_id: str, document_id: str):
         collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
         services.document_delete(
-            document=selectors.document_get(collection=collection, document_id=document_id)
+            document=selectors.document_get(collection=collection, document_id=document_id), actor=self.actor
         )
         return Response(status=status.HTTP_204_NO_CONTENT)
 

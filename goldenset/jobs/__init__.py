@@ -35,7 +35,7 @@ from django.utils import timezone
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import processes, worker
 from goldenset.jobs.recovery import jobs_recover
-from goldenset.models import Collection, Job, JobStatus, Tenant
+from goldenset.models import AuditAction, AuditObject, Collection, Job, JobStatus, Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -63,15 +63,34 @@ def register_job_handler(kind: str, handler: Handler) -> None:
 
 
 def job_create(
-    *, tenant: Tenant, kind: str, input: dict[str, Any], collection: Collection | None = None
+    *,
+    tenant: Tenant,
+    kind: str,
+    input: dict[str, Any],
+    collection: Collection | None = None,
+    actor: str | None = None,
 ) -> Job:
     """Create a Queued job and put its task in the broker once the surrounding transaction commits.
 
+    With an actor, the launch goes into the audit trail (in the caller's transaction, or one of its own).
     A broker that refuses the task fails the job at once and raises EvalsiteError broker-unavailable (503):
     the caller's request fails instead of leaving a job that no worker will ever see."""
-    job = Job.objects.create(
-        tenant=tenant, kind=kind, input=input, collection=collection, queued_at=timezone.now()
-    )
+    from goldenset.services.audit import audit_record  # late: the services package imports this one
+
+    with transaction.atomic():
+        job = Job.objects.create(
+            tenant=tenant, kind=kind, input=input, collection=collection, queued_at=timezone.now()
+        )
+        if actor is not None:
+            audit_record(
+                tenant=tenant,
+                collection=collection,
+                action=AuditAction.LAUNCH,
+                object_type=AuditObject.JOB,
+                object_id=job.pk,
+                actor=actor,
+                changes={"kind": kind},
+            )
     transaction.on_commit(lambda: _enqueue_or_fail(job))
     return job
 

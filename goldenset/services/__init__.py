@@ -1,18 +1,32 @@
-"""Writes: tenancy, collections, documents and pages, golden entries and their audit trail.
+"""Writes: tenancy, API keys, collections, documents and pages, golden entries, and the audit trail of them all.
 
 Every function is keyword-only, takes model instances already scoped to a tenant (selectors do the scoping),
 and raises goldenset.errors.EvalsiteError with a stable code on bad input, leaving the database unchanged.
 """
 
-from goldenset.services.audit import AUDITED_FIELDS, audit_entries, entry_snapshot
+from goldenset.services.audit import (
+    AUDITED_FIELDS,
+    actor_api_key,
+    actor_command,
+    actor_user,
+    audit_entries,
+    entry_snapshot,
+)
 from goldenset.services.content import (
     DocumentInput,
+    IngestOutcome,
     api_key_create,
+    api_key_rename,
     api_key_revoke,
+    api_keys_delete,
     collection_create,
     collection_delete,
+    collection_save,
     collection_touch,
     document_delete,
+    document_touch,
+    documents_delete,
+    documents_ingest,
     documents_ingest_job,
     documents_upsert,
     tenant_get_or_create,
@@ -31,13 +45,23 @@ __all__ = [
     "AUDITED_FIELDS",
     "DocumentInput",
     "EntryInput",
+    "IngestOutcome",
+    "actor_api_key",
+    "actor_command",
+    "actor_user",
     "api_key_create",
+    "api_key_rename",
     "api_key_revoke",
+    "api_keys_delete",
     "audit_entries",
     "collection_create",
     "collection_delete",
+    "collection_save",
     "collection_touch",
     "document_delete",
+    "document_touch",
+    "documents_delete",
+    "documents_ingest",
     "documents_ingest_job",
     "documents_upsert",
     "entry_snapshot",

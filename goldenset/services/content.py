@@ -9,22 +9,24 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.models import (
     ApiKey,
     AuditAction,
+    AuditObject,
     Cluster,
     Collection,
     Document,
     Job,
+    JobKind,
     Page,
     Tenant,
     hash_api_key,
 )
-from goldenset.services.audit import audit_entries
+from goldenset.services.audit import ID_SAMPLE, audit_entries, audit_record, diff
 from goldenset.text import collection_id_problem, split_pages
 from goldenset.vocabulary.chunks import CHUNK, chunks
 
@@ -38,17 +40,57 @@ def tenant_get_or_create(*, cluster_slug: str, tenant_slug: str) -> Tenant:
     return tenant
 
 
-def api_key_create(*, tenant: Tenant, name: str = "") -> tuple[ApiKey, str]:
-    """A new key; the secret is returned once and only its hash is stored."""
+@transaction.atomic
+def api_key_create(*, tenant: Tenant, name: str = "", actor: str) -> tuple[ApiKey, str]:
+    """A new key; the secret is returned once and only its hash is stored (the audit trail has neither)."""
     secret = ApiKey.new_secret()
     key = ApiKey.objects.create(
         tenant=tenant, name=name, prefix=secret[: ApiKey.PREFIX_LENGTH], key_hash=hash_api_key(secret)
     )
+    _audit_key(key, AuditAction.CREATE, actor, {"name": name})
     return key, secret
 
 
-def api_key_revoke(*, key: ApiKey) -> None:
-    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+@transaction.atomic
+def api_key_rename(*, key: ApiKey, name: str, actor: str) -> None:
+    before = ApiKey.objects.filter(pk=key.pk).values_list("name", flat=True).first()
+    if before is None:
+        raise NotFound("API key", key.prefix)
+    key.name = name
+    ApiKey.objects.filter(pk=key.pk).update(name=name)
+    if before != name:
+        _audit_key(key, AuditAction.UPDATE, actor, {"name": [before, name]})
+
+
+@transaction.atomic
+def api_key_revoke(*, key: ApiKey, actor: str) -> bool:
+    """Revoke a key; False (and no event) when it was revoked already."""
+    now = timezone.now()
+    if not ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now):
+        return False
+    key.revoked_at = now
+    _audit_key(key, AuditAction.REVOKE, actor, {"name": key.name})
+    return True
+
+
+@transaction.atomic
+def api_keys_delete(*, keys: Sequence[ApiKey], actor: str) -> int:
+    keys = list(keys)
+    for key in keys:
+        _audit_key(key, AuditAction.DELETE, actor, {"name": key.name, "revoked": key.revoked_at is not None})
+    ApiKey.objects.filter(pk__in=[k.pk for k in keys]).delete()
+    return len(keys)
+
+
+def _audit_key(key: ApiKey, action: str, actor: str, changes: dict[str, Any]) -> None:
+    audit_record(
+        tenant=key.tenant_id,
+        action=action,
+        object_type=AuditObject.API_KEY,
+        object_id=key.prefix,
+        actor=actor,
+        changes=changes,
+    )
 
 
 # --- collections -------------------------------------------------------------------------------------------
@@ -77,7 +119,7 @@ def _collection_exists(slug: str) -> EvalsiteError:
     )
 
 
-def collection_create(*, tenant: Tenant, slug: str, name: str = "") -> Collection:
+def collection_create(*, tenant: Tenant, slug: str, name: str = "", actor: str) -> Collection:
     slug = slug.strip()
     if not slug:
         raise EvalsiteError(
@@ -94,21 +136,65 @@ def collection_create(*, tenant: Tenant, slug: str, name: str = "") -> Collectio
             raise _collection_exists(slug)
         try:
             with transaction.atomic():
-                return Collection.objects.create(tenant=tenant, slug=slug, name=name or slug)
+                collection = Collection.objects.create(tenant=tenant, slug=slug, name=name or slug)
         except IntegrityError:  # a writer that took no lock (the admin) got there first
             raise _collection_exists(slug) from None
+        _audit_collection(collection, AuditAction.CREATE, actor, {"name": collection.name})
+        return collection
+
+
+_COLLECTION_FIELDS = ("tenant_id", "slug", "name")
+
+
+@transaction.atomic
+def collection_save(*, collection: Collection, actor: str) -> Collection:
+    """Save a collection the admin's form validated, new or edited in place; audit what changed."""
+    before = (
+        None
+        if collection._state.adding
+        else Collection.objects.filter(pk=collection.pk).values(*_COLLECTION_FIELDS).first()
+    )
+    collection.save()
+    if before is None:
+        _audit_collection(collection, AuditAction.CREATE, actor, {"name": collection.name})
+    elif changes := diff(before, {f: getattr(collection, f) for f in _COLLECTION_FIELDS}):
+        _audit_collection(collection, AuditAction.UPDATE, actor, changes)
+    return collection
 
 
 def collection_delete(*, collection: Collection, actor: str) -> None:
-    """Delete a collection with its documents and golden entries; each entry's deletion is audited."""
+    """Delete a collection with its documents and golden entries; the collection's deletion is audited, and
+    so is each entry's (an entry's trail ends with its snapshot)."""
     with transaction.atomic():
         lock_collection(collection, delete=True)
+        _audit_collection(
+            collection,
+            AuditAction.DELETE,
+            actor,
+            {
+                "name": collection.name,
+                "documents": collection.documents.count(),
+                "golden_entries": collection.golden_entries.count(),
+            },
+        )
         audit_entries(
             entries=collection.golden_entries.select_related("collection"),
             action=AuditAction.DELETE,
             actor=actor,
         )
         collection.delete()
+
+
+def _audit_collection(collection: Collection, action: str, actor: str, changes: dict[str, Any]) -> None:
+    audit_record(
+        tenant=collection.tenant_id,
+        collection=collection,
+        action=action,
+        object_type=AuditObject.COLLECTION,
+        object_id=collection.slug,
+        actor=actor,
+        changes=changes,
+    )
 
 
 def collection_touch(*, collection: Collection) -> None:
@@ -179,14 +265,20 @@ def _update_rows(model, objects: Sequence, field_names: Sequence[str]) -> None:
 
 
 def documents_upsert(
-    *, collection: Collection, documents: Sequence[DocumentInput], progress=None
+    *,
+    collection: Collection,
+    documents: Sequence[DocumentInput],
+    actor: str,
+    source: str = "",
+    progress=None,
 ) -> dict[str, int]:
     """Create or replace documents by id, with their pages, in one transaction.
 
     A document sent again replaces its fields and pages; one sent again unchanged is not written at all, and
     when nothing changed the collection keeps its content version (so its search index stays valid). Pages are
     updated in place by number, so a page that did not change keeps its id (golden entries point at pages).
-    Ids repeated within one call: the last wins.
+    Ids repeated within one call: the last wins. A call that wrote anything is audited as one ingest event
+    (counts, a sample of the ids, and `source`: the files of an upload, the job of a large ingest).
     """
     by_id: dict[str, DocumentInput] = {}
     for document_input in documents:
@@ -255,31 +347,153 @@ def documents_upsert(
             written += len(batch)
             if progress:  # documents done, estimated from the share of pages written
                 progress(len(ids) * written // len(new_pages), len(ids))
+        result = {
+            "received": len(documents),
+            "created": len(to_create),
+            "updated": updated,
+            "unchanged": len(existing) - updated,
+            "pages_written": len(new_pages) + len(changed_pages),
+            "pages_deleted": len(stale_pages),
+        }
         if to_create or changed_docs:
             collection_touch(collection=collection)
+            audit_record(
+                tenant=collection.tenant_id,
+                collection=collection,
+                action=AuditAction.INGEST,
+                object_type=AuditObject.DOCUMENT,
+                object_id=_documents_label(len(to_create) + len(changed_docs)),
+                actor=actor,
+                changes={
+                    **result,
+                    "created_ids": [d.external_id for d in to_create[:ID_SAMPLE]],
+                    "updated_ids": [d.external_id for d in changed_docs[:ID_SAMPLE]],
+                    **({"source": source} if source else {}),
+                },
+            )
     if progress:
         progress(len(ids), len(ids))
-    return {
-        "received": len(documents),
-        "created": len(to_create),
-        "updated": updated,
-        "unchanged": len(existing) - updated,
-        "pages_written": len(new_pages) + len(changed_pages),
-        "pages_deleted": len(stale_pages),
-    }
+    return result
+
+
+def _documents_label(count: int) -> str:
+    """An ingest event's object: the documents it wrote, counted (their ids are in its changes)."""
+    return f"{count} document" if count == 1 else f"{count} documents"
+
+
+@dataclass
+class IngestOutcome:
+    """What documents_ingest did: wrote the documents now (result), or queued an Ingest job (job)."""
+
+    result: dict[str, int] | None = None
+    job: Job | None = None
+
+
+def documents_ingest(
+    *, collection: Collection, documents: Sequence[DocumentInput], actor: str, source: str = ""
+) -> IngestOutcome:
+    """Add or replace validated documents: a small batch now, in this request; a batch of more than
+    EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS as an Ingest job (its launch audited now, its writes when it runs).
+    The one rule for every caller (the JSON body and the file upload of the API)."""
+    if len(documents) > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS:
+        from goldenset.jobs import job_create  # goldenset.jobs audits through this package
+
+        with transaction.atomic():
+            job = job_create(
+                tenant=collection.tenant,
+                kind=JobKind.INGEST,
+                collection=collection,
+                input={
+                    "documents": [d.as_job_input() for d in documents],
+                    "actor": actor,
+                    "source": source,
+                },
+                actor=actor,
+            )
+        return IngestOutcome(job=job)
+    return IngestOutcome(
+        result=documents_upsert(collection=collection, documents=documents, actor=actor, source=source)
+    )
 
 
 def documents_ingest_job(job: Job, progress) -> dict[str, int]:
-    """The Ingest job: the documents were validated when the job was created; write them now."""
+    """The Ingest job: the documents were validated when the job was created; write them now, audited as
+    whoever launched the job."""
     if job.collection is None:
         raise EvalsiteError("collection-gone", "The collection was deleted before the import ran.")
     documents = [DocumentInput.from_job_input(d) for d in job.input["documents"]]
-    return documents_upsert(collection=job.collection, documents=documents, progress=progress)
+    source = " ".join(filter(None, [job.input.get("source", ""), f"job {job.pk}"]))
+    return documents_upsert(
+        collection=job.collection,
+        documents=documents,
+        actor=str(job.input.get("actor") or "job"),
+        source=source,
+        progress=progress,
+    )
 
 
-def document_delete(*, document: Document) -> None:
+def document_delete(*, document: Document, actor: str) -> None:
+    documents_delete(collection=document.collection, documents=[document], actor=actor)
+
+
+def documents_delete(*, collection: Collection, documents: Sequence[Document], actor: str) -> int:
+    """Delete documents of one collection with their pages; each deletion audited with the document's title
+    and page count (golden entries that expect it keep the id, and evaluation warns about it)."""
+    documents = list(documents)
+    if any(d.collection_id != collection.pk for d in documents):
+        raise ValueError("documents_delete: every document must be of the collection given")
+    ids = [d.pk for d in documents]
     with transaction.atomic():
-        collection = document.collection
         lock_collection(collection)  # first, as every writer of the collection does: no lock-order deadlock
-        document.delete()
-        collection_touch(collection=collection)
+        pages: dict[int, int] = {}
+        for chunk in chunks(ids):
+            pages.update(
+                Page.objects.filter(document_id__in=chunk)
+                .order_by()
+                .values("document_id")
+                .annotate(n=Count("pk"))
+                .values_list("document_id", "n")
+            )
+        for document in documents:
+            _audit_document(
+                collection,
+                document,
+                AuditAction.DELETE,
+                actor,
+                {"title": document.title, "source": document.source, "pages": pages.get(document.pk, 0)},
+            )
+        for chunk in chunks(ids):
+            Document.objects.filter(pk__in=chunk).delete()
+        if documents:
+            collection_touch(collection=collection)
+    return len(documents)
+
+
+@transaction.atomic
+def document_touch(
+    *, document: Document, actor: str, created: bool, changed_fields: Sequence[str] = (), pages_changed: bool
+) -> None:
+    """After the admin saved a document and its pages (inside its transaction): the collection's content
+    changed (search indexes are keyed on its version), and the audit trail says how."""
+    collection = document.collection
+    collection_touch(collection=collection)
+    if created:
+        changes: dict[str, Any] = {"title": document.title, "pages": document.pages.count()}
+    else:
+        changes = {"fields": list(changed_fields), "pages_changed": pages_changed}
+    action = AuditAction.CREATE if created else AuditAction.UPDATE
+    _audit_document(collection, document, action, actor, changes)
+
+
+def _audit_document(
+    collection: Collection, document: Document, action: str, actor: str, changes: dict[str, Any]
+) -> None:
+    audit_record(
+        tenant=collection.tenant_id,
+        collection=collection,
+        action=action,
+        object_type=AuditObject.DOCUMENT,
+        object_id=document.external_id,
+        actor=actor,
+        changes=changes,
+    )

@@ -65,6 +65,7 @@ def generate_job_create(
             "actor": actor,
             "continues": _earlier_runs(collection, count=count, model=chosen, seed=seed),
         },
+        actor=actor,
     )
 
 

@@ -22,6 +22,7 @@ from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entr
 from goldenset.services.content import lock_collection
 from goldenset.text import (
     expected_documents_problem,
+    grades_problem,
     key_problem,
     normalize_question,
     question_hash,
@@ -152,13 +153,15 @@ def _check_entries(
                     details={"index": index, "first_index": first, "existing_entry_id": str(own.pk)},
                     status=409,
                 )
-        unknown_grades = sorted(set(entry.grades or {}) - set(entry.expected_document_ids))
-        if unknown_grades:
-            raise EvalsiteError(
-                "validation-error",
-                f"entries[{index}].grades: graded documents not in expected_document_ids: {', '.join(unknown_grades)}",
-                details={"index": index, "field": "grades", "document_ids": unknown_grades},
-            )
+        if entry.grades is not None and (
+            problem := grades_problem(entry.grades, entry.expected_document_ids)
+        ):
+            details: dict[str, Any] = {"index": index, "field": "grades"}
+            if isinstance(entry.grades, dict) and (
+                stray := set(entry.grades) - set(entry.expected_document_ids)
+            ):
+                details["document_ids"] = sorted(stray)
+            raise EvalsiteError("validation-error", f"entries[{index}].grades: {problem}.", details=details)
         targets.append(own if own is not replacing else None)
     referenced = sorted({d for e in entries for d in e.expected_document_ids})
     known: set[str] = set()
@@ -207,13 +210,15 @@ def golden_entries_add(
     match_questions: bool = False,
     source_page_id: int | None = None,
     job: Job | None = None,
+    reviewed: bool = False,
 ) -> tuple[list[GoldenEntry], list[GoldenEntry]]:
     """Add entries atomically: all of them or none. Returns (created, updated).
 
     With upsert_by_key (imports), an entry whose key already exists replaces that entry's content; with
     match_questions, so does an entry without a key whose question exists. An input without grades (None)
     keeps the replaced entry's grades of the documents it still expects. Generation records the page and the
-    job an entry came from (source_page_id, job).
+    job an entry came from (source_page_id, job). `reviewed` marks the entries it creates reviewed (a
+    curator's "add and mark reviewed": one transaction, one create event that says so).
     """
     with transaction.atomic():
         lock_collection(collection)
@@ -248,6 +253,7 @@ def golden_entries_add(
                     origin=origin,
                     source_page_id=source_page_id,
                     job=job,
+                    reviewed=reviewed,
                     **values,
                 )
                 obj.prepare()

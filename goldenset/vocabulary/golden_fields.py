@@ -67,12 +67,12 @@ ADMIN_FORM_FIELDS: tuple[str, ...] = (
     "reviewed",
 )
 
-# The dashboard's edit form (evaluation.forms.GoldenEntryForm), in the order it shows them; it does not edit
-# grades (the admin and the API do).
+# The dashboard's edit form (evaluation.forms.GoldenEntryForm), in the order it shows them.
 DASHBOARD_FORM_FIELDS: tuple[str, ...] = (
     "question",
     "key",
     "expected_document_ids",
+    "grades",
     "reference_answer",
     "tags",
     "answerable",

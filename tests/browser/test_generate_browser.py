@@ -55,7 +55,7 @@ def member(django_user_model):
     tenant = services.tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
     user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
     Membership.objects.create(user=user, tenant=tenant)
-    collection = services.collection_create(tenant=tenant, slug=SLUG, name="Science")
+    collection = services.collection_create(tenant=tenant, slug=SLUG, name="Science", actor="test")
     add_documents(collection, DOCUMENTS)
     return user
 

@@ -19,7 +19,7 @@ def test_the_status_line_shows_a_live_worker_behind_the_production_server(
     manage_env, tmp_path, page, screenshot, django_user_model
 ):
     tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    services.collection_create(tenant=tenant, slug="handbook", name="Handbook")
+    services.collection_create(tenant=tenant, slug="handbook", name="Handbook", actor="test")
     # Hashed as the server hashes (the test settings use a fast hasher the server does not accept).
     password = PBKDF2PasswordHasher().encode("ann-secret-123", PBKDF2PasswordHasher().salt())
     user = django_user_model.objects.create(username="ann", password=password)

@@ -29,7 +29,7 @@ def member(django_user_model):
     tenant = services.tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
     user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
     Membership.objects.create(user=user, tenant=tenant)
-    collection = services.collection_create(tenant=tenant, slug=SLUG, name="Handbook")
+    collection = services.collection_create(tenant=tenant, slug=SLUG, name="Handbook", actor="test")
     add_documents(collection, {doc: text for doc, (_, text) in PASSAGES.items()})
     return user
 

@@ -112,7 +112,7 @@ def batch(world, golden) -> Batch:
 @pytest.fixture
 def other_collection(world) -> Collection:
     """A second collection of the same tenant, with a golden entry."""
-    collection = services.collection_create(tenant=world.tenant, slug="faq", name="FAQ")
+    collection = services.collection_create(tenant=world.tenant, slug="faq", name="FAQ", actor="test")
     add_documents(collection, {"hours": "The shop opens at nine and closes at six."})
     add_entries(collection, EntryInput(question="When does the shop open?", expected_document_ids=["hours"]))
     return collection

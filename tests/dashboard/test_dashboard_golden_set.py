@@ -80,15 +80,16 @@ def test_inline_edit_saves_through_the_service_and_is_audited(alice, world, gold
     assert [t["event"].actor for t in page.context["trail"]] == [ACTOR, "test"]
 
 
-def test_dropping_an_expected_document_drops_its_grade(alice, world, golden):
+def test_an_edit_without_the_grades_box_keeps_the_grades(alice, world, golden):
+    """The collection page's inline editor sends no grades: its edits leave them as they are."""
     entry = golden[2]  # expects warranty (grade 2) and refunds
     response = alice.post(
         reverse("dashboard:golden-entry", args=[world.collection.slug, entry.pk]),
-        edit_data(entry, expected_document_ids="refunds"),
+        edit_data(entry, tags="policy"),
     )
     assert response.status_code == 302
     entry.refresh_from_db()
-    assert entry.expected_document_ids == ["refunds"] and entry.grades == {}
+    assert entry.tags == ["policy"] and entry.grades == {"warranty": 2}
 
 
 def test_an_edit_the_service_refuses_is_a_form_error_and_changes_nothing(alice, world, golden):

@@ -57,7 +57,7 @@ def test_home_costs_the_same_with_more_runs_and_collections(alice, world, django
     make_runs(world.tenant, world.collection, 3)
     alice.get(reverse("home"))
     few = count_queries(alice, reverse("home"))
-    other = services.collection_create(tenant=world.tenant, slug="faq")
+    other = services.collection_create(tenant=world.tenant, slug="faq", actor="test")
     make_runs(world.tenant, world.collection, 30, labels=("a", "b", "c", "d"))
     make_runs(world.tenant, other, 30, labels=("x", "y"))
     assert count_queries(alice, reverse("home")) == few

@@ -47,7 +47,7 @@ ACCEPTED = 4  # all but the near duplicate and the empty draft
 
 @pytest.fixture
 def science(world) -> Collection:
-    collection = services.collection_create(tenant=world.tenant, slug=SLUG, name="Science")
+    collection = services.collection_create(tenant=world.tenant, slug=SLUG, name="Science", actor="test")
     add_documents(collection, DOCUMENTS)
     return collection
 

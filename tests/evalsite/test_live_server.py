@@ -80,7 +80,7 @@ def test_thirty_first_hybrid_searches_at_once_all_answer_and_build_the_index_onc
 
 
 def test_sigterm_to_the_process_group_stops_everything_within_10_s_and_requeues_the_job(world, server):
-    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
     add_documents(collection, synthetic_corpus(30))
     headers = {"Authorization": f"Bearer {world.key}"}
     response = httpx.post(

@@ -237,7 +237,7 @@ def test_vectors_are_filed_per_embedder_and_dropped_with_their_page(world, endpo
     indexes.embedder_factory(corpus).fit(corpus.texts)
     assert endpoint_settings.count() == 2  # a different model's vectors are not reused
     assert PageEmbedding.objects.filter(page__document__collection=world.collection).count() == 6
-    services.document_delete(document=world.collection.documents.get(external_id="warranty"))
+    services.document_delete(document=world.collection.documents.get(external_id="warranty"), actor="test")
     assert PageEmbedding.objects.filter(page__document__collection=world.collection).count() == 4
 
 

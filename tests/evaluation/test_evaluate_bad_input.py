@@ -23,12 +23,12 @@ def golden(world):
     """handbook: two answerable entries; empty: documents, no entries; notes: only an entry without answers;
     the rival: a collection of its own."""
     created = handbook_entries(world.collection, 2)
-    empty = services.collection_create(tenant=world.tenant, slug="empty")
+    empty = services.collection_create(tenant=world.tenant, slug="empty", actor="test")
     add_documents(empty, {"note": "Nothing to ask about."})
-    notes = services.collection_create(tenant=world.tenant, slug="notes")
+    notes = services.collection_create(tenant=world.tenant, slug="notes", actor="test")
     add_documents(notes, {"memo": "A memo."})
     add_entries(notes, "Who wrote the memo?")
-    services.collection_create(tenant=world.other_tenant, slug="rival-only")
+    services.collection_create(tenant=world.other_tenant, slug="rival-only", actor="test")
     return created
 
 
@@ -348,7 +348,7 @@ def test_null_ks_and_configs_mean_the_defaults(world, golden):
 
 
 def test_a_golden_entry_naming_a_deleted_document_is_a_warning_not_a_crash(world, golden):
-    services.document_delete(document=world.collection.documents.get(external_id="shipping"))
+    services.document_delete(document=world.collection.documents.get(external_id="shipping"), actor="test")
     response = world.client.post(URL, {"collection_id": "handbook", "ks": [1, 3]}, format="json")
     assert response.status_code == 200, response.json()
     (run,) = response.json()["runs"]

@@ -113,7 +113,7 @@ def golden(world):
         ],
         actor="test",
     )
-    policies = services.collection_create(tenant=world.tenant, slug="policies", name="Policies")
+    policies = services.collection_create(tenant=world.tenant, slug="policies", name="Policies", actor="test")
     add_documents(policies, {"returns": "A refund for returned items needs the receipt."})
     return world
 

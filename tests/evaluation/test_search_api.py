@@ -27,7 +27,9 @@ DEFAULT_CONFIG = {
 
 @pytest.fixture
 def policies(world) -> Collection:
-    collection = services.collection_create(tenant=world.tenant, slug="policies", name="Policies")
+    collection = services.collection_create(
+        tenant=world.tenant, slug="policies", name="Policies", actor="test"
+    )
     add_documents(
         collection,
         {
@@ -115,6 +117,7 @@ def test_a_document_is_found_by_its_best_page(world):
                 pages=["An introduction with nothing in particular.", "The cancellation fee is forty euros."],
             )
         ],
+        actor="test",
     )
     body = search(world.client, collection_id="handbook", query="cancellation fee").json()
     assert body["results"] == [
@@ -228,7 +231,7 @@ def test_the_rival_searches_only_its_own_same_named_collection(world):
     ],
 )
 def test_another_tenants_collection_is_not_found(world, policies, client, body, resource, object_id):
-    services.collection_create(tenant=world.other_tenant, slug="rival-only")
+    services.collection_create(tenant=world.other_tenant, slug="rival-only", actor="test")
     response = search(getattr(world, client), query="refund", **body)
     assert response.status_code == 404
     assert response.json() == {

@@ -125,7 +125,7 @@ def test_has_temporal_data():
 def rules(world):
     """A refund policy superseded today, a June 2024 promotion (date-only valid_until), a notice valid from
     2100. Each mentions "refund"; the stale policy matches the golden question best."""
-    services.collection_create(tenant=world.tenant, slug="rules")
+    services.collection_create(tenant=world.tenant, slug="rules", actor="test")
     today = timezone.now().date().isoformat()  # a date-only valid_from: the start of today, UTC
     documents = [
         {
@@ -264,7 +264,7 @@ def test_a_golden_entry_asserts_that_the_stale_answer_stays_buried(rules):
 
 
 def test_temporal_fields_set_through_services_behave_the_same(world):
-    collection = services.collection_create(tenant=world.tenant, slug="notes")
+    collection = services.collection_create(tenant=world.tenant, slug="notes", actor="test")
     services.documents_upsert(
         collection=collection,
         documents=[
@@ -278,6 +278,7 @@ def test_temporal_fields_set_through_services_behave_the_same(world):
             # re-sent under its own id "replacing" itself: still found
             services.DocumentInput(id="memo-self", pages=["A memo on parking."], supersedes=["memo-self"]),
         ],
+        actor="test",
     )
     body = world.client.post(
         f"{API}/search", {"collection_id": "notes", "query": "memo"}, format="json"

@@ -184,13 +184,14 @@ def test_other_changelists_do_not_grow_with_rows(admin_client, world, model):
     # More of everything: tenants, collections, documents, keys, jobs, events, memberships.
     for n in range(5):
         tenant = services.tenant_get_or_create(cluster_slug=f"c{n}", tenant_slug=f"t{n}")
-        collection = services.collection_create(tenant=tenant, slug=f"col{n}")
+        collection = services.collection_create(tenant=tenant, slug=f"col{n}", actor="test")
         services.documents_upsert(
             collection=collection,
             documents=[services.DocumentInput(id=f"d{n}", pages=["one", "two"])],
+            actor="test",
         )
         refund_entry(collection, expected_document_ids=[f"d{n}"])
-        services.api_key_create(tenant=tenant)
+        services.api_key_create(tenant=tenant, actor="test")
         Job.objects.create(tenant=tenant, collection=collection, kind=JobKind.INGEST)
         user = get_user_model().objects.create_user(f"user{n}")
         Membership.objects.create(user=user, tenant=tenant)
@@ -361,7 +362,7 @@ def test_export_action_downloads_a_golden_file(admin_client, world):
 
 
 def test_export_action_refuses_entries_of_two_collections(admin_client, world):
-    other = services.collection_create(tenant=world.tenant, slug="faq")
+    other = services.collection_create(tenant=world.tenant, slug="faq", actor="test")
     entries = [refund_entry(world.collection), refund_entry(other, expected_document_ids=[])]
     response = admin_client.post(
         changelist_url(GoldenEntry),
@@ -431,7 +432,9 @@ def test_documents_of_another_collection_are_unknown(admin_client, world):
     """The rival tenant's collection is also called handbook: its documents still do not count."""
     rival = Collection.objects.get(tenant=world.other_tenant)
     services.documents_upsert(
-        collection=rival, documents=[services.DocumentInput(id="rival-only", pages=["Rival text."])]
+        collection=rival,
+        documents=[services.DocumentInput(id="rival-only", pages=["Rival text."])],
+        actor="test",
     )
     entry = refund_entry(world.collection)
     response = admin_client.post(
@@ -449,7 +452,9 @@ def test_grades_must_name_expected_documents(admin_client, world):
     response = admin_client.post(change_url(entry), entry_form(entry, grades='{"warranty": 2}'))
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["grades"] == ["Graded documents not in expected_document_ids: warranty"]
+    assert errors["grades"] == [
+        "Graded documents not in expected_document_ids: warranty (remove their grades, or keep them expected)."
+    ]
     entry.refresh_from_db()
     assert entry.grades == {}
 

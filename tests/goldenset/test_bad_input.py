@@ -705,7 +705,7 @@ def entry(world) -> GoldenEntry:
     (created,) = add_entries(world.collection, "Refund window?", expected_document_ids=["refunds"])
     rival = world.other_tenant.collections.get()
     services.documents_upsert(
-        collection=rival, documents=[services.DocumentInput(id="rival-only", pages=["R."])]
+        collection=rival, documents=[services.DocumentInput(id="rival-only", pages=["R."])], actor="test"
     )
     return created
 
@@ -714,8 +714,8 @@ def _client(world, auth: str | None):
     if auth == "key":
         return world.client
     if auth == "revoked":
-        key, secret = services.api_key_create(tenant=world.tenant, name="old")
-        services.api_key_revoke(key=key)
+        key, secret = services.api_key_create(tenant=world.tenant, name="old", actor="test")
+        services.api_key_revoke(key=key, actor="test")
         assert ApiKey.objects.get(pk=key.pk).revoked_at is not None
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")

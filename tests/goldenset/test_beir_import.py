@@ -82,7 +82,12 @@ def test_clapnq_imports_documents_and_answerable_and_unanswerable_entries():
     first = collection.documents.get(external_id="p1")
     assert first.title == "Forecasting" and first.source == "clapnq"
     assert first.pages.first().text.startswith("Seasonality is a characteristic of a time series")
-    assert AuditEvent.objects.filter(action="create", actor="command:import_beir").count() == 600
+    assert (
+        AuditEvent.objects.filter(
+            object_type="golden-entry", action="create", actor="command:import_beir"
+        ).count()
+        == 600
+    )
 
 
 @needs_datasets

@@ -126,6 +126,7 @@ def test_it_deletes_a_collection_with_its_content(world):
     rival = Collection.objects.get(tenant=world.other_tenant, slug="handbook")
     rival_documents = Document.objects.filter(collection=rival).count()
     audit_events = AuditEvent.objects.count()
+    deleted_by = f"api-key:{world.key[:12]}"
 
     response = world.client.delete(f"{URL}/handbook?cluster_id=acme&tenant_id=search")
     assert response.status_code == 204
@@ -134,13 +135,16 @@ def test_it_deletes_a_collection_with_its_content(world):
     assert not Document.objects.filter(collection_id=world.collection.pk).exists()
     assert not Page.objects.filter(document__collection_id=world.collection.pk).exists()
     assert not GoldenEntry.objects.filter(collection_id=world.collection.pk).exists()
-    # The job outlives its collection; the audit trail is kept and records each entry's deletion;
-    # the rival's same-named collection is untouched.
+    # The job outlives its collection; the audit trail is kept and records the collection's deletion and
+    # each entry's; the rival's same-named collection is untouched.
     job.refresh_from_db()
     assert job.collection is None
-    assert AuditEvent.objects.count() == audit_events + 1
+    assert AuditEvent.objects.count() == audit_events + 2
+    gone = AuditEvent.objects.get(object_type="collection", action="delete")
+    assert (gone.object_id, gone.collection_uid, gone.actor) == ("handbook", world.collection.uid, deleted_by)
+    assert gone.changes == {"name": "Handbook", "documents": 3, "golden_entries": 1}
     deleted = AuditEvent.objects.get(object_id=str(entry.pk), action="delete")
-    assert deleted.actor.startswith("api-key:esk_") and deleted.collection_slug == "handbook"
+    assert deleted.actor == deleted_by and deleted.collection_slug == "handbook"
     assert deleted.changes["question"] == "Refund window?"
     assert Collection.objects.filter(pk=rival.pk).exists()
     assert Document.objects.filter(collection=rival).count() == rival_documents == 1

@@ -150,7 +150,7 @@ def test_import_golden_loads_the_records(world, tmp_path):
             "grades": {},
         },
     ]
-    events = AuditEvent.objects.order_by("id")
+    events = AuditEvent.objects.filter(object_type="golden-entry").order_by("id")
     assert [(e.action, e.actor, e.collection_slug, e.tenant_id) for e in events] == [
         ("create", "command:import_golden", "handbook", world.tenant.pk)
     ] * 3
@@ -180,7 +180,7 @@ def test_import_golden_again_updates_records_by_id_without_duplicates(world, tmp
         "reference_answer": ["Express shipping arrives the next day.", "Next day, when ordered before noon."],
         "tags": [[], ["shipping"]],
     }
-    assert AuditEvent.objects.filter(action="create").count() == 4
+    assert AuditEvent.objects.filter(object_type="golden-entry", action="create").count() == 4
 
 
 def test_import_golden_of_a_malformed_file_exits_2_with_the_line_and_column(world, tmp_path):
@@ -190,7 +190,10 @@ def test_import_golden_of_a_malformed_file_exits_2_with_the_line_and_column(worl
     assert line == (
         "error [golden-invalid] golden.json line 2, column 20: Expecting property name enclosed in double quotes"
     )
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 def test_import_golden_with_a_schema_error_names_the_record(world, tmp_path):
@@ -200,7 +203,10 @@ def test_import_golden_with_a_schema_error_names_the_record(world, tmp_path):
     assert line.startswith(
         'error [golden-schema] record 1 (id "typo"), line 13: field "must_site" is not a golden'
     )
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 def test_import_golden_with_unknown_must_cite_names_the_record_and_writes_nothing(world, tmp_path):
@@ -210,7 +216,10 @@ def test_import_golden_with_unknown_must_cite_names_the_record_and_writes_nothin
     assert line == (
         'error [unknown-documents] record 1 (id "ghost"): 1 unknown in collection handbook: ghost-doc'
     )
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 def test_import_golden_into_a_missing_collection_or_tenant_exits_2(world, tmp_path):
@@ -278,7 +287,7 @@ def test_export_golden_round_trips_through_import_into_another_collection(world,
     ]
     assert run("export_golden", **SCOPE)[0] == text  # stdout gives the same file
 
-    copy = services.collection_create(tenant=world.tenant, slug="copy")
+    copy = services.collection_create(tenant=world.tenant, slug="copy", actor="test")
     add_documents(copy, {"refunds": "r", "shipping": "s", "warranty": "w"})
     out, _ = run("import_golden", str(exported), **{**SCOPE, "collection": "copy"})
     assert out == f"{exported}: 4 records -> 4 created, 0 updated, 0 unchanged\n"

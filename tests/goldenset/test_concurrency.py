@@ -35,10 +35,12 @@ THREADS = 8
 @pytest.fixture
 def key() -> str:
     tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    _, secret = services.api_key_create(tenant=tenant, name="tests")
-    collection = services.collection_create(tenant=tenant, slug="handbook")
+    _, secret = services.api_key_create(tenant=tenant, name="tests", actor="test")
+    collection = services.collection_create(tenant=tenant, slug="handbook", actor="test")
     services.documents_upsert(
-        collection=collection, documents=[services.DocumentInput(id="refunds", pages=["Refunds."])]
+        collection=collection,
+        documents=[services.DocumentInput(id="refunds", pages=["Refunds."])],
+        actor="test",
     )
     return secret
 

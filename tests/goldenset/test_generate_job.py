@@ -22,7 +22,7 @@ URL = "/lmkit/v1/search/golden-set/generate"
 
 @pytest.fixture
 def companies(world) -> Collection:
-    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
     add_documents(collection, synthetic_corpus(40))
     return collection
 
@@ -127,7 +127,12 @@ def test_the_offline_job_stores_generated_entries_with_their_page_and_job(world,
         assert entry.reference_answer in entry.source_page.text  # the template answers with a page sentence
     documents = [e.expected_document_ids[0] for e in companies.golden_entries.all()]
     assert len(set(documents)) == 10  # at most one page per document
-    assert AuditEvent.objects.filter(collection_slug="companies", action="create").count() == 10
+    assert (
+        AuditEvent.objects.filter(
+            collection_slug="companies", object_type="golden-entry", action="create"
+        ).count()
+        == 10
+    )
 
 
 def test_the_same_seed_reproduces_the_questions_and_another_seed_does_not(world, companies, gen):
@@ -162,7 +167,7 @@ def test_a_short_collection_says_why_fewer_questions_came_back(world, companies,
 
 def test_the_llm_job_counts_every_fault_and_caches_its_calls(transactional_db, world, llm, settings, gen):
     # Transactional: the cache is read from the writer's threads, which see committed rows only.
-    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
     add_documents(collection, synthetic_corpus(12, faults=tuple(FAULTS)))
     add_entries(collection, f"What year was the company {company_name(7)} founded in?")
     body = gen(count=12, seed=3).json()
@@ -301,7 +306,7 @@ def worker_llm(llm_server, monkeypatch):
 def test_a_real_worker_generates_and_the_same_seed_gives_the_same_questions(
     world, worker_llm, manage_env, transactional_db, gen, qcluster
 ):
-    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
     add_documents(collection, synthetic_corpus(30, faults=("Xpassage", "Xunreadable")))
     worker_llm.latency = 0.05
     response = gen(count=10, seed=11)
@@ -323,7 +328,7 @@ def test_a_real_worker_generates_and_the_same_seed_gives_the_same_questions(
 def test_a_job_cancelled_in_a_real_worker_stops_and_keeps_its_entries(
     world, worker_llm, manage_env, transactional_db, gen, qcluster
 ):
-    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
     add_documents(collection, synthetic_corpus(40))
     worker_llm.latency = 0.5
     job_id = gen(count=40, seed=1).json()["job_id"]

@@ -19,7 +19,7 @@ URL = "/lmkit/v1/search/golden-set/generate"
 
 @pytest.fixture
 def companies(world) -> Collection:
-    collection = services.collection_create(tenant=world.tenant, slug="companies")
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
     add_documents(collection, synthetic_corpus(12))
     return collection
 

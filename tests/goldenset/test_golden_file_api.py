@@ -76,7 +76,7 @@ def test_upload_loads_a_golden_file(world):
             "origin": Origin.IMPORTED,
         },
     ]
-    events = AuditEvent.objects.filter(action="create")
+    events = AuditEvent.objects.filter(object_type="golden-entry", action="create")
     assert events.count() == 3 and all(e.actor.startswith("api-key:esk_") for e in events)
     assert not GoldenEntry.objects.filter(collection__tenant=world.other_tenant).exists()
 
@@ -101,7 +101,10 @@ def test_upload_with_a_syntax_error_answers_golden_invalid_with_line_and_column(
             "details": {"line": 3, "column": 26},
         }
     }
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 def test_upload_of_a_non_utf8_file_answers_golden_invalid(world):
@@ -123,7 +126,10 @@ def test_upload_with_a_schema_error_answers_golden_schema_naming_the_record(worl
             "details": {"index": 1, "id": "bad", "field": "must_cite", "line": 3},
         }
     }
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 def test_upload_with_unknown_must_cite_names_the_record_and_writes_nothing(world):
@@ -142,7 +148,10 @@ def test_upload_with_unknown_must_cite_names_the_record_and_writes_nothing(world
             },
         }
     }
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 def test_upload_without_a_file_is_a_validation_error(world):
@@ -184,7 +193,7 @@ def test_export_returns_a_golden_file_that_reads_back_to_the_same_records(world)
         GoldenRecord(question="Who is the CEO of Mars?", answerable=False),
     ]
     # Uploaded into another collection, the file gives the same entries.
-    copy = collection_create(tenant=world.tenant, slug="copy")
+    copy = collection_create(tenant=world.tenant, slug="copy", actor="test")
     add_documents(copy, {"refunds": "r", "warranty": "w"})
     assert upload(world.client, response.content, collection_id="copy").status_code == 201
     assert world.client.get(EXPORT, {"collection_id": "copy"}).content == response.content
@@ -203,8 +212,8 @@ def test_export_requires_a_collection_id(world):
 
 def test_another_tenants_key_gets_404_and_writes_nothing(world):
     add_entries(world.collection, "Refund window?")
-    collection_create(tenant=world.tenant, slug="faq")  # exists only for the first tenant
-    before = (GoldenEntry.objects.count(), AuditEvent.objects.count())
+    collection_create(tenant=world.tenant, slug="faq", actor="test")  # exists only for the first tenant
+    before = (GoldenEntry.objects.count(), AuditEvent.objects.filter(object_type="golden-entry").count())
 
     scoped = {"cluster_id": "acme", "tenant_id": "search"}
     for response in (
@@ -215,7 +224,10 @@ def test_another_tenants_key_gets_404_and_writes_nothing(world):
     ):
         assert response.status_code == 404, response.content
         assert response.json()["error"]["code"] == "not-found"
-    assert (GoldenEntry.objects.count(), AuditEvent.objects.count()) == before
+    assert (
+        GoldenEntry.objects.count(),
+        AuditEvent.objects.filter(object_type="golden-entry").count(),
+    ) == before
 
     # Without tenant ids, the rival's key reaches only the rival's own collection of the same name.
     own = world.other_client.get(EXPORT, {"collection_id": "handbook"})

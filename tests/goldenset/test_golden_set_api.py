@@ -52,7 +52,7 @@ def test_it_adds_entries_and_audits_them(world):
     }
     assert entry.collection == world.collection and entry.origin == Origin.MANUAL
     assert GoldenEntry.objects.filter(collection=world.collection).count() == 2
-    events = AuditEvent.objects.filter(action="create").order_by("id")
+    events = AuditEvent.objects.filter(object_type="golden-entry", action="create").order_by("id")
     assert [e.object_id for e in events] == [e["id"] for e in body["entries"]]
     assert events[0].actor.startswith("api-key:esk_")
     assert events[0].changes["question"] == "How long do customers have to request a refund?"
@@ -158,7 +158,10 @@ def test_an_add_is_all_or_nothing(world):
         "field": "expected_document_ids",
         "unknown_document_ids": ["no-such-doc"],
     }
-    assert GoldenEntry.objects.count() == 0 and AuditEvent.objects.count() == 0
+    assert (
+        GoldenEntry.objects.count() == 0
+        and AuditEvent.objects.filter(object_type="golden-entry").count() == 0
+    )
 
 
 @pytest.mark.parametrize(

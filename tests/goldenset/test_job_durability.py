@@ -58,7 +58,7 @@ def clusters(env, tmp_path):
 
 
 def corpus(world, slug: str, size: int) -> Collection:
-    collection = services.collection_create(tenant=world.tenant, slug=slug)
+    collection = services.collection_create(tenant=world.tenant, slug=slug, actor="test")
     add_documents(collection, synthetic_corpus(size))
     return collection
 

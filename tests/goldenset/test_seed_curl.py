@@ -60,9 +60,11 @@ def _createapikey(cluster: str, tenant: str) -> str:
 def test_the_seed_examples_work_verbatim_and_not_across_tenants(live_server):
     key = _createapikey("string", "string")
     tenant = Tenant.objects.get(cluster__slug="string", slug="string")
-    collection = services.collection_create(tenant=tenant, slug="string")
+    collection = services.collection_create(tenant=tenant, slug="string", actor="test")
     services.documents_upsert(
-        collection=collection, documents=[services.DocumentInput.from_text(id="string", text="string")]
+        collection=collection,
+        documents=[services.DocumentInput.from_text(id="string", text="string")],
+        actor="test",
     )
     rival_key = _createapikey("string", "rival")
 
@@ -143,10 +145,11 @@ def test_the_seed_generate_and_answer_evaluation_examples(live_server, llm_serve
     settings.EVALSITE_LLM_BASE_URL = llm_server.url
     key = _createapikey("string", "string")
     tenant = Tenant.objects.get(cluster__slug="string", slug="string")
-    collection = services.collection_create(tenant=tenant, slug="string")
+    collection = services.collection_create(tenant=tenant, slug="string", actor="test")
     services.documents_upsert(
         collection=collection,
         documents=[services.DocumentInput.from_text(id=d, text=t) for d, t in synthetic_corpus(6).items()],
+        actor="test",
     )
 
     refused = json.loads(_curl(GENERATE, live_server.url, key))

@@ -59,9 +59,11 @@ def _run(collection: Collection, entry: GoldenEntry) -> EvaluationRun:
 def scene(world) -> Scene:
     """This tenant: handbook (refunds, shipping, warranty), private (secret), an entry, a queued job, a run.
     The rival: its own handbook (refunds only), an entry, a queued job, a run."""
-    private = services.collection_create(tenant=world.tenant, slug="private")
+    private = services.collection_create(tenant=world.tenant, slug="private", actor="test")
     services.documents_upsert(
-        collection=private, documents=[services.DocumentInput(id="secret", pages=["Top secret."])]
+        collection=private,
+        documents=[services.DocumentInput(id="secret", pages=["Top secret."])],
+        actor="test",
     )
     (entry,) = add_entries(world.collection, "Refund window?", expected_document_ids=["refunds"])
     rival_collection = Collection.objects.get(tenant=world.other_tenant, slug="handbook")

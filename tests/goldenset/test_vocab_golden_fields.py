@@ -44,7 +44,7 @@ def test_every_field_a_person_edits_is_input_audited_and_in_the_admin_form() -> 
     assert set(WRITTEN_FIELDS) == editable - {"key"}  # the key is what an upsert matched on
     assert set(AUDITED_FIELDS) == editable | {"origin", "reviewed"}
     assert set(ADMIN_FORM_FIELDS) == editable | {"collection", "reviewed"}
-    assert set(DASHBOARD_FORM_FIELDS) == editable - {"grades"} | {"reviewed"}
+    assert set(DASHBOARD_FORM_FIELDS) == editable | {"reviewed"}
     assert set(GOLDEN_CSV_COLUMNS) == editable - {"grades"} | {"id", "origin", "reviewed"} | TIMESTAMPS
 
 

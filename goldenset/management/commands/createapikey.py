@@ -14,7 +14,9 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **options):
         tenant = services.tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
-        key, secret = services.api_key_create(tenant=tenant, name=options["name"])
+        key, secret = services.api_key_create(
+            tenant=tenant, name=options["name"], actor=services.actor_command("createapikey")
+        )
         self.stdout.write(
             f"Created API key {key.prefix}… for {tenant} (store it now; it is not shown again):"
         )
