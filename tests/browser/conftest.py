@@ -94,3 +94,22 @@ def screenshot():
 @pytest.fixture(autouse=True)
 def _fresh_indexes(fresh_indexes):
     """Every test here gets search indexes of its own (tests/conftest.py)."""
+
+
+# alice, a member of tenant acme/search, which has the collection "handbook" with the answer tests' passages.
+HANDBOOK_USER, HANDBOOK_PASSWORD, HANDBOOK = "alice", "alice-handbook-secret", "handbook"
+
+
+@pytest.fixture
+def handbook_member(django_user_model):
+    from goldenset import services
+    from goldenset.models import Membership
+    from tests.conftest import add_documents
+    from tests.dashboard.answer_runs_support import PASSAGES
+
+    tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    user = django_user_model.objects.create_user(HANDBOOK_USER, password=HANDBOOK_PASSWORD)
+    Membership.objects.create(user=user, tenant=tenant)
+    collection = services.collection_create(tenant=tenant, slug=HANDBOOK, name="Handbook", actor="test")
+    add_documents(collection, {doc: text for doc, (_, text) in PASSAGES.items()})
+    return user

@@ -22,31 +22,18 @@ import pytest
 from django.utils import timezone
 
 from evaluation.models import EvaluationRun
-from goldenset import services
-from goldenset.models import Collection, Membership
+from goldenset.models import Collection
+from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
 from tests.browser.pages import assert_clean, log_in, overflow, watch_requests
-from tests.conftest import add_documents
-from tests.dashboard.answer_runs_support import PASSAGES, make_answer_run, questions
+from tests.dashboard.answer_runs_support import make_answer_run, questions
 
-CLUSTER, TENANT, SLUG = "acme", "search", "handbook"
-USERNAME, PASSWORD = "alice", "alice-answers-secret"
+SLUG, USERNAME, PASSWORD = HANDBOOK, HANDBOOK_USER, HANDBOOK_PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def member(django_user_model):
-    """alice, a member of tenant acme/search, which has the collection "handbook" with three documents."""
-    tenant = services.tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
-    user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
-    Membership.objects.create(user=user, tenant=tenant)
-    collection = services.collection_create(tenant=tenant, slug=SLUG, name="Handbook", actor="test")
-    add_documents(collection, {doc: text for doc, (_, text) in PASSAGES.items()})
-    return user
-
-
-@pytest.fixture
-def answer_runs(member) -> list[EvaluationRun]:
+def answer_runs(handbook_member) -> list[EvaluationRun]:
     """Two answer runs of one batch (the extractive answer judged by the heuristic, and an LLM's answers judged
     by an LLM), over the same eight questions, every diagnosis among them."""
     collection = Collection.objects.get(slug=SLUG)

@@ -11,31 +11,19 @@ import pytest
 from django.utils import timezone
 
 from evaluation.models import EvaluationRun
-from goldenset import services
-from goldenset.models import Collection, Membership
+from goldenset.models import Collection
+from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
 from tests.browser.pages import assert_clean, log_in, watch_requests
-from tests.conftest import add_documents
-from tests.dashboard.answer_runs_support import PASSAGES, make_answer_run, questions
+from tests.dashboard.answer_runs_support import make_answer_run, questions
 from tests.dashboard.conftest import make_runs
 
-CLUSTER, TENANT, SLUG = "acme", "search", "handbook"
-USERNAME, PASSWORD = "alice", "alice-ux-secret"
+SLUG, USERNAME, PASSWORD = HANDBOOK, HANDBOOK_USER, HANDBOOK_PASSWORD
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def member(django_user_model):
-    tenant = services.tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
-    user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
-    Membership.objects.create(user=user, tenant=tenant)
-    collection = services.collection_create(tenant=tenant, slug=SLUG, name="Handbook", actor="test")
-    add_documents(collection, {doc: text for doc, (_, text) in PASSAGES.items()})
-    return user
-
-
-@pytest.fixture
-def answer_runs(member) -> list[EvaluationRun]:
+def answer_runs(handbook_member) -> list[EvaluationRun]:
     """Two answer runs with long labels, every answer metric and a mode chip."""
     collection = Collection.objects.get(slug=SLUG)
     batch_id, now = uuid.uuid4(), timezone.now()
@@ -89,7 +77,7 @@ def test_an_answer_runs_mode_chip_is_inside_the_runs_list(
     context.close()
 
 
-def test_trends_of_fresh_runs_span_a_day_not_milliseconds(live_server, page, screenshot, member):
+def test_trends_of_fresh_runs_span_a_day_not_milliseconds(live_server, page, screenshot, handbook_member):
     """Three configurations run a second apart (a fresh install): the axis reads in hours, the markers sit in it."""
     collection = Collection.objects.get(slug=SLUG)
     make_runs(collection.tenant, collection, 3, step=timedelta(seconds=1))
