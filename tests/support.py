@@ -72,3 +72,22 @@ def refused(response, status: int, code: str) -> dict:
     assert body.keys() == {"error"} and body["error"].keys() == {"code", "message", "details"}
     assert body["error"]["code"] == code, body
     return body["error"]
+
+
+def migrate(targets):
+    """Migrate the test database to `targets` ([(app, migration)]) and return the historical apps there (a
+    migration test migrates back to `migration_leaves()` when done)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    executor.loader.build_graph()
+    return executor.loader.project_state(targets).apps
+
+
+def migration_leaves():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    return MigrationExecutor(connection).loader.graph.leaf_nodes()

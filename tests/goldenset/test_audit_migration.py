@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support import migrate, migration_leaves
 
 BEFORE = [("goldenset", "0005_job_durability")]
 AFTER = [("goldenset", "0006_audit_every_write")]
 
 
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_existing_events_are_kept_and_linked_to_their_collection():
-    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
+    leaves = migration_leaves()
     try:
         apps = migrate(BEFORE)
         cluster = apps.get_model("goldenset", "Cluster").objects.create(slug="acme")

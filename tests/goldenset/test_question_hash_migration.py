@@ -5,24 +5,17 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support import migrate, migration_leaves
 
 BEFORE = [("goldenset", "0003_llm_call")]
 AFTER = [("goldenset", "0004_golden_question_hash")]
 QUESTIONS = ["How long is the refund window?", "  Où est la  GARANTIE ?", "Who founded the company?"]
 
 
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_existing_entries_get_their_question_hash_and_the_migration_reverses():
-    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
+    leaves = migration_leaves()
     try:
         apps = migrate(BEFORE)
         cluster = apps.get_model("goldenset", "Cluster").objects.create(slug="acme")
