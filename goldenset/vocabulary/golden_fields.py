@@ -67,7 +67,7 @@ ADMIN_FORM_FIELDS: tuple[str, ...] = (
     "reviewed",
 )
 
-# The dashboard's edit form (evaluation.forms.GoldenEntryForm), in the order it shows them.
+# The dashboard's edit form (evaluation.dashboard.forms.GoldenEntryForm), in the order it shows them.
 DASHBOARD_FORM_FIELDS: tuple[str, ...] = (
     "question",
     "key",
@@ -79,7 +79,7 @@ DASHBOARD_FORM_FIELDS: tuple[str, ...] = (
     "reviewed",
 )
 
-# The dashboard's CSV export (evaluation.dashboard.golden.golden_csv), in column order; without grades.
+# The dashboard's CSV export (evaluation.dashboard.golden_reads.golden_csv), in column order; without grades.
 GOLDEN_CSV_COLUMNS: tuple[str, ...] = (
     "id",
     "key",
