@@ -70,7 +70,7 @@ class _LeaseState:
         self._setup()
 
     def _setup(self) -> None:
-        raise NotImplementedError
+        """Each leasing broker sets up its own state here (LeasedRedis: its key prefix; LeasedOrm: its leases)."""
 
 
 class LeasedRedis(_LeaseState, Redis):

@@ -32,6 +32,21 @@ def golden_upload(world, content: str | bytes, collection_id: str = "handbook"):
     )
 
 
+def new_document_form(collection) -> dict[str, str]:
+    """The document add form's POST data: document "returns" of the collection, with one page."""
+    return {
+        "collection": str(collection.pk),
+        "external_id": "returns",
+        "title": "Returns",
+        "metadata": "{}",
+        "pages-TOTAL_FORMS": "1",
+        "pages-INITIAL_FORMS": "0",
+        "pages-0-number": "1",
+        "pages-0-text": "Return items unopened.",
+        "_save": "Save",
+    }
+
+
 def document_form(document: Document, *, title: str | None = None, page_suffix: str = "", new_page: str = ""):
     """The document change form's POST data as stored, optionally editing the title and pages."""
     pages = list(document.pages.order_by("number"))

@@ -28,7 +28,7 @@ from goldenset.models import (
     hash_api_key,
 )
 from goldenset.services import EntryInput
-from tests.goldenset.conftest import document_form
+from tests.goldenset.conftest import document_form, new_document_form
 from tests.support import add_entries
 
 ACTOR = "user:admin"  # pytest-django's admin_user
@@ -528,20 +528,7 @@ def test_saving_an_unchanged_document_keeps_the_content_version(admin_client, wo
 
 def test_adding_a_document_bumps_the_content_version(admin_client, world):
     version = content_version(world.collection)
-    response = admin_client.post(
-        reverse("admin:goldenset_document_add"),
-        {
-            "collection": str(world.collection.pk),
-            "external_id": "returns",
-            "title": "Returns",
-            "metadata": "{}",
-            "pages-TOTAL_FORMS": "1",
-            "pages-INITIAL_FORMS": "0",
-            "pages-0-number": "1",
-            "pages-0-text": "Return items unopened.",
-            "_save": "Save",
-        },
-    )
+    response = admin_client.post(reverse("admin:goldenset_document_add"), new_document_form(world.collection))
     assert response.status_code == 302
     document = Document.objects.get(collection=world.collection, external_id="returns")
     assert list(document.pages.values_list("number", "text")) == [(1, "Return items unopened.")]

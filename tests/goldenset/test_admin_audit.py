@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from goldenset.models import ApiKey, AuditEvent, Collection, Document
+from tests.goldenset.conftest import new_document_form
 from tests.goldenset.test_admin import change_url, changelist_url, document_form
 
 ACTOR = "user:admin"  # pytest-django's admin_user
@@ -67,20 +68,7 @@ def test_a_refused_collection_form_writes_nothing(admin_client, world):
 
 def test_document_writes_in_the_admin_are_audited(admin_client, world):
     since = last_id()
-    response = admin_client.post(
-        reverse("admin:goldenset_document_add"),
-        {
-            "collection": str(world.collection.pk),
-            "external_id": "returns",
-            "title": "Returns",
-            "metadata": "{}",
-            "pages-TOTAL_FORMS": "1",
-            "pages-INITIAL_FORMS": "0",
-            "pages-0-number": "1",
-            "pages-0-text": "Return items unopened.",
-            "_save": "Save",
-        },
-    )
+    response = admin_client.post(reverse("admin:goldenset_document_add"), new_document_form(world.collection))
     assert response.status_code == 302
     document = Document.objects.get(collection=world.collection, external_id="returns")
     response = admin_client.post(change_url(document), document_form(document, title="Returns policy"))
