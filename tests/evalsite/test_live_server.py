@@ -72,9 +72,11 @@ def test_thirty_first_hybrid_searches_at_once_all_answer_and_build_the_index_onc
         thread.join()
     assert [code for code, _ in bodies] == [200] * 30, [b for c, b in bodies if c != 200][:3]
     infos = [body["index"] for _, body in bodies]
-    # Two web processes, one index: built by one request, loaded from its file by the other process.
+    # Two web processes, one index: the base and each of its two parts built once, by one request. The index is
+    # saved twice (the base, then with the parts a Hybrid search reads), and the other process loads what it
+    # finds saved, never building: at most once per save (twice when its first search came between them).
     assert sum(i["built"] for i in infos) == 1 and sum(i["parts_built"] for i in infos) == 2
-    assert sum(i["loaded"] for i in infos) <= 1
+    assert sum(i["loaded"] for i in infos) <= 2
     assert all(len(body["results"]) == 10 for _, body in bodies)
     assert "Traceback" not in server.log.read_text()
 
