@@ -1,6 +1,7 @@
 """Search and evaluation benchmark, side by side in one run (issue 3's figures).
 
     .venv/bin/python benchmarks/search_bench.py [--dataset ../shared/datasets/vaswani_npl] [--repeat 5] [--quick]
+    .venv/bin/python benchmarks/search_bench.py --scale 1000000   # a synthetic corpus: benchmarks/search_scale.py
 
 Needs the bench extra (`pip install -e '.[bench]'`: bm25s, rank-bm25, pytrec_eval). Measures, on one collection:
 1. index build time and peak Python memory: evalsite (lucene and okapi) beside bm25s (lucene);
@@ -113,7 +114,19 @@ def main() -> None:
         action="store_true",
         help=f"every step on a sample of {QUICK_DOCUMENTS} documents and {QUICK_QUERIES} queries, once each",
     )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        metavar="PAGES",
+        help="instead: the search core on a synthetic corpus of PAGES pages beside bm25s, tantivy, rank-bm25 "
+        "(benchmarks/search_scale.py)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="of the synthetic corpus (--scale)")
     args = parser.parse_args()
+    if args.scale:
+        import search_scale
+
+        sys.exit(search_scale.run(args.scale, args.repeat if args.repeat != 5 else 3, args.seed))
     if not (args.dataset / "corpus.jsonl").is_file():
         parser.error(f"{args.dataset} holds no corpus.jsonl (the datasets are in ../shared/datasets)")
     if args.quick:

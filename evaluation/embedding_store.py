@@ -192,7 +192,7 @@ def configured_embedder(corpus: Corpus | None) -> Embedder:
     if kind == "lsi":
         return embeddings.LsiEmbedder()
     inner = model_embedder(kind)
-    if corpus is None or len(corpus.page_ids) != len(corpus.texts):
+    if corpus is None or len(corpus.page_ids) != corpus.size:
         return inner
     return StoredEmbedder(inner, corpus.page_ids)
 
@@ -208,8 +208,9 @@ class CandidateVectors:
         self.embedder = embedder
         corpus = index.corpus
         self.page_of: dict[str, int] = {}
-        if len(corpus.page_ids) == len(corpus.texts):
-            for text, page_id in zip(corpus.texts, corpus.page_ids, strict=True):
+        texts = corpus.all_texts()
+        if len(corpus.page_ids) == len(texts):
+            for text, page_id in zip(texts, corpus.page_ids, strict=True):
                 self.page_of.setdefault(text, page_id)
         self.known: dict[str, np.ndarray] = {}
         if (
@@ -217,7 +218,7 @@ class CandidateVectors:
             and index.page_vectors is not None
             and index.embedder.name == embedder.name
         ):
-            self.rows = {text: row for row, text in enumerate(corpus.texts)}
+            self.rows = {text: row for row, text in enumerate(texts)}
             self.matrix: np.ndarray | None = index.page_vectors
         else:
             self.rows, self.matrix = {}, None

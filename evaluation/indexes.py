@@ -14,16 +14,18 @@ it pickles a snapshot to a file of a unique name and renames it into place.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import hashlib
 import logging
 import os
 import pickle
+import shutil
 import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,14 +33,17 @@ import numpy as np
 from django.conf import settings
 
 from evaluation.embedding_store import configured_embedder, embedder_identity
+from evaluation.search.bm25 import BM25Index, BM25Params
 from evaluation.search.engine import Corpus, Embedder, SearchIndex
+from evaluation.search.postings import Postings
 from goldenset.models import Collection, Document, Page
 from goldenset.temporal import Validity
+from goldenset.vocabulary.chunks import chunks
 
 logger = logging.getLogger(__name__)
 
 # Bump when the index layout or the indexed text changes: old files are then ignored.
-ENGINE_VERSION = 2
+ENGINE_VERSION = 3
 _MEMORY_SLOTS = 8
 
 
@@ -74,7 +79,8 @@ def _key(collection: Collection) -> tuple:
 
 
 def _path(key: tuple) -> Path:
-    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}.pickle"
+    """The index's description (a pickle without the big arrays), in the folder that holds its arrays."""
+    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}" / "index.pickle"
 
 
 def page_text(title: str, number: int, text: str) -> str:
@@ -118,6 +124,23 @@ def load_corpus(collection: Collection) -> Corpus:
         page_ids=page_ids,
         successors=successors,
     )
+
+
+def page_texts(page_ids: Sequence[int]) -> list[str]:
+    """The indexed text of these pages, in their order ("" for a page deleted since the index was built)."""
+    found: dict[int, str] = {}
+    for chunk in chunks(list(page_ids), 2000):
+        rows = Page.objects.filter(pk__in=chunk).values_list("pk", "number", "text", "document__title")
+        for pk, number, text, title in rows:
+            found[pk] = page_text(title, number, text)
+    return [found.get(page_id, "") for page_id in page_ids]
+
+
+def _attach_text_source(corpus: Corpus) -> None:
+    """The corpus reads the texts it needs (a reranker's candidates) from the database, and holds none."""
+    page_ids = corpus.page_ids
+    corpus.text_source = lambda rows: page_texts([page_ids[r] for r in rows])
+    corpus.texts = None
 
 
 def embedder_factory(corpus: Corpus | None = None) -> Embedder:
@@ -173,6 +196,9 @@ def get_index(
                 dirty = True
             if dirty:
                 _stamps[key] = _write(collection, path, index)
+                # Search the saved copy: its arrays are mapped (shared with the other processes), the ones
+                # built here are freed, and so are the page texts.
+                index = _read(path) or index
         with _lock:
             _memory[key] = index
             _memory.move_to_end(key)
@@ -184,24 +210,67 @@ def get_index(
 
 
 def _read(path: Path) -> SearchIndex | None:
+    """The index described by `path`, its arrays opened with mmap (shared by every process through the page
+    cache; the folder of an older version may be removed while a process still reads it: its files live on
+    until the last mapping closes)."""
+    folder = path.parent
     try:
         with path.open("rb") as handle:
-            index = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
-        logger.warning("index file %s unreadable (%s); rebuilding", path, exc)
+            state = pickle.load(handle)
+        index = SearchIndex.__new__(SearchIndex)
+        index.__setstate__(state)
+        postings = Postings.open(folder / "postings") if index.postings == _SAVED else None
+        index.postings = postings
+        variants, index.bm25_indexes = list(index.bm25_indexes), {}
+        for variant in variants:
+            if postings is None:
+                raise ValueError("BM25 weights saved without their postings")
+            index.bm25_indexes[variant] = BM25Index(
+                postings,
+                BM25Params(variant),
+                idf=np.load(folder / f"bm25-{variant}-idf.npy", mmap_mode="r"),
+                weights=np.load(folder / f"bm25-{variant}-weights.npy", mmap_mode="r"),
+            )
+        if index.page_vectors is not None:
+            index.page_vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as exc:
+        logger.warning("index %s unreadable (%s); rebuilding", folder, exc)
         return None
     index.embedder_factory = embedder_factory  # before any other thread sees it
+    _attach_text_source(index.corpus)
     return index
 
 
+_SAVED = "saved"  # in the pickle, in place of an array saved as a file of its own
+
+
 def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int, int, int]:
-    """Save the index where other processes find it: a snapshot (the index is never changed for it) pickled to a
-    file of a unique name, renamed over the old one; older content versions of the collection are removed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    """Save the index where other processes find it: each array a .npy file (written once: a version's arrays
+    never change), then the description, pickled to a file of a unique name renamed over the old one (so a
+    reader sees the old description or the new one, each naming only files already in place). Folders of
+    older content versions of the collection are removed."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with index._locks.state:  # a snapshot of the parts: never changed in place, only replaced
+        postings, variants, vectors = index.postings, dict(index.bm25_indexes), index.page_vectors
+    if postings is not None and not (folder / "postings").is_dir():
+        staging = Path(tempfile.mkdtemp(dir=folder, prefix=".postings."))
+        postings.save(staging)
+        os.rename(staging, folder / "postings")
+    for variant, bm25 in variants.items():
+        _save_array(folder / f"bm25-{variant}-idf.npy", bm25.idf)
+        _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
+    if vectors is not None:
+        _save_array(folder / "vectors.npy", vectors)
+    state = index.__getstate__()
+    state["postings"] = _SAVED if postings is not None else None
+    state["bm25_indexes"] = dict.fromkeys(variants, _SAVED)
+    state["page_vectors"] = _SAVED if vectors is not None else None
+    state["corpus"] = _without_texts(state["corpus"])
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".index.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
             handle.flush()
             stamp = _fd_stamp(handle.fileno())
         os.replace(temporary, path)  # atomic: readers see the old file or the new one, never half of one
@@ -209,12 +278,32 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    # Older content versions are never read again.
-    for stale in path.parent.glob(f"{collection.uid}-v*.pickle"):
-        if stale != path:
-            stale.unlink(missing_ok=True)
+    for stale in folder.parent.glob(f"{collection.uid}-v*"):
+        if stale != folder and stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
             Path(f"{stale}.lock").unlink(missing_ok=True)
     return stamp
+
+
+def _without_texts(corpus: Corpus) -> Corpus:
+    light = copy.copy(corpus)
+    light.texts = None
+    light.text_source = None
+    return light
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    if path.exists():
+        return
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npy")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 _key_locks: dict[tuple, threading.Lock] = {}

@@ -1,4 +1,4 @@
-"""BM25 on a sparse matrix: every (page, term) score is computed once at index time; a query sums columns.
+"""BM25 over an inverted index of term frequencies (postings.py); a query reads only its terms' postings.
 
 Two variants, k1=1.5 and b=0.75 by default:
 - ``lucene`` (the default): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), tf part tf / (tf + k1 (1 - b + b dl/avgdl)),
@@ -11,11 +11,14 @@ A query term repeated in the query counts as often as it appears, as in both ref
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
+
+from evaluation.search import kernels
+from evaluation.search.postings import Postings, build_postings
 
 VARIANTS = ("lucene", "okapi")
 
@@ -32,99 +35,152 @@ class BM25Params:
             raise ValueError(f"unknown BM25 variant {self.variant!r}; expected one of {', '.join(VARIANTS)}")
 
 
-@dataclass
 class BM25Index:
-    """Scores of every (page, term) pair, as a CSC matrix whose columns are terms."""
+    """BM25 over one set of postings with one variant's weights: each posting's weight, its term's idf times
+    its tf part, computed once with numpy's double arithmetic; a query adds the weights of its terms' postings
+    (kernels.py), so scores are the reference formulas' above to the last bit.
 
-    params: BM25Params
-    vocabulary: dict[str, int]
-    matrix: sparse.csc_matrix  # shape (pages, terms), float64
+    Thread-safe: each thread searching the index gets scratch arrays of its own."""
+
+    def __init__(
+        self,
+        postings: Postings,
+        params: BM25Params,
+        idf: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+    ):
+        self.postings = postings
+        self.params = params
+        self.idf = idf if idf is not None else term_idf(params, postings)
+        self.weights = weights if weights is not None else posting_weights(params, postings, self.idf)
+        # With every weight positive (always for lucene) the kernel tells a new page by its sum of 0.0.
+        self.positive = bool(len(self.weights) == 0 or self.weights.min() > 0)
+        self._scratch = threading.local()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_scratch"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._scratch = threading.local()
 
     @property
     def size(self) -> int:
-        return self.matrix.shape[0]
+        return self.postings.size
 
-    def query_terms(self, tokens: Sequence[str]) -> list[int]:
-        """The query's term ids in query order, repeats kept; terms not in the index are dropped."""
-        vocabulary = self.vocabulary
-        return [term for term in map(vocabulary.get, tokens) if term is not None]
+    def query_terms(self, tokens: Sequence[str]) -> np.ndarray:
+        """The query's term columns in query order, repeats kept; terms not in the index are dropped."""
+        return self.postings.term_ids(tokens)
 
     def scores(self, tokens: Sequence[str]) -> np.ndarray:
         """The BM25 score of every page for the query (0 for pages that share no term with it).
 
-        Columns are added one query token at a time, in query order, as rank-bm25 adds them, so the okapi
-        variant's floating-point sums are its sums exactly.
-        """
-        indptr, indices, data = self.matrix.indptr, self.matrix.indices, self.matrix.data
-        terms = self.query_terms(tokens)
-        if not terms:
-            return np.zeros(self.size, dtype=np.float64)
-        if len(terms) == 1:
-            rows, weights = (
-                indices[indptr[terms[0]] : indptr[terms[0] + 1]],
-                data[indptr[terms[0]] : indptr[terms[0] + 1]],
+        Contributions are added one query token at a time, in query order, as rank-bm25 adds them, so the okapi
+        variant's floating-point sums are its sums exactly."""
+        p = self.postings
+        return kernels.dense_scores(p.indptr, p.rows, self.weights, self.query_terms(tokens), self.size)
+
+    def top_documents(
+        self,
+        tokens: Sequence[str],
+        depth: int,
+        id_rank: np.ndarray,
+        page_document: np.ndarray | None = None,
+        live: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(document rows, scores, best page rows) of the `depth` best documents in trec_eval's order, reading
+        only the query terms' postings. Without page_document every page is a document; `live` (a flag per
+        page) leaves out the pages it clears."""
+        p = self.postings
+        return kernels.top_documents(
+            p.indptr,
+            p.rows,
+            self.weights,
+            self.query_terms(tokens),
+            _EMPTY_BOOL if live is None else live,
+            self.positive,
+            _EMPTY_INT if page_document is None else page_document,
+            id_rank,
+            depth,
+            *self._scratch_arrays(len(id_rank)),
+        )
+
+    def _scratch_arrays(self, documents: int) -> tuple[np.ndarray, ...]:
+        arrays = getattr(self._scratch, "arrays", None)
+        if arrays is None:
+            size = max(self.size, documents)
+            arrays = (
+                np.zeros(size, dtype=np.float64),  # acc: a page's sum so far
+                np.zeros(size, dtype=np.uint8),  # mark: page seen (when some weight is not positive)
+                np.zeros(size + 1, dtype=np.int64),  # touched: pages in the order first met
+                np.zeros(size, dtype=np.int64),  # doc_list: documents in the order first met
+                np.zeros(size, dtype=np.float64),  # doc_best: a document's best page score so far
+                np.zeros(size, dtype=np.int64),  # doc_page: and that page
+                np.zeros(size, dtype=np.uint8),  # doc_mark: document seen
             )
-        else:
-            rows = np.concatenate([indices[indptr[t] : indptr[t + 1]] for t in terms])
-            weights = np.concatenate([data[indptr[t] : indptr[t + 1]] for t in terms])
-        # bincount adds each page's contributions in input order, from 0.0: term by term, the same sums
-        # as adding one column at a time.
-        return np.bincount(rows, weights=weights, minlength=self.size)
+            self._scratch.arrays = arrays
+        return arrays
+
+
+_EMPTY_BOOL = np.zeros(0, dtype=np.bool_)
+_EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
+def term_idf(params: BM25Params, postings: Postings) -> np.ndarray:
+    return _idf(params, postings.size, postings.document_frequency, postings)
+
+
+def posting_weights(
+    params: BM25Params, postings: Postings, idf: np.ndarray, chunk: int = 1 << 22
+) -> np.ndarray:
+    """idf[term] x tf part, per posting, as the reference computes it: lucene tf / (tf + norm), okapi
+    tf (k1 + 1) / (tf + norm); in chunks of columns, so memory stays near the result's own."""
+    norm = length_norm(params, postings.lengths)
+    indptr = postings.indptr
+    out = np.empty(len(postings.rows), dtype=np.float64)
+    column = 0
+    while column < postings.terms:
+        end = int(np.searchsorted(indptr, indptr[column] + chunk, side="right")) - 1
+        end = max(end, column + 1)
+        lo, hi = int(indptr[column]), int(indptr[end])
+        tf = postings.tfs[lo:hi].astype(np.float64)
+        row_norm = norm[postings.rows[lo:hi]]
+        tfc = tf * (params.k1 + 1) / (tf + row_norm) if params.variant == "okapi" else tf / (tf + row_norm)
+        out[lo:hi] = np.repeat(idf[column:end], np.diff(indptr[column : end + 1])) * tfc
+        column = end
+    return out
+
+
+def length_norm(params: BM25Params, lengths: np.ndarray) -> np.ndarray:
+    """k1 (1 - b + b dl / avgdl) per page, avgdl the mean length (an exact sum: lengths are integers)."""
+    lengths = np.asarray(lengths, dtype=np.float64)
+    n_docs = len(lengths)
+    avgdl = lengths.sum() / n_docs if n_docs else 0.0
+    if not avgdl:
+        return np.full(n_docs, params.k1)
+    return params.k1 * (1 - params.b + params.b * lengths / avgdl)
 
 
 def build_index(documents: Sequence[Sequence[str]], params: BM25Params | None = None) -> BM25Index:
     """Index tokenized pages (one token list per page)."""
-    params = params or BM25Params()
-    vocabulary: dict[str, int] = {}
-    rows: list[int] = []
-    cols: list[int] = []
-    lengths = np.zeros(len(documents), dtype=np.float64)
-    for row, tokens in enumerate(documents):
-        lengths[row] = len(tokens)
-        for token in tokens:
-            term = vocabulary.get(token)
-            if term is None:
-                term = vocabulary[token] = len(vocabulary)
-            cols.append(term)
-        rows.extend([row] * len(tokens))
-    n_docs, n_terms = len(documents), len(vocabulary)
-    # Duplicate (row, col) pairs are summed: term frequencies.
-    tf = sparse.csc_matrix(
-        (
-            np.ones(len(rows), dtype=np.float64),
-            (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)),
-        ),
-        shape=(n_docs, n_terms),
-    )
-    tf.sum_duplicates()
-    df = np.diff(tf.indptr).astype(np.float64)
-    idf = _idf(params, n_docs, df)
-    avgdl = lengths.sum() / n_docs if n_docs else 0.0
-    norm = params.k1 * (1 - params.b + params.b * lengths / avgdl) if avgdl else np.full(n_docs, params.k1)
-    tf_values = tf.data
-    row_norm = norm[tf.indices]
-    if params.variant == "okapi":
-        tfc = tf_values * (params.k1 + 1) / (tf_values + row_norm)
-    else:
-        tfc = tf_values / (tf_values + row_norm)
-    term_of_value = np.repeat(np.arange(n_terms), np.diff(tf.indptr))
-    matrix = sparse.csc_matrix((idf[term_of_value] * tfc, tf.indices, tf.indptr), shape=(n_docs, n_terms))
-    # 64-bit row indices: np.bincount takes them as they are (with 32-bit ones it copies every query's).
-    matrix.indices = matrix.indices.astype(np.int64)
-    matrix.indptr = matrix.indptr.astype(np.int64)
-    return BM25Index(params=params, vocabulary=vocabulary, matrix=matrix)
+    return BM25Index(build_postings(documents), params or BM25Params())
 
 
-def _idf(params: BM25Params, n_docs: int, df: np.ndarray) -> np.ndarray:
+def _idf(params: BM25Params, n_docs: int, df: np.ndarray, postings: Postings) -> np.ndarray:
+    """Per term, in column order."""
+    df = np.asarray(df, dtype=np.float64)
     if params.variant == "lucene":
         return np.log(1 + (n_docs - df + 0.5) / (df + 0.5))
     # rank-bm25's BM25Okapi to the letter (math.log, a running sum in first-seen term order, the mean, then
     # epsilon x mean for the terms whose idf is negative), so its scores are reproduced bit for bit.
-    idf = [math.log(n_docs - freq + 0.5) - math.log(freq + 0.5) for freq in df.tolist()]
+    in_first_seen = np.argsort(postings.first_seen)
+    idf = [math.log(n_docs - freq + 0.5) - math.log(freq + 0.5) for freq in df[in_first_seen].tolist()]
     if not idf:
         return np.zeros(0)
     total = 0.0
     for value in idf:
         total += value
     eps = params.epsilon * (total / len(idf))
-    return np.array([eps if value < 0 else value for value in idf], dtype=np.float64)
+    out = np.empty(len(idf), dtype=np.float64)
+    out[in_first_seen] = [eps if value < 0 else value for value in idf]
+    return out

@@ -17,7 +17,8 @@ from datetime import datetime
 import numpy as np
 
 from evaluation.search import fusion
-from evaluation.search.bm25 import BM25Index, BM25Params, build_index
+from evaluation.search.bm25 import BM25Index, BM25Params
+from evaluation.search.postings import Postings, build_postings
 from goldenset.temporal import Validity, has_temporal_data, visible_mask
 from goldenset.text import tokenize
 
@@ -79,28 +80,52 @@ class Reranker(ABC):
 
 @dataclass
 class Corpus:
-    """A collection's pages, grouped by document (a document's pages are contiguous rows)."""
+    """A collection's pages, grouped by document (a document's pages are contiguous rows).
 
-    texts: list[str]  # what is indexed per page
+    The page texts are needed to build an index, not to search it: a loaded index reads the few it needs
+    (the candidates of a reranker) through `text_source`, rows -> texts, and holds none of them."""
+
+    texts: list[str] | None  # what is indexed per page; None once only text_source can give them
     page_document: np.ndarray  # page row -> document row
     document_ids: list[str]  # document row -> external id
     validity: list[Validity]  # per document row
     page_ids: list[int] = field(default_factory=list)  # page row -> the caller's page id (optional)
     # Documents without pages: never results, but a successor among them still supersedes what it names.
     successors: list[Validity] = field(default_factory=list)
+    text_source: Callable[[Sequence[int]], list[str]] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["text_source"] = None  # the loading process supplies its own
+        return state
 
     def __post_init__(self) -> None:
         order = sorted(range(len(self.document_ids)), key=lambda i: self.document_ids[i].encode())
         # Rank of each id in byte order: trec_eval breaks score ties by docno, descending (strcmp).
         self.id_rank = np.empty(len(order), dtype=np.int64)
         self.id_rank[order] = np.arange(len(order))
-        starts = (
-            np.flatnonzero(np.r_[True, np.diff(self.page_document) != 0]) if len(self.texts) else np.array([])
-        )
+        self.size = len(self.page_document)
+        starts = np.flatnonzero(np.r_[True, np.diff(self.page_document) != 0]) if self.size else np.array([])
         self.document_starts = starts.astype(np.int64)
-        self.one_page_each = len(self.texts) == len(self.document_ids)
+        self.one_page_each = self.size == len(self.document_ids)
+        # page row -> document row for the search kernel (empty when every page is its own document)
+        self.page_document_rows = (
+            np.zeros(0, dtype=np.int64)
+            if self.one_page_each
+            else np.asarray(self.page_document, dtype=np.int64)
+        )
         self.id_array = np.array(self.document_ids, dtype=object)  # fancy-indexable ids
         self.temporal = has_temporal_data([*self.validity, *self.successors])
+
+    def texts_of(self, rows: Sequence[int]) -> list[str]:
+        if self.texts is not None:
+            return [self.texts[r] for r in rows]
+        if self.text_source is None:
+            raise LookupError("this corpus keeps no page texts and has no source for them")
+        return self.text_source(rows)
+
+    def all_texts(self) -> list[str]:
+        return self.texts if self.texts is not None else self.texts_of(range(self.size))
 
 
 class _Locks:
@@ -128,16 +153,19 @@ class SearchIndex:
     bm25_indexes: dict[str, BM25Index] = field(default_factory=dict)
     page_vectors: np.ndarray | None = None
     embedder: Embedder | None = None
-    tokens: list[list[str]] | None = None
+    postings: Postings | None = None  # shared by the BM25 variants
     # Parts built so far and the time spent on them: callers tell "built now" from "found cached".
     builds: int = 0
     build_seconds: float = 0.0
-    _masks: dict[tuple[datetime, bool], np.ndarray] = field(default_factory=dict, repr=False)
+    _masks: dict[tuple[datetime, bool], tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict, repr=False
+    )
     _locks: _Locks = field(default_factory=_Locks, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
-        """What is saved: the parts built so far, without the locks, the embedder factory (the loading process
-        supplies its own) or the per-instant masks."""
+        """What is pickled: the parts built so far, without the locks, the embedder factory (the loading process
+        supplies its own) or the per-instant masks. The arrays (postings, weights, vectors) are pickled too;
+        evaluation.indexes saves them as files of their own instead (`arrays`), for mmap."""
         with self._locks.state:
             state = dict(self.__dict__)
         state.pop("_locks")
@@ -180,12 +208,12 @@ class SearchIndex:
             index = self.bm25_indexes.get(variant)
             if index is None:
                 started = time.perf_counter()
-                tokens = self.tokens
-                if tokens is None:
-                    tokens = [tokenize(text) for text in self.corpus.texts]
-                index = build_index(tokens, BM25Params(variant))
+                postings = self.postings
+                if postings is None:
+                    postings = build_postings(tokenize(text) for text in self.corpus.all_texts())
+                index = BM25Index(postings, BM25Params(variant))
                 with self._locks.state:
-                    self.tokens = tokens
+                    self.postings = postings
                     self.bm25_indexes = {**self.bm25_indexes, variant: index}
                     self._built(started)
         return index
@@ -206,7 +234,7 @@ class SearchIndex:
                     raise LookupError("no embedder configured for vector search")
                 started = time.perf_counter()
                 embedder = self.embedder_factory(self.corpus)
-                vectors = embedder.fit(self.corpus.texts)
+                vectors = embedder.fit(self.corpus.all_texts())
                 with self._locks.state:
                     self.embedder, self.page_vectors = embedder, vectors
                     self._built(started)
@@ -216,7 +244,7 @@ class SearchIndex:
 
     def page_scores(self, query: str, config: SearchConfig) -> np.ndarray:
         """A score per page row; -inf for pages that are not candidates (no match, filtered out)."""
-        size = len(self.corpus.texts)
+        size = self.corpus.size
         if config.search_type == "FullText":
             scores = self._fulltext(query, config)
         elif config.search_type == "Vector":
@@ -257,27 +285,42 @@ class SearchIndex:
         return scores
 
     def _hidden_pages(self, at: datetime, include_superseded: bool) -> np.ndarray:
-        """Pages whose document is not visible at `at`; kept for the last few instants asked (an evaluation
-        asks the same instant for every question)."""
+        """Pages whose document is not visible at `at`."""
+        return self._visibility(at, include_superseded)[0]
+
+    def _visibility(self, at: datetime, include_superseded: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(hidden, live) flags per page at `at`; kept for the last few instants asked (an evaluation asks the
+        same instant for every question)."""
         key = (at, include_superseded)
-        hidden = self._masks.get(key)
-        if hidden is None:
+        masks = self._masks.get(key)
+        if masks is None:
             corpus = self.corpus
             visible = visible_mask(corpus.validity, at, include_superseded, corpus.successors)
-            hidden = ~visible[corpus.page_document]
+            live = visible[corpus.page_document]
+            masks = (~live, live)
             with self._locks.masks:  # a new dict, never one another thread is iterating
                 kept = list(self._masks.items())[-7:]
-                self._masks = {**dict(kept), key: hidden}
-        return hidden
+                self._masks = {**dict(kept), key: masks}
+        return masks
 
     def rank_documents(
         self, query: str, config: SearchConfig, depth: int, reranker: Reranker | None = None
     ) -> Ranking:
         """The top `depth` documents, each scored by its best page, in trec_eval's order."""
+        corpus = self.corpus
+        if config.search_type == "FullText" and reranker is None:
+            # Only the query terms' postings are read: no array the size of the collection.
+            live = None
+            if corpus.temporal:
+                at = config.as_of or datetime.now().astimezone()
+                live = self._visibility(at, config.include_superseded)[1]
+            rows, scores, pages = self.bm25(config.bm25_variant).top_documents(
+                tokenize(query), depth, corpus.id_rank, corpus.page_document_rows, live
+            )
+            return Ranking(corpus.id_array[rows].tolist(), scores, pages)
         scores = self.page_scores(query, config)
         if reranker is not None:
             scores = self._rerank(query, scores, max(depth, CANDIDATES // 2), reranker)
-        corpus = self.corpus
         if corpus.one_page_each:
             rows = self._ordered(scores, depth, corpus.id_rank)
             pages = rows
@@ -301,7 +344,7 @@ class SearchIndex:
         rows = _top_rows(scores, count)
         rescored = np.full(len(scores), -np.inf)
         if len(rows):
-            texts = [self.corpus.texts[r] for r in rows]
+            texts = self.corpus.texts_of(rows.tolist())
             rescored[rows] = reranker.score(query, texts, scores[rows])
         return rescored
 

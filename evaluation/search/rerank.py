@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from evaluation.search.engine import Reranker
+from evaluation.search.postings import Postings
 from goldenset.text import tokenize
 
 WINDOW = 5
@@ -23,17 +24,33 @@ K1 = 1.2
 class ProximityReranker(Reranker):
     name = "proximity"
 
-    def __init__(self, idf: dict[str, float] | None = None):
-        self.idf = idf or {}
+    def __init__(self, postings: Postings | None = None):
+        """Pairs are weighted by their terms' Lucene idf in these postings (1.0 without them)."""
+        self.postings = postings
 
     def score(self, query: str, texts: Sequence[str], first_stage: np.ndarray) -> np.ndarray:
         terms = list(dict.fromkeys(tokenize(query)))
         if len(terms) < 2:
             return np.asarray(first_stage, dtype=np.float64).copy()
-        bonuses = np.array([self._bonus(terms, tokenize(text)) for text in texts], dtype=np.float64)
+        idf = self._idf(terms)
+        bonuses = np.array([self._bonus(terms, tokenize(text), idf) for text in texts], dtype=np.float64)
         return np.asarray(first_stage, dtype=np.float64) + bonuses
 
-    def _bonus(self, terms: list[str], tokens: list[str]) -> float:
+    def _idf(self, terms: list[str]) -> dict[str, float]:
+        """Lucene-style idf of the query's terms: only theirs, never a table of the whole vocabulary."""
+        postings = self.postings
+        if postings is None:
+            return {}
+        columns = postings.term_ids(terms)
+        df = postings.document_frequency_of(columns)
+        n_docs = postings.size
+        return {
+            postings.term(int(column)): math.log(1 + (n_docs - freq + 0.5) / (freq + 0.5))
+            for column, freq in zip(columns.tolist(), df.tolist(), strict=True)
+        }
+
+    @staticmethod
+    def _bonus(terms: list[str], tokens: list[str], idf: dict[str, float]) -> float:
         wanted = set(terms)
         positions = [(i, t) for i, t in enumerate(tokens) if t in wanted]
         pair_weight: dict[tuple[str, str], float] = {}
@@ -49,14 +66,6 @@ class ProximityReranker(Reranker):
                     pair_weight[pair] = pair_weight.get(pair, 0.0) + 1.0 / distance**2
         bonus = 0.0
         for (ti, tj), accumulated in pair_weight.items():
-            weight = min(1.0, self.idf.get(ti, 1.0)) * min(1.0, self.idf.get(tj, 1.0))
+            weight = min(1.0, idf.get(ti, 1.0)) * min(1.0, idf.get(tj, 1.0))
             bonus += weight * accumulated * (K1 + 1) / (accumulated + K1)
         return bonus
-
-
-def idf_table(vocabulary: dict[str, int], document_frequency: np.ndarray, n_docs: int) -> dict[str, float]:
-    """Lucene-style idf per term, for weighting proximity pairs."""
-    return {
-        term: math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-        for term, df in zip(vocabulary, document_frequency.tolist(), strict=True)
-    }

@@ -14,7 +14,7 @@ from evaluation.configs import RunConfig
 from evaluation.search import embeddings
 from evaluation.search.embeddings import EmbeddingReranker
 from evaluation.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
-from evaluation.search.rerank import ProximityReranker, idf_table
+from evaluation.search.rerank import ProximityReranker
 from goldenset.errors import EvalsiteError
 from goldenset.models import Collection
 from goldenset.selectors import pages_by_id
@@ -43,9 +43,7 @@ def make_reranker(name: str | None, index: SearchIndex, variant: str) -> Reranke
     if name is None:
         return None
     if name == "proximity":
-        bm25 = index.bm25(variant)
-        df = bm25.matrix.indptr[1:] - bm25.matrix.indptr[:-1]
-        return ProximityReranker(idf_table(bm25.vocabulary, df, bm25.size))
+        return ProximityReranker(index.bm25(variant).postings)
     if name in ("minilm", "endpoint") and name in available_rerankers():
         embedder = embedding_store.model_embedder(name)
         return EmbeddingReranker(name, embedder, embedding_store.CandidateVectors(embedder, index))

@@ -211,30 +211,30 @@ def endpoint_settings(settings, llm_server, tmp_path):
 def test_page_vectors_are_computed_once_and_recomputed_only_for_changed_pages(world, endpoint_settings):
     server = endpoint_settings
     corpus = indexes.load_corpus(world.collection)
-    first = indexes.embedder_factory(corpus).fit(corpus.texts)
-    assert sorted(server.embedded_texts()) == sorted(corpus.texts)
+    first = indexes.embedder_factory(corpus).fit(corpus.all_texts())
+    assert sorted(server.embedded_texts()) == sorted(corpus.all_texts())
     assert PageEmbedding.objects.filter(embedder="endpoint:scripted-embed").count() == 3
-    np.testing.assert_allclose(first, expected(server, corpus.texts), atol=1e-6)
+    np.testing.assert_allclose(first, expected(server, corpus.all_texts()), atol=1e-6)
 
     server.reset()
-    again = indexes.embedder_factory(corpus).fit(corpus.texts)  # another build of the same content
+    again = indexes.embedder_factory(corpus).fit(corpus.all_texts())  # another build of the same content
     assert server.count() == 0
     np.testing.assert_array_equal(again, first)
 
     add_documents(world.collection, {"warranty": "Every device carries a three-year warranty."})
     world.collection.refresh_from_db()
     corpus = indexes.load_corpus(world.collection)
-    changed = indexes.embedder_factory(corpus).fit(corpus.texts)
+    changed = indexes.embedder_factory(corpus).fit(corpus.all_texts())
     assert server.embedded_texts() == ["Warranty\nEvery device carries a three-year warranty."]
-    np.testing.assert_allclose(changed, expected(server, corpus.texts), atol=1e-6)
+    np.testing.assert_allclose(changed, expected(server, corpus.all_texts()), atol=1e-6)
     assert PageEmbedding.objects.filter(embedder="endpoint:scripted-embed").count() == 3
 
 
 def test_vectors_are_filed_per_embedder_and_dropped_with_their_page(world, endpoint_settings, settings):
     corpus = indexes.load_corpus(world.collection)
-    indexes.embedder_factory(corpus).fit(corpus.texts)
+    indexes.embedder_factory(corpus).fit(corpus.all_texts())
     settings.EVALSITE_EMBEDDINGS_MODEL = "another-model"
-    indexes.embedder_factory(corpus).fit(corpus.texts)
+    indexes.embedder_factory(corpus).fit(corpus.all_texts())
     assert endpoint_settings.count() == 2  # a different model's vectors are not reused
     assert PageEmbedding.objects.filter(page__document__collection=world.collection).count() == 6
     services.document_delete(document=world.collection.documents.get(external_id="warranty"), actor="test")
@@ -248,17 +248,17 @@ def test_a_failure_part_way_keeps_what_was_stored(world, endpoint_settings, monk
     corpus = indexes.load_corpus(world.collection)
     server.fail_next("ok", 500, 500)  # the first chunk goes through, the second never does
     with pytest.raises(EvalsiteError):
-        indexes.embedder_factory(corpus).fit(corpus.texts)
+        indexes.embedder_factory(corpus).fit(corpus.all_texts())
     assert PageEmbedding.objects.count() == 2
     server.reset()
-    indexes.embedder_factory(corpus).fit(corpus.texts)
+    indexes.embedder_factory(corpus).fit(corpus.all_texts())
     assert len(server.embedded_texts()) == 1
 
 
 def test_the_stored_embedder_pickles_without_its_page_ids(world, endpoint_settings):
     corpus = indexes.load_corpus(world.collection)
     embedder = indexes.embedder_factory(corpus)
-    embedder.fit(corpus.texts)
+    embedder.fit(corpus.all_texts())
     restored = pickle.loads(pickle.dumps(embedder))
     assert restored.page_ids == [] and restored.name == "endpoint:scripted-embed"
     assert restored.embed_query("refund").shape == (endpoint_settings.dims,)

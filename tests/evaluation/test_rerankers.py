@@ -106,7 +106,7 @@ def test_rerank_endpoint_runs_and_is_recorded_in_the_run(world, golden, endpoint
 def test_the_embedding_reranker_scores_by_cosine_alone(world, endpoint):
     index = indexes.get_index(world.collection)
     reranker = services.make_reranker("endpoint", index, "lucene")
-    texts = index.corpus.texts
+    texts = index.corpus.all_texts()
     scores = reranker.score("express shipping next day", texts, np.array([100.0, 0.0, -5.0]))
     embedder = embedding_store.model_embedder("endpoint")
     expected = embedder.embed_texts(texts) @ embedder.embed_query("express shipping next day")
@@ -117,11 +117,13 @@ def test_the_embedding_reranker_scores_by_cosine_alone(world, endpoint):
 def test_the_embedding_reranker_reuses_stored_page_vectors(world, endpoint):
     index = indexes.get_index(world.collection)
     corpus = index.corpus
-    embedding_store.page_vectors(embedding_store.model_embedder("endpoint"), corpus.page_ids, corpus.texts)
+    embedding_store.page_vectors(
+        embedding_store.model_embedder("endpoint"), corpus.page_ids, corpus.all_texts()
+    )
     endpoint.reset()
     reranker = services.make_reranker("endpoint", index, "lucene")
-    reranker.score("refund", corpus.texts[:2], np.zeros(2))
-    reranker.score("warranty", corpus.texts, np.zeros(3))
+    reranker.score("refund", corpus.all_texts()[:2], np.zeros(2))
+    reranker.score("warranty", corpus.all_texts(), np.zeros(3))
     assert endpoint.embedded_texts() == ["refund", "warranty"]  # the queries only
 
 
@@ -131,7 +133,7 @@ def test_the_embedding_reranker_uses_the_index_vectors_of_the_same_embedder(worl
     index.vectors()  # built with the endpoint embedder
     endpoint.reset()
     reranker = services.make_reranker("endpoint", index, "lucene")
-    reranker.score("refund", index.corpus.texts, np.zeros(3))
+    reranker.score("refund", index.corpus.all_texts(), np.zeros(3))
     assert endpoint.embedded_texts() == ["refund"]
 
 

@@ -1,0 +1,218 @@
+"""The compiled inner loops of BM25 search (numba, no fastmath: IEEE double additions in query-term order,
+so scores are bit-identical to the reference sums in bm25.py).
+
+A query walks only its terms' postings, each posting's weight (its term's idf times its tf part) computed at
+index time with numpy's double arithmetic: scores accumulate into a per-thread scratch array, the touched pages
+are remembered, and the top k is selected among them with a bounded heap; the scratch is reset by walking the
+touched pages again. Nothing per query is proportional to the collection's size. Plain numpy + numba: no
+Django import.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched):
+    """Add each query term's posting weights to their pages, term by term in query order (the order rank-bm25
+    and a column-by-column sum use); returns how many pages were touched, listed in `touched` (one slot more
+    than there are pages).
+
+    With `positive` (every weight > 0, always so for lucene) a page is new while its sum is still 0.0, noted
+    without a branch; otherwise `mark` flags the pages seen."""
+    n = 0
+    for i in range(terms.shape[0]):
+        t = terms[i]
+        if positive:
+            for p in range(indptr[t], indptr[t + 1]):
+                r = rows[p]
+                touched[n] = r
+                n += acc[r] == 0.0
+                acc[r] += weights[p]
+        else:
+            for p in range(indptr[t], indptr[t + 1]):
+                r = rows[p]
+                if mark[r] == 0:
+                    mark[r] = 1
+                    acc[r] = 0.0
+                    touched[n] = r
+                    n += 1
+                acc[r] += weights[p]
+    return n
+
+
+@njit(cache=True, nogil=True)
+def dense_scores(indptr, rows, weights, terms, size):
+    """Every page's score for the query, 0.0 where no term matches (Hybrid fusion and reranking read it)."""
+    out = np.zeros(size, dtype=np.float64)
+    for i in range(terms.shape[0]):
+        t = terms[i]
+        for p in range(indptr[t], indptr[t + 1]):
+            out[rows[p]] += weights[p]
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _order_key(score, rank, cell, cell_bits):
+    """One unsigned integer that sorts as trec_eval ranks: the 32-bit score (positive floats order as their
+    bit patterns), then the id's rank (trec_eval sorts ids descending, so the higher rank comes first).
+    `cell` is a one-float32 array, `cell_bits` its uint32 view: the bit cast."""
+    cell[0] = np.float32(score)
+    return (np.uint64(cell_bits[0]) << np.uint64(32)) | np.uint64(rank)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _offer(heap_key, heap_item, heap_score, size, key, item, score):
+    """Offer a candidate to a min-heap of the best so far (full when size == capacity); returns the new size."""
+    capacity = heap_key.shape[0]
+    if size < capacity:  # sift up
+        at = size
+        size += 1
+        while at > 0:
+            parent = (at - 1) // 2
+            if key >= heap_key[parent]:
+                break
+            heap_key[at], heap_item[at], heap_score[at] = (
+                heap_key[parent],
+                heap_item[parent],
+                heap_score[parent],
+            )
+            at = parent
+    elif key > heap_key[0]:
+        at = _sift_down(heap_key, heap_item, heap_score, size, key)
+    else:
+        return size
+    heap_key[at], heap_item[at], heap_score[at] = key, item, score
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_down(heap_key, heap_item, heap_score, size, key):
+    """Make room for `key` from the root down; returns where it goes."""
+    at = 0
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            return at
+        if child + 1 < size and heap_key[child + 1] < heap_key[child]:
+            child += 1
+        if heap_key[child] >= key:
+            return at
+        heap_key[at], heap_item[at], heap_score[at] = heap_key[child], heap_item[child], heap_score[child]
+        at = child
+
+
+@njit(cache=True, nogil=True)
+def _drain(heap_key, heap_item, heap_score, size):
+    """The heap's items and scores, best first (the heap is consumed)."""
+    items = np.empty(size, dtype=np.int64)
+    scores = np.empty(size, dtype=np.float64)
+    while size > 0:
+        size -= 1
+        items[size], scores[size] = heap_item[0], heap_score[0]
+        key, item, score = heap_key[size], heap_item[size], heap_score[size]
+        at = _sift_down(heap_key, heap_item, heap_score, size, key)
+        heap_key[at], heap_item[at], heap_score[at] = key, item, score
+    return items, scores
+
+
+@njit(cache=True, nogil=True)
+def top_documents(
+    indptr,
+    rows,
+    weights,
+    terms,
+    live,
+    positive,
+    page_document,
+    id_rank,
+    depth,
+    acc,
+    mark,
+    touched,
+    doc_list,
+    doc_best,
+    doc_page,
+    doc_mark,
+):
+    """The `depth` best documents for the query, each scored by its best page, in trec_eval's order (32-bit
+    score descending, then id descending). Returns (documents, scores, best pages).
+
+    Pages scoring 0 or less are not results; `live` (empty, or a flag per page) drops the pages it clears
+    (deletions, time filters). With `page_document` empty every page is its own document, offered to the
+    heap as it is read; otherwise pages are first reduced to their document's best. The scratch arrays (acc,
+    mark, touched per page; doc_* per document) are left as they were found: all zero."""
+    postings = 0
+    for i in range(terms.shape[0]):
+        postings += indptr[terms[i] + 1] - indptr[terms[i]]
+    pages = acc.shape[0]
+    # A query whose postings outnumber a quarter of the pages touches most of them: then every page is
+    # visited once in order (no list of touched pages), which costs no more than the postings themselves.
+    sweep = 4 * postings >= pages
+    if sweep:
+        for i in range(terms.shape[0]):
+            t = terms[i]
+            for p in range(indptr[t], indptr[t + 1]):
+                acc[rows[p]] += weights[p]
+        n = pages
+    else:
+        n = _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched)
+    check_live = live.shape[0] > 0
+    per_page = page_document.shape[0] == 0
+    capacity = max(0, min(depth, n))
+    heap_key = np.empty(capacity, dtype=np.uint64)
+    heap_item = np.empty(capacity, dtype=np.int64)
+    heap_score = np.empty(capacity, dtype=np.float64)
+    size = 0
+    floor = np.float32(-1.0)  # the weakest score in a full heap: most candidates stop at this comparison
+    cell = np.zeros(1, dtype=np.float32)
+    cell_bits = cell.view(np.uint32)
+    count = 0
+    for j in range(n):
+        r = j if sweep else touched[j]
+        if not positive:
+            mark[r] = 0
+        s = acc[r]
+        acc[r] = 0.0
+        if not s > 0.0 or (check_live and not live[r]):
+            continue
+        if per_page:
+            if np.float32(s) < floor or capacity == 0:
+                continue
+            size = _offer(
+                heap_key, heap_item, heap_score, size, _order_key(s, id_rank[r], cell, cell_bits), r, s
+            )
+            if size == capacity:
+                floor = np.float32(heap_score[0])
+            continue
+        d = page_document[r]
+        if doc_mark[d] == 0:
+            doc_mark[d] = 1
+            doc_best[d] = s
+            doc_page[d] = r
+            doc_list[count] = d
+            count += 1
+        elif s > doc_best[d] or (s == doc_best[d] and r < doc_page[d]):
+            doc_best[d] = s
+            doc_page[d] = r
+    for j in range(count):
+        d = doc_list[j]
+        doc_mark[d] = 0
+        if np.float32(doc_best[d]) < floor or capacity == 0:
+            continue
+        size = _offer(
+            heap_key,
+            heap_item,
+            heap_score,
+            size,
+            _order_key(doc_best[d], id_rank[d], cell, cell_bits),
+            d,
+            doc_best[d],
+        )
+        if size == capacity:
+            floor = np.float32(heap_score[0])
+    documents, scores = _drain(heap_key, heap_item, heap_score, size)
+    best_pages = documents.copy() if per_page else doc_page[documents]
+    return documents, scores, best_pages

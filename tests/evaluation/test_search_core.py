@@ -1,0 +1,189 @@
+"""The search core (postings, kernels, BM25 weights): exact against brute force and the references.
+
+Pure: no database. The brute-force reference below is the previous engine's definition, written plainly: every
+page's score summed term by term in query order, documents scored by their best page, ordered as trec_eval
+orders a run (32-bit score descending, then id descending in byte order), pages scoring 0 or less left out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rank_bm25
+
+from evaluation.search.bm25 import BM25Index, BM25Params, build_index
+from evaluation.search.postings import Postings, build_postings
+from goldenset.text import tokenize
+
+DEMO = Path(__file__).resolve().parents[2] / "demo" / "clapnq"
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+]
+
+
+def _id_rank(ids: list[str]) -> np.ndarray:
+    order = sorted(range(len(ids)), key=lambda i: ids[i].encode())
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return rank
+
+
+def _brute_force(index: BM25Index, query, ids, page_document=None, live=None, depth=10):
+    """(documents, scores, pages) by the plain definition."""
+    dense = np.zeros(index.size)
+    for column in index.query_terms(query):
+        p = index.postings
+        for k in range(p.indptr[column], p.indptr[column + 1]):
+            dense[p.rows[k]] += index.weights[k]
+    page_document = np.arange(index.size) if page_document is None else page_document
+    best: dict[int, tuple[float, int]] = {}
+    for page, score in enumerate(dense.tolist()):
+        if score <= 0 or (live is not None and not live[page]):
+            continue
+        document = int(page_document[page])
+        if document not in best or score > best[document][0]:
+            best[document] = (score, page)
+    ranked = sorted(best, key=lambda d: (np.float32(best[d][0]), ids[d].encode()), reverse=True)[:depth]
+    return ranked, [best[d][0] for d in ranked], [best[d][1] for d in ranked]
+
+
+def _random_corpus(seed: int, pages: int, vocabulary: int = 12, length: tuple[int, int] = (0, 12)):
+    rng = np.random.default_rng(seed)
+    words = WORDS[:vocabulary]
+    corpus = []
+    for _ in range(pages):
+        size = int(rng.integers(*length))
+        corpus.append([words[int(i)] for i in rng.zipf(1.6, size) % len(words)])
+    return corpus
+
+
+@pytest.mark.parametrize("variant", ["lucene", "okapi"])
+@pytest.mark.parametrize("seed", range(6))
+def test_top_documents_equals_the_brute_force_ranking(variant, seed):
+    rng = np.random.default_rng(100 + seed)
+    tokens = _random_corpus(seed, 60)
+    tokens += tokens[:15]  # identical pages: identical scores, so the id tie-break decides
+    ids = [f"d{int(i)}" for i in rng.permutation(len(tokens))]  # "d10" < "d9" as bytes
+    index = build_index(tokens, BM25Params(variant))
+    rank = _id_rank(ids)
+    ties = 0
+    for _q in range(25):
+        query = [WORDS[int(i)] for i in rng.integers(0, len(WORDS), int(rng.integers(1, 6)))]
+        for depth in (0, 1, 7, 200):
+            rows, scores, pages = index.top_documents(query, depth, rank)
+            want = _brute_force(index, query, ids, depth=depth)
+            assert rows.tolist() == want[0], (query, depth)
+            assert scores.tolist() == want[1]  # bit for bit
+            assert pages.tolist() == want[2]
+        top = np.float32(scores)
+        ties += len(top) - len(np.unique(top))
+    assert ties > 0, "the corpus must produce tied scores for the tie-break to be tested"
+
+
+def test_pages_of_one_document_count_once_with_their_best_score_and_first_best_page():
+    tokens = _random_corpus(7, 90)
+    tokens[10] = tokens[11] = ["alpha", "beta"]  # two equal pages of one document: the first is its best page
+    page_document = np.repeat(np.arange(30), 3)
+    ids = [f"doc-{i:02d}" for i in range(30)]
+    index = build_index(tokens, BM25Params("lucene"))
+    rank = _id_rank(ids)
+    for query in (["alpha", "beta"], ["gamma"], ["delta", "alpha", "alpha"], ["nothing"]):
+        got = index.top_documents(query, 12, rank, page_document)
+        want = _brute_force(index, query, ids, page_document=page_document, depth=12)
+        assert (got[0].tolist(), got[1].tolist(), got[2].tolist()) == tuple(map(list, want))
+    best = index.top_documents(["alpha", "beta"], 30, rank, page_document)
+    assert 11 not in best[2].tolist()
+
+
+def test_pages_cleared_by_the_live_mask_are_never_results():
+    tokens = _random_corpus(3, 50)
+    ids = [f"p{i}" for i in range(50)]
+    index = build_index(tokens, BM25Params("okapi"))
+    live = np.arange(50) % 3 != 0
+    for query in (["alpha"], ["beta", "gamma"], ["alpha", "beta", "gamma", "delta"]):
+        rows, _, _ = index.top_documents(query, 50, _id_rank(ids), live=live)
+        assert rows.tolist() == _brute_force(index, query, ids, live=live, depth=50)[0]
+        assert all(live[r] for r in rows)
+
+
+def test_okapi_with_negative_weights_still_leaves_out_pages_that_score_zero_or_less():
+    # Every word in most pages: negative okapi idfs, floored at epsilon x a mean that is itself negative.
+    tokens = [["alpha", "beta"]] * 8 + [["alpha"]] * 3 + [["gamma"]]
+    index = build_index(tokens, BM25Params("okapi"))
+    assert not index.positive and (index.weights < 0).any()
+    ids = [f"x{i}" for i in range(len(tokens))]
+    for query in (["alpha"], ["alpha", "gamma"], ["beta", "alpha"]):
+        got = index.top_documents(query, 20, _id_rank(ids))
+        assert got[0].tolist() == _brute_force(index, query, ids, depth=20)[0]
+        assert (got[1] > 0).all()
+
+
+def test_the_scratch_arrays_are_left_clean_for_the_next_query():
+    tokens = _random_corpus(5, 200)
+    ids = [str(i) for i in range(200)]
+    index = build_index(tokens, BM25Params("lucene"))
+    rank = _id_rank(ids)
+    first = index.top_documents(["alpha", "beta"], 5, rank)
+    index.top_documents(["gamma", "delta", "epsilon"], 5, rank)
+    again = index.top_documents(["alpha", "beta"], 5, rank)
+    assert first[0].tolist() == again[0].tolist() and first[1].tolist() == again[1].tolist()
+    assert all(not array.any() for array in index._scratch.arrays)
+
+
+@pytest.mark.skipif(not (DEMO / "corpus.jsonl").is_file(), reason="the demo collection ships with the repo")
+def test_okapi_scores_are_rank_bm25s_bit_for_bit_and_lucene_ranks_match_brute_force():
+    corpus = [json.loads(line) for line in (DEMO / "corpus.jsonl").read_text().splitlines()]
+    queries = [json.loads(line)["text"] for line in (DEMO / "queries.jsonl").read_text().splitlines()][:60]
+    tokens = [tokenize(f"{d.get('title', '')}\n{d['text']}") for d in corpus]
+    ids = [d["_id"] for d in corpus]
+    reference = rank_bm25.BM25Okapi(tokens)
+    okapi = build_index(tokens, BM25Params("okapi"))
+    lucene = build_index(tokens, BM25Params("lucene"))
+    rank = _id_rank(ids)
+    for text in queries:
+        query = tokenize(text)
+        np.testing.assert_array_equal(okapi.scores(query), reference.get_scores(query))
+        got = lucene.top_documents(query, 100, rank)
+        assert got[0].tolist() == _brute_force(lucene, query, ids, depth=100)[0]
+
+
+def test_postings_saved_and_mapped_back_search_the_same(tmp_path):
+    tokens = _random_corpus(11, 120) + [["ünïcode", "straße", "日本語"]]
+    postings = build_postings(tokens)
+    postings.save(tmp_path / "postings")
+    mapped = Postings.open(tmp_path / "postings")
+    assert isinstance(mapped.rows, np.memmap)
+    for name in ("indptr", "rows", "tfs", "lengths", "term_hashes", "first_seen"):
+        np.testing.assert_array_equal(getattr(mapped, name), getattr(postings, name))
+    built = BM25Index(postings, BM25Params("okapi"))
+    loaded = BM25Index(mapped, BM25Params("okapi"))
+    rank = _id_rank([str(i) for i in range(len(tokens))])
+    for query in (["alpha", "beta"], ["straße"], ["日本語", "alpha"], ["absent"]):
+        a, b = built.top_documents(query, 10, rank), loaded.top_documents(query, 10, rank)
+        assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+    assert loaded.query_terms(["straße", "strasse", "日本語"]).tolist() == [
+        mapped.term_ids(["straße"])[0],
+        mapped.term_ids(["日本語"])[0],
+    ]
+
+
+def test_no_page_and_no_term_give_empty_results():
+    empty = build_index([], BM25Params("lucene"))
+    assert empty.top_documents(["alpha"], 10, np.zeros(0, dtype=np.int64))[0].tolist() == []
+    blank = build_index([[], []], BM25Params("okapi"))
+    assert blank.top_documents(["alpha"], 10, _id_rank(["a", "b"]))[0].tolist() == []
+    assert blank.scores(["alpha"]).tolist() == [0.0, 0.0]
