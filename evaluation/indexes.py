@@ -17,6 +17,7 @@ import contextlib
 import copy
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import pickle
@@ -26,8 +27,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -36,7 +39,8 @@ from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import BM25Index, BM25Params
 from evaluation.search.engine import Corpus, Embedder, SearchIndex
 from evaluation.search.postings import Postings
-from goldenset.models import Collection, Document, Page
+from goldenset.errors import ERROR_CODES, EvalsiteError
+from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
 from goldenset.temporal import Validity
 from goldenset.vocabulary.chunks import chunks
 
@@ -49,15 +53,18 @@ _MEMORY_SLOTS = 8
 
 @dataclass
 class IndexStats:
-    """What getting the indexes for one call cost: what was built, what was found cached."""
+    """What getting the indexes for one call cost: what was built, what was found cached; which content version
+    each collection's index held, and which collections were answered by an older one while theirs builds."""
 
     built: int = 0
     loaded: int = 0
     cached: int = 0
     parts_built: int = 0
     build_ms: float = 0.0
+    versions: dict[str, int] = field(default_factory=dict)
+    stale: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "built": self.built,
             "loaded": self.loaded,
@@ -152,12 +159,33 @@ def embedder_factory(corpus: Corpus | None = None) -> Embedder:
 
 
 def get_index(
-    collection: Collection, stats: IndexStats | None = None, parts: Iterable[str] = ()
+    collection: Collection,
+    stats: IndexStats | None = None,
+    parts: Iterable[str] = (),
+    *,
+    build: bool | None = None,
 ) -> SearchIndex:
     """The collection's index for its current content version, with `parts` built: from memory, from the index
-    directory, or built now (once, however many threads and processes ask at the same time)."""
+    directory, or built now (once, however many threads and processes ask at the same time).
+
+    Where builds are not allowed (`build=False`, or inside `builds_off()`: every web request), an index that is
+    not ready is never built here: a build job is queued (one per collection and version), the newest older
+    version that has the parts answers meanwhile (the stats name the collection as stale), and a collection
+    with none raises EvalsiteError index-building (503, Retry-After)."""
     stats = stats if stats is not None else IndexStats()
     wanted = frozenset(parts)
+    build = _builds_allowed.get() if build is None else build
+    index = _lookup(collection, wanted, stats, build)
+    if index is None:
+        index = _meanwhile(collection, wanted, stats)
+    stats.versions[collection.slug] = index.content_version or 0
+    return index
+
+
+def _lookup(
+    collection: Collection, wanted: frozenset[str], stats: IndexStats, build: bool
+) -> SearchIndex | None:
+    """The current version's index with the wanted parts, from memory or disk, built if `build`; else None."""
     key = _key(collection)
     with _lock:
         index = _memory.get(key)
@@ -180,9 +208,15 @@ def get_index(
                 if loaded is not None:
                     index, stats.loaded = loaded, stats.loaded + 1
                     _stamps[key] = stamp
+            ready = index is not None and all(index.has_part(p) for p in wanted)
+            if not ready and not build:
+                if index is not None:
+                    _remember(key, index)  # what was loaded serves the parts it has
+                return None
             if index is None:
                 started = time.perf_counter()
                 index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
+                index.content_version = collection.content_version
                 stats.built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
@@ -199,14 +233,167 @@ def get_index(
                 # Search the saved copy: its arrays are mapped (shared with the other processes), the ones
                 # built here are freed, and so are the page texts.
                 index = _read(path) or index
-        with _lock:
-            _memory[key] = index
-            _memory.move_to_end(key)
-            while len(_memory) > _MEMORY_SLOTS:
-                evicted, _index = _memory.popitem(last=False)
-                _key_locks.pop(evicted, None)
-                _stamps.pop(evicted, None)
+        _remember(key, index)
     return index
+
+
+def _remember(key: tuple, index: SearchIndex) -> None:
+    with _lock:
+        _memory[key] = index
+        _memory.move_to_end(key)
+        # Only the newest version of a collection stays: an older one is never asked for again.
+        for other in [k for k in _memory if k[0] == key[0] and k[1] < key[1]]:
+            _forget(other)
+        while len(_memory) > _MEMORY_SLOTS:
+            _forget(next(iter(_memory)))
+
+
+def _forget(key: tuple) -> None:
+    _memory.pop(key, None)
+    _key_locks.pop(key, None)
+    _stamps.pop(key, None)
+
+
+# --- builds off the request path ------------------------------------------------------------------------------
+
+_builds_allowed: ContextVar[bool] = ContextVar("evalsite_index_builds_allowed", default=True)
+
+
+@contextlib.contextmanager
+def builds_off() -> Iterator[None]:
+    """Within: get_index never builds (the web requests' setting: evalsite.middleware)."""
+    token = _builds_allowed.set(False)
+    try:
+        yield
+    finally:
+        _builds_allowed.reset(token)
+
+
+RETRY_AFTER_SECONDS = 5
+
+
+def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex:
+    """An index that is not ready where builds are off: queue its build, then serve what exists."""
+    job_id = None
+    try:
+        job_id = build_schedule(collection, wanted)
+    except EvalsiteError as exc:  # the broker is down: an older version may still answer
+        logger.warning("could not queue the index build of %s: %s", collection.uid, exc.message)
+    # A worker may already have finished it (or ran it inline, django-q's sync mode).
+    index = _lookup(collection, wanted, stats, build=False)
+    if index is not None:
+        return index
+    older = _newest_older(collection, wanted, stats)
+    if older is not None:
+        stats.stale.append(collection.slug)
+        return older
+    failed = Job.objects.filter(pk=job_id, status=JobStatus.FAILED).values_list("error", flat=True).first()
+    if failed and failed.get("code") in ERROR_CODES:  # it ran inline and failed: say why, not "building"
+        raise EvalsiteError(
+            failed["code"],
+            failed.get("message", ""),
+            details={**failed.get("details", {}), "job_id": str(job_id)},
+            status=ERROR_CODES[failed["code"]][0],
+        )
+    raise EvalsiteError(
+        "index-building",
+        f"The search index of collection {collection.slug!r} (content version {collection.content_version}) "
+        "is being built; retry shortly.",
+        details={
+            "collection_id": collection.slug,
+            "content_version": collection.content_version,
+            "parts": sorted(wanted),
+            "job_id": str(job_id) if job_id else None,
+        },
+        status=503,
+        retry_after=RETRY_AFTER_SECONDS,
+    )
+
+
+def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex | None:
+    """The newest saved version older than the current one that has the wanted parts."""
+    current = _key(collection)
+    for version, folder in _saved_versions(collection):
+        if version >= current[1]:
+            continue
+        key = (current[0], version, *current[2:])
+        with _lock:
+            index = _memory.get(key)
+        if index is None:
+            index = _read(folder / "index.pickle")
+            if index is None:
+                continue
+            stats.loaded += 1
+            with _lock:
+                _memory[key] = index
+        if all(index.has_part(p) for p in wanted):
+            return index
+    return None
+
+
+def _saved_versions(collection: Collection) -> list[tuple[int, Path]]:
+    """(content version, folder) of the collection's saved indexes under this engine and embedder, newest first."""
+    key = _key(collection)
+    found = []
+    for folder in Path(settings.EVALSITE_INDEX_DIR).glob(f"{key[0]}-v*-e{key[2]}-{key[3]}"):
+        version = folder.name.removeprefix(f"{key[0]}-v").split("-", 1)[0]
+        if version.isdigit() and (folder / "index.pickle").is_file():
+            found.append((int(version), folder))
+    return sorted(found, reverse=True)
+
+
+def saved_parts(collection: Collection) -> frozenset[str]:
+    """The parts of the newest saved index of the collection (what its next version should have too)."""
+    for _version, folder in _saved_versions(collection):
+        try:
+            return frozenset(json.loads((folder / "parts.json").read_text()))
+        except (OSError, ValueError):
+            continue
+    return frozenset()
+
+
+def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | None:
+    """Queue an IndexBuild job for the collection's current version, unless one is queued or running; returns
+    its id. The parts: those asked, those its newest saved index had, and FullText's always."""
+    from goldenset.jobs import job_create  # late: jobs import the models of every app
+
+    wanted = sorted({DEFAULT_PART, *parts, *saved_parts(collection)})
+    active = Job.objects.filter(
+        collection=collection,
+        kind=JobKind.INDEX_BUILD,
+        status__in=[JobStatus.QUEUED, JobStatus.RUNNING],
+        input__content_version=collection.content_version,
+    ).first()
+    if active is not None and set(wanted) <= set(active.input.get("parts", [])):
+        return str(active.pk)
+    job = job_create(
+        tenant=collection.tenant,
+        kind=JobKind.INDEX_BUILD,
+        input={"content_version": collection.content_version, "parts": wanted},
+        collection=collection,
+        now=True,
+    )
+    return str(job.pk)
+
+
+def index_build_job(job: Job, progress) -> dict:
+    """The IndexBuild job: the collection's current index with the parts asked, built and saved once."""
+    collection = job.collection
+    if collection is None:
+        raise EvalsiteError("not-found", "The collection of this index build was deleted.", status=404)
+    stats = IndexStats()
+    parts = job.input.get("parts", [DEFAULT_PART])
+    progress(0, 1)
+    index = get_index(collection, stats, parts, build=True)
+    progress(1, 1)
+    return {
+        "content_version": index.content_version,
+        "parts": sorted(p for p in parts if index.has_part(p)),
+        **stats.as_dict(),
+    }
+
+
+DEFAULT_PART = "bm25:lucene"
 
 
 def _read(path: Path) -> SearchIndex | None:
@@ -262,6 +449,8 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
         _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
     if vectors is not None:
         _save_array(folder / "vectors.npy", vectors)
+    parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
+    (folder / "parts.json").write_text(json.dumps(parts))
     state = index.__getstate__()
     state["postings"] = _SAVED if postings is not None else None
     state["bm25_indexes"] = dict.fromkeys(variants, _SAVED)
@@ -278,10 +467,10 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    for stale in folder.parent.glob(f"{collection.uid}-v*"):
-        if stale != folder and stale.is_dir():
+    for version, stale in _saved_versions(collection):
+        if version < (index.content_version or 0):
+            # Processes that mapped its files keep reading them: the kernel frees them when the last one closes.
             shutil.rmtree(stale, ignore_errors=True)
-            Path(f"{stale}.lock").unlink(missing_ok=True)
     return stamp
 
 

@@ -41,6 +41,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "too-many-configs": (400, "more configurations than one call may evaluate"),
     "empty-golden-set": (400, "no golden entry with expected documents to evaluate"),
     "embeddings-unavailable": (503, "the embeddings endpoint failed after its retries"),
+    "index-building": (
+        503,
+        "the collection has no search index yet: a job builds it; retry after the Retry-After seconds",
+    ),
     "llm-not-configured": (400, "a model was named but no chat endpoint is configured"),
     "llm-unavailable": (503, "the chat endpoint failed after its retries"),
     "llm-unreadable": (502, "the chat model's answer could not be read"),
@@ -84,7 +88,13 @@ class EvalsiteError(Exception):
     status_code = 400
 
     def __init__(
-        self, code: str, message: str, *, details: dict[str, Any] | None = None, status: int | None = None
+        self,
+        code: str,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        status: int | None = None,
+        retry_after: int | None = None,
     ):
         if code not in ERROR_CODES:
             raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
@@ -92,6 +102,7 @@ class EvalsiteError(Exception):
         self.code = code
         self.message = message
         self.details = details or {}
+        self.retry_after = retry_after  # seconds, sent as Retry-After
         if status is not None:
             self.status_code = status
 

@@ -221,6 +221,7 @@ class JobKind(models.TextChoices):
     GENERATE = "Generate"
     EVALUATE = "Evaluate"
     EVALUATE_ANSWERS = "EvaluateAnswers"
+    INDEX_BUILD = "IndexBuild"
 
 
 class JobStatus(models.TextChoices):

@@ -76,7 +76,9 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         exc = exceptions.PermissionDenied()
 
     if isinstance(exc, EvalsiteError):
-        return Response({"error": exc.as_dict()}, status=exc.status_code)
+        if exc.retry_after is not None:
+            headers["Retry-After"] = str(exc.retry_after)
+        return Response({"error": exc.as_dict()}, status=exc.status_code, headers=headers)
 
     # Django's request limits (DATA_UPLOAD_MAX_NUMBER_FIELDS / _FILES / _MEMORY_SIZE) and other malformed
     # requests: the client's fault, so a 4xx, never the 500 an unknown exception gets.

@@ -166,7 +166,13 @@ class IndexOut(serializers.Serializer):
     cached = serializers.IntegerField()
     parts_built = serializers.IntegerField()
     build_ms = serializers.FloatField()
-    content_versions = serializers.DictField(child=serializers.IntegerField())
+    content_versions = serializers.DictField(
+        child=serializers.IntegerField(), help_text="The content version each collection's index held."
+    )
+    stale = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="Collections answered by an older index while their current one builds (a job).",
+    )
 
 
 class RunIndexOut(IndexOut):
@@ -183,6 +189,7 @@ class StoredRunIndexOut(serializers.Serializer):
     parts_built = serializers.IntegerField(required=False)
     build_ms = serializers.FloatField(required=False)
     content_versions = serializers.DictField(child=serializers.IntegerField(), required=False)
+    stale = serializers.ListField(child=serializers.CharField(), required=False)
     evaluated_at = serializers.DateTimeField(required=False)
     search_ms = serializers.FloatField(required=False)
 

@@ -216,3 +216,140 @@ def top_documents(
     documents, scores = _drain(heap_key, heap_item, heap_score, size)
     best_pages = documents.copy() if per_page else doc_page[documents]
     return documents, scores, best_pages
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _advance(rows, at, end, target):
+    """The first position in rows[at:end] (ascending) whose row is >= target: galloping, then binary search."""
+    if at >= end or rows[at] >= target:
+        return at
+    step = 1
+    low = at
+    high = at + 1
+    while high < end and rows[high] < target:
+        low = high
+        step *= 2
+        high = at + step
+    if high > end:
+        high = end
+    while low < high:  # rows[low] < target; find the first >= target in (low, high]
+        middle = (low + high) // 2
+        if rows[middle] < target:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@njit(cache=True, nogil=True)
+def top_pages_pruned(indptr, rows, weights, term_max, terms, live, id_rank, depth, acc, mark, touched):
+    """top_documents for collections of one page per document whose weights are all positive (every lucene
+    index), skipping most of the postings of common words (score-at-a-time pruning, Moffat & Zobel 1996):
+
+    1. terms are read rarest-weight-first; every page met becomes a candidate, until the k-th best partial
+       sum exceeds what the terms not read yet could add to a page at most: then no page not yet met can
+       enter the top k, and each remaining term is only looked up for the candidates (a galloping search in
+       its postings) instead of read whole; candidates that can no longer reach the k-th best are dropped;
+    2. the partial sums, added in that order, are within a few ulps of the exact ones: every candidate
+       within a relative 1e-9 of the k-th best is re-scored exactly (its weights added in query-term order
+       from 0.0, as everywhere else) and the top k is taken on the exact 32-bit keys and the id tie-break.
+    So the result is exactly the unpruned one. Scratch (acc, mark, touched: per page) is left all zero."""
+    m = terms.shape[0]
+    if m == 0 or depth <= 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
+    bound = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        bound[i] = term_max[terms[i]]
+    order = np.argsort(-bound, kind="mergesort")  # the largest possible contribution first
+    rest = np.zeros(m, dtype=np.float64)  # rest[j]: what the terms after order[j] can add, at most
+    total = 0.0
+    for j in range(m - 1, -1, -1):
+        rest[j] = total * (1.0 + 1e-9)
+        total += bound[order[j]]
+    check_live = live.shape[0] > 0
+    n = 0
+    expanding = True
+    threshold = 0.0
+    for j in range(m):
+        i = order[j]
+        t = terms[i]
+        lo, hi = indptr[t], indptr[t + 1]
+        if expanding:
+            for p in range(lo, hi):
+                r = rows[p]
+                if mark[r] == 0:
+                    if check_live and not live[r]:
+                        continue
+                    mark[r] = 1
+                    touched[n] = r
+                    n += 1
+                acc[r] += weights[p]
+            if n >= depth and j + 1 < m:
+                threshold = _kth_largest(acc, touched, n, depth) * (1.0 - 1e-9)
+                if rest[j] < threshold:
+                    expanding = False
+                    touched[:n].sort()  # row order, for the galloping lookups
+                    n = _drop_hopeless(acc, mark, touched, n, rest[j], threshold)
+        else:
+            at = lo
+            for c in range(n):
+                r = touched[c]
+                at = _advance(rows, at, hi, r)
+                if at < hi and rows[at] == r:
+                    acc[r] += weights[at]
+            if j + 1 < m:
+                threshold = max(threshold, _kth_largest(acc, touched, n, depth) * (1.0 - 1e-9))
+                n = _drop_hopeless(acc, mark, touched, n, rest[j], threshold)
+    # the candidates near or above the k-th best, re-scored exactly
+    cut = _kth_largest(acc, touched, n, depth) * (1.0 - 1e-9) if n > depth else -np.inf
+    heap_key = np.empty(depth, dtype=np.uint64)
+    heap_item = np.empty(depth, dtype=np.int64)
+    heap_score = np.empty(depth, dtype=np.float64)
+    cell = np.zeros(1, dtype=np.float32)
+    cell_bits = cell.view(np.uint32)
+    size = 0
+    for c in range(n):
+        r = touched[c]
+        approximate = acc[r]
+        acc[r] = 0.0
+        mark[r] = 0
+        if approximate < cut:
+            continue
+        s = 0.0
+        for i in range(m):  # query order, from 0.0
+            t = terms[i]
+            at = _advance(rows, indptr[t], indptr[t + 1], r)
+            if at < indptr[t + 1] and rows[at] == r:
+                s += weights[at]
+        if s > 0.0:
+            size = _offer(
+                heap_key, heap_item, heap_score, size, _order_key(s, id_rank[r], cell, cell_bits), r, s
+            )
+    documents, scores = _drain(heap_key, heap_item, heap_score, size)
+    return documents, scores, documents.copy()
+
+
+@njit(cache=True, nogil=True)
+def _kth_largest(acc, touched, n, k):
+    """The k-th largest of acc over touched[:n] (the smallest when n < k)."""
+    values = np.empty(n, dtype=np.float64)
+    for c in range(n):
+        values[c] = acc[touched[c]]
+    if n <= k:
+        return values.min() if n else 0.0
+    return np.partition(values, n - k)[n - k]
+
+
+@njit(cache=True, nogil=True)
+def _drop_hopeless(acc, mark, touched, n, rest, threshold):
+    """Keep the candidates that could still reach the threshold (in order); reset the others' scratch."""
+    kept = 0
+    for c in range(n):
+        r = touched[c]
+        if acc[r] + rest >= threshold:
+            touched[kept] = r
+            kept += 1
+        else:
+            acc[r] = 0.0
+            mark[r] = 0
+    return kept

@@ -149,9 +149,14 @@ class CollectionSearch:
         ]
 
     def index_info(self) -> dict:
+        """What getting the indexes cost, the content version each index held (older than the collection's
+        own while its new index builds), and which collections were answered by such an older index."""
         return {
             **self.stats.as_dict(),
-            "content_versions": {c.slug: c.content_version for c in self.collections},
+            "content_versions": {
+                c.slug: self.stats.versions.get(c.slug, c.content_version) for c in self.collections
+            },
+            "stale": sorted(set(self.stats.stale)),
         }
 
 

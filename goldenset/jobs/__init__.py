@@ -69,8 +69,10 @@ def job_create(
     input: dict[str, Any],
     collection: Collection | None = None,
     actor: str | None = None,
+    now: bool = False,
 ) -> Job:
-    """Create a Queued job and put its task in the broker once the surrounding transaction commits.
+    """Create a Queued job and put its task in the broker once the surrounding transaction commits (`now`: at
+    once, for a job that reads only what is already committed, such as an index build asked by a search).
 
     With an actor, the launch goes into the audit trail (in the caller's transaction, or one of its own).
     A broker that refuses the task fails the job at once and raises EvalsiteError broker-unavailable (503):
@@ -91,7 +93,10 @@ def job_create(
                 actor=actor,
                 changes={"kind": kind},
             )
-    transaction.on_commit(lambda: _enqueue_or_fail(job))
+    if now:
+        _enqueue_or_fail(job)
+    else:
+        transaction.on_commit(lambda: _enqueue_or_fail(job))
     return job
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,8 @@ from goldenset.models import (
 from goldenset.services.audit import ID_SAMPLE, audit_entries, audit_record, diff
 from goldenset.text import collection_id_problem, split_pages
 from goldenset.vocabulary.chunks import CHUNK, chunks
+
+logger = logging.getLogger(__name__)
 
 # --- tenancy -----------------------------------------------------------------------------------------------
 
@@ -197,12 +200,27 @@ def _audit_collection(collection: Collection, action: str, actor: str, changes: 
     )
 
 
+# Called with the collection once a change of its content has committed (the evaluation app queues the build of
+# its new search index), so this app never imports the ones above it.
+content_changed_hooks: list[Callable[[Collection], object]] = []
+
+
 def collection_touch(*, collection: Collection) -> None:
-    """Mark the content changed, so cached search indexes of the old version are not used again."""
+    """Mark the content changed, so cached search indexes of the old version are not used again; once the
+    change commits, the hooks run (a failing hook is logged: the change itself stands)."""
     Collection.objects.filter(pk=collection.pk).update(
         content_version=F("content_version") + 1, updated_at=timezone.now()
     )
     collection.refresh_from_db(fields=["content_version", "updated_at"])
+    transaction.on_commit(lambda: _content_changed(collection))
+
+
+def _content_changed(collection: Collection) -> None:
+    for hook in content_changed_hooks:
+        try:
+            hook(collection)
+        except Exception:
+            logger.exception("content-changed hook %s failed for collection %s", hook, collection.pk)
 
 
 # --- documents ---------------------------------------------------------------------------------------------
