@@ -107,7 +107,7 @@ class BM25Index:
                 _EMPTY_BOOL if live is None else live,
                 id_rank,
                 depth,
-                *self._scratch_arrays(len(id_rank))[:3],
+                *self._pruning_scratch(len(id_rank)),
             )
         return kernels.top_documents(
             p.indptr,
@@ -121,6 +121,10 @@ class BM25Index:
             depth,
             *self._scratch_arrays(len(id_rank)),
         )
+
+    def _pruning_scratch(self, documents: int) -> tuple[np.ndarray, ...]:
+        acc, mark, touched, _doc_list, doc_best, *_ = self._scratch_arrays(documents)
+        return acc, mark, touched, doc_best  # doc_best serves as the selection buffer
 
     def _scratch_arrays(self, documents: int) -> tuple[np.ndarray, ...]:
         arrays = getattr(self._scratch, "arrays", None)

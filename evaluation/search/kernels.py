@@ -242,7 +242,9 @@ def _advance(rows, at, end, target):
 
 
 @njit(cache=True, nogil=True)
-def top_pages_pruned(indptr, rows, weights, term_max, terms, live, id_rank, depth, acc, mark, touched):
+def top_pages_pruned(
+    indptr, rows, weights, term_max, terms, live, id_rank, depth, acc, mark, touched, values
+):
     """top_documents for collections of one page per document whose weights are all positive (every lucene
     index), skipping most of the postings of common words (score-at-a-time pruning, Moffat & Zobel 1996):
 
@@ -253,7 +255,8 @@ def top_pages_pruned(indptr, rows, weights, term_max, terms, live, id_rank, dept
     2. the partial sums, added in that order, are within a few ulps of the exact ones: every candidate
        within a relative 1e-9 of the k-th best is re-scored exactly (its weights added in query-term order
        from 0.0, as everywhere else) and the top k is taken on the exact 32-bit keys and the id tie-break.
-    So the result is exactly the unpruned one. Scratch (acc, mark, touched: per page) is left all zero."""
+    So the result is exactly the unpruned one. Scratch (acc, mark, touched, values: per page) is left with
+    acc and mark all zero."""
     m = terms.shape[0]
     if m == 0 or depth <= 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64), np.empty(0, dtype=np.int64)
@@ -270,38 +273,53 @@ def top_pages_pruned(indptr, rows, weights, term_max, terms, live, id_rank, dept
     n = 0
     expanding = True
     threshold = 0.0
+    read = 0.0
     for j in range(m):
         i = order[j]
         t = terms[i]
         lo, hi = indptr[t], indptr[t + 1]
         if expanding:
+            # every weight is positive: a page is new while its sum is 0.0 (no branch: the memory reads of
+            # many postings overlap); pages that are not live are dropped when the candidates are taken
             for p in range(lo, hi):
                 r = rows[p]
-                if mark[r] == 0:
-                    if check_live and not live[r]:
-                        continue
-                    mark[r] = 1
-                    touched[n] = r
-                    n += 1
+                touched[n] = r
+                n += acc[r] == 0.0
                 acc[r] += weights[p]
-            if n >= depth and j + 1 < m:
-                threshold = _kth_largest(acc, touched, n, depth) * (1.0 - 1e-9)
+            read += bound[i]
+            # The k-th best partial sum is at most `read` (what the terms read so far can give): only when
+            # that exceeds what the rest can add is the k-th best worth computing.
+            if n >= depth and j + 1 < m and rest[j] < read:
+                # The first pages met are those of the rarest terms, the best partial sums: the k-th best
+                # among the first few thousand is a lower bound of the k-th best of all, at a fraction of
+                # the cost.
+                threshold = _kth_largest(acc, touched, min(n, 16384), depth, values) * (1.0 - 1e-9)
                 if rest[j] < threshold:
                     expanding = False
-                    touched[:n].sort()  # row order, for the galloping lookups
-                    n = _drop_hopeless(acc, mark, touched, n, rest[j], threshold)
-        else:
+                    n = _drop_hopeless(acc, mark, touched, n, rest[j], threshold, live)
+                    touched[:n].sort()  # row order, for the lookups
+        elif (hi - lo) > 32 * n:  # few candidates in a long list: gallop to each
             at = lo
             for c in range(n):
                 r = touched[c]
                 at = _advance(rows, at, hi, r)
                 if at < hi and rows[at] == r:
                     acc[r] += weights[at]
-            if j + 1 < m:
-                threshold = max(threshold, _kth_largest(acc, touched, n, depth) * (1.0 - 1e-9))
-                n = _drop_hopeless(acc, mark, touched, n, rest[j], threshold)
+        else:  # candidates dense in the list: one merge of the two sorted sequences
+            at = lo
+            for c in range(n):
+                r = touched[c]
+                while at < hi and rows[at] < r:
+                    at += 1
+                if at < hi and rows[at] == r:
+                    acc[r] += weights[at]
+        if not expanding and j + 1 < m and n > depth:
+            threshold = max(threshold, _kth_largest(acc, touched, n, depth, values) * (1.0 - 1e-9))
+            n = _drop_hopeless(acc, mark, touched, n, rest[j], threshold, live)
+    if expanding and check_live:  # not switched: the pages that are not live are still among the candidates
+        n = _drop_hopeless(acc, mark, touched, n, 0.0, -np.inf, live)
     # the candidates near or above the k-th best, re-scored exactly
-    cut = _kth_largest(acc, touched, n, depth) * (1.0 - 1e-9) if n > depth else -np.inf
+    cut = _kth_largest(acc, touched, n, depth, values) * (1.0 - 1e-9) if n > depth else -np.inf
     heap_key = np.empty(depth, dtype=np.uint64)
     heap_item = np.empty(depth, dtype=np.int64)
     heap_score = np.empty(depth, dtype=np.float64)
@@ -330,23 +348,44 @@ def top_pages_pruned(indptr, rows, weights, term_max, terms, live, id_rank, dept
 
 
 @njit(cache=True, nogil=True)
-def _kth_largest(acc, touched, n, k):
-    """The k-th largest of acc over touched[:n] (the smallest when n < k)."""
-    values = np.empty(n, dtype=np.float64)
+def _kth_largest(acc, touched, n, k, values):
+    """The k-th largest of acc over touched[:n] (the smallest when n < k), selected in place in the scratch
+    `values` (Hoare's quickselect: no allocation)."""
+    if n == 0:
+        return 0.0
     for c in range(n):
         values[c] = acc[touched[c]]
-    if n <= k:
-        return values.min() if n else 0.0
-    return np.partition(values, n - k)[n - k]
+    target = n - min(k, n)  # the k-th largest is the (n - k)-th smallest
+    lo, hi = 0, n - 1
+    while lo < hi:
+        pivot = values[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:
+            while values[i] < pivot:
+                i += 1
+            while values[j] > pivot:
+                j -= 1
+            if i <= j:
+                values[i], values[j] = values[j], values[i]
+                i += 1
+                j -= 1
+        if target <= j:
+            hi = j
+        elif target >= i:
+            lo = i
+        else:
+            break
+    return values[target]
 
 
 @njit(cache=True, nogil=True)
-def _drop_hopeless(acc, mark, touched, n, rest, threshold):
-    """Keep the candidates that could still reach the threshold (in order); reset the others' scratch."""
+def _drop_hopeless(acc, mark, touched, n, rest, threshold, live):
+    """Keep the live candidates that could still reach the threshold (in order); reset the others' scratch."""
     kept = 0
+    check_live = live.shape[0] > 0
     for c in range(n):
         r = touched[c]
-        if acc[r] + rest >= threshold:
+        if acc[r] + rest >= threshold and (not check_live or live[r]):
             touched[kept] = r
             kept += 1
         else:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from goldenset import services
-from goldenset.models import Job, JobStatus
+from goldenset.models import Job, JobKind, JobStatus
 from tests.conftest import add_documents
 from tests.generation_support import scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
@@ -44,40 +44,62 @@ def server(manage_env, llm_server, tmp_path):
         serve.close()
 
 
-def test_thirty_first_hybrid_searches_at_once_all_answer_and_build_the_index_once(world, server):
-    add_documents(world.collection, synthetic_corpus(200))
+def test_thirty_first_hybrid_searches_at_once_never_build_in_a_request_and_all_answer_once_it_is_built(
+    world, server
+):
+    add_documents(world.collection, synthetic_corpus(200))  # its build job (BM25) ran here: sync mode
+    world.collection.refresh_from_db()
     headers = {"Authorization": f"Bearer {world.key}"}
     barrier = threading.Barrier(30)
-    bodies: list[tuple[int, dict]] = []
+    first: list[tuple[int, dict, str | None]] = []
+    final: list[tuple[int, dict]] = []
     lock = threading.Lock()
 
     def one(i: int) -> None:
+        body = {
+            "collection_id": "handbook",
+            "query": f"manufacturer founded {1850 + i}",
+            "search_type": "Hybrid",
+        }
         with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
             barrier.wait()
-            response = client.post(
-                "/lmkit/v1/search",
-                json={
-                    "collection_id": "handbook",
-                    "query": f"manufacturer founded {1850 + i}",
-                    "search_type": "Hybrid",
-                },
-            )
+            response = client.post("/lmkit/v1/search", json=body)
+            with lock:
+                first.append((response.status_code, response.json(), response.headers.get("Retry-After")))
+            deadline = time.monotonic() + 90
+            while response.status_code == 503 and time.monotonic() < deadline:
+                time.sleep(min(float(response.headers["Retry-After"]), 1.0))
+                response = client.post("/lmkit/v1/search", json=body)
         with lock:
-            bodies.append((response.status_code, response.json()))
+            final.append((response.status_code, response.json()))
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(30)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert [code for code, _ in bodies] == [200] * 30, [b for c, b in bodies if c != 200][:3]
-    infos = [body["index"] for _, body in bodies]
-    # Two web processes, one index: the base and each of its two parts built once, by one request. The index is
-    # saved twice (the base, then with the parts a Hybrid search reads), and the other process loads what it
-    # finds saved, never building: at most once per save (twice when its first search came between them).
-    assert sum(i["built"] for i in infos) == 1 and sum(i["parts_built"] for i in infos) == 2
-    assert sum(i["loaded"] for i in infos) <= 2
-    assert all(len(body["results"]) == 10 for _, body in bodies)
+    # No request builds: the vectors Hybrid reads are not there yet, so the first searches answer 503
+    # index-building with a Retry-After and the job that builds them (a search may come after the job finished).
+    waiting = [(body, retry) for code, body, retry in first if code != 200]
+    assert all(code in (200, 503) for code, _, _ in first), first[:3]
+    assert waiting, "the first searches came before the vectors were built"
+    assert all(body["error"]["code"] == "index-building" and retry == "5" for body, retry in waiting), (
+        waiting[:3]
+    )
+    assert [code for code, _ in final] == [200] * 30, [b for c, b in final if c != 200][:3]
+    infos = [body["index"] for _, body in final]
+    assert sum(i["built"] for i in infos) == 0 and sum(i["parts_built"] for i in infos) == 0
+    assert all(len(body["results"]) == 10 for _, body in final)
+    # The worker built the vectors once, however many searches asked (a second job, if two searches queued one
+    # at the same instant, finds them built).
+    builds = Job.objects.filter(
+        collection=world.collection,
+        kind=JobKind.INDEX_BUILD,
+        input__content_version=world.collection.content_version,
+    )
+    assert {job.status for job in builds} == {JobStatus.COMPLETED}
+    assert sum(job.result["parts_built"] for job in builds) == 2  # BM25 here, the vectors in the worker
+    assert {str(job.pk) for job in builds} >= {body["error"]["details"]["job_id"] for body, _ in waiting}
     assert "Traceback" not in server.log.read_text()
 
 

@@ -73,7 +73,15 @@ def test_it_returns_ranked_documents_with_their_best_page(world):
     assert isinstance(body.pop("took_ms"), float)
     index = body.pop("index")
     assert index["content_versions"] == {"handbook": world.collection.content_version}
-    assert index.keys() == {"built", "loaded", "cached", "build_ms", "parts_built", "content_versions", "stale"}
+    assert index.keys() == {
+        "built",
+        "loaded",
+        "cached",
+        "build_ms",
+        "parts_built",
+        "content_versions",
+        "stale",
+    }
     assert index["stale"] == []
     assert body == {
         "query": "refund",
