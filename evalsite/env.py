@@ -56,3 +56,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+
+
+def limit_blas_threads(threads: int) -> None:
+    """Give the BLAS libraries (OpenBLAS in numpy's and scipy's wheels, MKL, BLIS) `threads` threads each,
+    unless the operator set their own variable. Read when the library loads, so this must run before numpy is
+    first imported: settings.py calls it, and nothing imports numpy before the settings.
+
+    Why: every web and worker process would otherwise start a BLAS thread per core, and on a shared machine
+    those threads fight each other (multi-threaded BLAS measured 4-7x slower than one thread per process on a
+    busy host). Search parallelises over processes and threads of its own; the BLAS calls (the LSI fit, the
+    vector matvec) are memory-bound at these sizes. An environment variable, not threadpoolctl: no dependency,
+    and it also covers processes that never call into evalsite's code before their first BLAS call."""
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))

@@ -14,7 +14,11 @@ import dj_database_url
 import plotly
 from django.core.exceptions import ImproperlyConfigured
 
-from evalsite.env import env_bool, env_int, env_list, env_str
+from evalsite.env import env_bool, env_int, env_list, env_str, limit_blas_threads
+
+# BLAS threads per process (the LSI fit, vector search): set in the environment before numpy is imported.
+EVALSITE_BLAS_THREADS = env_int("EVALSITE_BLAS_THREADS", 1, minimum=1)
+limit_blas_threads(EVALSITE_BLAS_THREADS)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("EVALSITE_DATA_DIR") or BASE_DIR / "var")

@@ -47,7 +47,7 @@ from goldenset.vocabulary.chunks import chunks
 logger = logging.getLogger(__name__)
 
 # Bump when the index layout or the indexed text changes: old files are then ignored.
-ENGINE_VERSION = 3
+ENGINE_VERSION = 4  # 4: LSI fitted on a sample, every page projected (new vectors)
 _MEMORY_SLOTS = 8
 
 

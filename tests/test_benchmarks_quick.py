@@ -51,6 +51,13 @@ EXPECTED: dict[str, list[str]] = {
         "| POST /search/evaluate, persisted |",
         "builds no index: True",
     ],
+    "vector_quality": [
+        "## vaswani_npl (--quick sample)",
+        "LSI fit:",
+        "| Hybrid Rrf | 0.",
+        "| Hybrid Rrf + proximity | 0.",
+        "| FullText + feedback | 0.",
+    ],
     "load_bench": [
         "| every request kind answered 2xx | all | yes |",
         "| 0 server errors (5xx) | 0 | yes |",
@@ -58,7 +65,7 @@ EXPECTED: dict[str, list[str]] = {
         "no process left",
     ],
 }
-NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl"}
+NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl", "vector_quality": DATASETS / "vaswani_npl"}
 BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
 # Started longest first (as measured), so that the longest does not run alone at the end.
 LONGEST_FIRST = [
@@ -66,6 +73,7 @@ LONGEST_FIRST = [
     "clapnq_answers",
     "search_bench",
     "dashboard_bench",
+    "vector_quality",
     "answers_bench",
     "generate_bench",
 ]

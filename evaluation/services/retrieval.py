@@ -18,7 +18,7 @@ from evaluation.configs import RunConfig, parse_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
-from evaluation.services.search import CollectionSearch, available_rerankers
+from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
 from goldenset.models import Collection, Job, JobKind, Tenant
@@ -115,7 +115,7 @@ def evaluate_retrieval(
                 ks=ks,
                 means=means,
                 per_question=per_question,
-                warnings=warnings,
+                warnings=[*warnings, *rerank_warnings(config.rerank)],
                 golden_fingerprint=golden_fingerprint,
                 index_info={**index_info, "search_ms": round(search_ms, 1)},
                 search_ms=search_ms,

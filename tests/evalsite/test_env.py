@@ -131,3 +131,41 @@ def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path)
     assert "no issues" in done.stdout
     without_https = manage("check", "--deploy", "--fail-level", "WARNING", env={**env, "EVALSITE_HTTPS": "0"})
     assert without_https.returncode != 0 and "security.W008" in without_https.stderr + without_https.stdout
+
+
+BLAS_THREADS = """
+import ctypes, os
+import evalsite.settings
+import numpy
+libraries = {line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line and ".so" in line}
+counts = set()
+for path in libraries:
+    library = ctypes.CDLL(path)
+    for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads"):
+        if hasattr(library, name):
+            counts.add(getattr(library, name)())
+print(os.environ["OPENBLAS_NUM_THREADS"], sorted(counts))
+"""
+
+
+def test_blas_runs_one_thread_per_process_unless_the_operator_says_otherwise(tmp_path):
+    import subprocess
+    import sys
+
+    def threads(**env: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", BLAS_THREADS],
+            env={"PATH": "/usr/bin:/bin", "EVALSITE_DATA_DIR": str(tmp_path), **env},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        return done.stdout.split(maxsplit=1)
+
+    variable, loaded = threads()
+    assert variable == "1"
+    if loaded != "[]\n":  # an OpenBLAS whose thread count can be read (numpy's wheels): it took the setting
+        assert loaded.strip() == "[1]"
+    assert threads(EVALSITE_BLAS_THREADS="2")[0] == "2"
+    assert threads(EVALSITE_BLAS_THREADS="2", OPENBLAS_NUM_THREADS="3")[0] == "3"  # the operator's own wins

@@ -26,7 +26,7 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
         "fulltext",
         "fulltext okapi",
         "hybrid rrf",
-        "hybrid rrf + rerank",
+        "hybrid weighted",
         "vector lsi",
     ]
     assert len(set(runs.values_list("batch_id", flat=True))) == 1
@@ -50,3 +50,15 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
     assert key.tenant == collection.tenant and key.revoked_at is None
     assert Membership.objects.filter(user__username="demo", tenant=collection.tenant).exists()
     assert (tmp_path / "demo_api_key").read_text() == secret
+
+
+def test_the_demo_shows_hybrid_with_rerank_only_with_a_model_reranker():
+    from evaluation.services.demo import demo_configs
+
+    assert "hybrid rrf + rerank" not in [c["label"] for c in demo_configs(["proximity"])]
+    assert demo_configs(["minilm", "proximity"])[-1] == {
+        "label": "hybrid rrf + rerank",
+        "search_type": "Hybrid",
+        "fusion": "Rrf",
+        "rerank": True,
+    }

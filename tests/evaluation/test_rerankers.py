@@ -81,6 +81,34 @@ def test_minilm_requested_when_not_installed_is_a_400(world, golden):
     assert searched.json()["error"]["code"] == "reranker-unavailable"
 
 
+def test_a_run_or_search_reranked_by_proximity_says_it_does_not_help_and_where_a_model_one_comes_from(
+    world, golden
+):
+    response = evaluate(
+        world,
+        {"label": "plain", "search_type": "Hybrid"},
+        {"label": "strongest", "search_type": "Hybrid", "rerank": True},
+    )
+    assert response.status_code == 200, response.json()
+    runs = {r["label"]: r for r in response.json()["runs"]}
+    assert runs["strongest"]["config"]["rerank"] == "proximity"  # still the one that ran, as before
+    assert runs["strongest"]["warnings"] == [services.PROXIMITY_WARNING]
+    assert runs["plain"]["warnings"] == []
+    assert EvaluationRun.objects.get(label="strongest").warnings == [services.PROXIMITY_WARNING]
+    for needed in (
+        "does not improve ranking",
+        "pip install 'evalsite[minilm]'",
+        "EVALSITE_EMBEDDINGS_BASE_URL",
+    ):
+        assert needed in services.PROXIMITY_WARNING
+
+    searched = world.client.post(
+        SEARCH, {"collection_id": "handbook", "query": "refund", "rerank": True}, format="json"
+    ).json()
+    assert searched["config"]["rerank"] == "proximity"
+    assert searched["warnings"] == [services.PROXIMITY_WARNING]
+
+
 # --- the embedding reranker ----------------------------------------------------------------------------------
 
 

@@ -87,6 +87,7 @@ def test_it_returns_ranked_documents_with_their_best_page(world):
         "query": "refund",
         "config": DEFAULT_CONFIG,
         "results": [result(1, "refunds", REFUNDS, score)],
+        "warnings": [],
     }
 
 
