@@ -287,7 +287,11 @@ def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats
     if older is not None:
         stats.stale.append(collection.slug)
         return older
-    failed = Job.objects.filter(pk=job_id, status=JobStatus.FAILED).values_list("error", flat=True).first()
+    failed = (
+        Job.objects.filter(pk=job_id, status=JobStatus.FAILED).values_list("error", flat=True).first()
+        if job_id
+        else None
+    )
     if failed and failed.get("code") in ERROR_CODES:  # it ran inline and failed: say why, not "building"
         raise EvalsiteError(
             failed["code"],
