@@ -48,14 +48,11 @@ class BM25Index:
         params: BM25Params,
         idf: np.ndarray | None = None,
         weights: np.ndarray | None = None,
-        term_max: np.ndarray | None = None,
     ):
         self.postings = postings
         self.params = params
         self.idf = idf if idf is not None else term_idf(params, postings)
         self.weights = weights if weights is not None else posting_weights(params, postings, self.idf)
-        # Each term's largest weight: the bound that lets a query skip most of a common word's postings.
-        self.term_max = term_max if term_max is not None else _term_max(postings, self.weights)
         # With every weight positive (always for lucene) the kernel tells a new page by its sum of 0.0.
         self.positive = bool(len(self.weights) == 0 or self.weights.min() > 0)
         self._scratch = threading.local()
@@ -90,25 +87,12 @@ class BM25Index:
         id_rank: np.ndarray,
         page_document: np.ndarray | None = None,
         live: np.ndarray | None = None,
-        prune: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(document rows, scores, best page rows) of the `depth` best documents in trec_eval's order, reading
         only the query terms' postings. Without page_document every page is a document; `live` (a flag per
         page) leaves out the pages it clears."""
         p = self.postings
         terms = self.query_terms(tokens)
-        if prune and self.positive and (page_document is None or not len(page_document)):
-            return kernels.top_pages_pruned(
-                p.indptr,
-                p.rows,
-                self.weights,
-                self.term_max,
-                terms,
-                _EMPTY_BOOL if live is None else live,
-                id_rank,
-                depth,
-                *self._pruning_scratch(len(id_rank)),
-            )
         return kernels.top_documents(
             p.indptr,
             p.rows,
@@ -121,10 +105,6 @@ class BM25Index:
             depth,
             *self._scratch_arrays(len(id_rank)),
         )
-
-    def _pruning_scratch(self, documents: int) -> tuple[np.ndarray, ...]:
-        acc, mark, touched, _doc_list, doc_best, *_ = self._scratch_arrays(documents)
-        return acc, mark, touched, doc_best  # doc_best serves as the selection buffer
 
     def _scratch_arrays(self, documents: int) -> tuple[np.ndarray, ...]:
         arrays = getattr(self._scratch, "arrays", None)
@@ -170,12 +150,6 @@ def posting_weights(
         out[lo:hi] = np.repeat(idf[column:end], np.diff(indptr[column : end + 1])) * tfc
         column = end
     return out
-
-
-def _term_max(postings: Postings, weights: np.ndarray) -> np.ndarray:
-    if not postings.terms:
-        return np.zeros(0, dtype=np.float64)
-    return np.maximum.reduceat(np.asarray(weights), postings.indptr[:-1])
 
 
 def length_norm(params: BM25Params, lengths: np.ndarray) -> np.ndarray:
