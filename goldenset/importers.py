@@ -7,6 +7,7 @@ so the API, the admin and the management commands share one path.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from django.db import transaction
@@ -154,12 +155,23 @@ def golden_sample(*, collection: Collection, count: int = 10) -> str:
 
 
 def beir_import(
-    *, folder: Path, tenant: Tenant, collection_id: str, actor: str, name: str = ""
+    *,
+    folder: Path,
+    tenant: Tenant,
+    collection_id: str,
+    actor: str,
+    name: str = "",
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> dict[str, int]:
     """Load corpus.jsonl, queries.jsonl and qrels.tsv as documents plus golden entries, in one transaction.
 
     A query's judged-relevant documents (grade > 0) become its expected documents with their grades; its id
     becomes the entry's key; `answerable` and `reference_answer` carry over. Re-importing updates in place.
+
+    queries.jsonl and qrels.tsv (small) are read and checked first; corpus.jsonl (up to millions of rows) is
+    then read and written a batch at a time (documents_upsert), so memory stays bounded whatever its size. A
+    malformed corpus line found late still loads nothing: the error rolls the one transaction back. After
+    each batch, `progress(documents read, bytes of corpus.jsonl read, its size)`.
     """
     paths = {name: folder / name for name in ("corpus.jsonl", "queries.jsonl")}
     qrels_path = next((folder / n for n in ("qrels.tsv", "qrels/test.tsv") if (folder / n).exists()), None)
@@ -170,16 +182,14 @@ def beir_import(
             f"{folder}: missing {', '.join(missing) or 'qrels.tsv'}",
             details={"folder": str(folder)},
         )
-    corpus = list(beir.read_corpus(beir.open_lines(paths["corpus.jsonl"])))
     queries = list(beir.read_queries(beir.open_lines(paths["queries.jsonl"])))
-    doc_ids = {row.id for row in corpus}
-    qrels = beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name, known_documents=doc_ids)
+    qrels = beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name)
+    judged = {d for judgments in qrels.values() for d in judgments}
     query_ids = {q.id for q in queries}
     unknown_queries = sorted(set(qrels) - query_ids)
     entries = []
     for query in queries:
-        judged = qrels.get(query.id, {})
-        relevant = {d: g for d, g in judged.items() if g > 0}
+        relevant = {d: g for d, g in qrels.get(query.id, {}).items() if g > 0}
         entries.append(
             EntryInput(
                 question=query.text,
@@ -190,6 +200,21 @@ def beir_import(
                 answerable=query.answerable,
             )
         )
+    corpus = _CorpusFile(paths["corpus.jsonl"])
+    found: set[str] = set()  # the judged documents the corpus has: qrels may judge no other
+
+    def documents() -> Iterator[DocumentInput]:
+        for row in beir.read_corpus(corpus.lines()):
+            if row.id in judged:
+                found.add(row.id)
+            yield DocumentInput.from_text(
+                id=row.id, title=row.title, text=row.text, metadata=row.metadata, source=folder.name
+            )
+
+    def report(done: int, _total: int) -> None:
+        if progress:
+            progress(done, corpus.read, corpus.size)
+
     with transaction.atomic():
         collection = Collection.objects.filter(tenant=tenant, slug=collection_id).first()
         if collection is None:
@@ -200,13 +225,11 @@ def beir_import(
             collection=collection,
             actor=actor,
             source=f"BEIR folder {folder.name}",
-            documents=[
-                DocumentInput.from_text(
-                    id=r.id, title=r.title, text=r.text, metadata=r.metadata, source=folder.name
-                )
-                for r in corpus
-            ],
+            documents=documents(),
+            progress=report,
         )
+        if found != judged:  # read again to name the first line that judges a document the corpus lacks
+            beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name, known_documents=found)
         created, updated = golden_entries_add(
             collection=collection, entries=entries, actor=actor, origin=Origin.IMPORTED, upsert_by_key=True
         )
@@ -220,3 +243,17 @@ def beir_import(
         "entries_updated": len(updated),
         "qrels_without_query": len(unknown_queries),
     }
+
+
+class _CorpusFile:
+    """corpus.jsonl read line by line, counting the bytes read (the import's progress)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = path.stat().st_size
+        self.read = 0
+
+    def lines(self) -> Iterator[bytes]:
+        for line in beir.open_lines(self.path):
+            self.read += len(line)
+            yield line
