@@ -435,28 +435,33 @@ class IngestOutcome:
     job: Job | None = None
 
 
+def ingest_as_job(count: int) -> bool:
+    """The one rule for every ingest (the JSON body and the file upload of the API): more documents than
+    EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS run as an Ingest job, fewer are written in the request."""
+    return count > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS
+
+
+def ingest_job_create(*, collection: Collection, input: dict[str, Any], actor: str) -> Job:
+    """Queue an Ingest job of validated input (its launch audited now, its writes when it runs)."""
+    from goldenset.jobs import job_create  # goldenset.jobs audits through this package
+
+    with transaction.atomic():
+        return job_create(
+            tenant=collection.tenant,
+            kind=JobKind.INGEST,
+            collection=collection,
+            input={**input, "actor": actor},
+            actor=actor,
+        )
+
+
 def documents_ingest(
     *, collection: Collection, documents: Sequence[DocumentInput], actor: str, source: str = ""
 ) -> IngestOutcome:
-    """Add or replace validated documents: a small batch now, in this request; a batch of more than
-    EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS as an Ingest job (its launch audited now, its writes when it runs).
-    The one rule for every caller (the JSON body and the file upload of the API)."""
-    if len(documents) > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS:
-        from goldenset.jobs import job_create  # goldenset.jobs audits through this package
-
-        with transaction.atomic():
-            job = job_create(
-                tenant=collection.tenant,
-                kind=JobKind.INGEST,
-                collection=collection,
-                input={
-                    "documents": [d.as_job_input() for d in documents],
-                    "actor": actor,
-                    "source": source,
-                },
-                actor=actor,
-            )
-        return IngestOutcome(job=job)
+    """Add or replace validated documents: now, in this request, or as an Ingest job (ingest_as_job)."""
+    if ingest_as_job(len(documents)):
+        job_input = {"documents": [d.as_job_input() for d in documents], "source": source}
+        return IngestOutcome(job=ingest_job_create(collection=collection, input=job_input, actor=actor))
     return IngestOutcome(
         result=documents_upsert(collection=collection, documents=documents, actor=actor, source=source)
     )
