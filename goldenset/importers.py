@@ -6,8 +6,12 @@ so the API, the admin and the management commands share one path.
 
 from __future__ import annotations
 
+import io
+import itertools
 import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -15,62 +19,156 @@ from django.db.models import QuerySet
 from goldenset import beir
 from goldenset.errors import EvalsiteError
 from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
-from goldenset.models import Collection, GoldenEntry, Origin, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, Job, Origin, Page, Tenant
 from goldenset.sample import SamplePage, starter_records
 from goldenset.services import (
     DocumentInput,
     EntryInput,
+    IngestOutcome,
     collection_create,
+    documents_ingest_job,
     documents_upsert,
     golden_entries_add,
+    ingest_as_job,
+    ingest_job_create,
 )
 from goldenset.text import document_id_problem, find_nul
 
 _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
-def documents_from_upload(name: str, content: bytes) -> list[DocumentInput]:
-    """Documents from one uploaded file: BEIR corpus rows (.jsonl), or one document per .md / .txt file."""
+class Upload(Protocol):
+    """An uploaded file as the upload reads it: Django's UploadedFile, or any binary file with a name."""
+
+    name: str | None
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+
+def documents_from_upload(name: str, content: bytes | Upload) -> Iterator[DocumentInput]:
+    """Documents from one uploaded file: BEIR corpus rows (.jsonl), or one document per .md / .txt file.
+
+    A .jsonl file is read line by line as the documents are taken (a generator: its errors, an empty file's
+    included, are raised as it is read); a .md or .txt file, one document, is read and checked at once."""
     suffix = Path(name).suffix.lower()
-    if not content.strip():
-        raise EvalsiteError("empty-file", f"{name}: the file is empty.", details={"file": name})
     if suffix == ".jsonl":
-        return [
-            DocumentInput.from_text(
-                id=row.id, title=row.title, text=row.text, metadata=row.metadata, source=name
-            )
-            for row in beir.read_corpus(content.splitlines(keepends=True), name=name)
-        ]
+        return _corpus_documents(name, io.BytesIO(content) if isinstance(content, bytes) else content)
     if suffix in (".md", ".markdown", ".txt"):
-        try:
-            text = content.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise EvalsiteError(
-                "invalid-file",
-                f"{name}: not UTF-8 (byte {exc.start}).",
-                details={"file": name, "byte": exc.start},
-            ) from None
-        if (nul := find_nul(text, json_escapes=False)) is not None:
-            raise EvalsiteError(
-                "invalid-file",
-                f"{name} line {nul[0]}, column {nul[1]}: NUL characters are not allowed",
-                details={"file": name, "line": nul[0], "column": nul[1]},
-            )
-        document_id = Path(name).stem
-        if problem := document_id_problem(document_id):
-            raise EvalsiteError(
-                "invalid-file",
-                f"{name}: the file name gives the document id {document_id!r}, which {problem}.",
-                details={"file": name, "field": "id"},
-            )
-        heading = _HEADING.search(text) if suffix != ".txt" else None
-        title = heading.group(1) if heading else document_id
-        return [DocumentInput.from_text(id=document_id, title=title, text=text, source=name)]
+        return iter([_text_document(name, suffix, content if isinstance(content, bytes) else content.read())])
     raise EvalsiteError(
         "unsupported-file",
         f"{name}: unsupported file type {suffix or '(none)'}; upload .jsonl (BEIR corpus rows), .md or .txt.",
         details={"file": name},
         status=415,
+    )
+
+
+def _empty(name: str) -> EvalsiteError:
+    return EvalsiteError("empty-file", f"{name}: the file is empty.", details={"file": name})
+
+
+def _corpus_documents(name: str, file: Iterable[bytes]) -> Iterator[DocumentInput]:
+    blank = True
+
+    def lines() -> Iterator[bytes]:
+        nonlocal blank
+        for chunk in file:
+            for line in chunk.splitlines(keepends=True):  # \r too, as bytes.splitlines ends a line
+                blank = blank and not line.strip()
+                yield line
+
+    for row in beir.read_corpus(lines(), name=name):
+        yield DocumentInput.from_text(
+            id=row.id, title=row.title, text=row.text, metadata=row.metadata, source=name
+        )
+    if blank:
+        raise _empty(name)
+
+
+def _text_document(name: str, suffix: str, content: bytes) -> DocumentInput:
+    if not content.strip():
+        raise _empty(name)
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EvalsiteError(
+            "invalid-file",
+            f"{name}: not UTF-8 (byte {exc.start}).",
+            details={"file": name, "byte": exc.start},
+        ) from None
+    if (nul := find_nul(text, json_escapes=False)) is not None:
+        raise EvalsiteError(
+            "invalid-file",
+            f"{name} line {nul[0]}, column {nul[1]}: NUL characters are not allowed",
+            details={"file": name, "line": nul[0], "column": nul[1]},
+        )
+    document_id = Path(name).stem
+    if problem := document_id_problem(document_id):
+        raise EvalsiteError(
+            "invalid-file",
+            f"{name}: the file name gives the document id {document_id!r}, which {problem}.",
+            details={"file": name, "field": "id"},
+        )
+    heading = _HEADING.search(text) if suffix != ".txt" else None
+    title = heading.group(1) if heading else document_id
+    return DocumentInput.from_text(id=document_id, title=title, text=text, source=name)
+
+
+def documents_upload(*, collection: Collection, files: Sequence[Upload], actor: str) -> IngestOutcome:
+    """Uploaded files into the collection, all or nothing: now, or as an Ingest job (services.ingest_as_job).
+
+    The files are checked first, a .jsonl line by line, keeping the documents only while they are few enough
+    to be written now; past that the job gets the files' text (at most EVALSITE_MAX_REQUEST_BYTES) and reads
+    them again as it writes, a batch at a time, so neither the request nor the worker holds every document.
+    """
+    names = [f.name or "" for f in files]
+    source = "upload: " + ", ".join(names)
+    kept: list[DocumentInput] = []
+    count = 0
+    for name, file in zip(names, files, strict=True):
+        file.seek(0)
+        for document in documents_from_upload(name, file):
+            count += 1
+            if not ingest_as_job(count):
+                kept.append(document)
+    if not count:
+        raise EvalsiteError(
+            "validation-error", "file: the upload holds no documents.", details={"field": "file"}
+        )
+    if not ingest_as_job(count):
+        return IngestOutcome(
+            result=documents_upsert(collection=collection, documents=kept, actor=actor, source=source)
+        )
+    kept.clear()
+    texts = []
+    for name, file in zip(names, files, strict=True):
+        file.seek(0)
+        texts.append({"name": name, "text": file.read().decode("utf-8")})  # checked above: UTF-8
+    job_input = {"files": texts, "documents_total": count, "source": source}
+    return IngestOutcome(job=ingest_job_create(collection=collection, input=job_input, actor=actor))
+
+
+def ingest_job(job: Job, progress: Callable[[int, int], None]) -> dict[str, int]:
+    """The Ingest job: documents given whole (services.documents_ingest_job), or uploaded files read again
+    and written a batch at a time; audited as whoever launched the job."""
+    if "files" not in job.input:
+        return documents_ingest_job(job, progress)
+    if job.collection is None:
+        raise EvalsiteError("collection-gone", "The collection was deleted before the import ran.")
+    total = int(job.input["documents_total"])
+    documents = itertools.chain.from_iterable(
+        documents_from_upload(f["name"], f["text"].encode("utf-8")) for f in job.input["files"]
+    )
+    return documents_upsert(
+        collection=job.collection,
+        documents=documents,
+        actor=str(job.input.get("actor") or "job"),
+        source=" ".join(filter(None, [job.input.get("source", ""), f"job {job.pk}"])),
+        progress=lambda done, _: progress(done, total),
     )
 
 
@@ -154,12 +252,23 @@ def golden_sample(*, collection: Collection, count: int = 10) -> str:
 
 
 def beir_import(
-    *, folder: Path, tenant: Tenant, collection_id: str, actor: str, name: str = ""
+    *,
+    folder: Path,
+    tenant: Tenant,
+    collection_id: str,
+    actor: str,
+    name: str = "",
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> dict[str, int]:
     """Load corpus.jsonl, queries.jsonl and qrels.tsv as documents plus golden entries, in one transaction.
 
     A query's judged-relevant documents (grade > 0) become its expected documents with their grades; its id
     becomes the entry's key; `answerable` and `reference_answer` carry over. Re-importing updates in place.
+
+    queries.jsonl and qrels.tsv (small) are read and checked first; corpus.jsonl (up to millions of rows) is
+    then read and written a batch at a time (documents_upsert), so memory stays bounded whatever its size. A
+    malformed corpus line found late still loads nothing: the error rolls the one transaction back. After
+    each batch, `progress(documents read, bytes of corpus.jsonl read, its size)`.
     """
     paths = {name: folder / name for name in ("corpus.jsonl", "queries.jsonl")}
     qrels_path = next((folder / n for n in ("qrels.tsv", "qrels/test.tsv") if (folder / n).exists()), None)
@@ -170,16 +279,14 @@ def beir_import(
             f"{folder}: missing {', '.join(missing) or 'qrels.tsv'}",
             details={"folder": str(folder)},
         )
-    corpus = list(beir.read_corpus(beir.open_lines(paths["corpus.jsonl"])))
     queries = list(beir.read_queries(beir.open_lines(paths["queries.jsonl"])))
-    doc_ids = {row.id for row in corpus}
-    qrels = beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name, known_documents=doc_ids)
+    qrels = beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name)
+    judged = {d for judgments in qrels.values() for d in judgments}
     query_ids = {q.id for q in queries}
     unknown_queries = sorted(set(qrels) - query_ids)
     entries = []
     for query in queries:
-        judged = qrels.get(query.id, {})
-        relevant = {d: g for d, g in judged.items() if g > 0}
+        relevant = {d: g for d, g in qrels.get(query.id, {}).items() if g > 0}
         entries.append(
             EntryInput(
                 question=query.text,
@@ -190,6 +297,21 @@ def beir_import(
                 answerable=query.answerable,
             )
         )
+    corpus = _CorpusFile(paths["corpus.jsonl"])
+    found: set[str] = set()  # the judged documents the corpus has: qrels may judge no other
+
+    def documents() -> Iterator[DocumentInput]:
+        for row in beir.read_corpus(corpus.lines()):
+            if row.id in judged:
+                found.add(row.id)
+            yield DocumentInput.from_text(
+                id=row.id, title=row.title, text=row.text, metadata=row.metadata, source=folder.name
+            )
+
+    def report(done: int, _total: int) -> None:
+        if progress:
+            progress(done, corpus.read, corpus.size)
+
     with transaction.atomic():
         collection = Collection.objects.filter(tenant=tenant, slug=collection_id).first()
         if collection is None:
@@ -200,13 +322,11 @@ def beir_import(
             collection=collection,
             actor=actor,
             source=f"BEIR folder {folder.name}",
-            documents=[
-                DocumentInput.from_text(
-                    id=r.id, title=r.title, text=r.text, metadata=r.metadata, source=folder.name
-                )
-                for r in corpus
-            ],
+            documents=documents(),
+            progress=report,
         )
+        if found != judged:  # read again to name the first line that judges a document the corpus lacks
+            beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name, known_documents=found)
         created, updated = golden_entries_add(
             collection=collection, entries=entries, actor=actor, origin=Origin.IMPORTED, upsert_by_key=True
         )
@@ -220,3 +340,17 @@ def beir_import(
         "entries_updated": len(updated),
         "qrels_without_query": len(unknown_queries),
     }
+
+
+class _CorpusFile:
+    """corpus.jsonl read line by line, counting the bytes read (the import's progress)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = path.stat().st_size
+        self.read = 0
+
+    def lines(self) -> Iterator[bytes]:
+        for line in beir.open_lines(self.path):
+            self.read += len(line)
+            yield line

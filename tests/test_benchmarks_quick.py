@@ -64,6 +64,10 @@ EXPECTED: dict[str, list[str]] = {
         "| fresh Hybrid | 100% | 3 |",
         "no process left",
     ],
+    "import_bench": [
+        "| import_beir wall time (s) | pages/s | peak RSS of the import (MB) |",
+        "all 3000 documents and their pages in the database: yes",
+    ],
 }
 NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl", "vector_quality": DATASETS / "vaswani_npl"}
 BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
@@ -76,6 +80,7 @@ LONGEST_FIRST = [
     "vector_quality",
     "answers_bench",
     "generate_bench",
+    "import_bench",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")

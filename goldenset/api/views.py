@@ -90,9 +90,12 @@ def _ingest(
     view: TenantAPIView, collection, documents: list[services.DocumentInput], source: str = ""
 ) -> Response:
     """Small ingests are written now (200); large ones become an Ingest job (202): services.documents_ingest."""
-    outcome = services.documents_ingest(
-        collection=collection, documents=documents, actor=view.actor, source=source
+    return _respond(
+        services.documents_ingest(collection=collection, documents=documents, actor=view.actor, source=source)
     )
+
+
+def _respond(outcome: services.IngestOutcome) -> Response:
     if outcome.job is not None:
         job = outcome.job
         return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
@@ -152,14 +155,8 @@ class DocumentUploadApi(TenantAPIView):
         files = request.FILES.getlist("file")
         data = read(s.DocumentUploadIn, {**_form(request), "file": files})
         collection = selectors.collection_get(tenant=self.tenant(data), collection_id=collection_id)
-        documents = [doc for f in data["file"] for doc in importers.documents_from_upload(f.name, f.read())]
-        if not documents:
-            raise EvalsiteError(
-                "validation-error", "file: the upload holds no documents.", details={"field": "file"}
-            )
-        return _ingest(
-            self, collection, documents, source="upload: " + ", ".join(f.name for f in data["file"])
-        )
+        outcome = importers.documents_upload(collection=collection, files=data["file"], actor=self.actor)
+        return _respond(outcome)
 
 
 class DocumentDetailApi(TenantAPIView):

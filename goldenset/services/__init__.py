@@ -29,6 +29,8 @@ from goldenset.services.content import (
     documents_ingest,
     documents_ingest_job,
     documents_upsert,
+    ingest_as_job,
+    ingest_job_create,
     tenant_get_or_create,
 )
 from goldenset.services.golden import (
@@ -64,6 +66,8 @@ __all__ = [
     "documents_ingest",
     "documents_ingest_job",
     "documents_upsert",
+    "ingest_as_job",
+    "ingest_job_create",
     "entry_snapshot",
     "golden_entries_add",
     "golden_entries_delete",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -282,116 +282,162 @@ def _update_rows(model, objects: Sequence, field_names: Sequence[str]) -> None:
         cursor.executemany(sql, rows)
 
 
+DOCUMENT_BATCH = 2000  # documents read, compared and written at a time: what bounds an import's memory
+
+
+@dataclass
+class _Written:
+    """What documents_upsert wrote so far, summed over its batches; a sample of the ids for the audit."""
+
+    received: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    pages_written: int = 0
+    pages_deleted: int = 0
+    created_ids: list[str] = field(default_factory=list)
+    updated_ids: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "received": self.received,
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "pages_written": self.pages_written,
+            "pages_deleted": self.pages_deleted,
+        }
+
+
 def documents_upsert(
     *,
     collection: Collection,
-    documents: Sequence[DocumentInput],
+    documents: Iterable[DocumentInput],
     actor: str,
     source: str = "",
-    progress=None,
+    progress: Callable[[int, int], None] | None = None,
+    batch_size: int | None = None,
 ) -> dict[str, int]:
     """Create or replace documents by id, with their pages, in one transaction.
 
     A document sent again replaces its fields and pages; one sent again unchanged is not written at all, and
     when nothing changed the collection keeps its content version (so its search index stays valid). Pages are
     updated in place by number, so a page that did not change keeps its id (golden entries point at pages).
-    Ids repeated within one call: the last wins. A call that wrote anything is audited as one ingest event
-    (counts, a sample of the ids, and `source`: the files of an upload, the job of a large ingest).
+    A call that wrote anything is audited as one ingest event (counts, a sample of the ids, and `source`: the
+    files of an upload, the job of a large ingest) and bumps the content version once.
+
+    `documents` is read lazily, DOCUMENT_BATCH (or `batch_size`) at a time, and each batch is written before
+    the next is read, so a generator over a file of a million documents needs the memory of one batch. The
+    transaction is still one: an exception raised by the generator (say at a malformed line) rolls every batch
+    back. Ids repeated within one batch: the last wins; repeated in a later batch, the later replaces the
+    earlier as an update.
+    After each batch `progress(documents done, total)`, total being len(documents) for a sized input and 0
+    when unknown (a generator).
     """
-    by_id: dict[str, DocumentInput] = {}
-    for document_input in documents:
-        by_id[document_input.id] = document_input
-    ids = list(by_id)
+    batch_size = batch_size or DOCUMENT_BATCH
+    total = len(documents) if isinstance(documents, Sized) else 0
+    written = _Written()
     now = timezone.now()
     with transaction.atomic():
         lock_collection(collection)
-        existing: dict[str, Document] = {}
-        for chunk in chunks(ids):
-            existing.update(
-                (d.external_id, d)
-                for d in Document.objects.filter(collection=collection, external_id__in=chunk)
-            )
-        old_pages: dict[int, dict[int, Page]] = {}
-        for chunk in chunks([d.pk for d in existing.values()]):
-            for page in Page.objects.filter(document_id__in=chunk).only(
-                "id", "document_id", "number", "text"
-            ):
-                old_pages.setdefault(page.document_id, {})[page.number] = page
-
-        to_create = [
-            Document(collection=collection, external_id=i, **{f: getattr(by_id[i], f) for f in _DOC_FIELDS})
-            for i in ids
-            if i not in existing
-        ]
-        changed_docs: list[Document] = []
-        new_pages: list[Page] = []
-        changed_pages: list[Page] = []
-        stale_pages: list[int] = []
-        updated = 0
-        for external_id, doc in existing.items():
-            incoming = by_id[external_id]
-            pages = old_pages.get(doc.pk, {})
-            fields_changed = any(getattr(doc, f) != getattr(incoming, f) for f in _DOC_FIELDS)
-            pages_changed = [pages[n].text for n in sorted(pages)] != incoming.pages
-            if not (fields_changed or pages_changed):
-                continue
-            updated += 1
-            for f in _DOC_FIELDS:
-                setattr(doc, f, getattr(incoming, f))
-            doc.updated_at = now
-            changed_docs.append(doc)
-            for number, text in enumerate(incoming.pages, 1):
-                existing_page = pages.get(number)
-                if existing_page is None:
-                    new_pages.append(Page(document=doc, number=number, text=text))
-                elif existing_page.text != text:
-                    existing_page.text = text
-                    changed_pages.append(existing_page)
-            stale_pages.extend(p.pk for n, p in pages.items() if n > len(incoming.pages))
-
-        Document.objects.bulk_create(to_create, batch_size=CHUNK)
-        _update_rows(Document, changed_docs, [*_DOC_FIELDS, "updated_at"])
-        _update_rows(Page, changed_pages, ["text"])
-        for chunk in chunks(stale_pages):
-            Page.objects.filter(pk__in=chunk).delete()
-        for created_doc in to_create:
-            new_pages.extend(
-                Page(document=created_doc, number=n, text=t)
-                for n, t in enumerate(by_id[created_doc.external_id].pages, 1)
-            )
-        written = 0
-        for batch in chunks(new_pages, 2000):
-            Page.objects.bulk_create(batch, batch_size=CHUNK)
-            written += len(batch)
-            if progress:  # documents done, estimated from the share of pages written
-                progress(len(ids) * written // len(new_pages), len(ids))
-        result = {
-            "received": len(documents),
-            "created": len(to_create),
-            "updated": updated,
-            "unchanged": len(existing) - updated,
-            "pages_written": len(new_pages) + len(changed_pages),
-            "pages_deleted": len(stale_pages),
-        }
-        if to_create or changed_docs:
+        batch: list[DocumentInput] = []
+        for document_input in documents:
+            batch.append(document_input)
+            if len(batch) >= batch_size:
+                _upsert_batch(collection, batch, now, written)
+                batch = []
+                if progress:
+                    progress(written.received, total)
+        if batch:
+            _upsert_batch(collection, batch, now, written)
+        if written.created or written.updated:
             collection_touch(collection=collection)
             audit_record(
                 tenant=collection.tenant_id,
                 collection=collection,
                 action=AuditAction.INGEST,
                 object_type=AuditObject.DOCUMENT,
-                object_id=_documents_label(len(to_create) + len(changed_docs)),
+                object_id=_documents_label(written.created + written.updated),
                 actor=actor,
                 changes={
-                    **result,
-                    "created_ids": [d.external_id for d in to_create[:ID_SAMPLE]],
-                    "updated_ids": [d.external_id for d in changed_docs[:ID_SAMPLE]],
+                    **written.counts(),
+                    "created_ids": written.created_ids,
+                    "updated_ids": written.updated_ids,
                     **({"source": source} if source else {}),
                 },
             )
     if progress:
-        progress(len(ids), len(ids))
-    return result
+        progress(written.received, total or written.received)
+    return written.counts()
+
+
+def _upsert_batch(
+    collection: Collection, documents: Sequence[DocumentInput], now: datetime, written: _Written
+) -> None:
+    """Write one batch of documents_upsert (inside its transaction, under its lock) and add to its counts."""
+    by_id: dict[str, DocumentInput] = {}
+    for document_input in documents:
+        by_id[document_input.id] = document_input
+    ids = list(by_id)
+    existing: dict[str, Document] = {}
+    for chunk in chunks(ids):
+        existing.update(
+            (d.external_id, d) for d in Document.objects.filter(collection=collection, external_id__in=chunk)
+        )
+    old_pages: dict[int, dict[int, Page]] = {}
+    for chunk in chunks([d.pk for d in existing.values()]):
+        for page in Page.objects.filter(document_id__in=chunk).only("id", "document_id", "number", "text"):
+            old_pages.setdefault(page.document_id, {})[page.number] = page
+
+    to_create = [
+        Document(collection=collection, external_id=i, **{f: getattr(by_id[i], f) for f in _DOC_FIELDS})
+        for i in ids
+        if i not in existing
+    ]
+    changed_docs: list[Document] = []
+    new_pages: list[Page] = []
+    changed_pages: list[Page] = []
+    stale_pages: list[int] = []
+    for external_id, doc in existing.items():
+        incoming = by_id[external_id]
+        pages = old_pages.get(doc.pk, {})
+        fields_changed = any(getattr(doc, f) != getattr(incoming, f) for f in _DOC_FIELDS)
+        pages_changed = [pages[n].text for n in sorted(pages)] != incoming.pages
+        if not (fields_changed or pages_changed):
+            continue
+        for f in _DOC_FIELDS:
+            setattr(doc, f, getattr(incoming, f))
+        doc.updated_at = now
+        changed_docs.append(doc)
+        for number, text in enumerate(incoming.pages, 1):
+            existing_page = pages.get(number)
+            if existing_page is None:
+                new_pages.append(Page(document=doc, number=number, text=text))
+            elif existing_page.text != text:
+                existing_page.text = text
+                changed_pages.append(existing_page)
+        stale_pages.extend(p.pk for n, p in pages.items() if n > len(incoming.pages))
+
+    Document.objects.bulk_create(to_create, batch_size=CHUNK)
+    _update_rows(Document, changed_docs, [*_DOC_FIELDS, "updated_at"])
+    _update_rows(Page, changed_pages, ["text"])
+    for chunk in chunks(stale_pages):
+        Page.objects.filter(pk__in=chunk).delete()
+    for created_doc in to_create:
+        new_pages.extend(
+            Page(document=created_doc, number=n, text=t)
+            for n, t in enumerate(by_id[created_doc.external_id].pages, 1)
+        )
+    Page.objects.bulk_create(new_pages, batch_size=CHUNK)
+
+    written.received += len(documents)
+    written.created += len(to_create)
+    written.updated += len(changed_docs)
+    written.unchanged += len(existing) - len(changed_docs)
+    written.pages_written += len(new_pages) + len(changed_pages)
+    written.pages_deleted += len(stale_pages)
+    for sample, docs in ((written.created_ids, to_create), (written.updated_ids, changed_docs)):
+        sample.extend(d.external_id for d in docs[: ID_SAMPLE - len(sample)])
 
 
 def _documents_label(count: int) -> str:
@@ -407,28 +453,33 @@ class IngestOutcome:
     job: Job | None = None
 
 
+def ingest_as_job(count: int) -> bool:
+    """The one rule for every ingest (the JSON body and the file upload of the API): more documents than
+    EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS run as an Ingest job, fewer are written in the request."""
+    return count > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS
+
+
+def ingest_job_create(*, collection: Collection, input: dict[str, Any], actor: str) -> Job:
+    """Queue an Ingest job of validated input (its launch audited now, its writes when it runs)."""
+    from goldenset.jobs import job_create  # goldenset.jobs audits through this package
+
+    with transaction.atomic():
+        return job_create(
+            tenant=collection.tenant,
+            kind=JobKind.INGEST,
+            collection=collection,
+            input={**input, "actor": actor},
+            actor=actor,
+        )
+
+
 def documents_ingest(
     *, collection: Collection, documents: Sequence[DocumentInput], actor: str, source: str = ""
 ) -> IngestOutcome:
-    """Add or replace validated documents: a small batch now, in this request; a batch of more than
-    EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS as an Ingest job (its launch audited now, its writes when it runs).
-    The one rule for every caller (the JSON body and the file upload of the API)."""
-    if len(documents) > settings.EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS:
-        from goldenset.jobs import job_create  # goldenset.jobs audits through this package
-
-        with transaction.atomic():
-            job = job_create(
-                tenant=collection.tenant,
-                kind=JobKind.INGEST,
-                collection=collection,
-                input={
-                    "documents": [d.as_job_input() for d in documents],
-                    "actor": actor,
-                    "source": source,
-                },
-                actor=actor,
-            )
-        return IngestOutcome(job=job)
+    """Add or replace validated documents: now, in this request, or as an Ingest job (ingest_as_job)."""
+    if ingest_as_job(len(documents)):
+        job_input = {"documents": [d.as_job_input() for d in documents], "source": source}
+        return IngestOutcome(job=ingest_job_create(collection=collection, input=job_input, actor=actor))
     return IngestOutcome(
         result=documents_upsert(collection=collection, documents=documents, actor=actor, source=source)
     )

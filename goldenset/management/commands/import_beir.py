@@ -1,3 +1,4 @@
+import time
 from pathlib import Path
 
 from django.db import transaction
@@ -7,7 +8,10 @@ from goldenset.management.commands._base import EvalsiteCommand
 
 
 class Command(EvalsiteCommand):
-    help = "Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv) as documents plus golden entries."
+    help = (
+        "Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv) as documents plus golden entries, in one "
+        "transaction; corpus.jsonl is streamed in batches (bounded memory). --verbosity 2 prints progress."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("folder", type=Path)
@@ -15,6 +19,15 @@ class Command(EvalsiteCommand):
         parser.add_argument("--name", default="", help="Collection name (default: the folder name).")
 
     def handle(self, *args, **options):
+        started = time.monotonic()
+
+        def progress(documents: int, read: int, size: int) -> None:
+            share = read / size if size else 1.0
+            self.stdout.write(
+                f"  {documents} documents written ({share:.0%} of corpus.jsonl), "
+                f"{time.monotonic() - started:.0f} s"
+            )
+
         # One transaction with the tenant: a folder that fails to load leaves no stray cluster or tenant behind.
         with transaction.atomic():
             tenant = services.tenant_get_or_create(
@@ -26,6 +39,7 @@ class Command(EvalsiteCommand):
                 collection_id=options["collection"],
                 actor="command:import_beir",
                 name=options["name"],
+                progress=progress if options["verbosity"] >= 2 else None,
             )
         self.stdout.write(
             f"{options['collection']}: {result['documents']} documents ({result['documents_created']} created, "
