@@ -43,6 +43,43 @@ def _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched):
     return n
 
 
+SAMPLE_STRIDE = 64
+
+
+@njit(cache=True, nogil=True)
+def _above_sampled_threshold(acc, live, depth, listed, sums):
+    """List the live pages whose sum may place them in the top `depth` (touched-style, into listed[:n], their
+    sums into sums[:n]) and zero acc; -1 (acc untouched) when the sample's threshold kept too few.
+
+    The threshold is the sample's (2 depth / stride + 8)-th best sum (every SAMPLE_STRIDE-th page), lowered by
+    a relative 1e-7: a page kept out has a sum at or below it, and since at least `depth` listed pages have
+    sums above the unlowered threshold, the depth-th best sum is above it too, so a page kept out cannot
+    reach, or tie in 32 bits, the depth-th best's key."""
+    pages = acc.shape[0]
+    sample = acc[::SAMPLE_STRIDE].copy()
+    rank = min(len(sample), 2 * depth // SAMPLE_STRIDE + 8)
+    threshold = np.partition(sample, len(sample) - rank)[len(sample) - rank]
+    if not threshold > 0.0:
+        return -1
+    lowered = threshold * (1.0 - 1e-7)
+    check_live = live.shape[0] > 0
+    n = 0
+    above = 0
+    for r in range(pages):
+        s = acc[r]
+        if s > lowered:
+            if check_live and not live[r]:
+                continue
+            listed[n] = r
+            sums[n] = s
+            n += 1
+            above += s > threshold
+    if above < depth:
+        return -1
+    acc[:] = 0.0
+    return n
+
+
 @njit(cache=True, nogil=True)
 def dense_scores(indptr, rows, weights, terms, size):
     """Every page's score for the query, 0.0 where no term matches (Hybrid fusion and reranking read it)."""
@@ -163,6 +200,14 @@ def top_documents(
         n = _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched)
     check_live = live.shape[0] > 0
     per_page = page_document.shape[0] == 0
+    n_listed = -1  # >= 0: candidates listed with their sums (touched[:n], doc_best[:n]), acc already zero
+    if sweep and per_page and depth * SAMPLE_STRIDE * 4 <= pages:
+        # Most pages were met: rather than offer every one to the heap, keep those above a threshold that a
+        # sample of the pages says only a few hundred exceed; the sum array is then zeroed in one pass.
+        n_listed = _above_sampled_threshold(acc, live, depth, touched, doc_best)
+        if n_listed >= 0:
+            sweep = False
+            n = n_listed
     capacity = max(0, min(depth, n))
     heap_key = np.empty(capacity, dtype=np.uint64)
     heap_item = np.empty(capacity, dtype=np.int64)
@@ -177,7 +222,7 @@ def top_documents(
     count = 0
     for j in range(n):
         r = j if sweep else touched[j]
-        s = acc[r]
+        s = acc[r] if sweep or n_listed < 0 else doc_best[j]
         acc[r] = 0.0
         if not positive and not sweep:
             mark[r] = 0

@@ -188,3 +188,36 @@ def test_no_page_and_no_term_give_empty_results():
     blank = build_index([[], []], BM25Params("okapi"))
     assert blank.top_documents(["alpha"], 10, _id_rank(["a", "b"]))[0].tolist() == []
     assert blank.scores(["alpha"]).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("variant", ["lucene", "okapi"])
+def test_large_collections_take_the_sampled_threshold_path_and_stay_exact(variant):
+    """Queries that touch most of 20,000 pages: candidates are kept above a threshold read off a sample of the
+    pages (kernels._above_sampled_threshold); the ranking must still be the brute-force one, ties included,
+    and a collection of identical pages (a threshold no page exceeds) must fall back to the full pass."""
+    rng = np.random.default_rng(5)
+    common = ["alpha", "beta", "gamma"]
+    tokens = [
+        [common[int(i)] for i in rng.integers(0, 3, int(rng.integers(1, 9)))]
+        + ([WORDS[3 + int(rng.integers(0, 9))]] if rng.random() < 0.3 else [])
+        for _ in range(20_000)
+    ]
+    ids = [f"doc{i}" for i in rng.permutation(len(tokens))]
+    rank = _id_rank(ids)
+    index = build_index(tokens, BM25Params(variant))
+    live = rng.random(len(tokens)) < 0.9
+    for query in (["alpha"], ["alpha", "beta"], ["gamma", "delta", "alpha"], ["beta", "beta", "zeta"]):
+        dense = index.scores(query)
+        for depth, mask in ((10, None), (50, None), (20, live)):
+            ok = dense > 0 if mask is None else (dense > 0) & mask
+            rows = np.flatnonzero(ok)
+            expected = rows[np.lexsort((-rank[rows], -dense[rows].astype(np.float32)))][:depth]
+            got = index.top_documents(query, depth, rank, live=mask)
+            assert got[0].tolist() == expected.tolist(), (query, depth)
+            assert got[1].tolist() == dense[expected].tolist()
+    same = build_index([["alpha", "beta"]] * 19_999 + [["gamma"]], BM25Params(variant))
+    got = same.top_documents(["alpha"], 10, rank)
+    if variant == "lucene":
+        assert got[0].tolist() == np.argsort(-rank[:19_999])[:10].tolist()  # all tied: the highest ids win
+    else:  # okapi: a word on nearly every page has a negative idf, so no page scores above 0
+        assert got[0].tolist() == []
