@@ -45,6 +45,7 @@ REFERENCE = {  # ../shared/datasets/README.md: nDCG@10, R@100, MRR@10
 
 
 QUICK_DOCUMENTS, QUICK_QUERIES = 300, 20
+QUICK_SCALE = 3000
 
 
 def load(folder: Path):
@@ -247,6 +248,11 @@ def main() -> None:
         failures.append("the second evaluation built an index")
     if args.quick:
         shutil.rmtree(dataset.parent, ignore_errors=True)
+        import search_scale
+
+        print(f"## --scale {QUICK_SCALE} (what --scale N measures, at a tiny size)\n")
+        if search_scale.run(QUICK_SCALE, 1, 0):
+            failures.append("the --scale run failed")
     if failures:
         sys.exit("FAILED: " + "; ".join(failures))
 

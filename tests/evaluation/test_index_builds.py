@@ -1,0 +1,115 @@
+"""Search indexes are built by jobs, never inside a web request: what a search answers before, while and after.
+
+django-q2 runs tasks inline in the test settings; these tests turn that off (Conf.SYNC), so a queued IndexBuild
+job waits in the broker as it does in production until the test runs it with the real job runner.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django_q.conf import Conf
+
+from evaluation import indexes
+from goldenset import jobs
+from goldenset.models import Job, JobKind, JobStatus
+from tests.conftest import add_documents
+
+
+@pytest.fixture
+def queued_only(monkeypatch):
+    monkeypatch.setattr(Conf, "SYNC", False)
+    indexes.clear_memory()
+
+
+def search(world, query: str = "refund", search_type: str = "FullText"):
+    body = {"collection_id": "handbook", "query": query, "search_type": search_type}
+    return world.client.post("/lmkit/v1/search", body, format="json")
+
+
+def builds(world) -> list[Job]:
+    return list(
+        Job.objects.filter(collection=world.collection, kind=JobKind.INDEX_BUILD).order_by("created_at")
+    )
+
+
+def test_a_search_before_any_index_answers_503_index_building_and_queues_one_build(world, queued_only):
+    first = search(world)
+    assert first.status_code == 503, first.json()
+    assert first["Retry-After"] == str(indexes.RETRY_AFTER_SECONDS)
+    error = first.json()["error"]
+    assert error["code"] == "index-building"
+    assert error["details"]["content_version"] == world.collection.content_version
+    again = search(world, "warranty")
+    assert again.status_code == 503
+    # One build for the version, however many searches asked.
+    queued = builds(world)
+    assert [job.status for job in queued] == [JobStatus.QUEUED]
+    assert error["details"]["job_id"] == again.json()["error"]["details"]["job_id"] == str(queued[0].pk)
+
+    jobs.job_run(str(queued[0].pk))  # what a worker does
+    done = Job.objects.get(pk=queued[0].pk)
+    assert done.status == JobStatus.COMPLETED and done.result["parts"] == ["bm25:lucene"]
+    answered = search(world)
+    assert answered.status_code == 200, answered.json()
+    index = answered.json()["index"]
+    assert (index["built"], index["parts_built"], index["stale"]) == (0, 0, [])
+    assert answered.json()["results"][0]["document_id"] == "refunds"
+
+
+def test_while_a_new_version_builds_searches_answer_from_the_previous_one_and_say_so(world, queued_only):
+    indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)  # the current version, saved
+    before = world.collection.content_version
+    add_documents(world.collection, {"returns-desk": "The returns desk handles every refund in person."})
+    world.collection.refresh_from_db()
+    assert world.collection.content_version == before + 1
+
+    stale = search(world, "returns desk")
+    assert stale.status_code == 200, stale.json()
+    body = stale.json()
+    assert body["index"]["content_versions"] == {"handbook": before}
+    assert body["index"]["stale"] == ["handbook"]
+    assert "returns-desk" not in [r["document_id"] for r in body["results"]]
+    (queued,) = [job for job in builds(world) if job.input["content_version"] == before + 1]
+
+    jobs.job_run(str(queued.pk))
+    fresh = search(world, "returns desk").json()
+    assert fresh["index"]["content_versions"] == {"handbook": before + 1}
+    assert fresh["index"]["stale"] == []
+    assert fresh["results"][0]["document_id"] == "returns-desk"
+
+
+def test_a_hybrid_search_waits_for_its_vectors_without_building_them(world, queued_only):
+    indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)  # BM25 only
+    waiting = search(world, "refund", "Hybrid")
+    assert waiting.status_code == 503 and waiting.json()["error"]["code"] == "index-building"
+    assert waiting.json()["error"]["details"]["parts"] == ["bm25:lucene", "vectors"]  # what Hybrid reads
+    assert search(world, "refund", "FullText").status_code == 200  # FullText is not held up
+    (queued,) = [job for job in builds(world) if "vectors" in job.input["parts"]]
+    jobs.job_run(str(queued.pk))
+    assert search(world, "refund", "Hybrid").status_code == 200
+
+
+def test_build_index_builds_once_and_then_finds_the_saved_index(world, capsys):
+    scope = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]
+    call_command("build_index", *scope, "--parts", "vectors")
+    first = capsys.readouterr().out
+    assert "parts bm25:lucene, vectors; built in" in first
+    indexes.clear_memory()
+    call_command("build_index", *scope)
+    assert "parts bm25:lucene, vectors; found saved in" in capsys.readouterr().out
+
+
+def test_build_index_names_an_unknown_part(world, capsys):
+    with pytest.raises(Exception, match="unknown part 'bm26'"):
+        call_command(
+            "build_index",
+            "--cluster",
+            "acme",
+            "--tenant",
+            "search",
+            "--collection",
+            "handbook",
+            "--parts",
+            "bm26",
+        )
