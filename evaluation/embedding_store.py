@@ -170,10 +170,10 @@ class StoredEmbedder(Embedder):
 
     Queries go straight to the model. It is pickled with its index (after fit), without the page ids."""
 
-    def __init__(self, inner: ModelEmbedder, page_ids: Sequence[int]):
+    def __init__(self, inner: ModelEmbedder, page_ids: Sequence[int] | np.ndarray):
         self.inner = inner
         self.name = inner.name
-        self.page_ids = list(page_ids)
+        self.page_ids = [int(p) for p in page_ids]
 
     def fit(self, texts: Sequence[str]) -> np.ndarray:
         return page_vectors(self.inner, self.page_ids, texts)
@@ -210,7 +210,7 @@ class CandidateVectors:
         self.page_of: dict[str, int] = {}
         texts = corpus.all_texts()
         if len(corpus.page_ids) == len(texts):
-            for text, page_id in zip(texts, corpus.page_ids, strict=True):
+            for text, page_id in zip(texts, np.asarray(corpus.page_ids).tolist(), strict=True):
                 self.page_of.setdefault(text, page_id)
         self.known: dict[str, np.ndarray] = {}
         if (

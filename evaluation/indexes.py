@@ -146,7 +146,7 @@ def page_texts(page_ids: Sequence[int]) -> list[str]:
 def _attach_text_source(corpus: Corpus) -> None:
     """The corpus reads the texts it needs (a reranker's candidates) from the database, and holds none."""
     page_ids = corpus.page_ids
-    corpus.text_source = lambda rows: page_texts([page_ids[r] for r in rows])
+    corpus.text_source = lambda rows: page_texts([int(page_ids[r]) for r in rows])
     corpus.texts = None
 
 

@@ -92,7 +92,8 @@ class Corpus:
     page_document: np.ndarray  # page row -> document row
     document_ids: list[str]  # document row -> external id
     validity: list[Validity]  # per document row
-    page_ids: list[int] = field(default_factory=list)  # page row -> the caller's page id (optional)
+    # page row -> the caller's page id (optional); held as an int64 array
+    page_ids: Sequence[int] | np.ndarray = field(default_factory=list)
     # Documents without pages: never results, but a successor among them still supersedes what it names.
     successors: list[Validity] = field(default_factory=list)
     text_source: Callable[[Sequence[int]], list[str]] | None = field(default=None, repr=False, compare=False)
@@ -119,6 +120,9 @@ class Corpus:
         )
         self.id_array = np.array(self.document_ids, dtype=object)  # fancy-indexable ids
         self.temporal = has_temporal_data([*self.validity, *self.successors])
+        if not self.temporal:
+            self.validity = []  # only time filters read it: a million objects a search never needs
+        self.page_ids = np.asarray(self.page_ids, dtype=np.int64)  # 8 bytes a page, not a Python int each
 
     def texts_of(self, rows: Sequence[int]) -> list[str]:
         if self.texts is not None:

@@ -160,7 +160,7 @@ class CollectionSearch:
         """The primary keys of the hits' best pages."""
         by_slug = {c.slug: i for i, c in enumerate(self.collections)}
         return [
-            self.indexes[by_slug[slug]].corpus.page_ids[row]
+            int(self.indexes[by_slug[slug]].corpus.page_ids[row])
             for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
         ]
 
