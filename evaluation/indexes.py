@@ -29,19 +29,22 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import transaction
 
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import BM25Index, BM25Params
-from evaluation.search.engine import Corpus, Embedder, SearchIndex
-from evaluation.search.postings import Postings
+from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
+from evaluation.search.postings import MergeRefused, Postings, merge_postings, open_first_order
 from goldenset.errors import ERROR_CODES, EvalsiteError
 from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
 from goldenset.temporal import Validity
+from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks
 
 logger = logging.getLogger(__name__)
@@ -61,6 +64,8 @@ class IndexStats:
     cached: int = 0
     parts_built: int = 0
     build_ms: float = 0.0
+    updated: int = 0  # versions derived from an older one (only their changed pages tokenized)
+    pages_tokenized: int = 0  # by those updates
     versions: dict[str, int] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
 
@@ -95,42 +100,104 @@ def page_text(title: str, number: int, text: str) -> str:
     return f"{title}\n{text}" if number == 1 and title else text
 
 
-def load_corpus(collection: Collection) -> Corpus:
-    documents = list(
-        Document.objects.filter(collection=collection, pages__isnull=False)
-        .distinct()
-        .order_by("pk")
-        .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
-    )
-    row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
-    titles = dict(Document.objects.filter(collection=collection).values_list("pk", "title"))
-    texts: list[str] = []
-    page_document: list[int] = []
-    page_ids: list[int] = []
-    pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
-    rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
-    for page_id, document_id, number, text in rows:
-        texts.append(page_text(titles[document_id], number, text))
-        page_document.append(row_of[document_id])
-        page_ids.append(page_id)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+@dataclass
+class ContentStamps:
+    """What content an index version was built from: per page row its page id, document pk and number, and per
+    document its last write (Document.updated_at, in microseconds). The next version's build compares its own
+    with these to find the pages it must tokenize (an update, `_updated`). Saved as content.npz beside the
+    index; search never reads it."""
+
+    page_ids: np.ndarray  # int64 per page row
+    page_documents: np.ndarray  # int64 document pk per page row
+    page_numbers: np.ndarray  # int64 per page row
+    document_pks: np.ndarray  # int64, ascending
+    document_updated: np.ndarray  # int64 microseconds since the epoch, per document_pks entry
+
+    def save(self, path: Path) -> None:
+        if path.exists():
+            return
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".content.", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, **{k: getattr(self, k) for k in self.__dataclass_fields__})
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    @classmethod
+    def load(cls, path: Path) -> ContentStamps:
+        with np.load(path, allow_pickle=False) as data:
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+def load_corpus(collection: Collection, *, texts: bool = True) -> Corpus:
+    """The collection's pages ordered by document pk, then page number, with their indexed texts (or none:
+    `texts=False`, the metadata alone), and the content stamps of what was read, in one read transaction."""
+    with transaction.atomic():
+        documents = list(
+            Document.objects.filter(collection=collection, pages__isnull=False)
+            .distinct()
+            .order_by("pk")
+            .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes", "updated_at")
+        )
+        row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
+        titles = (
+            dict(Document.objects.filter(collection=collection).values_list("pk", "title")) if texts else {}
+        )
+        page_texts_: list[str] = []
+        page_document: list[int] = []
+        page_ids: list[int] = []
+        page_docs: list[int] = []
+        numbers: list[int] = []
+        pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
+        if texts:
+            rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
+            for page_id, document_id, number, text in rows:
+                page_texts_.append(page_text(titles[document_id], number, text))
+                page_document.append(row_of[document_id])
+                page_ids.append(page_id)
+                page_docs.append(document_id)
+                numbers.append(number)
+        else:
+            for page_id, document_id, number in pages.values_list("pk", "document_id", "number").iterator(
+                chunk_size=20000
+            ):
+                page_ids.append(page_id)
+                page_docs.append(document_id)
+                numbers.append(number)
+            page_document = [row_of[d] for d in page_docs]
+        pageless = list(
+            Document.objects.filter(collection=collection, pages__isnull=True)
+            .exclude(supersedes=[])
+            .values_list("external_id", "valid_from", "valid_until", "supersedes")
+        )
     validity = [
         Validity(external_id, valid_from, valid_until, tuple(supersedes or ()))
-        for _pk, external_id, valid_from, valid_until, supersedes in documents
+        for _pk, external_id, valid_from, valid_until, supersedes, _updated in documents
     ]
-    pageless = (
-        Document.objects.filter(collection=collection, pages__isnull=True)
-        .exclude(supersedes=[])
-        .values_list("external_id", "valid_from", "valid_until", "supersedes")
-    )
     successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
-    return Corpus(
-        texts=texts,
+    corpus = Corpus(
+        texts=page_texts_ if texts else None,
         page_document=np.asarray(page_document, dtype=np.int64),
         document_ids=[row[1] for row in documents],
         validity=validity,
         page_ids=page_ids,
         successors=successors,
     )
+    corpus.stamps = ContentStamps(
+        page_ids=np.asarray(page_ids, dtype=np.int64),
+        page_documents=np.asarray(page_docs, dtype=np.int64),
+        page_numbers=np.asarray(numbers, dtype=np.int64),
+        document_pks=np.asarray([row[0] for row in documents], dtype=np.int64),
+        document_updated=np.asarray([(row[5] - _EPOCH) // _MICROSECOND for row in documents], dtype=np.int64),
+    )
+    return corpus
 
 
 def page_texts(page_ids: Sequence[int]) -> list[str]:
@@ -194,6 +261,8 @@ def _lookup(
     if index is not None and all(index.has_part(p) for p in wanted):
         stats.cached += 1
         return index
+    if not build:
+        return _peek(key, index, wanted, stats)
     with _key_lock(key):
         index = _memory.get(key)  # another thread may have finished it while this one waited
         if index is not None and all(index.has_part(p) for p in wanted):
@@ -202,30 +271,32 @@ def _lookup(
         path = _path(key)
         with _file_lock(path):
             stamp = _stamp(path)
-            dirty = False
             if stamp is not None and (index is None or stamp != _stamps.get(key)):
                 loaded = _read(path)
                 if loaded is not None:
                     index, stats.loaded = loaded, stats.loaded + 1
                     _stamps[key] = stamp
-            ready = index is not None and all(index.has_part(p) for p in wanted)
-            if not ready and not build:
-                if index is not None:
-                    _remember(key, index)  # what was loaded serves the parts it has
-                return None
+            if index is not None and all(index.has_part(p) for p in wanted):
+                _remember(key, index)
+                return index
+            dirty = False
             if index is None:
                 started = time.perf_counter()
-                index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
+                index = _updated(collection, wanted, stats)
+                if index is None:
+                    index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
                 index.content_version = collection.content_version
                 stats.built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
             missing = [p for p in sorted(wanted) if not index.has_part(p)]
-            if missing:
+            for part in missing:  # BM25's first ("bm25:..." < "vectors")
+                if part == VECTORS and dirty:
+                    # FullText is served from now on (by every process) while the vectors are built.
+                    _stamps[key] = _write(collection, path, index)
                 started = time.perf_counter()
-                for part in missing:
-                    index.build_part(part)
-                stats.parts_built += len(missing)
+                index.build_part(part)
+                stats.parts_built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
             if dirty:
@@ -235,6 +306,133 @@ def _lookup(
                 index = _read(path) or index
         _remember(key, index)
     return index
+
+
+def _peek(
+    key: tuple, index: SearchIndex | None, wanted: frozenset[str], stats: IndexStats
+) -> SearchIndex | None:
+    """Where builds are off: the saved file of this version if it is newer than what memory holds, read without
+    waiting on any lock (a build holds them for as long as it runs; its saves are atomic renames). None unless
+    it has the wanted parts."""
+    path = _path(key)
+    stamp = _stamp(path)
+    if stamp is not None and (index is None or stamp != _stamps.get(key)):
+        loaded = _read(path)
+        if loaded is not None:
+            index, stats.loaded = loaded, stats.loaded + 1
+            with _lock:
+                _stamps[key] = stamp
+    if index is None:
+        return None
+    _remember(key, index)  # what was loaded serves the parts it has
+    if all(index.has_part(p) for p in wanted):
+        return index
+    return None
+
+
+# --- updates: a new version from the previous one and the pages that changed ---------------------------------
+
+# An update re-tokenizes the changed pages only; past this share of the collection a full build is as fast.
+UPDATE_MAX_SHARE = 0.5
+
+
+@dataclass
+class _Base:
+    """The newest older saved version an update can start from."""
+
+    version: int
+    postings: Postings
+    first_order: np.ndarray
+    stamps: ContentStamps
+
+
+def _update_base(collection: Collection) -> _Base | None:
+    current = collection.content_version
+    for version, folder in _saved_versions(collection):
+        if version >= current:
+            continue
+        try:
+            postings = Postings.open(folder / "postings")
+            first_order = open_first_order(folder / "postings")
+            stamps = ContentStamps.load(folder / "content.npz")
+        except (OSError, ValueError, KeyError) as exc:
+            logger.info("index %s cannot be updated (%s): a full build", folder, exc)
+            return None
+        if first_order is None or len(stamps.page_ids) != postings.size:
+            return None
+        return _Base(version, postings, first_order, stamps)
+    return None
+
+
+def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex | None:
+    """The new version's index with its BM25 parts, derived from the newest older saved version: its postings
+    with the removed and changed pages' rows dropped and the new and changed pages (the only ones read and
+    tokenized) merged in (postings.merge_postings); idfs and weights are then computed over the whole new
+    postings as a full build computes them, so every score equals a full build's bit for bit. None when no
+    older version can be updated (none saved, saved by an older engine, or too much changed)."""
+    variants = [p.removeprefix("bm25:") for p in sorted(wanted) if p.startswith("bm25:")]
+    if not variants:
+        return None
+    base = _update_base(collection)
+    if base is None:
+        return None
+    with transaction.atomic():  # the metadata and the changed pages' texts from one snapshot
+        corpus = load_corpus(collection, texts=False)
+        new_row_of_old, added_rows = _changes(base.stamps, corpus.stamps)
+        removed = int((new_row_of_old < 0).sum())
+        if len(added_rows) + removed > UPDATE_MAX_SHARE * max(corpus.size, 1):
+            return None
+        texts = page_texts([corpus.page_ids[r] for r in added_rows.tolist()])
+    try:
+        postings = merge_postings(
+            base.postings,
+            base.first_order,
+            new_row_of_old,
+            corpus.size,
+            added_rows,
+            (tokenize(text) for text in texts),
+        )
+    except MergeRefused as exc:
+        logger.info("collection %s: a full build (%s)", collection.uid, exc)
+        return None
+    _attach_text_source(corpus)
+    index = SearchIndex(corpus, embedder_factory=embedder_factory)
+    index.postings = postings
+    index.bm25_indexes = {v: BM25Index(postings, BM25Params(v)) for v in variants}
+    stats.updated += 1
+    stats.pages_tokenized += len(added_rows)
+    return index
+
+
+def _changes(old: ContentStamps, new: ContentStamps) -> tuple[np.ndarray, np.ndarray]:
+    """(new row of each old row or -1, new rows to tokenize). A page is kept when the same page id is in both,
+    of the same document and number, and its document was not written since (its updated_at unchanged: every
+    write of a page, or of the title page 1 shows, writes its document): the others are removed and added."""
+    # Documents unchanged: in both, with the same last write.
+    at = np.searchsorted(old.document_pks, new.document_pks)
+    at = np.minimum(at, max(len(old.document_pks) - 1, 0))
+    same_document = (
+        (old.document_pks[at] == new.document_pks) & (old.document_updated[at] == new.document_updated)
+        if len(old.document_pks)
+        else np.zeros(len(new.document_pks), dtype=bool)
+    )
+    unchanged_documents = new.document_pks[same_document]
+    # Pages: the old row of each new page id, if any.
+    by_id = np.argsort(old.page_ids, kind="stable")
+    sorted_ids = old.page_ids[by_id]
+    position = np.minimum(np.searchsorted(sorted_ids, new.page_ids), max(len(sorted_ids) - 1, 0))
+    old_row = by_id[position] if len(sorted_ids) else np.zeros(len(new.page_ids), dtype=np.int64)
+    kept = (
+        (sorted_ids[position] == new.page_ids)
+        & (old.page_documents[old_row] == new.page_documents)
+        & (old.page_numbers[old_row] == new.page_numbers)
+        & np.isin(new.page_documents, unchanged_documents)
+        if len(sorted_ids)
+        else np.zeros(len(new.page_ids), dtype=bool)
+    )
+    new_row_of_old = np.full(len(old.page_ids), -1, dtype=np.int64)
+    new_row_of_old[old_row[kept]] = np.flatnonzero(kept)
+    return new_row_of_old, np.flatnonzero(~kept)
 
 
 def _remember(key: tuple, index: SearchIndex) -> None:
@@ -394,6 +592,8 @@ def index_build_job(job: Job, progress) -> dict:
         "content_version": index.content_version,
         "parts": sorted(p for p in parts if index.has_part(p)),
         **stats.as_dict(),
+        "updated": stats.updated,
+        "pages_tokenized": stats.pages_tokenized,
     }
 
 
@@ -453,6 +653,8 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
         _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
     if vectors is not None:
         _save_array(folder / "vectors.npy", vectors)
+    if index.corpus.stamps is not None and postings is not None:
+        index.corpus.stamps.save(folder / "content.npz")  # what the next version's update compares
     parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
     (folder / "parts.json").write_text(json.dumps(parts))
     state = index.__getstate__()
@@ -482,6 +684,7 @@ def _without_texts(corpus: Corpus) -> Corpus:
     light = copy.copy(corpus)
     light.texts = None
     light.text_source = None
+    light.stamps = None
     return light
 
 
