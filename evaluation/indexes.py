@@ -29,13 +29,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import CharField
+from django.db.models.functions import Cast
 
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import BM25Index, BM25Params
@@ -100,10 +101,6 @@ def page_text(title: str, number: int, text: str) -> str:
     return f"{title}\n{text}" if number == 1 and title else text
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
 @dataclass
 class ContentStamps:
     """What content an index version was built from: per page row its page id, document pk and number, and per
@@ -114,8 +111,8 @@ class ContentStamps:
     page_ids: np.ndarray  # int64 per page row
     page_documents: np.ndarray  # int64 document pk per page row
     page_numbers: np.ndarray  # int64 per page row
-    document_pks: np.ndarray  # int64, ascending
-    document_updated: np.ndarray  # int64 microseconds since the epoch, per document_pks entry
+    document_pks: np.ndarray  # int64, ascending: the documents with pages
+    document_updated: np.ndarray  # str: each one's updated_at as the database writes it as text
 
     def save(self, path: Path) -> None:
         if path.exists():
@@ -136,42 +133,32 @@ class ContentStamps:
             return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
 
-def load_corpus(collection: Collection, *, texts: bool = True) -> Corpus:
-    """The collection's pages ordered by document pk, then page number, with their indexed texts (or none:
-    `texts=False`, the metadata alone), and the content stamps of what was read, in one read transaction."""
+def load_corpus(collection: Collection) -> Corpus:
+    """The collection's pages ordered by document pk, then page number, with their indexed texts, and the
+    content stamps of what was read, in one read transaction."""
     with transaction.atomic():
         documents = list(
             Document.objects.filter(collection=collection, pages__isnull=False)
             .distinct()
             .order_by("pk")
-            .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes", "updated_at")
+            .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
         )
+        all_pks, written = _document_writes(collection)
         row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
-        titles = (
-            dict(Document.objects.filter(collection=collection).values_list("pk", "title")) if texts else {}
-        )
+        titles = dict(Document.objects.filter(collection=collection).values_list("pk", "title"))
         page_texts_: list[str] = []
         page_document: list[int] = []
         page_ids: list[int] = []
         page_docs: list[int] = []
         numbers: list[int] = []
         pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
-        if texts:
-            rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
-            for page_id, document_id, number, text in rows:
-                page_texts_.append(page_text(titles[document_id], number, text))
-                page_document.append(row_of[document_id])
-                page_ids.append(page_id)
-                page_docs.append(document_id)
-                numbers.append(number)
-        else:
-            for page_id, document_id, number in pages.values_list("pk", "document_id", "number").iterator(
-                chunk_size=20000
-            ):
-                page_ids.append(page_id)
-                page_docs.append(document_id)
-                numbers.append(number)
-            page_document = [row_of[d] for d in page_docs]
+        rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
+        for page_id, document_id, number, text in rows:
+            page_texts_.append(page_text(titles[document_id], number, text))
+            page_document.append(row_of[document_id])
+            page_ids.append(page_id)
+            page_docs.append(document_id)
+            numbers.append(number)
         pageless = list(
             Document.objects.filter(collection=collection, pages__isnull=True)
             .exclude(supersedes=[])
@@ -179,11 +166,11 @@ def load_corpus(collection: Collection, *, texts: bool = True) -> Corpus:
         )
     validity = [
         Validity(external_id, valid_from, valid_until, tuple(supersedes or ()))
-        for _pk, external_id, valid_from, valid_until, supersedes, _updated in documents
+        for _pk, external_id, valid_from, valid_until, supersedes in documents
     ]
     successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
     corpus = Corpus(
-        texts=page_texts_ if texts else None,
+        texts=page_texts_,
         page_document=np.asarray(page_document, dtype=np.int64),
         document_ids=[row[1] for row in documents],
         validity=validity,
@@ -195,7 +182,91 @@ def load_corpus(collection: Collection, *, texts: bool = True) -> Corpus:
         page_documents=np.asarray(page_docs, dtype=np.int64),
         page_numbers=np.asarray(numbers, dtype=np.int64),
         document_pks=np.asarray([row[0] for row in documents], dtype=np.int64),
-        document_updated=np.asarray([(row[5] - _EPOCH) // _MICROSECOND for row in documents], dtype=np.int64),
+        document_updated=written[np.searchsorted(all_pks, [row[0] for row in documents])]
+        if documents
+        else np.zeros(0, dtype=str),
+    )
+    return corpus
+
+
+def _raw_rows(queryset) -> list[tuple]:
+    """The rows of a values_list queryset straight from the database cursor (no per-row conversion: for ints
+    and text alike it is what the ORM would give, an order of magnitude faster on 300,000 rows)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _document_writes(collection: Collection) -> tuple[np.ndarray, np.ndarray]:
+    """(pks ascending, updated_at as text) of the collection's documents: text, so that no datetime is parsed."""
+    rows = _raw_rows(
+        Document.objects.filter(collection=collection)
+        .order_by("pk")
+        .annotate(written=Cast("updated_at", CharField()))
+        .values_list("pk", "written")
+    )
+    pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return pks, np.array([r[1] for r in rows], dtype=str) if rows else np.zeros(0, dtype=str)
+
+
+def _corpus_update(collection: Collection, base: _Base) -> Corpus:
+    """The new version's corpus without texts, and its content stamps, reading only ids, numbers and write
+    stamps of every page and document: a document written since the base version (or new) is read whole, the
+    others are the base corpus's (id and validity)."""
+    rows = _raw_rows(
+        Page.objects.filter(document__collection=collection)
+        .order_by("document_id", "number")
+        .values_list("pk", "document_id", "number")
+    )
+    pages = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    del rows
+    all_pks, written = _document_writes(collection)
+    document_pks = np.unique(pages[:, 1])  # the documents with pages, ascending
+    document_updated = written[np.searchsorted(all_pks, document_pks)]
+    old = base.stamps
+    at = np.minimum(np.searchsorted(old.document_pks, document_pks), max(len(old.document_pks) - 1, 0))
+    same = (
+        (old.document_pks[at] == document_pks) & (old.document_updated[at] == document_updated)
+        if len(old.document_pks)
+        else np.zeros(len(document_pks), dtype=bool)
+    )
+    read = {
+        pk: (external_id, Validity(external_id, start, end, tuple(names or ())))
+        for pk, external_id, start, end, names in Document.objects.filter(
+            pk__in=document_pks[~same].tolist()
+        ).values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
+    }
+    base_ids, base_validity = base.corpus.document_ids, base.corpus.validity
+    document_ids: list[str] = []
+    validity: list[Validity] = []
+    for pk, kept, old_row in zip(document_pks.tolist(), same.tolist(), at.tolist(), strict=True):
+        if kept:
+            document_ids.append(base_ids[old_row])
+            validity.append(base_validity[old_row])
+        else:
+            external_id, valid = read[pk]
+            document_ids.append(external_id)
+            validity.append(valid)
+    pageless = (
+        Document.objects.filter(collection=collection, pages__isnull=True)
+        .exclude(supersedes=[])
+        .values_list("external_id", "valid_from", "valid_until", "supersedes")
+    )
+    corpus = Corpus(
+        texts=None,
+        page_document=np.searchsorted(document_pks, pages[:, 1]).astype(np.int64),
+        document_ids=document_ids,
+        validity=validity,
+        page_ids=pages[:, 0].tolist(),
+        successors=[Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless],
+    )
+    corpus.stamps = ContentStamps(
+        page_ids=pages[:, 0].copy(),
+        page_documents=pages[:, 1].copy(),
+        page_numbers=pages[:, 2].copy(),
+        document_pks=document_pks,
+        document_updated=document_updated,
     )
     return corpus
 
@@ -344,6 +415,7 @@ class _Base:
     postings: Postings
     first_order: np.ndarray
     stamps: ContentStamps
+    corpus: Corpus  # its document ids and validity, per document row
 
 
 def _update_base(collection: Collection) -> _Base | None:
@@ -355,12 +427,14 @@ def _update_base(collection: Collection) -> _Base | None:
             postings = Postings.open(folder / "postings")
             first_order = open_first_order(folder / "postings")
             stamps = ContentStamps.load(folder / "content.npz")
-        except (OSError, ValueError, KeyError) as exc:
+            with (folder / "index.pickle").open("rb") as handle:
+                corpus = pickle.load(handle)["corpus"]
+        except (OSError, ValueError, KeyError, pickle.UnpicklingError, EOFError) as exc:
             logger.info("index %s cannot be updated (%s): a full build", folder, exc)
             return None
-        if first_order is None or len(stamps.page_ids) != postings.size:
+        if first_order is None or not len(stamps.page_ids) == postings.size == corpus.size:
             return None
-        return _Base(version, postings, first_order, stamps)
+        return _Base(version, postings, first_order, stamps, corpus)
     return None
 
 
@@ -377,7 +451,7 @@ def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) 
     if base is None:
         return None
     with transaction.atomic():  # the metadata and the changed pages' texts from one snapshot
-        corpus = load_corpus(collection, texts=False)
+        corpus = _corpus_update(collection, base)
         new_row_of_old, added_rows = _changes(base.stamps, corpus.stamps)
         removed = int((new_row_of_old < 0).sum())
         if len(added_rows) + removed > UPDATE_MAX_SHARE * max(corpus.size, 1):
