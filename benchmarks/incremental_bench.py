@@ -11,7 +11,9 @@ IndexBuild job builds its base version once (BM25, both variants). Then:
    until it returns the new document. Printed: the time from the upsert call to that answer, and the job's.
    Meanwhile another thread searches without pause (builds off): the slowest of those searches shows whether
    any waited on the build (they are answered by the older version until the new one is saved);
-2. the IndexBuild job of that same version, incremental (the update) and a full rebuild (every page read and
+   This is done twice: alone (the figure against the target), then with another thread of this process
+   searching without pause meanwhile (it shares the interpreter's lock with the job: an upper bound);
+2. the IndexBuild job of the last version, incremental (the update) and a full rebuild (every page read and
    tokenized), side by side, `--repeat` times each, alternating; and that both saved the same arrays (postings,
    idf and weights of both variants), bit for bit.
 `--quick` runs the same steps on 3,000 pages. Exits 1 when the new document is not found or the arrays differ.
@@ -113,29 +115,18 @@ def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a)
 
 
-def run(pages: int, repeat: int, seed: int) -> int:
+def _add_one(collection, name: str, with_searches: bool) -> tuple[dict, list[str]]:
+    """Add ONE document through documents_upsert (its commit runs the IndexBuild job inline) and search for it
+    (builds off) until it is found; with_searches: another thread searches without pause meanwhile."""
     from django.db import connection
 
     from evaluation import indexes
     from evaluation.configs import RunConfig
     from evaluation.services.search import search
     from goldenset import services
-
-    started = time.perf_counter()
-    collection = _setup(pages, seed)
-    print(
-        f"# {pages:,} synthetic pages ({PAGES_PER_DOCUMENT} a document) written in {time.perf_counter() - started:.1f} s"
-    )
-    seconds, result = _build(collection, full=True)
-    print(
-        f"base version {collection.content_version}: IndexBuild job (full, {', '.join(PARTS)}) {seconds:.1f} s"
-    )
-    base = _folder(collection)
-    backup = base.parent / "base-backup"
-    shutil.copytree(base, backup)
+    from goldenset.models import Job
 
     config = RunConfig(label="FullText", search_type="FullText")
-    query = "quokka zebrafinch refunds"
     stop = threading.Event()
     spans: list[tuple[float, float, bool]] = []  # (start, end) wall clock, answered by the older version
 
@@ -151,66 +142,98 @@ def run(pages: int, repeat: int, seed: int) -> int:
 
     background = threading.Thread(target=searcher)
     # Jobs run inline here (django-q's sync mode): a search that asks for the new version's build would run it in
-    # the searching thread, where a worker runs it in production. The searcher's requests are dropped: the
-    # upsert's commit queues the job (the hook holds the real build_schedule).
+    # the searching thread, where a worker process runs it in production. The searcher's requests are dropped:
+    # the upsert's commit queues the job (the hook holds the real build_schedule).
     schedule = indexes.build_schedule
 
     def queue_elsewhere(collection, parts=()):
         return None if threading.current_thread() is background else schedule(collection, parts)
 
     indexes.build_schedule = queue_elsewhere
-    background.start()
-    time.sleep(1.0)  # its first searches load the index and compile the kernel
+    if with_searches:
+        background.start()
+        time.sleep(1.0)  # its first searches load the index and compile the kernel
     failures: list[str] = []
+    text = NEW_TEXT.replace("quokka", name)
     try:
         started = time.perf_counter()
         services.documents_upsert(
             collection=collection,
-            documents=[services.DocumentInput.from_text(id="new-doc", title="Quokka refunds", text=NEW_TEXT)],
+            documents=[services.DocumentInput.from_text(id=name, title=f"{name} refunds", text=text)],
             actor="bench",
         )
         upserted = time.perf_counter() - started
         found = None
         with indexes.builds_off():
             while time.perf_counter() - started < 120:
-                body = search(collections=[collection], query=query, config=config, top_k=5)
-                if body["results"] and body["results"][0]["document_id"] == "new-doc":
+                body = search(collections=[collection], query=f"{name} zebrafinch", config=config, top_k=5)
+                if body["results"] and body["results"][0]["document_id"] == name:
                     found = time.perf_counter() - started
                     break
-                time.sleep(0.05)
+                time.sleep(0.02)
     finally:
         stop.set()
-        background.join()
+        if with_searches:
+            background.join()
         indexes.build_schedule = schedule
     collection.refresh_from_db()
-    from goldenset.models import Job
-
     job = Job.objects.filter(collection=collection, input__content_version=collection.content_version).latest(
         "queued_at"
     )
-    job_seconds = (job.finished_at - job.started_at).total_seconds()
-    print(f"\n## one document added (version {collection.content_version})\n")
-    print("| step | seconds |\n|---|---|")
-    print(f"| upsert call returned (its commit ran the IndexBuild job inline) | {upserted:.2f} |")
-    print(
-        f"| IndexBuild job (incremental: {job.result.get('pages_tokenized')} pages tokenized) | {job_seconds:.2f} |"
-    )
+    figures = {
+        "upserted": upserted,
+        "job": (job.finished_at - job.started_at).total_seconds(),
+        "tokenized": job.result.get("pages_tokenized"),
+        "found": found,
+    }
     if found is None:
-        failures.append("the new document was never found")
-        print("| search returns the new document | never |")
-    else:
-        print(f"| upsert call -> a search returns the new document | {found:.2f} |")
-    job_start, job_end = job.started_at.timestamp(), job.finished_at.timestamp()
-    during = [(a, b, stale) for a, b, stale in spans if b >= job_start and a <= job_end]
-    waited = [1 for a, b, _ in during if a <= job_start and b >= job_end]
-    slowest = max((b - a for a, b, _ in during), default=0.0)
+        failures.append(f"the new document {name} was never found")
+    if with_searches:
+        job_start, job_end = job.started_at.timestamp(), job.finished_at.timestamp()
+        during = [(a, b, stale) for a, b, stale in spans if b >= job_start and a <= job_end]
+        figures["searches"] = len(during)
+        figures["stale"] = sum(stale for *_, stale in during)
+        figures["slowest"] = max((b - a for a, b, _ in during), default=0.0)
+        figures["waited"] = any(a <= job_start and b >= job_end for a, b, _ in during)
+        if figures["waited"]:
+            failures.append("a search waited on the build")
+    return figures, failures
+
+
+def run(pages: int, repeat: int, seed: int) -> int:
+    started = time.perf_counter()
+    collection = _setup(pages, seed)
     print(
-        f"\nsearches while the job ran (another thread, builds off): {len(during)}, slowest {slowest * 1000:.0f} ms, "
-        f"{sum(stale for *_, stale in during)} answered by the older version; "
-        f"a search waited on the build (spanned the whole job): {'yes' if waited else 'no'}"
+        f"# {pages:,} synthetic pages ({PAGES_PER_DOCUMENT} a document) written in {time.perf_counter() - started:.1f} s"
     )
-    if waited:
-        failures.append("a search waited on the build")
+    seconds, result = _build(collection, full=True)
+    print(
+        f"base version {collection.content_version}: IndexBuild job (full, {', '.join(PARTS)}) {seconds:.1f} s"
+    )
+    alone, failures = _add_one(collection, "quokka", with_searches=False)
+    base = _folder(collection)
+    backup = base.parent / "base-backup"
+    shutil.copytree(base, backup)  # the base of the next version's update, for the side-by-side runs
+    busy, more = _add_one(collection, "wombat", with_searches=True)
+    failures += more
+    print(
+        f"\n## one document added through documents_upsert (versions {collection.content_version - 1}, {collection.content_version})\n"
+    )
+    print("| step | alone | another thread searching without pause |\n|---|---|---|")
+    print(
+        f"| upsert call returned (its commit ran the IndexBuild job inline) | {alone['upserted']:.2f} s | {busy['upserted']:.2f} s |"
+    )
+    print(
+        f"| IndexBuild job (incremental: {alone['tokenized']} page tokenized) | {alone['job']:.2f} s | {busy['job']:.2f} s |"
+    )
+    shown = [f"{f['found']:.2f} s" if f["found"] is not None else "never" for f in (alone, busy)]
+    print(f"| upsert call -> a search returns the new document | {shown[0]} | {shown[1]} |")
+    print(
+        f"\nsearches while the job ran (another thread, builds off): {busy['searches']}, slowest "
+        f"{busy['slowest'] * 1000:.0f} ms, {busy['stale']} answered by the older version; "
+        f"a search waited on the build (spanned the whole job): {'yes' if busy['waited'] else 'no'}"
+    )
+    found = alone["found"]
 
     incremental_times, full_times = [], []
     current = _folder(collection)

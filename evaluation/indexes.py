@@ -8,7 +8,27 @@ variant, the page vectors) are built when a search first needs them.
 Concurrent first searches build each part once: within a process one thread per index key builds while the
 others wait for it; across the processes that share the index directory, a file lock (flock) around "reload
 the file, build what it still lacks, save" does the same. A save never changes the index other threads read:
-it pickles a snapshot to a file of a unique name and renames it into place.
+it pickles a snapshot to a file of a unique name and renames it into place. Where builds are off (web requests)
+no lock is taken: a search reads what is saved, and is answered by the newest older version while its own
+builds, so no search waits on a build.
+
+Incremental updates. When an older version of the collection is saved, the IndexBuild job derives the new
+version's BM25 part from it instead of reading and tokenizing every page (`_updated`): it reads the ids,
+document and number of every page and the write stamp (Document.updated_at) of every document, keeps the
+pages whose document was not written since, and tokenizes only the others (new and changed pages; a deleted
+page's rows are dropped). postings.merge_postings merges them into the old arrays with numpy, giving exactly
+the arrays a full build gives, and the idfs and weights are then computed over the whole new postings as a full
+build computes them: every score equals a full rebuild's bit for bit (document frequencies, average length
+and okapi's first-occurrence order are those of the live collection).
+
+Why one merged set of arrays per version rather than query-time segments (a base, a delta, a deletion mask, as
+Lucene): BM25's weights depend on N, on every term's document frequency and on the average length, so one
+added page changes every weight of every term. Segments could only stay exact by computing the weights at
+query time (a slower kernel on every search, and per-segment statistics merged per query); merging costs one
+pass over the postings in the job (seconds at 300,000 pages: README, benchmarks/incremental_bench.py) and
+leaves the query path as it was: one set of precomputed weights, summed. The vectors (LSI) are not
+incremental: a job that must also build them saves the BM25 part first, so FullText serves the new version
+while the vectors are computed.
 """
 
 from __future__ import annotations
@@ -302,6 +322,7 @@ def get_index(
     parts: Iterable[str] = (),
     *,
     build: bool | None = None,
+    keep: bool = True,
 ) -> SearchIndex:
     """The collection's index for its current content version, with `parts` built: from memory, from the index
     directory, or built now (once, however many threads and processes ask at the same time).
@@ -313,7 +334,7 @@ def get_index(
     stats = stats if stats is not None else IndexStats()
     wanted = frozenset(parts)
     build = _builds_allowed.get() if build is None else build
-    index = _lookup(collection, wanted, stats, build)
+    index = _lookup(collection, wanted, stats, build, keep)
     if index is None:
         index = _meanwhile(collection, wanted, stats)
     stats.versions[collection.slug] = index.content_version or 0
@@ -321,9 +342,11 @@ def get_index(
 
 
 def _lookup(
-    collection: Collection, wanted: frozenset[str], stats: IndexStats, build: bool
+    collection: Collection, wanted: frozenset[str], stats: IndexStats, build: bool, keep: bool = True
 ) -> SearchIndex | None:
-    """The current version's index with the wanted parts, from memory or disk, built if `build`; else None."""
+    """The current version's index with the wanted parts, from memory or disk, built if `build`; else None.
+    `keep=False` (the build job's): an index built here is saved, not read back and kept in memory (the
+    processes that search load it when they need it)."""
     key = _key(collection)
     with _lock:
         index = _memory.get(key)
@@ -372,6 +395,8 @@ def _lookup(
                 dirty = True
             if dirty:
                 _stamps[key] = _write(collection, path, index)
+                if not keep:
+                    return index
                 # Search the saved copy: its arrays are mapped (shared with the other processes), the ones
                 # built here are freed, and so are the page texts.
                 index = _read(path) or index
@@ -559,6 +584,10 @@ def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats
     if older is not None:
         stats.stale.append(collection.slug)
         return older
+    # The build may have saved the new version (and removed the older ones) while they were looked for.
+    index = _lookup(collection, wanted, stats, build=False)
+    if index is not None:
+        return index
     failed = (
         Job.objects.filter(pk=job_id, status=JobStatus.FAILED).values_list("error", flat=True).first()
         if job_id
@@ -660,7 +689,7 @@ def index_build_job(job: Job, progress) -> dict:
     stats = IndexStats()
     parts = job.input.get("parts", [DEFAULT_PART])
     progress(0, 1)
-    index = get_index(collection, stats, parts, build=True)
+    index = get_index(collection, stats, parts, build=True, keep=False)
     progress(1, 1)
     return {
         "content_version": index.content_version,
