@@ -8,7 +8,27 @@ variant, the page vectors) are built when a search first needs them.
 Concurrent first searches build each part once: within a process one thread per index key builds while the
 others wait for it; across the processes that share the index directory, a file lock (flock) around "reload
 the file, build what it still lacks, save" does the same. A save never changes the index other threads read:
-it pickles a snapshot to a file of a unique name and renames it into place.
+it pickles a snapshot to a file of a unique name and renames it into place. Where builds are off (web requests)
+no lock is taken: a search reads what is saved, and is answered by the newest older version while its own
+builds, so no search waits on a build.
+
+Incremental updates. When an older version of the collection is saved, the IndexBuild job derives the new
+version's BM25 part from it instead of reading and tokenizing every page (`_updated`): it reads the ids,
+document and number of every page and the write stamp (Document.updated_at) of every document, keeps the
+pages whose document was not written since, and tokenizes only the others (new and changed pages; a deleted
+page's rows are dropped). postings.merge_postings merges them into the old arrays with numpy, giving exactly
+the arrays a full build gives, and the idfs and weights are then computed over the whole new postings as a full
+build computes them: every score equals a full rebuild's bit for bit (document frequencies, average length
+and okapi's first-occurrence order are those of the live collection).
+
+Why one merged set of arrays per version rather than query-time segments (a base, a delta, a deletion mask, as
+Lucene): BM25's weights depend on N, on every term's document frequency and on the average length, so one
+added page changes every weight of every term. Segments could only stay exact by computing the weights at
+query time (a slower kernel on every search, and per-segment statistics merged per query); merging costs one
+pass over the postings in the job (seconds at 300,000 pages: README, benchmarks/incremental_bench.py) and
+leaves the query path as it was: one set of precomputed weights, summed. The vectors (LSI) are not
+incremental: a job that must also build them saves the BM25 part first, so FullText serves the new version
+while the vectors are computed.
 """
 
 from __future__ import annotations
@@ -34,14 +54,18 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import CharField
+from django.db.models.functions import Cast
 
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import BM25Index, BM25Params
-from evaluation.search.engine import Corpus, Embedder, SearchIndex
-from evaluation.search.postings import Postings
+from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
+from evaluation.search.postings import MergeRefused, Postings, merge_postings, open_first_order
 from goldenset.errors import ERROR_CODES, EvalsiteError
 from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
 from goldenset.temporal import Validity
+from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks
 
 logger = logging.getLogger(__name__)
@@ -61,6 +85,8 @@ class IndexStats:
     cached: int = 0
     parts_built: int = 0
     build_ms: float = 0.0
+    updated: int = 0  # versions derived from an older one (only their changed pages tokenized)
+    pages_tokenized: int = 0  # by those updates
     versions: dict[str, int] = field(default_factory=dict)
     stale: list[str] = field(default_factory=list)
 
@@ -95,48 +121,182 @@ def page_text(title: str, number: int, text: str) -> str:
     return f"{title}\n{text}" if number == 1 and title else text
 
 
+@dataclass
+class ContentStamps:
+    """What content an index version was built from: per page row its page id, document pk and number, and per
+    document its last write (Document.updated_at, in microseconds). The next version's build compares its own
+    with these to find the pages it must tokenize (an update, `_updated`). Saved as content.npz beside the
+    index; search never reads it."""
+
+    page_ids: np.ndarray  # int64 per page row
+    page_documents: np.ndarray  # int64 document pk per page row
+    page_numbers: np.ndarray  # int64 per page row
+    document_pks: np.ndarray  # int64, ascending: the documents with pages
+    document_updated: np.ndarray  # str: each one's updated_at as the database writes it as text
+
+    def save(self, path: Path) -> None:
+        if path.exists():
+            return
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".content.", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, **{k: getattr(self, k) for k in self.__dataclass_fields__})
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    @classmethod
+    def load(cls, path: Path) -> ContentStamps:
+        with np.load(path, allow_pickle=False) as data:
+            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
 def load_corpus(collection: Collection) -> Corpus:
-    documents = list(
-        Document.objects.filter(collection=collection, pages__isnull=False)
-        .distinct()
-        .order_by("pk")
-        .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
-    )
-    row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
-    titles = dict(Document.objects.filter(collection=collection).values_list("pk", "title"))
-    texts: list[str] = []
-    page_document: list[int] = []
-    page_ids: list[int] = []
-    pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
-    rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
-    for page_id, document_id, number, text in rows:
-        texts.append(page_text(titles[document_id], number, text))
-        page_document.append(row_of[document_id])
-        page_ids.append(page_id)
+    """The collection's pages ordered by document pk, then page number, with their indexed texts, and the
+    content stamps of what was read, in one read transaction."""
+    with transaction.atomic():
+        documents = list(
+            Document.objects.filter(collection=collection, pages__isnull=False)
+            .distinct()
+            .order_by("pk")
+            .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
+        )
+        all_pks, written = _document_writes(collection)
+        row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
+        titles = dict(Document.objects.filter(collection=collection).values_list("pk", "title"))
+        page_texts_: list[str] = []
+        page_document: list[int] = []
+        page_ids: list[int] = []
+        page_docs: list[int] = []
+        numbers: list[int] = []
+        pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
+        rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
+        for page_id, document_id, number, text in rows:
+            page_texts_.append(page_text(titles[document_id], number, text))
+            page_document.append(row_of[document_id])
+            page_ids.append(page_id)
+            page_docs.append(document_id)
+            numbers.append(number)
+        pageless = list(
+            Document.objects.filter(collection=collection, pages__isnull=True)
+            .exclude(supersedes=[])
+            .values_list("external_id", "valid_from", "valid_until", "supersedes")
+        )
     validity = [
         Validity(external_id, valid_from, valid_until, tuple(supersedes or ()))
         for _pk, external_id, valid_from, valid_until, supersedes in documents
     ]
-    pageless = (
-        Document.objects.filter(collection=collection, pages__isnull=True)
-        .exclude(supersedes=[])
-        .values_list("external_id", "valid_from", "valid_until", "supersedes")
-    )
     successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
-    return Corpus(
-        texts=texts,
+    corpus = Corpus(
+        texts=page_texts_,
         page_document=np.asarray(page_document, dtype=np.int64),
         document_ids=[row[1] for row in documents],
         validity=validity,
         page_ids=page_ids,
         successors=successors,
     )
+    corpus.stamps = ContentStamps(
+        page_ids=np.asarray(page_ids, dtype=np.int64),
+        page_documents=np.asarray(page_docs, dtype=np.int64),
+        page_numbers=np.asarray(numbers, dtype=np.int64),
+        document_pks=np.asarray([row[0] for row in documents], dtype=np.int64),
+        document_updated=written[np.searchsorted(all_pks, [row[0] for row in documents])]
+        if documents
+        else np.zeros(0, dtype=str),
+    )
+    return corpus
+
+
+def _raw_rows(queryset) -> list[tuple]:
+    """The rows of a values_list queryset straight from the database cursor (no per-row conversion: for ints
+    and text alike it is what the ORM would give, an order of magnitude faster on 300,000 rows)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _document_writes(collection: Collection) -> tuple[np.ndarray, np.ndarray]:
+    """(pks ascending, updated_at as text) of the collection's documents: text, so that no datetime is parsed."""
+    rows = _raw_rows(
+        Document.objects.filter(collection=collection)
+        .order_by("pk")
+        .annotate(written=Cast("updated_at", CharField()))
+        .values_list("pk", "written")
+    )
+    pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    return pks, np.array([r[1] for r in rows], dtype=str) if rows else np.zeros(0, dtype=str)
+
+
+def _corpus_update(collection: Collection, base: _Base) -> Corpus:
+    """The new version's corpus without texts, and its content stamps, reading only ids, numbers and write
+    stamps of every page and document: a document written since the base version (or new) is read whole, the
+    others are the base corpus's (id and validity)."""
+    rows = _raw_rows(
+        Page.objects.filter(document__collection=collection)
+        .order_by("document_id", "number")
+        .values_list("pk", "document_id", "number")
+    )
+    pages = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    del rows
+    all_pks, written = _document_writes(collection)
+    document_pks = np.unique(pages[:, 1])  # the documents with pages, ascending
+    document_updated = written[np.searchsorted(all_pks, document_pks)]
+    old = base.stamps
+    at = np.minimum(np.searchsorted(old.document_pks, document_pks), max(len(old.document_pks) - 1, 0))
+    same = (
+        (old.document_pks[at] == document_pks) & (old.document_updated[at] == document_updated)
+        if len(old.document_pks)
+        else np.zeros(len(document_pks), dtype=bool)
+    )
+    read = {
+        pk: (external_id, Validity(external_id, start, end, tuple(names or ())))
+        for pk, external_id, start, end, names in Document.objects.filter(
+            pk__in=document_pks[~same].tolist()
+        ).values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
+    }
+    base_ids, base_validity = base.corpus.document_ids, base.corpus.validity
+    document_ids: list[str] = []
+    validity: list[Validity] = []
+    for pk, kept, old_row in zip(document_pks.tolist(), same.tolist(), at.tolist(), strict=True):
+        if kept:
+            document_ids.append(base_ids[old_row])
+            # a collection without time data keeps no validity (Corpus): its documents' is the default
+            validity.append(base_validity[old_row] if base_validity else Validity(base_ids[old_row]))
+        else:
+            external_id, valid = read[pk]
+            document_ids.append(external_id)
+            validity.append(valid)
+    pageless = (
+        Document.objects.filter(collection=collection, pages__isnull=True)
+        .exclude(supersedes=[])
+        .values_list("external_id", "valid_from", "valid_until", "supersedes")
+    )
+    corpus = Corpus(
+        texts=None,
+        page_document=np.searchsorted(document_pks, pages[:, 1]).astype(np.int64),
+        document_ids=document_ids,
+        validity=validity,
+        page_ids=pages[:, 0].tolist(),
+        successors=[Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless],
+    )
+    corpus.stamps = ContentStamps(
+        page_ids=pages[:, 0].copy(),
+        page_documents=pages[:, 1].copy(),
+        page_numbers=pages[:, 2].copy(),
+        document_pks=document_pks,
+        document_updated=document_updated,
+    )
+    return corpus
 
 
 def page_texts(page_ids: Sequence[int]) -> list[str]:
     """The indexed text of these pages, in their order ("" for a page deleted since the index was built)."""
+    page_ids = [int(page_id) for page_id in page_ids]  # numpy integers are no SQL parameters
     found: dict[int, str] = {}
-    for chunk in chunks(list(page_ids), 2000):
+    for chunk in chunks(page_ids, 2000):
         rows = Page.objects.filter(pk__in=chunk).values_list("pk", "number", "text", "document__title")
         for pk, number, text, title in rows:
             found[pk] = page_text(title, number, text)
@@ -164,6 +324,7 @@ def get_index(
     parts: Iterable[str] = (),
     *,
     build: bool | None = None,
+    keep: bool = True,
 ) -> SearchIndex:
     """The collection's index for its current content version, with `parts` built: from memory, from the index
     directory, or built now (once, however many threads and processes ask at the same time).
@@ -175,7 +336,7 @@ def get_index(
     stats = stats if stats is not None else IndexStats()
     wanted = frozenset(parts)
     build = _builds_allowed.get() if build is None else build
-    index = _lookup(collection, wanted, stats, build)
+    index = _lookup(collection, wanted, stats, build, keep)
     if index is None:
         index = _meanwhile(collection, wanted, stats)
     stats.versions[collection.slug] = index.content_version or 0
@@ -183,9 +344,11 @@ def get_index(
 
 
 def _lookup(
-    collection: Collection, wanted: frozenset[str], stats: IndexStats, build: bool
+    collection: Collection, wanted: frozenset[str], stats: IndexStats, build: bool, keep: bool = True
 ) -> SearchIndex | None:
-    """The current version's index with the wanted parts, from memory or disk, built if `build`; else None."""
+    """The current version's index with the wanted parts, from memory or disk, built if `build`; else None.
+    `keep=False` (the build job's): an index built here is saved, not read back and kept in memory (the
+    processes that search load it when they need it)."""
     key = _key(collection)
     with _lock:
         index = _memory.get(key)
@@ -194,6 +357,8 @@ def _lookup(
     if index is not None and all(index.has_part(p) for p in wanted):
         stats.cached += 1
         return index
+    if not build:
+        return _peek(key, index, wanted, stats)
     with _key_lock(key):
         index = _memory.get(key)  # another thread may have finished it while this one waited
         if index is not None and all(index.has_part(p) for p in wanted):
@@ -202,39 +367,173 @@ def _lookup(
         path = _path(key)
         with _file_lock(path):
             stamp = _stamp(path)
-            dirty = False
             if stamp is not None and (index is None or stamp != _stamps.get(key)):
                 loaded = _read(path)
                 if loaded is not None:
                     index, stats.loaded = loaded, stats.loaded + 1
                     _stamps[key] = stamp
-            ready = index is not None and all(index.has_part(p) for p in wanted)
-            if not ready and not build:
-                if index is not None:
-                    _remember(key, index)  # what was loaded serves the parts it has
-                return None
+            if index is not None and all(index.has_part(p) for p in wanted):
+                _remember(key, index)
+                return index
+            dirty = False
             if index is None:
                 started = time.perf_counter()
-                index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
+                index = _updated(collection, wanted, stats)
+                if index is None:
+                    index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
                 index.content_version = collection.content_version
                 stats.built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
             missing = [p for p in sorted(wanted) if not index.has_part(p)]
-            if missing:
+            for part in missing:  # BM25's first ("bm25:..." < "vectors")
+                if part == VECTORS and dirty:
+                    # FullText is served from now on (by every process) while the vectors are built.
+                    _stamps[key] = _write(collection, path, index)
                 started = time.perf_counter()
-                for part in missing:
-                    index.build_part(part)
-                stats.parts_built += len(missing)
+                index.build_part(part)
+                stats.parts_built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
             if dirty:
                 _stamps[key] = _write(collection, path, index)
+                if not keep:
+                    return index
                 # Search the saved copy: its arrays are mapped (shared with the other processes), the ones
                 # built here are freed, and so are the page texts.
                 index = _read(path) or index
         _remember(key, index)
     return index
+
+
+def _peek(
+    key: tuple, index: SearchIndex | None, wanted: frozenset[str], stats: IndexStats
+) -> SearchIndex | None:
+    """Where builds are off: the saved file of this version if it is newer than what memory holds, read without
+    waiting on any lock (a build holds them for as long as it runs; its saves are atomic renames). None unless
+    it has the wanted parts."""
+    path = _path(key)
+    stamp = _stamp(path)
+    if stamp is not None and (index is None or stamp != _stamps.get(key)):
+        loaded = _read(path)
+        if loaded is not None:
+            index, stats.loaded = loaded, stats.loaded + 1
+            with _lock:
+                _stamps[key] = stamp
+    if index is None:
+        return None
+    _remember(key, index)  # what was loaded serves the parts it has
+    if all(index.has_part(p) for p in wanted):
+        return index
+    return None
+
+
+# --- updates: a new version from the previous one and the pages that changed ---------------------------------
+
+# An update re-tokenizes the changed pages only; past this share of the collection a full build is as fast.
+UPDATE_MAX_SHARE = 0.5
+
+
+@dataclass
+class _Base:
+    """The newest older saved version an update can start from."""
+
+    version: int
+    postings: Postings
+    first_order: np.ndarray
+    stamps: ContentStamps
+    corpus: Corpus  # its document ids and validity, per document row
+
+
+def _update_base(collection: Collection) -> _Base | None:
+    current = collection.content_version
+    for version, folder in _saved_versions(collection):
+        if version >= current:
+            continue
+        try:
+            postings = Postings.open(folder / "postings")
+            first_order = open_first_order(folder / "postings")
+            stamps = ContentStamps.load(folder / "content.npz")
+            with (folder / "index.pickle").open("rb") as handle:
+                corpus = pickle.load(handle)["corpus"]
+        except (OSError, ValueError, KeyError, pickle.UnpicklingError, EOFError) as exc:
+            logger.info("index %s cannot be updated (%s): a full build", folder, exc)
+            return None
+        if first_order is None or not len(stamps.page_ids) == postings.size == corpus.size:
+            return None
+        return _Base(version, postings, first_order, stamps, corpus)
+    return None
+
+
+def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex | None:
+    """The new version's index with its BM25 parts, derived from the newest older saved version: its postings
+    with the removed and changed pages' rows dropped and the new and changed pages (the only ones read and
+    tokenized) merged in (postings.merge_postings); idfs and weights are then computed over the whole new
+    postings as a full build computes them, so every score equals a full build's bit for bit. None when no
+    older version can be updated (none saved, saved by an older engine, or too much changed)."""
+    variants = [p.removeprefix("bm25:") for p in sorted(wanted) if p.startswith("bm25:")]
+    if not variants:
+        return None
+    base = _update_base(collection)
+    if base is None:
+        return None
+    with transaction.atomic():  # the metadata and the changed pages' texts from one snapshot
+        corpus = _corpus_update(collection, base)
+        new_row_of_old, added_rows = _changes(base.stamps, corpus.stamps)
+        removed = int((new_row_of_old < 0).sum())
+        if len(added_rows) + removed > UPDATE_MAX_SHARE * max(corpus.size, 1):
+            return None
+        texts = page_texts([corpus.page_ids[r] for r in added_rows.tolist()])
+    try:
+        postings = merge_postings(
+            base.postings,
+            base.first_order,
+            new_row_of_old,
+            corpus.size,
+            added_rows,
+            (tokenize(text) for text in texts),
+        )
+    except MergeRefused as exc:
+        logger.info("collection %s: a full build (%s)", collection.uid, exc)
+        return None
+    _attach_text_source(corpus)
+    index = SearchIndex(corpus, embedder_factory=embedder_factory)
+    index.postings = postings
+    index.bm25_indexes = {v: BM25Index(postings, BM25Params(v)) for v in variants}
+    stats.updated += 1
+    stats.pages_tokenized += len(added_rows)
+    return index
+
+
+def _changes(old: ContentStamps, new: ContentStamps) -> tuple[np.ndarray, np.ndarray]:
+    """(new row of each old row or -1, new rows to tokenize). A page is kept when the same page id is in both,
+    of the same document and number, and its document was not written since (its updated_at unchanged: every
+    write of a page, or of the title page 1 shows, writes its document): the others are removed and added."""
+    # Documents unchanged: in both, with the same last write.
+    at = np.searchsorted(old.document_pks, new.document_pks)
+    at = np.minimum(at, max(len(old.document_pks) - 1, 0))
+    same_document = (
+        (old.document_pks[at] == new.document_pks) & (old.document_updated[at] == new.document_updated)
+        if len(old.document_pks)
+        else np.zeros(len(new.document_pks), dtype=bool)
+    )
+    unchanged_documents = new.document_pks[same_document]
+    # Pages: the old row of each new page id, if any.
+    by_id = np.argsort(old.page_ids, kind="stable")
+    sorted_ids = old.page_ids[by_id]
+    position = np.minimum(np.searchsorted(sorted_ids, new.page_ids), max(len(sorted_ids) - 1, 0))
+    old_row = by_id[position] if len(sorted_ids) else np.zeros(len(new.page_ids), dtype=np.int64)
+    kept = (
+        (sorted_ids[position] == new.page_ids)
+        & (old.page_documents[old_row] == new.page_documents)
+        & (old.page_numbers[old_row] == new.page_numbers)
+        & np.isin(new.page_documents, unchanged_documents)
+        if len(sorted_ids)
+        else np.zeros(len(new.page_ids), dtype=bool)
+    )
+    new_row_of_old = np.full(len(old.page_ids), -1, dtype=np.int64)
+    new_row_of_old[old_row[kept]] = np.flatnonzero(kept)
+    return new_row_of_old, np.flatnonzero(~kept)
 
 
 def _remember(key: tuple, index: SearchIndex) -> None:
@@ -287,6 +586,10 @@ def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats
     if older is not None:
         stats.stale.append(collection.slug)
         return older
+    # The build may have saved the new version (and removed the older ones) while they were looked for.
+    index = _lookup(collection, wanted, stats, build=False)
+    if index is not None:
+        return index
     failed = (
         Job.objects.filter(pk=job_id, status=JobStatus.FAILED).values_list("error", flat=True).first()
         if job_id
@@ -388,12 +691,14 @@ def index_build_job(job: Job, progress) -> dict:
     stats = IndexStats()
     parts = job.input.get("parts", [DEFAULT_PART])
     progress(0, 1)
-    index = get_index(collection, stats, parts, build=True)
+    index = get_index(collection, stats, parts, build=True, keep=False)
     progress(1, 1)
     return {
         "content_version": index.content_version,
         "parts": sorted(p for p in parts if index.has_part(p)),
         **stats.as_dict(),
+        "updated": stats.updated,
+        "pages_tokenized": stats.pages_tokenized,
     }
 
 
@@ -453,6 +758,8 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
         _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
     if vectors is not None:
         _save_array(folder / "vectors.npy", vectors)
+    if index.corpus.stamps is not None and postings is not None:
+        index.corpus.stamps.save(folder / "content.npz")  # what the next version's update compares
     parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
     (folder / "parts.json").write_text(json.dumps(parts))
     state = index.__getstate__()
@@ -482,6 +789,7 @@ def _without_texts(corpus: Corpus) -> Corpus:
     light = copy.copy(corpus)
     light.texts = None
     light.text_source = None
+    light.stamps = None
     return light
 
 

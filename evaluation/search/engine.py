@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -96,11 +97,15 @@ class Corpus:
     page_ids: Sequence[int] | np.ndarray = field(default_factory=list)
     # Documents without pages: never results, but a successor among them still supersedes what it names.
     successors: list[Validity] = field(default_factory=list)
+    # What the caller needs to know of the content indexed (evaluation.indexes: the content stamps an update
+    # compares); opaque here, and never pickled with an index.
+    stamps: Any = field(default=None, repr=False, compare=False)
     text_source: Callable[[Sequence[int]], list[str]] | None = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["text_source"] = None  # the loading process supplies its own
+        state["stamps"] = None
         return state
 
     def __post_init__(self) -> None:

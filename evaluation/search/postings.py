@@ -7,6 +7,13 @@ process opens the arrays with mmap and every process shares one copy through the
 
 `first_seen[t]` is the term's rank in the order terms first occur in the corpus (page by page, word by word):
 rank-bm25 sums its idfs in that order, and so must the okapi variant to reproduce its scores bit for bit.
+
+Incremental updates (`merge_postings`): a new version's postings are the old ones with the rows of removed
+pages dropped, the kept rows renumbered, and the postings of the added pages (tokenized alone) merged in, all
+with numpy (no Python loop over postings): the arrays come out equal, bit for bit, to those `build_postings`
+makes from the whole new corpus. `first_seen` is recomputed from each term's first posting: its page row and
+`first_order`, the term's rank among its page's distinct words in order of first occurrence (kept per posting
+in `first_order.npy`, a file only an update reads; search never maps it).
 Plain Python + numpy: no Django import.
 """
 
@@ -23,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 FORMAT = 1
+FIRST_ORDER = "first_order"
 _COLUMN_CACHE = 1 << 17
 
 
@@ -45,6 +53,9 @@ class Postings:
     term_bytes: np.ndarray  # uint8
     first_seen: np.ndarray  # int64 per term: rank in first-occurrence order
     salt: int = 0  # of term_hash: a build that met a collision chose another
+    # Per posting: the term's rank among its page's distinct words in first-occurrence order (what an update
+    # needs to recompute first_seen). Saved as first_order.npy, never mapped by open(): see open_first_order.
+    _first_order: np.ndarray | None = field(default=None, repr=False, compare=False)
     # Columns of the tokens queries asked for (-1: not in the index), bounded: a per-process memo.
     _columns: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
@@ -99,6 +110,8 @@ class Postings:
                 continue
             if isinstance(value, np.ndarray):
                 np.save(folder / f"{item.name}.npy", value, allow_pickle=False)
+        if self._first_order is not None:
+            np.save(folder / f"{FIRST_ORDER}.npy", self._first_order, allow_pickle=False)
         (folder / "postings.json").write_text(json.dumps({"format": FORMAT, "salt": self.salt}))
 
     @classmethod
@@ -116,9 +129,29 @@ class Postings:
         return cls(**arrays, salt=int(meta["salt"]))
 
 
-def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
-    """Index tokenized pages (one token list per page, read once: a generator keeps memory bounded to the
-    postings themselves)."""
+def open_first_order(folder: Path) -> np.ndarray | None:
+    """The first_order array saved with the postings in `folder` (mapped), or None when absent."""
+    path = folder / f"{FIRST_ORDER}.npy"
+    return np.load(path, mmap_mode="r", allow_pickle=False) if path.is_file() else None
+
+
+@dataclass
+class _Collected:
+    """Token lists counted page by page: terms in first-seen order, and per posting (page by page, each page's
+    words in first-occurrence order) the term's first-seen id, its count and its rank within the page."""
+
+    terms: list[str]
+    column: np.ndarray  # int64 first-seen term id per posting
+    counts: np.ndarray  # uint32
+    lengths: np.ndarray  # int32 per page
+    distinct: np.ndarray  # int32 per page
+
+    @property
+    def first_order(self) -> np.ndarray:
+        return _ranks_within(self.distinct)
+
+
+def _collect(token_lists: Iterable[Sequence[str]]) -> _Collected:
     vocabulary: dict[str, int] = {}
     column: array = array("i")  # first-seen term id per posting
     counts: array = array("I")
@@ -130,8 +163,38 @@ def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
         distinct.append(len(counted))
         column.extend([vocabulary.setdefault(t, len(vocabulary)) for t in counted])
         counts.extend(counted.values())
-    terms = list(vocabulary)
-    del vocabulary
+    return _Collected(
+        terms=list(vocabulary),
+        column=np.frombuffer(column, dtype=np.int32).astype(np.int64) if len(column) else _EMPTY_I64,
+        counts=np.frombuffer(counts, dtype=np.uint32).copy() if len(counts) else np.zeros(0, np.uint32),
+        lengths=np.frombuffer(lengths, dtype=np.int32).copy() if len(lengths) else np.zeros(0, np.int32),
+        distinct=np.frombuffer(distinct, dtype=np.int32).copy() if len(distinct) else np.zeros(0, np.int32),
+    )
+
+
+_EMPTY_I64 = np.zeros(0, dtype=np.int64)
+
+
+def _ranks_within(sizes: np.ndarray) -> np.ndarray:
+    """0, 1, ..., size - 1 for each size in turn (a posting's rank within its page)."""
+    total = int(sizes.sum())
+    starts = np.repeat(np.cumsum(sizes, dtype=np.int64) - sizes, sizes)
+    return (np.arange(total, dtype=np.int64) - starts).astype(_rank_type(sizes))
+
+
+def _rank_type(sizes: np.ndarray) -> type:
+    return np.uint16 if not len(sizes) or int(sizes.max()) <= 2**16 else np.uint32
+
+
+def _tf_type(tfs: np.ndarray) -> type:
+    return np.uint16 if not len(tfs) or int(tfs.max()) < 2**16 else np.uint32
+
+
+def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
+    """Index tokenized pages (one token list per page, read once: a generator keeps memory bounded to the
+    postings themselves)."""
+    collected = _collect(token_lists)
+    terms = collected.terms
     salt = 0
     while True:
         hashes = np.fromiter((term_hash(t, salt) for t in terms), dtype=np.uint64, count=len(terms))
@@ -143,13 +206,11 @@ def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
     new_of_old[order] = np.arange(len(terms))
     first_seen = order.astype(np.int64)
 
-    n_pages = len(lengths)
-    cols = new_of_old[np.frombuffer(column, dtype=np.int32)] if len(column) else np.zeros(0, dtype=np.int64)
-    del column
-    page_rows = np.repeat(np.arange(n_pages, dtype=np.int32), np.frombuffer(distinct, dtype=np.int32))
+    n_pages = len(collected.lengths)
+    cols = new_of_old[collected.column]
+    page_rows = np.repeat(np.arange(n_pages, dtype=np.int32), collected.distinct)
     by_column = np.argsort(cols, kind="stable")  # rows stay ascending within a column
-    tf_values = np.frombuffer(counts, dtype=np.uint32) if len(counts) else np.zeros(0, dtype=np.uint32)
-    tf_type = np.uint16 if not len(tf_values) or int(tf_values.max()) < 2**16 else np.uint32
+    tf_values = collected.counts
     indptr = np.zeros(len(terms) + 1, dtype=np.int64)
     np.cumsum(np.bincount(cols, minlength=len(terms)), out=indptr[1:])
     encoded = [terms[i].encode("utf-8", "surrogatepass") for i in order.tolist()]
@@ -158,11 +219,151 @@ def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
     return Postings(
         indptr=indptr,
         rows=page_rows[by_column],
-        tfs=tf_values[by_column].astype(tf_type),
-        lengths=np.frombuffer(lengths, dtype=np.int32).copy(),
+        tfs=tf_values[by_column].astype(_tf_type(tf_values)),
+        lengths=collected.lengths,
         term_hashes=hashes[order],
         term_offsets=offsets,
         term_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(),
         first_seen=first_seen,
         salt=salt,
+        _first_order=collected.first_order[by_column],
+    )
+
+
+class MergeRefused(Exception):
+    """The update cannot reproduce a full build (a hash collision, a salted old index): build afresh."""
+
+
+def merge_postings(
+    old: Postings,
+    old_first_order: np.ndarray,
+    new_row_of_old: np.ndarray,
+    size: int,
+    added_rows: np.ndarray,
+    added_tokens: Iterable[Sequence[str]],
+) -> Postings:
+    """The postings of a new version of the corpus, equal to `build_postings` of its token lists.
+
+    `new_row_of_old[r]`: old row r's row in the new corpus, or -1 for a page removed (deleted, or changed: a
+    changed page is removed and added again); kept rows must keep their order. `size`: the new corpus's pages;
+    `added_rows` (ascending): the new rows of the pages whose token lists `added_tokens` gives, in that order.
+    Every new row is either a kept old row's or an added one. Raises MergeRefused when only a full build can
+    give the same arrays."""
+    if old.salt != 0:
+        raise MergeRefused("the old index chose another hash salt")  # a full build may choose salt 0 again
+    new_row_of_old = np.asarray(new_row_of_old, dtype=np.int64)
+    added_rows = np.asarray(added_rows, dtype=np.int64)
+    delta = _collect(added_tokens)
+    if len(delta.lengths) != len(added_rows):
+        raise ValueError("one token list per added row")
+
+    # The union vocabulary: the old terms (columns by hash), and the added pages' terms not among them.
+    old_hashes = np.asarray(old.term_hashes)
+    hashes = np.fromiter((term_hash(t, 0) for t in delta.terms), dtype=np.uint64, count=len(delta.terms))
+    at = np.searchsorted(old_hashes, hashes)
+    found = at < len(old_hashes)
+    found[found] = old_hashes[at[found]] == hashes[found]
+    for i in np.flatnonzero(found).tolist():
+        if old.term(int(at[i])) != delta.terms[i]:
+            raise MergeRefused("a new term's hash is an old term's")
+    fresh = np.flatnonzero(~found)
+    fresh_hashes = hashes[fresh]
+    fresh_order = np.argsort(fresh_hashes, kind="stable")
+    fresh_sorted = fresh_hashes[fresh_order]
+    if len(fresh_sorted) > 1 and not np.all(np.diff(fresh_sorted) != 0):
+        raise MergeRefused("two new terms share a hash")
+    # Union columns: an old column moves right by the new hashes below it; a new term's column likewise.
+    union_of_old = np.arange(len(old_hashes), dtype=np.int64) + np.searchsorted(fresh_sorted, old_hashes)
+    union_of_fresh = np.arange(len(fresh_sorted), dtype=np.int64) + np.searchsorted(old_hashes, fresh_sorted)
+    n_union = len(old_hashes) + len(fresh_sorted)
+    union_of_delta = np.empty(len(delta.terms), dtype=np.int64)
+    union_of_delta[found] = union_of_old[at[found]]
+    union_of_delta[fresh[fresh_order]] = union_of_fresh
+
+    # The kept old postings, renumbered (their order, by column then row, is unchanged).
+    indptr = np.asarray(old.indptr)
+    new_rows_of_postings = new_row_of_old[old.rows]
+    kept = new_rows_of_postings >= 0
+    kept_rows = new_rows_of_postings[kept]
+    kept_columns = np.repeat(union_of_old, np.diff(indptr))[kept]
+    kept_tfs = np.asarray(old.tfs)[kept]
+    kept_order = np.asarray(old_first_order)[kept]
+    del new_rows_of_postings
+
+    # The added postings, sorted by (column, row).
+    delta_columns = union_of_delta[delta.column]
+    delta_rows = np.repeat(added_rows, delta.distinct)
+    delta_order = delta.first_order
+    stride = np.int64(max(size, 1))
+    delta_keys = delta_columns * stride + delta_rows
+    by_key = np.argsort(delta_keys, kind="stable")
+    delta_keys = delta_keys[by_key]
+    kept_keys = kept_columns * stride + kept_rows
+    at_out = np.searchsorted(kept_keys, delta_keys) + np.arange(len(delta_keys), dtype=np.int64)
+    del kept_keys
+    total = len(kept_rows) + len(delta_keys)
+    is_old = np.ones(total, dtype=bool)
+    is_old[at_out] = False
+
+    def merged(old_values: np.ndarray, delta_values: np.ndarray, dtype) -> np.ndarray:
+        out = np.empty(total, dtype=dtype)
+        out[is_old] = old_values
+        out[at_out] = delta_values[by_key]
+        return out
+
+    columns = merged(kept_columns, delta_columns, np.int64)
+    del kept_columns
+    rows = merged(kept_rows, delta_rows, np.int32)
+    del kept_rows
+    tf_all = merged(kept_tfs, delta.counts, np.uint32)
+    tfs: np.ndarray = tf_all.astype(_tf_type(tf_all))
+    del tf_all
+    lengths = np.zeros(size, dtype=np.int32)
+    lengths[new_row_of_old[new_row_of_old >= 0]] = np.asarray(old.lengths)[new_row_of_old >= 0]
+    lengths[added_rows] = delta.lengths
+    distinct = np.bincount(rows, minlength=size)
+    first_order = merged(kept_order, delta_order, _rank_type(distinct))
+
+    # Columns left without postings (their terms' pages all removed) go: a full build never saw them.
+    counts = np.bincount(columns, minlength=n_union)
+    del columns
+    live = counts > 0
+    new_indptr = np.zeros(int(live.sum()) + 1, dtype=np.int64)
+    np.cumsum(counts[live], out=new_indptr[1:])
+    union_hashes = np.empty(n_union, dtype=np.uint64)
+    union_hashes[union_of_old] = old_hashes
+    union_hashes[union_of_fresh] = fresh_sorted
+
+    # Term bytes: the old terms' slices of the old bytes, the new ones' appended after them.
+    fresh_encoded = [delta.terms[i].encode("utf-8", "surrogatepass") for i in fresh[fresh_order].tolist()]
+    old_offsets = np.asarray(old.term_offsets)
+    starts = np.empty(n_union, dtype=np.int64)
+    term_lengths = np.empty(n_union, dtype=np.int64)
+    starts[union_of_old] = old_offsets[:-1]
+    term_lengths[union_of_old] = np.diff(old_offsets)
+    fresh_lengths = np.fromiter(map(len, fresh_encoded), dtype=np.int64, count=len(fresh_encoded))
+    starts[union_of_fresh] = len(old.term_bytes) + np.cumsum(fresh_lengths) - fresh_lengths
+    term_lengths[union_of_fresh] = fresh_lengths
+    source = np.concatenate([np.asarray(old.term_bytes), np.frombuffer(b"".join(fresh_encoded), np.uint8)])
+    offsets = np.zeros(int(live.sum()) + 1, dtype=np.int64)
+    np.cumsum(term_lengths[live], out=offsets[1:])
+    gather = np.repeat(starts[live] - offsets[:-1], term_lengths[live]) + np.arange(offsets[-1])
+    term_bytes = source[gather]
+
+    # first_seen: terms ranked by the row of their first posting, then their rank within that page.
+    firsts = new_indptr[:-1]
+    by_first = np.lexsort((first_order[firsts], rows[firsts]))
+    first_seen = np.empty(len(firsts), dtype=np.int64)
+    first_seen[by_first] = np.arange(len(firsts), dtype=np.int64)
+    return Postings(
+        indptr=new_indptr,
+        rows=rows,
+        tfs=tfs,
+        lengths=lengths,
+        term_hashes=union_hashes[live],
+        term_offsets=offsets,
+        term_bytes=term_bytes,
+        first_seen=first_seen,
+        salt=0,
+        _first_order=first_order,
     )
