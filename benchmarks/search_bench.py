@@ -188,6 +188,12 @@ def main() -> None:
     def bm25s_batch():
         retriever.retrieve(query_tokens, k=100, show_progress=False, n_threads=1, backend_selection="numpy")
 
+    compiled = bm25s.BM25(method="lucene", k1=1.5, b=0.75, backend="numba")
+    compiled.index(tokens, show_progress=False)
+
+    def bm25s_numba():
+        compiled.retrieve(query_tokens, k=100, show_progress=False, n_threads=1, backend_selection="numba")
+
     def rank_loop():
         for q in query_tokens:
             scores = okapi_ref.get_scores(q)
@@ -196,9 +202,11 @@ def main() -> None:
 
     ours(lucene)()
     bm25s_batch()
+    bm25s_numba()
     t_ours = best_of(args.repeat, ours(lucene))
     t_ours_okapi = best_of(args.repeat, ours(okapi))
     t_bm25s = best_of(args.repeat, bm25s_batch)
+    t_numba = best_of(args.repeat, bm25s_numba)
     t_rank = best_of(max(1, args.repeat // 2), rank_loop)
     n = len(query_texts)
     print("## Queries per second (best of repeats; evalsite includes tokenizing and document ranking)")
@@ -207,6 +215,10 @@ def main() -> None:
     print(f"| evalsite okapi | {n / t_ours_okapi:,.0f} | |")
     print(
         f"| bm25s lucene (numpy) | {n / t_bm25s:,.0f} | {t_bm25s / t_ours:.2f}x as fast (lucene vs lucene) |"
+    )
+    print(
+        f"| bm25s lucene (numba, one thread) | {n / t_numba:,.0f} | {t_numba / t_ours:.2f}x as fast "
+        "(lucene vs lucene) |"
     )
     print(
         f"| rank-bm25 BM25Okapi | {n / t_rank:,.1f} | {t_rank / t_ours_okapi:.0f}x as fast (okapi vs okapi) |\n"

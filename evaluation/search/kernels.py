@@ -47,17 +47,17 @@ SAMPLE_STRIDE = 64
 
 
 @njit(cache=True, nogil=True)
-def _above_sampled_threshold(acc, live, depth, listed, sums):
+def _above_sampled_threshold(acc, live, depth, listed, sums, stride):
     """List the live pages whose sum may place them in the top `depth` (touched-style, into listed[:n], their
     sums into sums[:n]) and zero acc; -1 (acc untouched) when the sample's threshold kept too few.
 
-    The threshold is the sample's (2 depth / stride + 8)-th best sum (every SAMPLE_STRIDE-th page), lowered by
+    The threshold is the sample's (2 depth / stride + 8)-th best sum (every stride-th page), lowered by
     a relative 1e-7: a page kept out has a sum at or below it, and since at least `depth` listed pages have
     sums above the unlowered threshold, the depth-th best sum is above it too, so a page kept out cannot
     reach, or tie in 32 bits, the depth-th best's key."""
     pages = acc.shape[0]
-    sample = acc[::SAMPLE_STRIDE].copy()
-    rank = min(len(sample), 2 * depth // SAMPLE_STRIDE + 8)
+    sample = acc[::stride].copy()
+    rank = min(len(sample), 2 * depth // stride + 8)
     threshold = np.partition(sample, len(sample) - rank)[len(sample) - rank]
     if not threshold > 0.0:
         return -1
@@ -201,10 +201,11 @@ def top_documents(
     check_live = live.shape[0] > 0
     per_page = page_document.shape[0] == 0
     n_listed = -1  # >= 0: candidates listed with their sums (touched[:n], doc_best[:n]), acc already zero
-    if sweep and per_page and depth * SAMPLE_STRIDE * 4 <= pages:
+    if sweep and per_page and pages >= 64 * depth:
         # Most pages were met: rather than offer every one to the heap, keep those above a threshold that a
         # sample of the pages says only a few hundred exceed; the sum array is then zeroed in one pass.
-        n_listed = _above_sampled_threshold(acc, live, depth, touched, doc_best)
+        stride = max(4, min(SAMPLE_STRIDE, pages // (16 * depth)))
+        n_listed = _above_sampled_threshold(acc, live, depth, touched, doc_best, stride)
         if n_listed >= 0:
             sweep = False
             n = n_listed
