@@ -26,7 +26,7 @@ from evaluation.models import EvaluationRun
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.search import available_rerankers
 from goldenset import services
-from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobStatus, Membership
+from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, JobStatus, Membership
 from tests.browser.pages import assert_clean, is_local, log_in, overflow, watch_requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -179,7 +179,7 @@ def test_a_user_imports_evaluates_compares_and_curates_in_the_browser(
     job_div = page.locator("#job[data-progress-url]")
     assert job_div.get_attribute("data-finished") == "false"
     assert page.locator("#job progress[data-job-bar]").count() == 1
-    job = Job.objects.get()
+    job = Job.objects.get(kind=JobKind.EVALUATE)  # (the import queued its index build too)
     assert job.input["ks"] == [1, 5, 10]
     assert [c["label"] for c in job.input["configs"]] == LABELS
     screenshot(page, "04-job")
