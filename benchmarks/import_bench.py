@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -66,16 +67,18 @@ def peak_rss(pid: int) -> int | None:
     )
 
 
-def run_import(folder: Path) -> tuple[float, int, str]:
-    """Run import_beir in a subprocess: (seconds, its peak RSS in bytes, its output).
+def run_measured(
+    argv: list[str], env: dict[str, str] | None = None, echo: bool = False
+) -> tuple[float, int, str]:
+    """Run a command in a subprocess: (seconds, its peak RSS in bytes, its output); `echo` prints its lines as
+    they come.
 
-    The peak is the process's own VmHWM, read every 0.1 s while it runs (it only grows). Not ru_maxrss from
-    wait4: Linux folds the forking parent's RSS at exec into it, and this parent is large after writing the
-    corpus."""
-    argv = [sys.executable, str(ROOT / "manage.py"), "import_beir", str(folder)]
-    argv += ["--cluster", "bench", "--tenant", "bench", "--collection", "synthetic", "--verbosity", "2"]
+    The peak is the process's own VmHWM, read every 0.05 s while it runs (it only grows). Not ru_maxrss from
+    wait4: Linux folds the forking parent's RSS at exec into it, and a benchmark's parent can be large."""
     started = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     assert process.stdout is not None
     peak = 0
 
@@ -83,21 +86,30 @@ def run_import(folder: Path) -> tuple[float, int, str]:
         nonlocal peak
         while process.poll() is None:
             peak = max(peak, peak_rss(process.pid) or 0)
-            time.sleep(0.1)
+            time.sleep(0.05)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     lines = []
-    for line in process.stdout:  # progress lines as they come
+    for line in process.stdout:
         peak = max(peak, peak_rss(process.pid) or 0)
-        print(f"  {line.rstrip()}", flush=True)
+        if echo:
+            print(f"  {line.rstrip()}", flush=True)
         lines.append(line)
     process.wait()
     seconds = time.perf_counter() - started
     watcher.join()
     if process.returncode:
-        raise SystemExit(f"import_beir exited {process.returncode}:\n{''.join(lines[-30:])}")
+        raise SystemExit(f"{' '.join(argv[1:3])} exited {process.returncode}:\n{''.join(lines[-30:])}")
     return seconds, peak, "".join(lines)
+
+
+def run_import(folder: Path) -> tuple[float, int, str]:
+    """import_beir of the folder in a subprocess, its progress printed: (seconds, peak RSS in bytes, output)."""
+    argv = [sys.executable, str(ROOT / "manage.py"), "import_beir", str(folder)]
+    argv += ["--cluster", "bench", "--tenant", "bench", "--collection", "synthetic", "--verbosity", "2"]
+    # Tasks queued, not run inline: its commit queues the collection's index build for a worker, as in production
+    return run_measured(argv, env={**os.environ, "EVALSITE_Q_SYNC": "0"}, echo=True)
 
 
 def counts(data_dir: str) -> tuple[int, int]:

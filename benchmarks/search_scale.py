@@ -29,19 +29,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from search_bench import best_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPTH = 100
-
-
-def _best(repeat: int, run) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def _memory() -> dict[str, int]:
@@ -128,15 +119,15 @@ def run(pages: int, repeat: int, seed: int) -> int:
 
         ours()
         bm25s_run(retriever, "numba")()
-        results = {"evalsite (this process)": _best(repeat, ours)}
-        results["bm25s numba"] = _best(repeat, bm25s_run(retriever, "numba"))
+        results = {"evalsite (this process)": best_of(repeat, ours)}
+        results["bm25s numba"] = best_of(repeat, bm25s_run(retriever, "numba"))
         if pages <= 300_000:
             plain = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
             plain.index(tokens, show_progress=False)
-            results["bm25s numpy"] = _best(max(1, repeat // 2), bm25s_run(plain, "numpy"))
+            results["bm25s numpy"] = best_of(max(1, repeat // 2), bm25s_run(plain, "numpy"))
             del plain
         if tantivy_index is not None:
-            results["tantivy"] = _best(repeat, lambda: _tantivy_search(tantivy_index[0], query_tokens))
+            results["tantivy"] = best_of(repeat, lambda: _tantivy_search(tantivy_index[0], query_tokens))
         del retriever
         gc.collect()
 
@@ -271,7 +262,7 @@ def serve(folder: Path, repeat: int) -> None:
             id_array[rows].tolist()
 
     ours()
-    seconds = _best(repeat, ours)
+    seconds = best_of(repeat, ours)
     print(json.dumps({"seconds": seconds, "memory": _memory(), "baseline": baseline}))
 
 

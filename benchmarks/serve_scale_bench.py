@@ -19,44 +19,18 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from bench_django import private_django
-from import_bench import peak_rss, write_corpus
+from import_bench import run_measured as run
+from import_bench import write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SCOPE = ["--cluster", "bench", "--tenant", "bench", "--collection", "synthetic"]
 QUICK_PAGES = 3000
-
-
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """(seconds, peak RSS in bytes, output) of a subprocess, its VmHWM read while it runs."""
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    assert process.stdout is not None
-    peak = 0
-
-    def watch() -> None:
-        nonlocal peak
-        while process.poll() is None:
-            peak = max(peak, peak_rss(process.pid) or 0)
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    output = process.stdout.read()
-    process.wait()
-    watcher.join()
-    if process.returncode:
-        raise SystemExit(f"{' '.join(argv[1:3])} exited {process.returncode}:\n{output[-3000:]}")
-    return time.perf_counter() - started, peak, output
 
 
 SERVE = r"""

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import math
 import statistics
 import sys
 import time
@@ -37,6 +35,8 @@ from evalsite.env import limit_blas_threads  # noqa: E402  (before numpy: one BL
 
 limit_blas_threads(1)
 
+import search_bench  # noqa: E402
+
 DATASETS = ROOT.parent / "shared" / "datasets"
 DEFAULT = [DATASETS / "vaswani_npl", DATASETS / "cranfield", DATASETS / "clapnq"]
 QUICK_DOCUMENTS, QUICK_QUERIES = 300, 20
@@ -44,15 +44,7 @@ DEPTH = 100
 
 
 def load(folder: Path, quick: bool):
-    corpus = [json.loads(line) for line in (folder / "corpus.jsonl").open()]
-    queries = [json.loads(line) for line in (folder / "queries.jsonl").open()]
-    qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate((folder / "qrels.tsv").open()):
-        if number == 0:
-            continue
-        query, doc, grade = line.split()
-        if int(grade) > 0:
-            qrels.setdefault(query, {})[doc] = int(grade)
+    corpus, queries, qrels = search_bench.load(folder)
     queries = [q for q in queries if q["_id"] in qrels]
     if quick:
         queries = queries[:QUICK_QUERIES]
@@ -196,23 +188,13 @@ class FeedbackReranker:
         return weights
 
     def _common(self, terms: list[str]) -> set[str]:
-        postings = self.postings
-        columns = postings.term_ids(terms)
-        df = postings.document_frequency_of(columns)
-        limit = COMMON * postings.size
-        return {
-            postings.term(int(c)) for c, f in zip(columns.tolist(), df.tolist(), strict=True) if f > limit
-        }
+        limit = COMMON * self.postings.size
+        return {term for term, f in self.postings.document_frequencies(terms).items() if f > limit}
 
     def _idf(self, terms: list[str]) -> dict[str, float]:
-        postings = self.postings
-        columns = postings.term_ids(terms)
-        df = postings.document_frequency_of(columns)
-        n_docs = postings.size
-        return {
-            postings.term(int(column)): math.log(1 + (n_docs - freq + 0.5) / (freq + 0.5))
-            for column, freq in zip(columns.tolist(), df.tolist(), strict=True)
-        }
+        from evaluation.search.rerank import lucene_idf
+
+        return lucene_idf(self.postings, terms)
 
 
 def measure(folder: Path, quick: bool, permutations: int) -> list[str]:

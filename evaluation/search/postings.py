@@ -74,6 +74,12 @@ class Postings:
     def document_frequency_of(self, columns: np.ndarray) -> np.ndarray:
         return self.indptr[columns + 1] - self.indptr[columns]
 
+    def document_frequencies(self, tokens: Sequence[str]) -> dict[str, int]:
+        """How many pages hold each of these tokens; tokens not in the index are left out."""
+        columns = self.term_ids(list(dict.fromkeys(tokens)))
+        frequencies = self.document_frequency_of(columns).tolist()
+        return {self.term(c): f for c, f in zip(columns.tolist(), frequencies, strict=True)}
+
     def term_ids(self, tokens: Sequence[str]) -> np.ndarray:
         """The columns of these tokens, in their order, repeats kept; tokens not in the index are dropped."""
         cache = self._columns

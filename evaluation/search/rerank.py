@@ -37,17 +37,7 @@ class ProximityReranker(Reranker):
         return np.asarray(first_stage, dtype=np.float64) + bonuses
 
     def _idf(self, terms: list[str]) -> dict[str, float]:
-        """Lucene-style idf of the query's terms: only theirs, never a table of the whole vocabulary."""
-        postings = self.postings
-        if postings is None:
-            return {}
-        columns = postings.term_ids(terms)
-        df = postings.document_frequency_of(columns)
-        n_docs = postings.size
-        return {
-            postings.term(int(column)): math.log(1 + (n_docs - freq + 0.5) / (freq + 0.5))
-            for column, freq in zip(columns.tolist(), df.tolist(), strict=True)
-        }
+        return lucene_idf(self.postings, terms) if self.postings is not None else {}
 
     @staticmethod
     def _bonus(terms: list[str], tokens: list[str], idf: dict[str, float]) -> float:
@@ -69,3 +59,13 @@ class ProximityReranker(Reranker):
             weight = min(1.0, idf.get(ti, 1.0)) * min(1.0, idf.get(tj, 1.0))
             bonus += weight * accumulated * (K1 + 1) / (accumulated + K1)
         return bonus
+
+
+def lucene_idf(postings: Postings, terms: Sequence[str]) -> dict[str, float]:
+    """Lucene-style idf of these terms in the postings (terms not in them are left out): only theirs, never a
+    table of the whole vocabulary."""
+    n_docs = postings.size
+    return {
+        term: math.log(1 + (n_docs - freq + 0.5) / (freq + 0.5))
+        for term, freq in postings.document_frequencies(terms).items()
+    }
