@@ -2,10 +2,12 @@
 so scores are bit-identical to the reference sums in bm25.py).
 
 A query walks only its terms' postings, each posting's weight (its term's idf times its tf part) computed at
-index time with numpy's double arithmetic: scores accumulate into a per-thread scratch array, the touched pages
-are remembered, and the top k is selected among them with a bounded heap; the scratch is reset by walking the
-touched pages again. Nothing per query is proportional to the collection's size. Plain numpy + numba: no
-Django import.
+index time with numpy's double arithmetic, and adds them into a per-thread scratch array (never allocated per
+query). When the postings are few, the pages they touch are listed as they are met and only those are read
+back; when they outnumber a quarter of the pages, every page is read back in order instead (no more work than
+the postings themselves), through a threshold read off a sample of the pages when the collection is large.
+The top k is kept in a small heap keyed on trec_eval's order; the scratch is left zeroed. Plain numpy +
+numba: no Django import.
 """
 
 from __future__ import annotations
