@@ -540,9 +540,11 @@ def _remember(key: tuple, index: SearchIndex) -> None:
     with _lock:
         _memory[key] = index
         _memory.move_to_end(key)
-        # Only the newest version of a collection stays: an older one is never asked for again.
+        # An older version of the collection goes once this one has every part it had: until then it still
+        # answers the searches that read the parts this one lacks (Hybrid's vectors while they build).
         for other in [k for k in _memory if k[0] == key[0] and k[1] < key[1]]:
-            _forget(other)
+            if all(index.has_part(p) for p in PARTS if _memory[other].has_part(p)):
+                _forget(other)
         while len(_memory) > _MEMORY_SLOTS:
             _forget(next(iter(_memory)))
 
@@ -649,14 +651,16 @@ def _saved_versions(collection: Collection) -> list[tuple[int, Path]]:
     return sorted(found, reverse=True)
 
 
+def _saved_parts_of(folder: Path) -> frozenset[str]:
+    try:
+        return frozenset(json.loads((folder / "parts.json").read_text()))
+    except (OSError, ValueError):
+        return frozenset()
+
+
 def saved_parts(collection: Collection) -> frozenset[str]:
-    """The parts of the newest saved index of the collection (what its next version should have too)."""
-    for _version, folder in _saved_versions(collection):
-        try:
-            return frozenset(json.loads((folder / "parts.json").read_text()))
-        except (OSError, ValueError):
-            continue
-    return frozenset()
+    """The parts of the collection's saved indexes (what its next version should have too)."""
+    return frozenset().union(*(_saved_parts_of(folder) for _version, folder in _saved_versions(collection)))
 
 
 def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | None:
@@ -703,6 +707,7 @@ def index_build_job(job: Job, progress) -> dict:
 
 
 DEFAULT_PART = "bm25:lucene"
+PARTS = ("bm25:lucene", "bm25:okapi", VECTORS)  # every part an index can have
 
 
 def _read(path: Path) -> SearchIndex | None:
@@ -779,8 +784,10 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
             os.unlink(temporary)
         raise
     for version, stale in _saved_versions(collection):
-        if version < (index.content_version or 0):
-            # Processes that mapped its files keep reading them: the kernel frees them when the last one closes.
+        # An older version goes once this one has every part it had (until then it answers the searches that
+        # read the parts this one lacks). Processes that mapped its files keep reading them: the kernel frees
+        # them when the last one closes.
+        if version < (index.content_version or 0) and _saved_parts_of(stale) <= set(parts):
             shutil.rmtree(stale, ignore_errors=True)
     return stamp
 

@@ -113,3 +113,28 @@ def test_build_index_names_an_unknown_part(world, capsys):
             "--parts",
             "bm26",
         )
+
+
+def test_while_a_new_version_has_bm25_only_hybrid_is_answered_by_the_previous_full_version(
+    world, queued_only
+):
+    """An update saves FullText's part first and the vectors after: meanwhile the previous version, which has
+    them, stays on disk and answers Hybrid; it goes once the new version has every part it had."""
+    indexes.get_index(world.collection, parts=["bm25:lucene", "vectors"], build=True)
+    before = world.collection.content_version
+    add_documents(world.collection, {"returns-desk": "The returns desk handles every refund in person."})
+    world.collection.refresh_from_db()
+    assert indexes.saved_parts(world.collection) == {"bm25:lucene", "vectors"}
+    indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)  # the update's first save
+
+    fulltext = search(world, "returns desk").json()
+    assert fulltext["index"]["content_versions"] == {"handbook": before + 1}
+    hybrid = search(world, "returns desk", "Hybrid")
+    assert hybrid.status_code == 200, hybrid.json()
+    assert hybrid.json()["index"]["content_versions"] == {"handbook": before}
+    assert hybrid.json()["index"]["stale"] == ["handbook"]
+    # The next build still makes the vectors (the parts of every saved version), and then the old one goes.
+    assert indexes.saved_parts(world.collection) == {"bm25:lucene", "vectors"}
+    indexes.get_index(world.collection, parts=["bm25:lucene", "vectors"], build=True)
+    assert [version for version, _ in indexes._saved_versions(world.collection)] == [before + 1]
+    assert search(world, "returns desk", "Hybrid").json()["index"]["stale"] == []

@@ -15,7 +15,7 @@ import time
 from evaluation import indexes
 from goldenset.management.commands._base import EvalsiteCommand
 
-PARTS = ("bm25:lucene", "bm25:okapi", "vectors")
+PARTS = indexes.PARTS
 
 
 class Command(EvalsiteCommand):
