@@ -61,9 +61,9 @@ def load(folder: Path):
     return corpus, queries, qrels
 
 
-def sample(corpus, queries, qrels, folder: Path):
+def quick_sample(corpus, queries, qrels):
     """--quick: the first QUICK_QUERIES judged queries, their relevant documents and the corpus's first documents
-    up to QUICK_DOCUMENTS, also written to `folder` as a BEIR dataset (for the Django part's import)."""
+    up to QUICK_DOCUMENTS."""
     queries = [q for q in queries if q["_id"] in qrels][:QUICK_QUERIES]
     wanted = {doc for q in queries for doc in qrels[q["_id"]]}
     for document in corpus:
@@ -71,7 +71,12 @@ def sample(corpus, queries, qrels, folder: Path):
             break
         wanted.add(document["_id"])
     corpus = [d for d in corpus if d["_id"] in wanted]
-    qrels = {q["_id"]: qrels[q["_id"]] for q in queries}
+    return corpus, queries, {q["_id"]: qrels[q["_id"]] for q in queries}
+
+
+def sample(corpus, queries, qrels, folder: Path):
+    """quick_sample, also written to `folder` as a BEIR dataset (for the Django part's import)."""
+    corpus, queries, qrels = quick_sample(corpus, queries, qrels)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))

@@ -39,22 +39,14 @@ import search_bench  # noqa: E402
 
 DATASETS = ROOT.parent / "shared" / "datasets"
 DEFAULT = [DATASETS / "vaswani_npl", DATASETS / "cranfield", DATASETS / "clapnq"]
-QUICK_DOCUMENTS, QUICK_QUERIES = 300, 20
 DEPTH = 100
 
 
 def load(folder: Path, quick: bool):
     corpus, queries, qrels = search_bench.load(folder)
-    queries = [q for q in queries if q["_id"] in qrels]
     if quick:
-        queries = queries[:QUICK_QUERIES]
-        wanted = {doc for q in queries for doc in qrels[q["_id"]]}
-        for document in corpus:
-            if len(wanted) >= QUICK_DOCUMENTS:
-                break
-            wanted.add(document["_id"])
-        corpus = [d for d in corpus if d["_id"] in wanted]
-    return corpus, queries, qrels
+        return search_bench.quick_sample(corpus, queries, qrels)
+    return corpus, [q for q in queries if q["_id"] in qrels], qrels
 
 
 def peak_rss_reset() -> bool:

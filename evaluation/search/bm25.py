@@ -53,8 +53,10 @@ class BM25Index:
         self.params = params
         self.idf = idf if idf is not None else term_idf(params, postings)
         self.weights = weights if weights is not None else posting_weights(params, postings, self.idf)
-        # With every weight positive (always for lucene) the kernel tells a new page by its sum of 0.0.
-        self.positive = bool(len(self.weights) == 0 or self.weights.min() > 0)
+        # With every weight positive (always for lucene) the kernel tells a new page by its sum of 0.0. A weight
+        # is its term's idf times a tf part in (0, 1] (k1 + 1 for okapi), so the idfs tell: one value a term,
+        # not a pass over every posting (a mapped index would otherwise be read whole on its first search).
+        self.positive = bool(len(self.idf) == 0 or np.min(self.idf) > 0)
         self._scratch = threading.local()
 
     def __getstate__(self) -> dict:

@@ -145,7 +145,6 @@ def test_the_scratch_arrays_are_left_clean_for_the_next_query():
     assert not acc.any() and not mark.any()
 
 
-@pytest.mark.skipif(not (DEMO / "corpus.jsonl").is_file(), reason="the demo collection ships with the repo")
 def test_okapi_scores_are_rank_bm25s_bit_for_bit_and_lucene_ranks_match_brute_force():
     corpus = [json.loads(line) for line in (DEMO / "corpus.jsonl").read_text().splitlines()]
     queries = [json.loads(line)["text"] for line in (DEMO / "queries.jsonl").read_text().splitlines()][:60]
