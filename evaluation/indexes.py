@@ -61,7 +61,7 @@ from django.db.models.functions import Cast
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import BM25Index, BM25Params
 from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
-from evaluation.search.postings import MergeRefused, Postings, merge_postings, open_first_order
+from evaluation.search.postings import MergeRefused, Postings, load_mapped, merge_postings, open_first_order
 from goldenset.errors import ERROR_CODES, EvalsiteError
 from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
 from goldenset.temporal import Validity
@@ -729,11 +729,11 @@ def _read(path: Path) -> SearchIndex | None:
             index.bm25_indexes[variant] = BM25Index(
                 postings,
                 BM25Params(variant),
-                idf=np.load(folder / f"bm25-{variant}-idf.npy", mmap_mode="r"),
-                weights=np.load(folder / f"bm25-{variant}-weights.npy", mmap_mode="r"),
+                idf=load_mapped(folder / f"bm25-{variant}-idf.npy"),
+                weights=load_mapped(folder / f"bm25-{variant}-weights.npy"),
             )
         if index.page_vectors is not None:
-            index.page_vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+            index.page_vectors = load_mapped(folder / "vectors.npy")
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as exc:
         logger.warning("index %s unreadable (%s); rebuilding", folder, exc)
         return None

@@ -166,7 +166,8 @@ def test_postings_saved_and_mapped_back_search_the_same(tmp_path):
     postings = build_postings(tokens)
     postings.save(tmp_path / "postings")
     mapped = Postings.open(tmp_path / "postings")
-    assert isinstance(mapped.rows, np.memmap)
+    # mapped, not read: the array is a view of the file's mapping (a plain ndarray, as the kernels want)
+    assert type(mapped.rows) is np.ndarray and isinstance(mapped.rows.base, np.memmap)
     for name in ("indptr", "rows", "tfs", "lengths", "term_hashes", "first_seen"):
         np.testing.assert_array_equal(getattr(mapped, name), getattr(postings, name))
     built = BM25Index(postings, BM25Params("okapi"))
