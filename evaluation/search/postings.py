@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,7 @@ class Postings:
         meta = json.loads((folder / "postings.json").read_text())
         if meta.get("format") != FORMAT:
             raise ValueError(f"postings format {meta.get('format')!r}, expected {FORMAT}")
-        arrays = {
+        arrays: dict[str, Any] = {
             item.name: (
                 load_mapped(folder / f"{item.name}.npy")
                 if mmap
