@@ -146,7 +146,7 @@ def open_first_order(folder: Path) -> np.ndarray | None:
 
 def load_mapped(path: Path) -> np.ndarray:
     """A saved array mapped read-only, as a plain ndarray view of the mapping (which it keeps open): numba's
-    dispatcher types an exact ndarray on its fast path, a np.memmap some 3 µs slower on every kernel call."""
+    dispatcher types an exact ndarray on its fast path, a np.memmap on a slower one at every kernel call."""
     return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
 
 
