@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import rank_bm25
 
+from evaluation.search import kernels
 from evaluation.search.bm25 import BM25Index, BM25Params, build_index
 from evaluation.search.postings import Postings, build_postings
 from goldenset.text import tokenize
@@ -180,6 +181,23 @@ def test_postings_saved_and_mapped_back_search_the_same(tmp_path):
         mapped.term_ids(["straße"])[0],
         mapped.term_ids(["日本語"])[0],
     ]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 64, 1_000])
+def test_kth_largest_is_numpys_partition(size):
+    rng = np.random.default_rng(size)
+    for values in (
+        rng.random(size),
+        rng.integers(0, 4, size).astype(np.float64),  # many ties
+        np.zeros(size),
+        np.arange(size, dtype=np.float64),  # ascending: every value enters the heap
+        np.arange(size, dtype=np.float64)[::-1].copy(),
+    ):
+        for k in sorted({1, min(2, size), size // 2 or 1, size}):
+            expected = np.partition(values, size - k)[size - k]
+            assert kernels._kth_largest(values, k) == expected
+    strided = rng.random(4 * size)[::4]  # the kernel passes every stride-th page, not a copy
+    assert kernels._kth_largest(strided, 1) == strided.max()
 
 
 def test_no_page_and_no_term_give_empty_results():
