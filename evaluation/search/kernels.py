@@ -51,8 +51,7 @@ SAMPLE_STRIDE = 64
 @njit(cache=True, nogil=True)
 def _kth_largest(values, k):
     """The k-th largest of values (1 <= k <= len(values)), through a min-heap of the k largest so far: one
-    comparison for most values. (numba's np.partition took longer than the rest of a query on a sample of a
-    few thousand pages.)"""
+    comparison for most values (numba's np.partition is far slower for a small k)."""
     heap = np.empty(k, dtype=values.dtype)
     for i in range(k):  # sift up
         value = values[i]
