@@ -731,6 +731,7 @@ def _read(path: Path) -> SearchIndex | None:
                 BM25Params(variant),
                 idf=load_mapped(folder / f"bm25-{variant}-idf.npy"),
                 weights=load_mapped(folder / f"bm25-{variant}-weights.npy"),
+                common=_common_rows(folder, variant),
             )
         if index.page_vectors is not None:
             index.page_vectors = load_mapped(folder / "vectors.npy")
@@ -743,6 +744,16 @@ def _read(path: Path) -> SearchIndex | None:
 
 
 _SAVED = "saved"  # in the pickle, in place of an array saved as a file of its own
+
+
+def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """The variant's common-term rows as saved (mapped); none for a version saved before they were (its
+    searches add those terms' postings one by one: the same scores, more slowly), rather than rows computed
+    into this process's private memory."""
+    terms, rows = folder / f"bm25-{variant}-common-terms.npy", folder / f"bm25-{variant}-common-rows.npy"
+    if not (terms.is_file() and rows.is_file()):
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float64)
+    return load_mapped(terms), load_mapped(rows)
 
 
 def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int, int, int]:
@@ -761,6 +772,8 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
     for variant, bm25 in variants.items():
         _save_array(folder / f"bm25-{variant}-idf.npy", bm25.idf)
         _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
+        _save_array(folder / f"bm25-{variant}-common-terms.npy", bm25.common_terms)
+        _save_array(folder / f"bm25-{variant}-common-rows.npy", bm25.common_rows)
     if vectors is not None:
         _save_array(folder / "vectors.npy", vectors)
     if index.corpus.stamps is not None and postings is not None:

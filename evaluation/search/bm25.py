@@ -48,11 +48,17 @@ class BM25Index:
         params: BM25Params,
         idf: np.ndarray | None = None,
         weights: np.ndarray | None = None,
+        common: tuple[np.ndarray, np.ndarray] | None = None,
     ):
         self.postings = postings
         self.params = params
         self.idf = idf if idf is not None else term_idf(params, postings)
         self.weights = weights if weights is not None else posting_weights(params, postings, self.idf)
+        # The common terms' weights as dense rows (kernels.py adds them page after page): the columns of the
+        # terms, ascending, and their rows, as saved beside the weights, else computed here.
+        self.common_terms, self.common_rows = (
+            common if common is not None else common_term_rows(postings, self.weights)
+        )
         # With every weight positive (always for lucene) the kernel tells a new page by its sum of 0.0. A weight
         # is its term's idf times a tf part in (0, 1] (k1 + 1 for okapi), so the idfs tell: one value a term,
         # not a pass over every posting (a mapped index would otherwise be read whole on its first search).
@@ -80,7 +86,15 @@ class BM25Index:
         Contributions are added one query token at a time, in query order, as rank-bm25 adds them, so the okapi
         variant's floating-point sums are its sums exactly."""
         p = self.postings
-        return kernels.dense_scores(p.indptr, p.rows, self.weights, self.query_terms(tokens), self.size)
+        return kernels.dense_scores(
+            p.indptr,
+            p.rows,
+            self.weights,
+            self.common_terms,
+            self.common_rows,
+            self.query_terms(tokens),
+            self.size,
+        )
 
     def top_documents(
         self,
@@ -99,6 +113,8 @@ class BM25Index:
             p.indptr,
             p.rows,
             self.weights,
+            self.common_terms,
+            self.common_rows,
             terms,
             _EMPTY_BOOL if live is None else live,
             self.positive,
@@ -127,6 +143,32 @@ class BM25Index:
 
 _EMPTY_BOOL = np.zeros(0, dtype=np.bool_)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
+COMMON_SHARE = 4  # a term on at least 1/COMMON_SHARE of the pages is common: its weights kept as a dense row
+MAX_COMMON = 64  # at most this many (the most frequent), 8 bytes a page each
+
+
+def common_term_rows(
+    postings: Postings, weights: np.ndarray, share: int = COMMON_SHARE, most: int = MAX_COMMON
+) -> tuple[np.ndarray, np.ndarray]:
+    """(columns ascending, dense rows of their weights) of the index's common terms, those on at least 1/share
+    of the pages (the `most` most frequent). A query with one of them reads every page anyway
+    (kernels.top_documents sweeps), and adding a dense row is several times as fast as adding the same term's
+    postings one by one; the rows cost 8 bytes a page a term, shared from the saved file."""
+    df = postings.document_frequency
+    pages = postings.size
+    common = np.flatnonzero(df * share >= max(pages, 1))
+    if len(common) > most:
+        common = np.sort(common[np.argsort(-df[common], kind="stable")[:most]])
+    if not len(common):
+        return _NO_COMMON_TERMS, _NO_COMMON_ROWS
+    common = common.astype(np.int64)
+    return common, kernels.common_rows(postings.indptr, postings.rows, weights, common, pages)
+
+
+_NO_COMMON_TERMS = np.zeros(0, dtype=np.int64)
+_NO_COMMON_ROWS = np.zeros((0, 0), dtype=np.float64)
 
 
 def term_idf(params: BM25Params, postings: Postings) -> np.ndarray:

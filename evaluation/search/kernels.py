@@ -5,7 +5,11 @@ A query walks only its terms' postings, each posting's weight (its term's idf ti
 index time with numpy's double arithmetic, and adds them into a per-thread scratch array (never allocated per
 query). When the postings are few, the pages they touch are listed as they are met and only those are read
 back; when they outnumber a quarter of the pages, every page is read back in order instead (no more work than
-the postings themselves), through a threshold read off a sample of the pages when the collection is large.
+the postings themselves), through a threshold read off a sample of the pages when the collection is large. Then
+the query's common terms (those on at least a quarter of the pages, when the index keeps them as dense rows of
+weights, zeros where a page lacks the term) are added page after page, a loop the compiler vectorizes, instead
+of posting by posting: adding 0.0 leaves a sum's bits as they were, so the sums are the same.
+Page numbers read from arrays index as unsigned integers: numba then leaves out the negative-index check.
 The top k is kept in a small heap keyed on trec_eval's order; the scratch is left zeroed. Plain numpy +
 numba: no Django import.
 """
@@ -29,13 +33,13 @@ def _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched):
         t = terms[i]
         if positive:
             for p in range(indptr[t], indptr[t + 1]):
-                r = rows[p]
+                r = np.uint64(rows[p])
                 touched[n] = r
                 n += acc[r] == 0.0
                 acc[r] += weights[p]
         else:
             for p in range(indptr[t], indptr[t + 1]):
-                r = rows[p]
+                r = np.uint64(rows[p])
                 if mark[r] == 0:
                     mark[r] = 1
                     acc[r] = 0.0
@@ -117,13 +121,38 @@ def _above_sampled_threshold(acc, live, depth, listed, sums, stride):
 
 
 @njit(cache=True, nogil=True)
-def dense_scores(indptr, rows, weights, terms, size):
-    """Every page's score for the query, 0.0 where no term matches (Hybrid fusion and reranking read it)."""
-    out = np.zeros(size, dtype=np.float64)
+def _add_all(indptr, rows, weights, terms, common_terms, common_rows, acc):
+    """acc += every query term's weights, term by term in query order: a common term's dense row page by page,
+    any other term's postings one by one."""
+    pages = common_rows.shape[1]
     for i in range(terms.shape[0]):
         t = terms[i]
+        j = np.searchsorted(common_terms, t)
+        if j < common_terms.shape[0] and common_terms[j] == t:
+            row = common_rows[j]
+            for r in range(pages):
+                acc[r] += row[r]
+        else:
+            for p in range(indptr[t], indptr[t + 1]):
+                acc[np.uint64(rows[p])] += weights[p]
+
+
+@njit(cache=True, nogil=True)
+def dense_scores(indptr, rows, weights, common_terms, common_rows, terms, size):
+    """Every page's score for the query, 0.0 where no term matches (Hybrid fusion and reranking read it)."""
+    out = np.zeros(size, dtype=np.float64)
+    _add_all(indptr, rows, weights, terms, common_terms, common_rows, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def common_rows(indptr, rows, weights, common_terms, pages):
+    """The dense rows of the given terms' weights (zeros where a page lacks the term), one row a term."""
+    out = np.zeros((common_terms.shape[0], pages), dtype=np.float64)
+    for j in range(common_terms.shape[0]):
+        t = common_terms[j]
         for p in range(indptr[t], indptr[t + 1]):
-            out[rows[p]] += weights[p]
+            out[j, np.uint64(rows[p])] = weights[p]
     return out
 
 
@@ -196,6 +225,8 @@ def top_documents(
     indptr,
     rows,
     weights,
+    common_terms,
+    common_rows,
     terms,
     live,
     positive,
@@ -227,10 +258,7 @@ def top_documents(
     # visited once in order (no list of touched pages), which costs no more than the postings themselves.
     sweep = 4 * postings >= pages
     if sweep:
-        for i in range(terms.shape[0]):
-            t = terms[i]
-            for p in range(indptr[t], indptr[t + 1]):
-                acc[rows[p]] += weights[p]
+        _add_all(indptr, rows, weights, terms, common_terms, common_rows, acc)
         n = pages
     else:
         n = _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import rank_bm25
 
-from evaluation.search import kernels
+from evaluation.search import bm25, kernels
 from evaluation.search.bm25 import BM25Index, BM25Params, build_index
 from evaluation.search.postings import Postings, build_postings
 from goldenset.text import tokenize
@@ -43,13 +43,19 @@ def _id_rank(ids: list[str]) -> np.ndarray:
     return rank
 
 
+def _plain_scores(index: BM25Index, query) -> np.ndarray:
+    """Every page's sum, term by term in query order, read off the postings (no kernel, no common-term row)."""
+    dense = np.zeros(index.size)
+    p = index.postings
+    for column in index.query_terms(query):
+        lo, hi = p.indptr[column], p.indptr[column + 1]
+        np.add.at(dense, p.rows[lo:hi], index.weights[lo:hi])  # a page appears once in a term's postings
+    return dense
+
+
 def _brute_force(index: BM25Index, query, ids, page_document=None, live=None, depth=10):
     """(documents, scores, pages) by the plain definition."""
-    dense = np.zeros(index.size)
-    for column in index.query_terms(query):
-        p = index.postings
-        for k in range(p.indptr[column], p.indptr[column + 1]):
-            dense[p.rows[k]] += index.weights[k]
+    dense = _plain_scores(index, query)
     page_document = np.arange(index.size) if page_document is None else page_document
     best: dict[int, tuple[float, int]] = {}
     for page, score in enumerate(dense.tolist()):
@@ -224,8 +230,10 @@ def test_large_collections_take_the_sampled_threshold_path_and_stay_exact(varian
     rank = _id_rank(ids)
     index = build_index(tokens, BM25Params(variant))
     live = rng.random(len(tokens)) < 0.9
+    assert index.common_terms.tolist() == index.query_terms(common).tolist()  # alpha, beta, gamma: dense rows
     for query in (["alpha"], ["alpha", "beta"], ["gamma", "delta", "alpha"], ["beta", "beta", "zeta"]):
-        dense = index.scores(query)
+        dense = _plain_scores(index, query)
+        assert index.scores(query).tobytes() == dense.tobytes()
         for depth, mask in ((10, None), (50, None), (20, live)):
             ok = dense > 0 if mask is None else (dense > 0) & mask
             rows = np.flatnonzero(ok)
@@ -239,3 +247,49 @@ def test_large_collections_take_the_sampled_threshold_path_and_stay_exact(varian
         assert got[0].tolist() == np.argsort(-rank[:19_999])[:10].tolist()  # all tied: the highest ids win
     else:  # okapi: a word on nearly every page has a negative idf, so no page scores above 0
         assert got[0].tolist() == []
+
+
+@pytest.mark.parametrize("variant", ["lucene", "okapi"])
+def test_common_terms_rows_give_the_postings_sums_bit_for_bit(variant):
+    """Terms on a quarter of the pages or more are added as dense rows of weights (bm25.common_term_rows): the
+    sums, rankings and scores must be those of the same index adding every term posting by posting, for queries
+    mixing common and rare terms, repeated terms, okapi's negative weights, and a live mask."""
+    rng = np.random.default_rng(8)
+    tokens = [
+        page + ([f"rare{i % 40}"] if i % 3 == 0 else [])
+        for i, page in enumerate(_random_corpus(8, 3_000, vocabulary=12, length=(0, 30)))
+    ]
+    ids = [f"p{i}" for i in rng.permutation(len(tokens))]
+    rank = _id_rank(ids)
+    index = build_index(tokens, BM25Params(variant))
+    df = index.postings.document_frequency
+    assert index.common_terms.tolist() == np.flatnonzero(4 * df >= len(tokens)).tolist()
+    assert 0 < len(index.common_terms) < index.postings.terms  # both kinds of term present
+    none = bm25.common_term_rows(index.postings, index.weights, most=0)
+    plain = BM25Index(index.postings, index.params, idf=index.idf, weights=index.weights, common=none)
+    assert len(plain.common_terms) == 0
+    live = rng.random(len(tokens)) < 0.8
+    queries = (["alpha"], ["alpha", "rare3"], ["rare3", "alpha", "alpha", "beta"], WORDS, ["rare1", "rare2"])
+    for query in queries:
+        assert index.scores(query).tobytes() == _plain_scores(index, query).tobytes()
+        assert plain.scores(query).tobytes() == _plain_scores(index, query).tobytes()
+        for depth, mask in ((10, None), (100, live)):
+            a = index.top_documents(query, depth, rank, live=mask)
+            b = plain.top_documents(query, depth, rank, live=mask)
+            assert all(x.tobytes() == y.tobytes() for x, y in zip(a, b, strict=True)), query
+            assert a[0].tolist() == _brute_force(index, query, ids, live=mask, depth=depth)[0]
+
+
+def test_common_terms_are_capped_to_the_most_frequent():
+    tokens = [WORDS[: 2 + i % 10] for i in range(100)]  # alpha and beta everywhere, then fewer and fewer
+    postings = build_postings(tokens)
+    weights = bm25.posting_weights(BM25Params(), postings, bm25.term_idf(BM25Params(), postings))
+    terms, rows = bm25.common_term_rows(postings, weights, share=4, most=3)
+    df = postings.document_frequency
+    assert sorted(df[terms].tolist(), reverse=True) == sorted(df.tolist(), reverse=True)[:3]
+    assert terms.tolist() == sorted(terms.tolist())
+    for j, column in enumerate(terms.tolist()):
+        lo, hi = postings.indptr[column], postings.indptr[column + 1]
+        expected = np.zeros(postings.size)
+        expected[postings.rows[lo:hi]] = weights[lo:hi]
+        assert rows[j].tobytes() == expected.tobytes()
