@@ -11,7 +11,8 @@ Measured:
    round): evalsite's whole query path (query text -> tokens -> term columns -> kernel -> document ids in
    trec_eval order), and from the same token lists as bm25s to rows and scores in order (bm25s's input and
    output), in this process, then again in a fresh process that maps the saved files (the serving figure),
-   beside bm25s's batch retrieve and tantivy's searcher;
+   beside bm25s's batch retrieve and tantivy's searcher, and the same index without its common-term rows
+   (every term's postings added one by one: what the rows bring);
 3. that fresh process's memory: RSS, split into private (RssAnon) and file-backed pages (RssFile: the mapped
    index, shared by every process that maps it), and per page;
 4. exactness: evalsite's top 100 for a sample of queries equals the brute-force ranking (every page's score
@@ -55,7 +56,7 @@ def run(pages: int, repeat: int, seed: int) -> int:
     import bm25s
     import synthetic
 
-    from evaluation.search.bm25 import BM25Index, BM25Params
+    from evaluation.search.bm25 import BM25Index, BM25Params, common_term_rows
     from evaluation.search.postings import build_postings
     from goldenset.text import tokenize
 
@@ -120,6 +121,19 @@ def run(pages: int, repeat: int, seed: int) -> int:
             for q in query_tokens:
                 index.top_documents(q, DEPTH, rank)
 
+        # the same index adding every term posting by posting: what the common-term rows bring
+        postings_only = BM25Index(
+            postings,
+            index.params,
+            idf=index.idf,
+            weights=index.weights,
+            common=common_term_rows(postings, index.weights, most=0),
+        )
+
+        def ours_postings_only():
+            for q in query_tokens:
+                postings_only.top_documents(q, DEPTH, rank)
+
         def bm25s_run(engine, backend):
             return lambda: engine.retrieve(
                 query_tokens, k=DEPTH, show_progress=False, n_threads=1, backend_selection=backend
@@ -128,11 +142,13 @@ def run(pages: int, repeat: int, seed: int) -> int:
         ours()
         bm25s_run(retriever, "numba")()
         ours_tokens()
+        ours_postings_only()
         results = best_interleaved(
             repeat,
             {
                 "evalsite (this process)": ours,
                 "evalsite from the token lists (this process)": ours_tokens,
+                f"the same without the {len(index.common_terms)} common-term rows": ours_postings_only,
                 "bm25s numba": bm25s_run(retriever, "numba"),
             },
         )

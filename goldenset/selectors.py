@@ -142,8 +142,10 @@ def pages_by_id(page_ids: Iterable[int]) -> dict[int, PageText]:
     (building model instances cost a search call as much as the search itself), read in chunks."""
     pages: dict[int, PageText] = {}
     for chunk in chunks(sorted(set(page_ids))):
-        rows = Page.objects.filter(pk__in=chunk).values_list(
-            "pk", "document__external_id", "number", "document__title", "text"
+        rows = (
+            Page.objects.filter(pk__in=chunk)
+            .order_by()  # into a dict: the model's ordering would only cost a sort (and its SQL compiling)
+            .values_list("pk", "document__external_id", "number", "document__title", "text")
         )
         pages.update(
             {pk: PageText(pk, document, number, title, text) for pk, document, number, title, text in rows}

@@ -5,8 +5,8 @@ A query walks only its terms' postings, each posting's weight (its term's idf ti
 index time with numpy's double arithmetic, and adds them into a per-thread scratch array (never allocated per
 query). When the postings are few, the pages they touch are listed as they are met and only those are read
 back; when they outnumber a quarter of the pages, every page is read back in order instead (no more work than
-the postings themselves), through a threshold read off a sample of the pages when the collection is large. Then
-the query's common terms (those on at least a quarter of the pages, when the index keeps them as dense rows of
+the postings themselves), through a threshold read off a sample of the pages when the collection is large
+(for pages and for documents of several pages alike). Then the query's common terms (those on at least a quarter of the pages, when the index keeps them as dense rows of
 weights, zeros where a page lacks the term) are added page after page, a loop the compiler vectorizes, instead
 of posting by posting: adding 0.0 leaves a sum's bits as they were, so the sums are the same.
 Page numbers read from arrays index as unsigned integers: numba then leaves out the negative-index check.
@@ -87,37 +87,46 @@ def _kth_largest(values, k):
 
 
 @njit(cache=True, nogil=True)
-def _above_sampled_threshold(acc, live, depth, listed, sums, stride):
-    """List the live pages whose sum may place them in the top `depth` (touched-style, into listed[:n], their
-    sums into sums[:n]) and zero acc; -1 (acc untouched) when the sample's threshold kept too few.
+def _above_sampled_threshold(acc, live, page_document, depth, spread, listed, doc_mark, doc_list, stride):
+    """List, in row order into listed[:n], the live pages whose sum may place them (or their document) in the
+    top `depth`; acc is left as it is. -1 when the sample's threshold kept too few.
 
-    The threshold is the sample's (2 depth / stride + 8)-th best sum (every stride-th page), lowered by
-    a relative 1e-7: a page kept out has a sum at or below it, and since at least `depth` listed pages have
-    sums above the unlowered threshold, the depth-th best sum is above it too, so a page kept out cannot
-    reach, or tie in 32 bits, the depth-th best's key."""
+    The threshold is the sample's (2 depth spread / stride + 8)-th best sum (every stride-th page; `spread`
+    the pages a document has on average), lowered by a relative 1e-7. At least `depth` documents (pages,
+    without page_document) have a listed page above the unlowered threshold, so the depth-th best document
+    scores above it; a page kept out has a sum at or below the lowered one, so it can neither reach nor tie in
+    32 bits the depth-th best's key, nor be its document's best page where that document could."""
     pages = acc.shape[0]
     sample = acc[::stride]
-    rank = min(len(sample), 2 * depth // stride + 8)
+    rank = min(len(sample), 2 * depth * spread // stride + 8)
     threshold = _kth_largest(sample, rank)
     if not threshold > 0.0:
         return -1
     lowered = threshold * (1.0 - 1e-7)
     check_live = live.shape[0] > 0
+    per_page = page_document.shape[0] == 0
     n = 0
-    above = 0
+    above = 0  # pages (documents) with a page above the unlowered threshold
     for r in range(pages):
         s = acc[r]
         if s > lowered:
             if check_live and not live[r]:
                 continue
             listed[n] = r
-            sums[n] = s
             n += 1
-            above += s > threshold
-    if above < depth:
-        return -1
-    acc[:] = 0.0
-    return n
+            if s > threshold:
+                if per_page:
+                    above += 1
+                else:
+                    d = page_document[r]
+                    if doc_mark[d] == 0:
+                        doc_mark[d] = 1
+                        doc_list[above] = d
+                        above += 1
+    if not per_page:
+        for j in range(above):
+            doc_mark[doc_list[j]] = 0
+    return n if above >= depth else -1
 
 
 @njit(cache=True, nogil=True)
@@ -264,14 +273,17 @@ def top_documents(
         n = _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched)
     check_live = live.shape[0] > 0
     per_page = page_document.shape[0] == 0
-    n_listed = -1  # >= 0: candidates listed with their sums (touched[:n], doc_best[:n]), acc already zero
-    if sweep and per_page and pages >= 64 * depth:
-        # Most pages were met: rather than offer every one to the heap, keep those above a threshold that a
-        # sample of the pages says only a few hundred exceed; the sum array is then zeroed in one pass.
+    listed = False  # the candidates are listed in touched[:n]; the other pages' sums are zeroed at the end
+    if sweep and pages >= 64 * depth:
+        # Most pages were met: rather than read every one (and offer it to the heap or to its document), keep
+        # those above a threshold that a sample of the pages says only a few hundred exceed.
         stride = max(4, min(SAMPLE_STRIDE, pages // (16 * depth)))
-        n_listed = _above_sampled_threshold(acc, live, depth, touched, doc_best, stride)
+        spread = 1 if per_page else -(-page_document.shape[0] // max(1, id_rank.shape[0]))
+        n_listed = _above_sampled_threshold(
+            acc, live, page_document, depth, spread, touched, doc_mark, doc_list, stride
+        )
         if n_listed >= 0:
-            sweep = False
+            sweep, listed = False, True
             n = n_listed
     capacity = max(0, min(depth, n))
     heap_key = np.empty(capacity, dtype=np.uint64)
@@ -287,7 +299,7 @@ def top_documents(
     count = 0
     for j in range(n):
         r = j if sweep else touched[j]
-        s = acc[r] if sweep or n_listed < 0 else doc_best[j]
+        s = acc[r]
         acc[r] = 0.0
         if not positive and not sweep:
             mark[r] = 0
@@ -310,6 +322,8 @@ def top_documents(
         elif s > doc_best[d] or (s == doc_best[d] and r < doc_page[d]):
             doc_best[d] = s
             doc_page[d] = r
+    if listed:
+        acc[:pages] = 0.0  # the pages not listed
     for j in range(count):
         d = doc_list[j]
         doc_mark[d] = 0

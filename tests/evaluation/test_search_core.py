@@ -250,6 +250,43 @@ def test_large_collections_take_the_sampled_threshold_path_and_stay_exact(varian
 
 
 @pytest.mark.parametrize("variant", ["lucene", "okapi"])
+@pytest.mark.parametrize("pages_each", [1.5, 12])
+def test_documents_of_many_pages_take_the_sampled_threshold_path_and_stay_exact(variant, pages_each):
+    """20,000 pages in documents of 1 to 2 pages (or 1 to 23): candidates are the pages above a sampled
+    threshold that at least `depth` documents exceed; each document must still score by its best page (the
+    first of equal ones), one long document's many strong pages must not crowd the others out, and identical
+    pages (no page above the threshold) must fall back to reading every page."""
+    rng = np.random.default_rng(9)
+    sizes = rng.integers(1, int(2 * pages_each), 20_000)
+    sizes = sizes[np.cumsum(sizes) <= 19_000]
+    sizes = np.r_[sizes, 20_000 - 400 - sizes.sum(), 400]  # then one document of 400 pages
+    page_document = np.repeat(np.arange(len(sizes)), sizes)
+    common = ["alpha", "beta", "gamma"]
+    tokens = [
+        [common[int(i)] for i in rng.integers(0, 3, int(rng.integers(1, 9)))]
+        + ([WORDS[3 + int(rng.integers(0, 9))]] if rng.random() < 0.3 else [])
+        for _ in range(20_000)
+    ]
+    for page in range(20_000 - 400, 20_000):
+        tokens[page] = ["alpha", "zeta"]  # the long document's pages all score high on alpha + zeta
+    ids = [f"doc{i}" for i in rng.permutation(len(sizes))]
+    rank = _id_rank(ids)
+    index = build_index(tokens, BM25Params(variant))
+    live = rng.random(len(tokens)) < 0.9
+    for query in (["alpha"], ["alpha", "beta"], ["alpha", "zeta"], ["gamma", "delta", "alpha"]):
+        for depth, mask in ((10, None), (100, None), (20, live)):
+            got = index.top_documents(query, depth, rank, page_document, live=mask)
+            want = _brute_force(index, query, ids, page_document=page_document, live=mask, depth=depth)
+            assert (got[0].tolist(), got[1].tolist(), got[2].tolist()) == tuple(map(list, want)), query
+        acc, mark, touched, doc_list, doc_best, doc_page, doc_mark = index._scratch.arrays
+        assert not acc.any() and not doc_mark.any()
+    same = build_index([["alpha", "beta"]] * 20_000, BM25Params("lucene"))
+    got = same.top_documents(["alpha"], 10, rank, page_document)
+    want = _brute_force(same, ["alpha"], ids, page_document=page_document, depth=10)
+    assert (got[0].tolist(), got[2].tolist()) == (want[0], want[2])
+
+
+@pytest.mark.parametrize("variant", ["lucene", "okapi"])
 def test_common_terms_rows_give_the_postings_sums_bit_for_bit(variant):
     """Terms on a quarter of the pages or more are added as dense rows of weights (bm25.common_term_rows): the
     sums, rankings and scores must be those of the same index adding every term posting by posting, for queries
