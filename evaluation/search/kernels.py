@@ -6,10 +6,11 @@ index time with numpy's double arithmetic, and adds them into a per-thread scrat
 query). When the postings are few, the pages they touch are listed as they are met and only those are read
 back; when they outnumber a quarter of the pages, every page is read back in order instead (no more work than
 the postings themselves), through a threshold read off a sample of the pages when the collection is large
-(for pages and for documents of several pages alike). Then the query's common terms (those on at least a quarter of the pages, when the index keeps them as dense rows of
-weights, zeros where a page lacks the term) are added page after page, a loop the compiler vectorizes, instead
-of posting by posting: adding 0.0 leaves a sum's bits as they were, so the sums are the same.
-Page numbers read from arrays index as unsigned integers: numba then leaves out the negative-index check.
+(for pages and for documents of several pages alike). The query's common terms (those on at least a quarter of
+the pages, when the index keeps them as dense rows of weights, zeros where a page lacks the term) are then added
+page after page, a loop the compiler vectorizes, instead of posting by posting: adding 0.0 leaves a sum's bits
+as they were, so the sums are the same. Page numbers read from arrays index as unsigned integers: numba then
+leaves out its negative-index check.
 The top k is kept in a small heap keyed on trec_eval's order; the scratch is left zeroed. Plain numpy +
 numba: no Django import.
 """
