@@ -120,7 +120,7 @@ def best_interleaved(repeat: int, runs: dict) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", type=Path, default=ROOT.parent / "shared" / "datasets" / "vaswani_npl")
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, help="rounds (default 10; 3 with --scale)")
     parser.add_argument("--skip-django", action="store_true", help="Only the engine comparisons.")
     parser.add_argument(
         "--quick",
@@ -139,7 +139,8 @@ def main() -> None:
     if args.scale:
         import search_scale
 
-        sys.exit(search_scale.run(args.scale, args.repeat if args.repeat != 10 else 3, args.seed))
+        sys.exit(search_scale.run(args.scale, args.repeat or 3, args.seed))
+    args.repeat = args.repeat or 10
     if not (args.dataset / "corpus.jsonl").is_file():
         parser.error(f"{args.dataset} holds no corpus.jsonl (the datasets are in ../shared/datasets)")
     if args.quick:

@@ -56,7 +56,7 @@ def run(pages: int, repeat: int, seed: int) -> int:
     import bm25s
     import synthetic
 
-    from evaluation.search.bm25 import BM25Index, BM25Params, common_term_rows
+    from evaluation.search.bm25 import NO_COMMON, BM25Index, BM25Params
     from evaluation.search.postings import build_postings
     from goldenset.text import tokenize
 
@@ -127,7 +127,7 @@ def run(pages: int, repeat: int, seed: int) -> int:
             index.params,
             idf=index.idf,
             weights=index.weights,
-            common=common_term_rows(postings, index.weights, most=0),
+            common=NO_COMMON,
         )
 
         def ours_postings_only():

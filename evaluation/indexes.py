@@ -59,7 +59,7 @@ from django.db.models import CharField
 from django.db.models.functions import Cast
 
 from evaluation.embedding_store import configured_embedder, embedder_identity
-from evaluation.search.bm25 import BM25Index, BM25Params
+from evaluation.search.bm25 import NO_COMMON, BM25Index, BM25Params
 from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
 from evaluation.search.postings import MergeRefused, Postings, load_mapped, merge_postings, open_first_order
 from goldenset.errors import ERROR_CODES, EvalsiteError
@@ -752,7 +752,7 @@ def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
     into this process's private memory."""
     terms, rows = folder / f"bm25-{variant}-common-terms.npy", folder / f"bm25-{variant}-common-rows.npy"
     if not (terms.is_file() and rows.is_file()):
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float64)
+        return NO_COMMON
     return load_mapped(terms), load_mapped(rows)
 
 

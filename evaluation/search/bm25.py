@@ -163,13 +163,13 @@ def common_term_rows(
     if len(common) > most:
         common = np.sort(common[np.argsort(-df[common], kind="stable")[:most]])
     if not len(common):
-        return _NO_COMMON_TERMS, _NO_COMMON_ROWS
+        return NO_COMMON
     common = common.astype(np.int64)
     return common, kernels.common_rows(postings.indptr, postings.rows, weights, common, pages)
 
 
-_NO_COMMON_TERMS = np.zeros(0, dtype=np.int64)
-_NO_COMMON_ROWS = np.zeros((0, 0), dtype=np.float64)
+# No common-term rows: (no columns, no rows); every term's postings are then added one by one.
+NO_COMMON = (np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float64))
 
 
 def term_idf(params: BM25Params, postings: Postings) -> np.ndarray:
