@@ -218,6 +218,11 @@ EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS = env_int("EVALSITE_INGEST_JOB_THRESHOLD
 EVALSITE_INDEX_DIR = Path(env_str("EVALSITE_INDEX_DIR") or DATA_DIR / "indexes")
 # Evaluations of more (questions x configurations) than this run as a job (202) instead of in the request.
 EVALSITE_EVALUATE_SYNC_LIMIT = env_int("EVALSITE_EVALUATE_SYNC_LIMIT", 3000, minimum=1)
+# External targets (evaluation.targets): Fernet keys for their secret headers, comma-separated, the first
+# encrypting (rotation: README, "Evaluate your own system"); none set: one derived from SECRET_KEY.
+EVALSITE_TARGET_KEYS = env_list("EVALSITE_TARGET_KEYS", [])
+# The dotted paths of the callables `python` targets may load; any other is refused (code execution).
+EVALSITE_PYTHON_TARGETS = env_list("EVALSITE_PYTHON_TARGETS", [])
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.
 EVALSITE_PAGE_CHARS = env_int("EVALSITE_PAGE_CHARS", 2000, minimum=200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_MAX_REQUEST_BYTES
@@ -302,7 +307,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        # Fields named "kind" hold three choice sets: runs', targets' (also as a run config's target_kind), jobs'.
+        "RunKindEnum": "evaluation.models.RunKind",
+        "TargetKindEnum": "evaluation.models.TargetKind",
+    },
 }
 
 _redis_url = env_str("EVALSITE_REDIS_URL")

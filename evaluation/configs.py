@@ -23,8 +23,12 @@ _DIGITS = re.compile(r"[0-9]+")
 MAX_CONFIGS = 20
 CONFIG_KEYS = {
     "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
-    "fulltext_weight",
+    "fulltext_weight", "target", "max_error_rate",
 }  # fmt: skip
+# With `target` (an external system, evaluation.targets) a configuration says only how deep to ask it and how
+# many failed questions a run may have: the target searches as it is configured.
+TARGET_KEYS = {"label", "target", "top_k", "max_error_rate"}
+DEFAULT_MAX_ERROR_RATE = 0.05
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,9 @@ class RunConfig:
     as_of: datetime | None = None
     include_superseded: bool = False
     fulltext_weight: float = 0.5
+    target: str | None = None  # an external target's name; target_kind is filled in when it is looked up
+    target_kind: str | None = None
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(
@@ -50,10 +57,26 @@ class RunConfig:
             fulltext_weight=self.fulltext_weight,
         )
 
+    def request(self) -> dict:
+        """The configuration as a request sends it (what a job stores and parses again)."""
+        data = self.as_dict()
+        data.pop("target_kind", None)
+        return data
+
     def as_dict(self) -> dict:
         """The configuration as runs store it and the API echoes it: `rerank` is the reranker that ran, or false
         when none did (what a client sends to turn it off; runs stored before this say null, read the same)."""
+        if self.target:
+            return {
+                "label": self.label,
+                "target": self.target,
+                "target_kind": self.target_kind,
+                "top_k": self.top_k,
+                "max_error_rate": self.max_error_rate,
+            }
         data = asdict(self)
+        for name in ("target", "target_kind", "max_error_rate"):
+            del data[name]
         data["rerank"] = self.rerank or False
         data["as_of"] = self.as_of.isoformat().replace("+00:00", "Z") if self.as_of else None
         return data
@@ -161,6 +184,10 @@ def parse_config(
     if unknown:
         raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=sorted(CONFIG_KEYS))
     raw = {key: value for key, value in raw.items() if value is not None}  # null: the default, as if left out
+    if "target" in raw:
+        return _parse_target_config(raw, prefix)
+    if "max_error_rate" in raw:
+        raise _fail("validation-error", _f(prefix, "max_error_rate"), "only with a target.")
     search_type = _choice(
         raw.get("search_type", "FullText"), _f(prefix, "search_type"), SEARCH_TYPES, "unknown-search-type"
     )
@@ -196,6 +223,38 @@ def parse_config(
         fulltext_weight=weight,
     )
     return RunConfig(**{**config.__dict__, "label": (label or "").strip() or default_label(config)})
+
+
+def _parse_target_config(raw: Mapping, prefix: str) -> RunConfig:
+    """A configuration that evaluates an external target: its name, depth and the share of questions that may
+    fail before the run does."""
+    for key in sorted(raw):
+        if key not in TARGET_KEYS:
+            raise _fail(
+                "validation-error",
+                _f(prefix, key),
+                "not used with a target (the target searches as it is configured).",
+                allowed=sorted(TARGET_KEYS),
+            )
+    name = raw["target"]
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise _fail("validation-error", _f(prefix, "target"), "expected a target's name.")
+    rate = raw.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)
+    try:
+        rate = float(rate) if not isinstance(rate, bool) else math.nan
+    except (TypeError, ValueError):
+        rate = math.nan
+    if not 0 <= rate <= 1:
+        raise _fail("validation-error", _f(prefix, "max_error_rate"), "expected a number from 0 to 1.")
+    label = raw.get("label")
+    if label is not None and (not isinstance(label, str) or len(label) > 200):
+        raise _fail("validation-error", _f(prefix, "label"), "expected a string of at most 200 characters.")
+    top_k = raw.get("top_k")
+    top_k = None if top_k in (None, "") else parse_positive_int(top_k, _f(prefix, "top_k"))
+    default = f"target:{name.strip()}" + (f" top_k:{top_k}" if top_k else "")
+    return RunConfig(
+        label=(label or "").strip() or default, target=name.strip(), top_k=top_k, max_error_rate=rate
+    )
 
 
 def _f(prefix: str, name: str) -> str:
@@ -301,6 +360,13 @@ def parse_answer_config(
     if unknown:
         allowed = sorted(CONFIG_KEYS | ANSWER_KEYS)
         raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=allowed)
+    if raw.get("target") is not None or raw.get("max_error_rate") is not None:
+        field = "target" if raw.get("target") is not None else "max_error_rate"
+        raise _fail(
+            "validation-error",
+            _f(prefix, field),
+            "answer evaluation of an external target is not available yet.",
+        )
     run = parse_config(
         {k: v for k, v in raw.items() if k not in ANSWER_KEYS}, position, available_rerankers, prefix
     )

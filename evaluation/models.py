@@ -14,6 +14,48 @@ class RunKind(models.TextChoices):
     ANSWERS = "answers"
 
 
+class RunStatus(models.TextChoices):
+    COMPLETE = "complete"
+    PARTIAL = "partial"  # some questions failed (their errors stored), left out of every mean
+    FAILED = "failed"  # more questions failed than max_error_rate allows: no metrics
+
+
+class TargetKind(models.TextChoices):
+    LMKIT = "lmkit"
+    ELASTICSEARCH = "elasticsearch"
+    HTTP = "http"
+    RAG_HTTP = "rag-http"
+    PYTHON = "python"
+
+
+class Target(models.Model):
+    """An external search or answering system evaluations call (evaluation.targets). Secret header values are
+    kept only as one Fernet token (evaluation.secret_box) and are never read back out through the API."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="targets")
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=TargetKind.choices)
+    base_url = models.CharField(max_length=2000, blank=True)
+    headers = models.JSONField(default=dict, blank=True, help_text="Plain headers, shown as they are.")
+    secret_headers_sealed = models.TextField(blank=True, help_text="Encrypted; never shown.")
+    secret_header_names = models.JSONField(default=list, blank=True)
+    timeout_s = models.FloatField(default=30.0)
+    concurrency = models.PositiveIntegerField(default=4)
+    rate_limit = models.FloatField(
+        null=True, blank=True, help_text="Calls per second at most (none: no limit)."
+    )
+    options = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "name"], name="target_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
 class EvaluationRun(models.Model):
     """One configuration scored against a golden set, once. Immutable once written: the golden set it read
     is snapshotted in its question results, so later edits or deletions of entries never change it."""
@@ -46,6 +88,7 @@ class EvaluationRun(models.Model):
         help_text="Answer runs: score, excluded counts per metric, refusal both ways, diagnosis counts, usage.",
     )
     index_info = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.COMPLETE)
     duration_ms = models.FloatField(default=0)
     job = models.ForeignKey(
         Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_runs"
@@ -91,6 +134,15 @@ class QuestionResult(models.Model):
     answerable = models.BooleanField(default=True)
     refused = models.BooleanField(null=True, blank=True)
     passed = models.BooleanField(null=True, blank=True)
+    latency_ms = models.FloatField(null=True, blank=True, help_text="The search (or target call) for it.")
+    error = models.TextField(
+        blank=True, help_text="Why the question could not be scored (left out of means)."
+    )
+    unjudged = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='External targets: {"unjudged@10": 2, ...}, ids the collection lacks.',
+    )
 
     class Meta:
         ordering = ["run", "position"]

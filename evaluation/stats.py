@@ -33,6 +33,7 @@ __all__ = [
     "align_by_question",
     "bootstrap_ci",
     "bootstrap_cis",
+    "latency_summary",
     "paired_randomization_test",
     "paired_randomization_tests",
     "pairwise_comparisons",
@@ -239,3 +240,20 @@ def align_by_question(runs: Sequence[Mapping[K, float | None]]) -> Aligned[K]:
     keys = sorted(common)
     matrix = np.array([[run[key] for key in keys] for run in runs], dtype=float).reshape(len(runs), len(keys))
     return Aligned(keys, matrix, len(set.union(*scored)) - len(common))
+
+
+def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float] | None:
+    """p50, p95, p99 (numpy's linear interpolation between order statistics), mean and max of call latencies
+    in milliseconds, rounded to the microsecond; None when there are none."""
+    if not len(latencies_ms):
+        return None
+    values = np.asarray(latencies_ms, dtype=np.float64)
+    p50, p95, p99 = np.percentile(values, [50, 95, 99]).tolist()
+    return {
+        "p50": round(p50, 3),
+        "p95": round(p95, 3),
+        "p99": round(p99, 3),
+        "mean": round(float(values.mean()), 3),
+        "max": round(float(values.max()), 3),
+        "count": int(len(values)),
+    }

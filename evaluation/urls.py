@@ -8,6 +8,7 @@ from evaluation.dashboard import (
     golden_views,
     launch_views,
     runs_views,
+    targets_views,
     trends_views,
 )
 
@@ -55,6 +56,11 @@ urlpatterns = [
     path("runs/<str:run_id>/run.json", runs_views.run_download, {"fmt": "json"}, name="run-json"),
     path("runs/<str:run_id>/run.csv", runs_views.run_download, {"fmt": "csv"}, name="run-csv"),
     path("runs/<str:run_id>/run.trec", runs_views.run_download, {"fmt": "trec"}, name="run-trec"),
+    path("targets/", targets_views.targets, name="targets"),
+    path("targets/new/", targets_views.target_new, name="target-new"),
+    path("targets/<str:name>/", targets_views.target_detail, name="target"),
+    path("targets/<str:name>/test/", targets_views.target_test, name="target-test"),
+    path("targets/<str:name>/delete/", targets_views.target_delete, name="target-delete"),
     path("compare/", compare_views.compare, name="compare"),
     path("trends/", trends_views.trends, name="trends"),
 ]

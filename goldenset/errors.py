@@ -45,6 +45,24 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         503,
         "the collection has no search index yet: a job builds it; retry after the Retry-After seconds",
     ),
+    "unknown-target": (
+        400,
+        "a configuration names a target the tenant does not have (configs[i].target named)",
+    ),
+    "target-kind-mismatch": (
+        400,
+        "a search configuration names an answering (rag-http) target, or the reverse",
+    ),
+    "invalid-jmespath": (400, "a target's response mapping or id transform is not a JMESPath expression"),
+    "python-target-not-allowed": (
+        400,
+        "a python target names a callable EVALSITE_PYTHON_TARGETS does not list",
+    ),
+    "target-exists": (409, "a target with this name exists for the tenant"),
+    "target-secrets-unreadable": (
+        409,
+        "a target's secret headers cannot be decrypted with the configured keys",
+    ),
     "llm-not-configured": (400, "a model was named but no chat endpoint is configured"),
     "llm-unavailable": (503, "the chat endpoint failed after its retries"),
     "llm-unreadable": (502, "the chat model's answer could not be read"),

@@ -9,6 +9,12 @@
         ... llm_server.url ...                        # "http://127.0.0.1:<port>" (the API is under /v1)
         assert llm_server.count("/v1/embeddings") == 2
 
+Search endpoints (targets, evaluation.targets), over `documents` ({id: text}) ranked by how many of the
+query's distinct words a text holds (ties by id): POST /{index}/_search answers as Elasticsearch's _search does
+(`size`, `query.multi_match.query`; hits.hits[]._id/_score/_source), and POST /search is a generic JSON endpoint
+(`{"query", "limit"}` in, `{"data": {"hits": [{"id", "relevance", "text"}]}}` out, each id followed by
+`id_suffix`). The faults below apply to them too.
+
 Endpoints: POST /v1/embeddings (deterministic hashed bag-of-words vectors of `dims` dimensions, so texts that
 share words are close; answered in reverse order, so clients must sort by `index`), POST /v1/chat/completions,
 GET /v1/models. Faults, taken one per request from a queue: an HTTP status (429, 500, ...), "ok" (none: a
@@ -63,6 +69,10 @@ class ScriptedLLMServer:
     api_key: str | None = None  # when set, requests without "Authorization: Bearer <api_key>" get 401
     requests: list[Recorded] = field(default_factory=list)
     rules: list[tuple[re.Pattern[str], str | Callable[[list[dict]], str]]] = field(default_factory=list)
+    documents: dict[str, str] = field(default_factory=dict)  # the search endpoints' corpus
+    id_suffix: str = ""  # what the generic /search endpoint appends to every id (e.g. "#p1")
+    retry_after: str | None = None  # sent as Retry-After with a scripted 429 or 503
+    _indexed: tuple[dict | None, dict[str, set[str]]] = (None, {})
     _faults: deque[int | str] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopping: threading.Event = field(default_factory=threading.Event)
@@ -123,6 +133,37 @@ class ScriptedLLMServer:
             if pattern.search(last):
                 return answer(messages) if callable(answer) else answer
         return last
+
+    def rank(self, query: str, size: int) -> list[tuple[str, float]]:
+        """The documents sharing words with the query, most shared first (ties: id ascending), at most size."""
+        words = set(_WORD.findall(query.lower()))
+        with self._lock:  # each text's words, read once per corpus (a benchmark's target must answer fast)
+            if self._indexed[0] is not self.documents or len(self._indexed[1]) != len(self.documents):
+                self._indexed = (
+                    self.documents,
+                    {d: set(_WORD.findall(t.lower())) for d, t in self.documents.items()},
+                )
+            indexed = self._indexed[1]
+        scored = [(float(len(words & indexed[d])), d) for d in self.documents]
+        scored = sorted(((s, d) for s, d in scored if s > 0), key=lambda x: (-x[0], x[1]))
+        return [(d, s) for s, d in scored[:size]]
+
+    def _es_search(self, index: str, body: dict) -> Any:
+        query = ((body.get("query") or {}).get("multi_match") or {}).get("query", "")
+        hits = [
+            {"_index": index, "_id": d, "_score": s, "_source": {"doc_id": d, "body": self.documents[d]}}
+            for d, s in self.rank(str(query), int(body.get("size", 10)))
+        ]
+        return {
+            "took": 1,
+            "timed_out": False,
+            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+            "hits": {
+                "total": {"value": len(hits), "relation": "eq"},
+                "max_score": hits[0]["_score"] if hits else None,
+                "hits": hits,
+            },
+        }
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -203,7 +244,9 @@ class ScriptedLLMServer:
             self._stopping.wait(self.hang_seconds)
             fault = None  # a client that waited long enough gets a normal answer
         if isinstance(fault, int):
-            return self._send(handler, fault, {"error": {"message": f"scripted {fault}", "code": fault}})
+            extra = {"Retry-After": self.retry_after} if self.retry_after and fault in (429, 503) else {}
+            payload = json.dumps({"error": {"message": f"scripted {fault}", "code": fault}}).encode()
+            return self._send_raw(handler, fault, payload, headers=extra)
         if self.api_key is not None and handler.headers.get("Authorization") != f"Bearer {self.api_key}":
             return self._send(handler, 401, {"error": {"message": "bad api key", "code": "invalid_api_key"}})
 
@@ -222,6 +265,18 @@ class ScriptedLLMServer:
                 "data": data[::-1],  # out of order on purpose: clients must sort by index
                 "model": body.get("model", "scripted"),
                 "usage": {"prompt_tokens": 0, "total_tokens": 0},
+            }
+        elif method == "POST" and re.fullmatch(r"/[^/_][^/]*/_search", path) and isinstance(body, dict):
+            answer = self._es_search(path.split("/")[1], body)
+        elif method == "POST" and path == "/search" and isinstance(body, dict):
+            found = self.rank(str(body.get("query", "")), int(body.get("limit", 10)))
+            answer = {
+                "data": {
+                    "hits": [
+                        {"id": d + self.id_suffix, "relevance": s, "text": self.documents[d]}
+                        for d, s in found
+                    ]
+                }
             }
         elif method == "POST" and path == "/v1/chat/completions" and isinstance(body, dict):
             content = self.chat(body.get("messages") or [])
@@ -255,11 +310,17 @@ class ScriptedLLMServer:
 
     @staticmethod
     def _send_raw(
-        handler: BaseHTTPRequestHandler, status: int, data: bytes, length: int | None = None
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        data: bytes,
+        length: int | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", "application/json")
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
             handler.send_header("Content-Length", str(len(data) if length is None else length))
             if length is not None:
                 handler.send_header("Connection", "close")

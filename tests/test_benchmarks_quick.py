@@ -74,6 +74,12 @@ EXPECTED: dict[str, list[str]] = {
         "| fresh Hybrid | 100% | 3 |",
         "no process left",
     ],
+    "target_bench": [
+        "| target concurrency | wall s |",
+        "speed-up, concurrency 8 over 1:",
+        "evalsite's own overhead per question (one at a time):",
+        "same metrics and rankings in both settings: True",
+    ],
     "import_bench": [
         "| import_beir wall time (s) | pages/s | peak RSS of the import (MB) |",
         "all 3000 documents and their pages in the database: yes",
@@ -90,6 +96,7 @@ LONGEST_FIRST = [
     "vector_quality",
     "answers_bench",
     "generate_bench",
+    "target_bench",
     "import_bench",
     "serve_scale_bench",
     "incremental_bench",

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from evaluation import answer_writer, judge, verdicts
 from evaluation.configs import GROUNDEDNESS
-from evaluation.models import RunKind
+from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.api.serializers import TenantIn
@@ -216,20 +216,62 @@ class SearchOut(serializers.Serializer):
     )
 
 
+class TargetConfigOut(serializers.Serializer):
+    """A configuration that evaluated an external target (evaluation.targets)."""
+
+    label = serializers.CharField()  # type: ignore[assignment]
+    target = serializers.CharField(help_text="The target's name.")
+    target_kind = serializers.ChoiceField(choices=TargetKind.choices)
+    top_k = serializers.IntegerField(allow_null=True)
+    max_error_rate = serializers.FloatField(
+        help_text="The share of questions that may fail before the run does."
+    )
+
+
+class LatencyOut(serializers.Serializer):
+    """Per-question search (or target call) latency of a run, in ms."""
+
+    p50 = serializers.FloatField()
+    p95 = serializers.FloatField()
+    p99 = serializers.FloatField()
+    mean = serializers.FloatField()
+    max = serializers.FloatField()
+    count = serializers.IntegerField(help_text="Questions timed (failed calls are not).")
+
+
+RETRIEVAL_CONFIG = PolymorphicProxySerializer(
+    component_name="RetrievalRunConfig",
+    serializers=[SearchConfigOut, TargetConfigOut],
+    resource_type_field_name=None,
+)
+
+
 class RunSummaryOut(serializers.Serializer):
     """A retrieval run as /search/evaluate answers it (services.run_summary)."""
 
     run_id = serializers.UUIDField()
     label = serializers.CharField()  # type: ignore[assignment]
-    config = stored(SearchConfigOut())
+    config = stored(RETRIEVAL_CONFIG)
     ks = serializers.ListField(child=serializers.IntegerField())
     metrics = serializers.DictField(
-        child=serializers.FloatField(), help_text='{"recall@10": 0.71, "mrr": ...}'
+        child=serializers.FloatField(), help_text='{"recall@10": 0.71, "mrr": ...}; {} for a failed run'
+    )
+    status = serializers.ChoiceField(
+        choices=["complete", "partial", "failed"],
+        help_text="partial: some questions failed and are left out of the means; failed: more than max_error_rate.",
     )
     question_count = serializers.IntegerField()
     duration_ms = serializers.FloatField()
+    latency_ms = LatencyOut(allow_null=True)
+    failed_questions = serializers.IntegerField(
+        allow_null=True, help_text="Failed questions (targets); null otherwise."
+    )
+    unjudged = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text='Targets: retrieved ids the collection lacks, over all questions, {"unjudged@10": 3}; {} otherwise.',
+    )
     warnings = serializers.ListField(child=serializers.CharField())
-    index = stored(RunIndexOut())
+    index = stored(StoredRunIndexOut())
 
 
 class EvaluateOut(serializers.Serializer):
@@ -366,7 +408,8 @@ class AnswerGateOut(serializers.Serializer):
 
 
 class RunStatsOut(serializers.Serializer):
-    """An answer run's summary (verdicts.RunSummary with the calls' usage); {} for a retrieval run."""
+    """An answer run's summary (verdicts.RunSummary with the calls' usage); a retrieval run's latency, and a
+    target run's failed questions and unjudged ids."""
 
     metrics = serializers.DictField(child=serializers.FloatField(allow_null=True), required=False)
     methods = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
@@ -380,6 +423,11 @@ class RunStatsOut(serializers.Serializer):
     failed = serializers.IntegerField(required=False)
     warnings = serializers.ListField(child=serializers.CharField(), required=False)
     usage = CallUsageOut(required=False)
+    latency_ms = LatencyOut(
+        required=False, allow_null=True, help_text="Retrieval runs: per-question latency."
+    )
+    failed_questions = serializers.IntegerField(required=False, help_text="Target runs: failed questions.")
+    unjudged = serializers.DictField(child=serializers.IntegerField(), required=False)
 
 
 class RunOut(serializers.Serializer):
@@ -388,10 +436,17 @@ class RunOut(serializers.Serializer):
     kind = serializers.ChoiceField(choices=RunKind.choices)
     label = serializers.CharField()  # type: ignore[assignment]
     collection_ids = serializers.ListField(child=serializers.CharField(), max_length=MAX_COLLECTIONS_PER_CALL)
-    config = stored(RunConfigOut())
+    config = stored(
+        PolymorphicProxySerializer(
+            component_name="StoredRunConfig",
+            serializers=[RunConfigOut, TargetConfigOut],
+            resource_type_field_name=None,
+        )
+    )
     ks = serializers.ListField(child=serializers.IntegerField())
     metrics = serializers.DictField(child=serializers.FloatField())
     metric_methods = serializers.DictField(child=serializers.CharField())
+    status = serializers.ChoiceField(choices=["complete", "partial", "failed"])
     mode = serializers.ChoiceField(
         choices=RUN_MODES, allow_blank=True, help_text='Answer runs; "" for retrieval.'
     )
@@ -403,7 +458,7 @@ class RunOut(serializers.Serializer):
     summary = stored(
         RunStatsOut(),
         help_text="Answer runs: score, excluded counts per metric, fallbacks, refusal both ways, diagnosis counts, "
-        "usage; {} for retrieval runs.",
+        "usage; retrieval runs: latency_ms (and errors, unjudged for a target).",
     )
     job_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -434,7 +489,16 @@ class QuestionResultOut(serializers.Serializer):
     ranked = serializers.SerializerMethodField()
     first_relevant_rank = serializers.IntegerField(allow_null=True)
     missing_document_ids = serializers.ListField(child=serializers.CharField())
-    metrics = serializers.DictField(child=serializers.FloatField())
+    metrics = serializers.DictField(
+        child=serializers.FloatField(), help_text="{} for a question that failed."
+    )
+    latency_ms = serializers.FloatField(allow_null=True, help_text="Its search (or target call).")
+    error = serializers.CharField(
+        help_text='Why it could not be scored (a target\'s failed call); "" otherwise.'
+    )
+    unjudged = serializers.DictField(
+        child=serializers.IntegerField(), help_text='Targets: {"unjudged@10": 1}.'
+    )
     diagnosis = serializers.ChoiceField(
         choices=DIAGNOSES, allow_blank=True, help_text='"" for retrieval runs.'
     )
@@ -469,3 +533,65 @@ class RunFilterIn(TenantIn):
     label = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]
     batch_id = serializers.UUIDField(required=False)
     kind = serializers.ChoiceField(choices=["retrieval", "answers"], required=False)
+
+
+# --- targets -------------------------------------------------------------------------------------------------
+
+
+class TargetIn(TenantIn):
+    name = serializers.RegexField(
+        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        help_text="Unique per tenant: letters, digits, '.', '_', '-' (at most 100).",
+    )
+    kind = serializers.ChoiceField(choices=TargetKind.choices)
+    base_url = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    headers = serializers.DictField(
+        child=serializers.CharField(max_length=4000), required=False, default=dict
+    )
+    secret_headers = serializers.DictField(
+        child=serializers.CharField(max_length=4000, allow_null=True),
+        required=False,
+        default=dict,
+        help_text="Write-only: stored encrypted; answered as the list of their names. On PATCH, null removes one.",
+    )
+    timeout_s = serializers.FloatField(min_value=0.1, max_value=600, required=False, default=30.0)
+    concurrency = serializers.IntegerField(min_value=1, max_value=64, required=False, default=4)
+    rate_limit = serializers.FloatField(
+        min_value=0.01, max_value=10_000, required=False, allow_null=True, default=None,
+        help_text="Calls per second at most; null: no limit.",
+    )  # fmt: skip
+    options = serializers.DictField(required=False, default=dict, help_text="What the kind needs (README).")
+
+
+class TargetOut(serializers.Serializer):
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=TargetKind.choices)
+    base_url = serializers.CharField()
+    headers = serializers.DictField(child=serializers.CharField())
+    secret_headers = serializers.ListField(child=serializers.CharField(), help_text="Names only.")
+    timeout_s = serializers.FloatField()
+    concurrency = serializers.IntegerField()
+    rate_limit = serializers.FloatField(allow_null=True)
+    options = serializers.DictField()
+
+
+class TargetTestIn(TenantIn):
+    query = serializers.CharField(max_length=10_000, required=False, default="test")
+    top_k = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=10)
+
+
+class TargetTestResultOut(serializers.Serializer):
+    rank = serializers.IntegerField()
+    document_id = serializers.CharField()
+    score = serializers.FloatField(allow_null=True)
+
+
+class TargetTestOut(serializers.Serializer):
+    query = serializers.CharField()
+    top_k = serializers.IntegerField()
+    ok = serializers.BooleanField()
+    results = TargetTestResultOut(many=True)
+    error = serializers.CharField(help_text="The failure, or which mapping expression found what.")
+    raw = serializers.CharField(help_text="The start of the raw answer.")
+    latency_ms = serializers.FloatField(required=False)
+    took_ms = serializers.FloatField()

@@ -9,4 +9,7 @@ urlpatterns = [
     path("search/evaluate/answers", views.EvaluateAnswersApi.as_view(), name="evaluate-answers"),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
+    path("targets", views.TargetListApi.as_view(), name="targets"),
+    path("targets/<str:name>", views.TargetDetailApi.as_view(), name="target"),
+    path("targets/<str:name>/test", views.TargetTestApi.as_view(), name="target-test"),
 ]

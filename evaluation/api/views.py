@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from evaluation import configs as config_parser
 from evaluation import selectors
 from evaluation.api import serializers as s
+from evaluation.services import targets as target_services
 from evaluation.services.answers import answer_question, answers_job_create
 from evaluation.services.retrieval import evaluate_retrieval, evaluation_job_create
 from evaluation.services.runs import run_summary
@@ -20,10 +21,10 @@ from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Tenant
 
 
-def read_strictly(serializer_class: type[serializers.Serializer], data) -> dict:
+def read_strictly(serializer_class: type[serializers.Serializer], data, *, partial: bool = False) -> dict:
     """As `read`, and a field the endpoint does not know is an error: a misspelt `serach_type` must not
     search with the default instead (configurations are read as strictly)."""
-    validated = read(serializer_class, data)
+    validated = read(serializer_class, data, partial=partial)
     # The declared fields, not .fields: building a serializer's fields again cost a fifth of a search call.
     known = set(getattr(serializer_class, "_declared_fields", {}))
     unknown = sorted(key for key in data if key not in known)
@@ -171,3 +172,74 @@ class RunDetailApi(TenantAPIView):
     def get(self, request, run_id: str):
         run = selectors.run_get(tenant=self.tenant(), run_id=run_id, with_results=True)
         return Response(s.RunDetailOut(run).data)
+
+
+# --- targets -------------------------------------------------------------------------------------------------
+
+
+class TargetListApi(TenantAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
+        responses={200: s.TargetOut(many=True), **error_responses(404)},
+        summary="Lists the tenant's targets by name (secret header values never shown).",
+    )
+    def get(self, request):
+        found = target_services.targets_list(tenant=self.tenant())
+        paginator = self.pagination_class()  # type: ignore[operator,misc]
+        page = paginator.paginate_queryset(found, request, view=self)
+        return paginator.get_paginated_response([target_services.snapshot(t) for t in page])
+
+    @extend_schema(
+        request=s.TargetIn,
+        responses={201: s.TargetOut, **error_responses(400, 404, 409, 415)},
+        summary="Creates a target: an external search or answering system evaluations can call.",
+    )
+    def post(self, request):
+        data = read_strictly(s.TargetIn, request.data)
+        target = target_services.target_create(tenant=self.tenant(data), data=data, actor=self.actor)
+        return Response(target_services.snapshot(target), status=status.HTTP_201_CREATED)
+
+
+class TargetDetailApi(TenantAPIView):
+    def target(self, name: str, data=None):
+        return target_services.target_get(tenant=self.tenant(data), name=name)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
+        responses={200: s.TargetOut, **error_responses(404)},
+        summary="One target.",
+    )
+    def get(self, request, name: str):
+        return Response(target_services.snapshot(self.target(name)))
+
+    @extend_schema(
+        request=s.TargetIn(partial=True),
+        responses={200: s.TargetOut, **error_responses(400, 404, 409, 415)},
+        summary="Changes the fields sent; secret_headers replaces the values it names (null removes one).",
+    )
+    def patch(self, request, name: str):
+        data = read_strictly(s.TargetIn, request.data, partial=True)
+        target = self.target(name, request.data)
+        target = target_services.target_update(target=target, data=data, actor=self.actor)
+        return Response(target_services.snapshot(target))
+
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
+        responses={204: None, **error_responses(404)},
+        summary="Deletes a target (runs that used it keep its name and kind in their config).",
+    )
+    def delete(self, request, name: str):
+        target_services.target_delete(target=self.target(name), actor=self.actor)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TargetTestApi(TenantAPIView):
+    @extend_schema(
+        request=s.TargetTestIn,
+        responses={200: s.TargetTestOut, **error_responses(400, 404, 409, 415)},
+        summary="Test connection: one query through the target, the mapped ids beside the raw answer's start.",
+    )
+    def post(self, request, name: str):
+        data = read_strictly(s.TargetTestIn, request.data)
+        target = target_services.target_get(tenant=self.tenant(data), name=name)
+        return Response(target_services.target_test(target=target, query=data["query"], top_k=data["top_k"]))

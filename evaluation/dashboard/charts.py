@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -220,6 +221,35 @@ def compare_figure(
     layout["xaxis"]["type"] = "category"
     if not series:
         _empty_note(layout, "No runs to compare")
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+def latency_figure(points: Sequence[tuple[str, float, float]], metric: str) -> go.Figure:
+    """Quality beside speed: one marker per configuration at (p95 latency of its searches or target calls in
+    ms, its mean `metric`). ``points``: (label, metric mean, p95 ms)."""
+    traces = [
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": [p95],
+            "y": [value],
+            "name": html.escape(label),
+            "text": [html.escape(label)],
+            "textposition": "top center",
+            "marker": {"color": label_color(label), "size": 12},
+            "hovertemplate": f"<b>{html.escape(label)}</b><br>{html.escape(metric)}: %{{y:.3f}}<br>"
+            "p95 latency: %{x:.1f} ms<extra></extra>",
+        }
+        for label, value, p95 in points
+    ]
+    layout = _base_layout(f"{metric} against p95 latency per question", "p95 latency (ms, log scale)", metric)
+    layout["xaxis"]["type"] = "log"
+    layout["yaxis"]["range"] = [0, 1.12]  # room for the label above a marker at 1
+    if points:  # room for half a label either side of the outermost markers (a log axis: powers of ten)
+        lows, highs = min(p95 for _, _, p95 in points), max(p95 for _, _, p95 in points)
+        layout["xaxis"]["range"] = [math.log10(max(lows, 1e-3)) - 0.3, math.log10(max(highs, 1e-3)) + 0.3]
+    else:
+        _empty_note(layout, "No run here recorded its latency")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 

@@ -142,6 +142,7 @@ class CompareStats:
     chart: str
     paired: dict[str, int]  # metric -> questions every run scored on it
     unpaired_score: list[str]  # answer runs whose score could not be paired question by question
+    latency_chart: str = ""  # quality against p95 latency (retrieval runs that recorded their latency)
 
 
 # Runs never change once written, so a comparison of the same runs is the same page: a repeat view skips the
@@ -209,6 +210,9 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
     else:
         figure = charts.compare_figure(series, chart_metrics)
     charts.recolor_by_label(figure, [run.label for run in runs])
+    latency_chart = ""
+    if runs[0].kind != answer_runs_reads.ANSWERS:
+        latency_chart = _latency_chart(runs, names, means, metric_names)
     return CompareStats(
         metric_names,
         means,
@@ -219,7 +223,26 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
         charts.figure_html(figure, "compare-chart"),
         paired,
         unpaired_score,
+        latency_chart,
     )
+
+
+def _latency_chart(runs, names, means, metric_names) -> str:
+    """The scatter of quality (nDCG at the largest k, else the first metric) against p95 latency, for the runs
+    that recorded their latency (runs stored before latency was recorded are left out); "" when none did."""
+    ndcg = [m for m in metric_names if m.startswith("ndcg@")]
+    metric = (
+        max(ndcg, key=lambda m: int(m.split("@")[1])) if ndcg else (metric_names[0] if metric_names else "")
+    )
+    points = [
+        (name, means[name][metric], run.summary["latency_ms"]["p95"])
+        for run, name in zip(runs, names, strict=True)
+        if (run.summary or {}).get("latency_ms") and metric in means[name]
+    ]
+    if not points:
+        return ""
+    figure = charts.latency_figure(points, metric)
+    return charts.figure_html(figure, "latency-chart")
 
 
 def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
@@ -276,6 +299,7 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         "questions": questions,
         "dropped": dropped,
         "chart": computed.chart,
+        "latency_chart": computed.latency_chart,
         "alpha": ALPHA,
         "confidence": round(CONFIDENCE * 100),
         "permutations_text": f"{PERMUTATIONS:,}",

@@ -7,13 +7,15 @@ and in evaluation.configs, whose errors the views put back on the form.
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import date
 from typing import Any
 
 from django import forms
 
 from evaluation.configs import DEFAULT_ANSWER_TOP_K, GROUNDEDNESS, MAX_CONFIGS
-from evaluation.models import RunKind
+from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.forms import GradesField, StringListField
@@ -213,20 +215,33 @@ class ConfigForm(DashboardForm):
 
     enabled = forms.BooleanField(required=False, label="Run")
     label = forms.CharField(required=False, max_length=200, help_text="Blank: named from its settings.")
+    target = forms.ChoiceField(
+        required=False, label="System", help_text="An external target, or evalsite's own."
+    )
     search_type = forms.ChoiceField(choices=[(t, t) for t in SEARCH_TYPES], initial="FullText")
     fusion = forms.ChoiceField(choices=[(f, f) for f in FUSIONS], initial="Rrf", help_text="Hybrid only.")
     rerank = forms.ChoiceField(required=False)
     bm25_variant = forms.ChoiceField(choices=[(v, v) for v in VARIANTS], initial="lucene", label="BM25")
     as_of = forms.DateField(required=False, label="As of", widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args, rerankers: list[str], **kwargs):
+    def __init__(self, *args, rerankers: list[str], targets: list[str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["rerank"].choices = [(RERANK_NONE, "none"), *((r, r) for r in rerankers)]  # type: ignore[attr-defined]
+        if targets is None:  # a launcher without targets (answer evaluation)
+            del self.fields["target"]
+        else:
+            self.fields["target"].choices = [("", "evalsite"), *((t, f"target: {t}") for t in targets)]  # type: ignore[attr-defined]
 
     def as_config(self) -> dict[str, Any]:
-        """The row as an API configuration object (evaluation.configs reads it)."""
+        """The row as an API configuration object (evaluation.configs reads it); a row naming a target asks
+        it alone (the search settings are the target's own)."""
         data = self.cleaned_data
-        config: dict[str, Any] = {
+        if data.get("target"):
+            config: dict[str, Any] = {"target": data["target"]}
+            if data.get("label", "").strip():
+                config["label"] = data["label"].strip()
+            return config
+        config = {
             "search_type": data["search_type"],
             "fusion": data["fusion"],
             "bm25_variant": data["bm25_variant"],
@@ -348,3 +363,104 @@ ANSWER_LAUNCH_PRESETS: list[dict[str, Any]] = [
     },
     {"enabled": False, "label": "", "search_type": "FullText", "top_k": DEFAULT_ANSWER_TOP_K},
 ]
+
+
+# --- targets ----------------------------------------------------------------------------------------------------
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+class JSONObjectField(forms.JSONField):
+    """A JSON object typed into a text area ({} when left blank)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 3, "class": "mono", "spellcheck": "false"}))
+        super().__init__(*args, **kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, dict):  # shown indented: options are read and edited by people
+            return json.dumps(value, indent=2, ensure_ascii=False)
+        return super().prepare_value(value)
+
+    def clean(self, value):
+        data = super().clean(value)
+        if data in (None, ""):
+            return {}
+        if not isinstance(data, dict):
+            raise forms.ValidationError('Enter a JSON object, e.g. {"X-Team": "search"}.')
+        return data
+
+
+class TargetForm(DashboardForm):
+    """An external target (evaluation.targets), as POST /lmkit/v1/targets takes it; secret header values are
+    typed here and never shown again."""
+
+    ERROR_FIELDS = {
+        "target-exists": "name",
+        "python-target-not-allowed": "options",
+        "invalid-jmespath": "options",
+    }
+
+    name = forms.RegexField(
+        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        max_length=100,
+        help_text="Letters, digits, '.', '_', '-'; unique among your targets.",
+        error_messages={
+            "invalid": "Use letters, digits, '.', '_' and '-' only, starting with a letter or digit."
+        },
+    )
+    kind = forms.ChoiceField(choices=[(kind, kind) for kind in TargetKind.values])
+    base_url = forms.CharField(
+        required=False, max_length=2000, label="Base URL", help_text="http(s)://… (none for python)."
+    )
+    headers = JSONObjectField(
+        required=False, help_text='Plain headers, shown as they are: {"X-Team": "search"}.'
+    )
+    secret_headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(
+            attrs={"rows": 2, "class": "mono", "autocomplete": "off", "spellcheck": "false"}
+        ),
+        help_text="One “Header: value” per line (API keys, basic auth): stored encrypted, never shown again. "
+        "Editing: a header named here gets this value, “Header:” alone removes it, the others are kept.",
+    )
+    timeout_s = forms.FloatField(min_value=0.1, max_value=600, initial=30, label="Timeout (s)")
+    concurrency = forms.IntegerField(min_value=1, max_value=64, initial=4, help_text="Calls in flight.")
+    rate_limit = forms.FloatField(
+        required=False,
+        min_value=0.01,
+        max_value=10_000,
+        label="Rate limit",
+        help_text="Calls a second; blank: none.",
+    )
+    options = JSONObjectField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "spellcheck": "false"}),
+        help_text="What the kind needs (README, “Evaluate your own system”): e.g. "
+        '{"index": "docs", "fields": ["title", "body"]} for elasticsearch.',
+    )
+
+    def clean_secret_headers(self) -> dict[str, str | None]:
+        secrets: dict[str, str | None] = {}
+        for number, line in enumerate(self.cleaned_data.get("secret_headers", "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition(":")
+            if not sep or not _HEADER_NAME.match(name.strip()):
+                raise forms.ValidationError(f"Line {number}: expected “Header-Name: value”.")
+            secrets[name.strip()] = value.strip() or None
+        return secrets
+
+    def as_data(self, *, creating: bool) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        secrets = data.pop("secret_headers")
+        if creating:
+            data["secret_headers"] = {k: v for k, v in secrets.items() if v is not None}
+        elif secrets:
+            data["secret_headers"] = secrets
+        return data
+
+
+class TargetTestForm(DashboardForm):
+    query = forms.CharField(max_length=10_000, initial="test", label="Query")
+    top_k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Top k")

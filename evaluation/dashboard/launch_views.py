@@ -38,6 +38,7 @@ from evaluation.dashboard.launch_reads import (
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluation_job_create
 from evaluation.services.search import available_rerankers
+from evaluation.services.targets import retrieval_target_names
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
@@ -66,7 +67,7 @@ class _Launcher:
     no_questions: str  # the error when the chosen collections have nothing to evaluate
     create: Callable[..., Job]  # (tenant, form, collections, configs, actor) -> the job
     form_kwargs: Callable[[], dict[str, Any]] = dict
-    formset_kwargs: Callable[[], dict[str, Any]] = dict
+    formset_kwargs: Callable[[Tenant], dict[str, Any]] = lambda tenant: {}
     initial: Callable[[], dict[str, Any]] = dict
     context: Callable[[], dict[str, Any]] = dict
     # Fields read before the configurations (retrieval's ks): False when one put an error on the form.
@@ -142,6 +143,7 @@ _RETRIEVAL = _Launcher(
     no_questions="These collections have no golden entries with expected documents yet: add some on the "
     "collection's page (or import a golden.json) first.",
     create=_create_retrieval,
+    formset_kwargs=lambda tenant: {"targets": retrieval_target_names(tenant=tenant)},
     initial=lambda: {"ks": "1,5,10"},
     context=lambda: {"sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT},
     prepare=_ks_valid,
@@ -158,7 +160,7 @@ _ANSWERS = _Launcher(
     "add some on the collection's page first.",
     create=_create_answers,
     form_kwargs=lambda: {"judge_placeholder": _answer_models()[1]},
-    formset_kwargs=lambda: {"model_placeholder": _answer_models()[0]},
+    formset_kwargs=lambda tenant: {"model_placeholder": _answer_models()[0]},
     context=lambda: {"offline": not settings.EVALSITE_LLM_BASE_URL, "nav_section": "launch"},
     has_questions=lambda form, counts: (
         bool(form.cleaned_data.get("unanswerable_questions"))
@@ -187,10 +189,8 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
     choices = [(slug, label) for slug, label, _ in collections]
     rerankers = available_rerankers()
     form_kwargs = {"collections": choices, **launcher.form_kwargs()}
-    formset_kwargs = {
-        "prefix": "configs",
-        "form_kwargs": {"rerankers": rerankers, **launcher.formset_kwargs()},
-    }
+    row_kwargs = launcher.formset_kwargs(tenant)
+    formset_kwargs = {"prefix": "configs", "form_kwargs": {"rerankers": rerankers, **row_kwargs}}
     if request.method == "POST":
         form = launcher.form_class(request.POST, **form_kwargs)
         formset = launcher.formset_class(request.POST, **formset_kwargs)
@@ -207,6 +207,8 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
         presets = [
             {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""} for p in launcher.presets
         ]
+        # A row for each of the tenant's targets (unticked), beside the built-in presets.
+        presets += [{"enabled": False, "target": t} for t in row_kwargs.get("targets", [])]
         formset = launcher.formset_class(initial=presets, **formset_kwargs)
     return render(
         request,

@@ -90,16 +90,22 @@ def batch_runs(*, tenant: Tenant, batch_id: uuid.UUID) -> list[EvaluationRun]:
 # --- one run -----------------------------------------------------------------------------------------------
 
 
-def question_diagnosis(stored: str, first_relevant_rank: int | None, missing: Sequence[str]) -> str:
-    """The run's own diagnosis when it made one (answer runs); for retrieval: miss, partial or pass."""
+def question_diagnosis(
+    stored: str, first_relevant_rank: int | None, missing: Sequence[str], error: str = ""
+) -> str:
+    """The run's own diagnosis when it made one (answer runs); for retrieval: error (a target's failed call),
+    miss, partial or pass."""
     if stored:
         return stored
+    if error:
+        return "error"
     if first_relevant_rank is None:
         return "miss"
     return "partial" if missing else "pass"
 
 
 DIAGNOSES = {
+    "error": "the target's call failed: the question is left out of every mean",
     "miss": "no expected document was retrieved",
     "partial": "some expected documents were not retrieved",
     "pass": "every expected document was retrieved",
@@ -119,6 +125,7 @@ class QuestionRow:
     mrr: float | None
     diagnosis: str
     missing_count: int
+    error: str = ""
 
 
 def run_depth_k(run: EvaluationRun) -> int:
@@ -140,10 +147,11 @@ def run_questions(*, run: EvaluationRun, failures_only: bool = False) -> list[Qu
             "metrics",
             "diagnosis",
             "missing_document_ids",
+            "error",
         )
     )
-    for position, key, question, first, metrics, stored, missing in values:
-        diagnosis = question_diagnosis(stored, first, missing)
+    for position, key, question, first, metrics, stored, missing, error in values:
+        diagnosis = question_diagnosis(stored, first, missing, error)
         if failures_only and diagnosis == "pass":
             continue
         rows.append(
@@ -157,6 +165,7 @@ def run_questions(*, run: EvaluationRun, failures_only: bool = False) -> list[Qu
                 metrics.get("mrr"),
                 diagnosis,
                 len(missing),
+                error,
             )
         )
     return rows
@@ -283,7 +292,7 @@ def run_csv(run: EvaluationRun) -> str:
                 r.collection_id,
                 r.question,
                 "" if r.first_relevant_rank is None else r.first_relevant_rank,
-                question_diagnosis(r.diagnosis, r.first_relevant_rank, r.missing_document_ids),
+                question_diagnosis(r.diagnosis, r.first_relevant_rank, r.missing_document_ids, r.error),
                 *([_flag(r.answerable), _flag(r.refused), _flag(r.passed)] if answers else []),
                 *[r.metrics.get(name, "") for name in names],
                 json.dumps(sorted(r.expected), ensure_ascii=False),

@@ -139,7 +139,7 @@ def _question_table(
     run's question count and its failures. A finished run never changes, so its rows are read once per run and
     filter, and each page rendered once, then cached: the page of a 600-question run cost 136 ms of CPU a view,
     most of it this table (load_bench)."""
-    key = f"evalsite:run-questions:v3:{run.pk}:{int(failures_only)}"
+    key = f"evalsite:run-questions:v4:{run.pk}:{int(failures_only)}"
     found = cache.get(key)
     if found is None:
         questions = run_questions(run=run)
@@ -234,7 +234,9 @@ def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int)
     if result is None:
         raise Http404("No such question in this run.")
     ranked, missing = question_documents(tenant=tenant, run=run, result=result)
-    diagnosis = question_diagnosis(result.diagnosis, result.first_relevant_rank, result.missing_document_ids)
+    diagnosis = question_diagnosis(
+        result.diagnosis, result.first_relevant_rank, result.missing_document_ids, result.error
+    )
     previous, following = (
         None if p is None else p + 1 for p in neighbour_positions(run=run, position=position)
     )

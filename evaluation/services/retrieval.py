@@ -6,21 +6,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation import metrics, selectors
+from evaluation import metrics, selectors, stats
 from evaluation.configs import RunConfig, parse_configs
-from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, Target
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
+from evaluation.services.targets import resolve_targets, target_client
+from evaluation.targets import Hits, TargetError
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
+from goldenset.llm import map_concurrent
 from goldenset.models import Collection, Job, JobKind, Tenant
 
 
@@ -80,7 +86,10 @@ def evaluate_retrieval(
             "No golden entries with expected documents in " + ", ".join(c.slug for c in collections) + ".",
             details={"collection_ids": [c.slug for c in collections]},
         )
-    search = CollectionSearch(collections)
+    targets = resolve_targets(tenant, collections, configs)
+    configs = [replace(c, target_kind=targets[c.target].kind) if c.target else c for c in configs]
+    # The built-in engine's indexes, only when a configuration searches them (a target needs none).
+    search = CollectionSearch(collections) if any(not c.target for c in configs) else None
     depth_default = max(ks)
     multi = len(collections) > 1
     golden_fingerprint = fingerprint(questions)
@@ -92,19 +101,30 @@ def evaluate_retrieval(
     for number, config in enumerate(configs):
         depth = min(config.top_k, depth_default) if config.top_k else depth_default
         started = time.perf_counter()
-        per_question = []
-        for i, q in enumerate(questions):
-            hits = search.rank(q.question, config, depth, at=now)
-            ranking = hits.keys(qualified=multi)
-            per_question.append((q, hits, ranking, metrics.evaluate_query(ranking, q.qrels, ks)))
-            if progress and (i + 1) % 50 == 0:
-                progress(number * len(questions) + i + 1, total)
-        means = metrics.mean_metrics([m for *_rest, m in per_question])
-        scored.append((config, per_question, means, (time.perf_counter() - started) * 1000))
-        if progress:
-            progress((number + 1) * len(questions), total)
+
+        def step(done: int, number: int = number) -> None:
+            if progress and (done % 50 == 0 or done == len(questions)):
+                progress(number * len(questions) + done, total)
+
+        if config.target:
+            per_question = _target_questions(
+                targets[config.target], collections[0], questions, depth, ks, step
+            )
+        else:
+            assert search is not None
+            per_question = []
+            for i, q in enumerate(questions):
+                began = time.perf_counter()
+                hits = search.rank(q.question, config, depth, at=now)
+                latency_ms = (time.perf_counter() - began) * 1000
+                ranking = hits.keys(qualified=multi)
+                values = metrics.evaluate_query(ranking, q.qrels, ks)
+                per_question.append(_Scored(q, ranking, hits.scores, values, latency_ms))
+                step(i + 1)
+        scored.append((config, per_question, (time.perf_counter() - started) * 1000))
     batch_id = uuid.uuid4()
-    index_info = {**search.index_info(), "evaluated_at": now.isoformat().replace("+00:00", "Z")}
+    evaluated_at = now.isoformat().replace("+00:00", "Z")
+    index_info = {**(search.index_info() if search else {}), "evaluated_at": evaluated_at}
     with transaction.atomic():  # a batch is stored whole or not at all
         runs = [
             _persist_run(
@@ -113,36 +133,131 @@ def evaluate_retrieval(
                 batch_id=batch_id,
                 config=config,
                 ks=ks,
-                means=means,
                 per_question=per_question,
                 warnings=[*warnings, *rerank_warnings(config.rerank)],
                 golden_fingerprint=golden_fingerprint,
-                index_info={**index_info, "search_ms": round(search_ms, 1)},
+                index_info=(
+                    {"evaluated_at": evaluated_at}
+                    if config.target
+                    else {**index_info, "search_ms": round(search_ms, 1)}
+                ),
                 search_ms=search_ms,
                 job=job,
             )
-            for config, per_question, means, search_ms in scored
+            for config, per_question, search_ms in scored
         ]
     return batch_id, runs
 
 
-def _persist_run(*, tenant, collections, batch_id, config, ks, means, per_question, warnings, golden_fingerprint,
+@dataclass
+class _Scored:
+    """One question of a run: its ranking and scores, trec_eval's measures of it, how long the search (or the
+    target's call) took, and, for an external target, why it failed and how many ids the collection lacks."""
+
+    q: GoldenQuestion
+    ranking: list[str]
+    scores: list[float]
+    metrics: dict[str, float]
+    latency_ms: float | None
+    error: str = ""
+    unjudged: dict[str, int] = field(default_factory=dict)
+
+
+def _target_questions(target: Target, collection: Collection, questions, depth, ks, step) -> list[_Scored]:
+    """Every question through an external target, `concurrency` calls at once; a failed call is that
+    question's error (it is left out of the means), never a ranking of nothing."""
+    done = [0]
+    lock = threading.Lock()
+    with target_client(target) as client:
+
+        def call(q: GoldenQuestion) -> Hits | TargetError:
+            try:
+                return client.search(q.question, depth, q.key or str(q.entry_id))
+            except TargetError as exc:
+                return exc
+            finally:
+                with lock:
+                    done[0] += 1
+                    step(done[0])
+
+        answers = map_concurrent(call, questions, concurrency=target.concurrency)
+    known = selectors.documents_present(
+        collection, (d for a in answers if isinstance(a, Hits) for d in a.ids)
+    )
+    out = []
+    for q, answer in zip(questions, answers, strict=True):
+        if isinstance(answer, TargetError):
+            out.append(_Scored(q, [], [], {}, answer.latency_ms, error=answer.problem))
+            continue
+        # A target that gives no scores ranks by its order alone: NaN is stored, never a made-up score.
+        scores = answer.scores if answer.scores is not None else [math.nan] * len(answer.ids)
+        unjudged = {f"unjudged@{k}": sum(d not in known for d in answer.ids[:k]) for k in ks}
+        values = metrics.evaluate_query(answer.ids, q.qrels, ks)
+        out.append(_Scored(q, answer.ids, scores, values, answer.latency_ms, unjudged=unjudged))
+    return out
+
+
+def _run_status(config: RunConfig, per_question: Sequence[_Scored]) -> tuple[str, list[str], dict]:
+    """(status, warnings, summary) of a run: latency, and for a target the failed questions and the ids the
+    collection does not have."""
+    latencies = [s.latency_ms for s in per_question if not s.error and s.latency_ms is not None]
+    summary: dict = {"latency_ms": stats.latency_summary(latencies)}
+    warnings: list[str] = []
+    if not config.target:
+        return RunStatus.COMPLETE, warnings, summary
+    totals: dict[str, int] = {}
+    for s in per_question:
+        for name, count in s.unjudged.items():
+            totals[name] = totals.get(name, 0) + count
+    failed = [s for s in per_question if s.error]
+    summary.update(unjudged=totals, failed_questions=len(failed))
+    deepest = max(totals, key=lambda n: int(n.split("@")[1]), default=None)
+    if deepest and totals[deepest]:
+        affected = sum(1 for s in per_question if s.unjudged.get(deepest))
+        warnings.append(
+            f"{totals[deepest]} ids in the top {deepest.split('@')[1]} of {affected} questions are not documents "
+            f"of the collection (unjudged: counted as not relevant; see each question's unjudged@k)."
+        )
+    if not failed:
+        return RunStatus.COMPLETE, warnings, summary
+    share = len(failed) / len(per_question)
+    sample = "; ".join(f"{s.q.key or s.q.entry_id}: {s.error}" for s in failed[:3])
+    if share > config.max_error_rate:
+        warnings.append(
+            f"Run failed: {len(failed)} of {len(per_question)} questions failed ({share:.1%}, above "
+            f"max_error_rate {config.max_error_rate:.1%}), so no metrics are reported. {sample}"
+        )
+        return RunStatus.FAILED, warnings, summary
+    warnings.append(
+        f"Partial run: {len(failed)} of {len(per_question)} questions failed and are left out of every mean. "
+        f"{sample}"
+    )
+    return RunStatus.PARTIAL, warnings, summary
+
+
+def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, warnings, golden_fingerprint,
                  index_info, search_ms, job) -> EvaluationRun:  # fmt: skip
     started = time.perf_counter()
+    status, run_warnings, summary = _run_status(config, per_question)
+    scored = [s.metrics for s in per_question if not s.error]
+    means = {} if status == RunStatus.FAILED else metrics.mean_metrics(scored)
     results = [
         QuestionResult(
             position=position,
-            entry_id=q.entry_id,
-            entry_key=q.key,
-            collection_id=q.collection_id,
-            question=q.question,
-            expected=q.qrels,
-            **QuestionResult.ranked_fields(list(zip(ranking, hits.scores, strict=True))),
-            first_relevant_rank=metrics.first_relevant_rank(ranking, q.qrels),
-            missing_document_ids=metrics.missing_relevant(ranking, q.qrels),
-            metrics=values,
+            entry_id=s.q.entry_id,
+            entry_key=s.q.key,
+            collection_id=s.q.collection_id,
+            question=s.q.question,
+            expected=s.q.qrels,
+            **QuestionResult.ranked_fields(list(zip(s.ranking, s.scores, strict=True))),
+            first_relevant_rank=None if s.error else metrics.first_relevant_rank(s.ranking, s.q.qrels),
+            missing_document_ids=[] if s.error else metrics.missing_relevant(s.ranking, s.q.qrels),
+            metrics=s.metrics,
+            latency_ms=None if s.latency_ms is None else round(s.latency_ms, 3),
+            error=s.error,
+            unjudged=s.unjudged,
         )
-        for position, (q, hits, ranking, values) in enumerate(per_question)
+        for position, s in enumerate(per_question)
     ]
     run = EvaluationRun(
         tenant=tenant,
@@ -153,9 +268,11 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, means, per_questi
         ks=list(ks),
         metrics=means,
         metric_methods={name: "trec_eval" for name in means},
-        warnings=warnings,
+        warnings=[*warnings, *run_warnings],
         golden_fingerprint=golden_fingerprint,
         index_info=index_info,
+        status=status,
+        summary=summary,
         job=job,
         # The configuration's searches and scoring plus building its results (the insert itself follows).
         duration_ms=round(search_ms + (time.perf_counter() - started) * 1000, 1),
@@ -176,6 +293,9 @@ def evaluation_job_create(
 ) -> Job:
     """An Evaluate job for validated collections, ks and configurations (the API's large evaluations and the
     dashboard's launcher both create it here), which evaluate_job runs; its launch is audited as `actor`."""
+    resolve_targets(
+        tenant, collections, configs
+    )  # an unknown target is the request's 400, not the job's error
     return job_create(
         tenant=tenant,
         kind=JobKind.EVALUATE,
@@ -183,7 +303,7 @@ def evaluation_job_create(
         input={
             "collection_pks": [c.pk for c in collections],
             "ks": list(ks),
-            "configs": [c.as_dict() for c in configs],
+            "configs": [c.request() for c in configs],
         },
         actor=actor,
     )

@@ -39,8 +39,12 @@ def run_summary(run: EvaluationRun) -> dict[str, Any]:
         "config": run.config,
         "ks": run.ks,
         "metrics": run.metrics,
+        "status": run.status,
         "question_count": run.question_count,
         "duration_ms": run.duration_ms,
+        "latency_ms": run.summary.get("latency_ms"),
+        "failed_questions": run.summary.get("failed_questions"),
+        "unjudged": run.summary.get("unjudged", {}),
         "warnings": run.warnings,
         "index": run.index_info,
     }

@@ -372,12 +372,37 @@ def test_every_key_is_read():
                     "fusion",
                     "include_superseded",
                     "label",
+                    "max_error_rate",
                     "rerank",
                     "search_type",
+                    "target",
                     "top_k",
                 ]
             },
         ),
+        (
+            {"target": "prod", "search_type": "Hybrid"},
+            "validation-error",
+            "search_type",
+            "not used with a target (the target searches as it is configured).",
+            {"allowed": ["label", "max_error_rate", "target", "top_k"]},
+        ),
+        ({"target": ""}, "validation-error", "target", "expected a target's name.", {}),
+        (
+            {"target": "prod", "max_error_rate": 2},
+            "validation-error",
+            "max_error_rate",
+            "expected a number from 0 to 1.",
+            {},
+        ),
+        (
+            {"target": "prod", "top_k": 0},
+            "invalid-number",
+            "top_k",
+            "expected an integer from 1 to 1000, got 0.",
+            {},
+        ),
+        ({"max_error_rate": 0.1}, "validation-error", "max_error_rate", "only with a target.", {}),
     ],
 )
 def test_each_bad_value_is_refused_with_its_code_and_field(raw, code, field, message, extra):
@@ -534,3 +559,22 @@ def test_parse_configs_rejects(raw, code, field, message):
 def test_the_limit_of_configurations_is_allowed():
     configs = parse_configs([{"label": str(i)} for i in range(MAX_CONFIGS)], RERANKERS)
     assert [c.label for c in configs] == [str(i) for i in range(MAX_CONFIGS)]
+
+
+def test_a_target_configuration_names_the_target_and_echoes_only_what_applies_to_it():
+    config = parse_config({"target": " prod-es ", "top_k": "50", "max_error_rate": "0.1"}, 0, RERANKERS)
+    assert config.label == "target:prod-es top_k:50" and config.target == "prod-es"
+    assert config.as_dict() == {
+        "label": "target:prod-es top_k:50", "target": "prod-es", "target_kind": None, "top_k": 50,
+        "max_error_rate": 0.1,
+    }  # fmt: skip
+    assert parse_config(config.request(), 0, RERANKERS) == config  # what a job stores parses back the same
+    assert parse_config({"target": "a", "label": "mine"}, 0, RERANKERS).max_error_rate == 0.05
+    assert "target" not in parse_config({"search_type": "FullText"}, 0, RERANKERS).as_dict()
+
+
+def test_answer_evaluation_of_a_target_is_refused_naming_the_field():
+    from evaluation.configs import parse_answer_config
+
+    error = error_of(parse_answer_config, {"target": "rag"}, 2, RERANKERS)
+    assert error.details["field"] == "configs[2].target" and "not available yet" in error.message

@@ -351,7 +351,8 @@ def test_retrieval_runs_conform_listed_beside_answer_runs(schema, golden, django
     listed = conforms(schema, golden.client.get(path), path, "get", 200)
     assert [r["kind"] for r in listed["results"]] == ["answers", "retrieval"]
     retrieval = listed["results"][1]
-    assert retrieval["mode"] == "" and retrieval["summary"] == {} and retrieval["index"]["content_versions"]
+    assert retrieval["mode"] == "" and retrieval["index"]["content_versions"]
+    assert retrieval["summary"].keys() == {"latency_ms"} and retrieval["summary"]["latency_ms"]["count"] == 2
     detail = conforms(
         schema, golden.client.get(f"{path}/{retrieval['run_id']}"), f"{path}/{{run_id}}", "get", 200
     )
@@ -379,3 +380,47 @@ def test_the_cli_json_has_the_apis_shape(schema, golden, args, gate_keys, evalua
     document = json.loads(out.getvalue())
     assert set(document) == {"batch_id", "runs", *gate_keys} and document["runs"]
     assert errors(schema, evaluation, {k: document[k] for k in ("batch_id", "runs")}) == []
+
+
+def test_target_responses_and_runs_conform(schema, golden, llm_server):
+    """Targets (list, create, one, test connection) and a batch of an external target beside a built-in
+    configuration, one question failing (a partial run), as evaluate answers it and as the runs endpoints do."""
+    llm_server.documents = {"refunds": "refund within 30 days", "shipping": "express shipping next day"}
+    target = {
+        "name": "prod",
+        "kind": "http",
+        "base_url": llm_server.url + "/search",
+        "secret_headers": {"Authorization": "Bearer k"},
+        "options": {
+            "request_template": {"query": "{{query}}", "limit": "{{top_k}}"},
+            "response_mapping": {"ids": "data.hits[].id", "scores": "data.hits[].relevance"},
+        },
+    }
+    client, path = golden.client, f"{API}/targets"
+    conforms(schema, client.post(path, target, format="json"), path, "post", 201)
+    conforms(schema, client.get(path), path, "get", 200)
+    conforms(schema, client.get(f"{path}/prod"), f"{path}/{{name}}", "get", 200)
+    conforms(
+        schema,
+        client.patch(f"{path}/prod", {"concurrency": 1}, format="json"),
+        f"{path}/{{name}}",
+        "patch",
+        200,
+    )
+    tested = conforms(
+        schema, client.post(f"{path}/prod/test", {}, format="json"), f"{path}/{{name}}/test", "post", 200
+    )
+    assert tested["ok"] is True
+    llm_server.fail_next(500, 500, 500)
+    evaluate = f"{API}/search/evaluate"
+    body = {
+        "collection_id": "handbook",
+        "configs": [{"label": "builtin"}, {"target": "prod", "max_error_rate": 1}],
+    }
+    result = conforms(schema, client.post(evaluate, body, format="json"), evaluate, "post", 200)
+    assert [r["status"] for r in result["runs"]] == ["complete", "partial"]
+    runs = f"{API}/search/evaluate/runs"
+    detail = conforms(
+        schema, client.get(f"{runs}/{result['runs'][1]['run_id']}"), f"{runs}/{{run_id}}", "get", 200
+    )
+    assert detail["status"] == "partial" and detail["results"][0]["error"] == "HTTP 500 after 3 attempts"

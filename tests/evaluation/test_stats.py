@@ -334,3 +334,18 @@ def test_aligned_rows_feed_the_paired_test() -> None:
     runs = [{"q1": 0.9, "q2": 0.8, "q3": 0.7, "extra": 0.0}, {"q1": 0.9, "q2": 0.8, "q3": 0.7}]
     aligned = align_by_question(runs)
     assert paired_randomization_test(aligned.matrix[0], aligned.matrix[1]) == 1.0
+
+
+def test_latency_summary_is_numpys_percentiles_of_the_calls():
+    from evaluation.stats import latency_summary
+
+    values = [5.0, 1.0, 3.0, 2.0, 4.0, 100.0]
+    summary = latency_summary(values)
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    assert summary == {
+        "p50": round(p50, 3), "p95": round(p95, 3), "p99": round(p99, 3),
+        "mean": round(sum(values) / 6, 3), "max": 100.0, "count": 6,
+    }  # fmt: skip
+    assert summary["p50"] == 3.5 and summary["p95"] == 76.25
+    assert latency_summary([]) is None
+    assert latency_summary([0.0004])["p50"] == 0.0  # rounded to the microsecond

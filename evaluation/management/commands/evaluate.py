@@ -3,7 +3,7 @@
     manage.py evaluate --cluster C --tenant T --collection X [--collection Y]
         [--config FullText] [--config 'Hybrid:fusion=Weighted,rerank=true,label=hybrid-w']
         [--config '{"search_type": "Hybrid", "rerank": true}']
-        [--ks 1,5,10] [--metric ndcg@10] [--fail-under 0.7] [--format text|json]
+        [--target prod-es] [--ks 1,5,10] [--metric ndcg@10] [--fail-under 0.7] [--format text|json]
 
     manage.py evaluate --answers --cluster C --tenant T --collection X
         [--config 'Hybrid:groundedness=Medium,top_k=5'] [--judge-model M] [--no-llm]
@@ -32,7 +32,7 @@ from django.core.management.base import CommandError, CommandParser
 from evaluation import configs as config_parser
 from evaluation import metrics, selectors
 from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationRun, RunStatus
 from evaluation.services.answers import evaluate_answers
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.runs import run_summary
@@ -179,6 +179,12 @@ class Command(EvalsiteCommand):
                 "include_superseded, fulltext_weight), or a JSON object as in the API. Default: FullText."
             ),
         )
+        parser.add_argument(
+            "--target",
+            action="append",
+            help="An external target's name (POST /lmkit/v1/targets), evaluated beside the --config ones; repeat "
+            "for several. A target's run that failed (more failed questions than max_error_rate) fails the gate.",
+        )
         parser.add_argument("--ks", default="1,5,10", help="Cutoffs, comma-separated (default 1,5,10).")
         parser.add_argument(
             "--metric", default="ndcg@10", help="The gated metric: recall@K, ndcg@K or mrr (default ndcg@10)."
@@ -231,15 +237,21 @@ class Command(EvalsiteCommand):
         if options.get("answers"):
             return self.handle_answers(tenant, collections, raw_configs, options)
         ks = config_parser.parse_ks(options["ks"])
-        configs = config_parser.parse_configs(
-            None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
-            available_rerankers(),
-        )
+        targets = options.get("target") or []
+        targets = [targets] if isinstance(targets, str) else targets
+        raw = [config_from_cli(c, i) for i, c in enumerate(raw_configs or [])]
+        raw += [{"target": name} for name in targets]
+        configs = config_parser.parse_configs(raw or None, available_rerankers())
         metric = parse_metric(options["metric"], ks)
         bar = parse_fail_under(options["fail_under"])
 
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
-        failing = [run for run in runs if bar is not None and not clears(run.metrics[metric], bar)]
+        # A failed run (a target whose questions failed too often) has no metrics: it never clears a bar.
+        failing = [
+            run
+            for run in runs
+            if run.status == RunStatus.FAILED or (bar is not None and not clears(run.metrics[metric], bar))
+        ]
         if options["format"] == "json":
             document = RetrievalGateOut(
                 {
@@ -259,13 +271,15 @@ class Command(EvalsiteCommand):
     def write_report(
         self, runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing: Sequence[EvaluationRun]
     ) -> None:
-        names = list(runs[0].metrics)
-        header = ["label", *names, "questions", "ms"] + (["gate"] if bar is not None else [])
+        names = list(dict.fromkeys(name for run in runs for name in run.metrics))
+        gated = bar is not None or any(run.status == RunStatus.FAILED for run in runs)
+        header = ["label", *names, "questions", "ms"] + (["gate"] if gated else [])
         rows = []
         for run in runs:
-            row = [run.label, *(f"{run.metrics[n]:.4f}" for n in names), str(run.question_count)]
+            values = [f"{run.metrics[n]:.4f}" if n in run.metrics else "-" for n in names]
+            row = [run.label, *values, str(run.question_count)]
             row.append(f"{run.duration_ms:.1f}" if run.duration_ms is not None else "-")
-            if bar is not None:
+            if gated:
                 row.append("FAIL" if run in failing else "PASS")
             rows.append(row)
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -277,13 +291,17 @@ class Command(EvalsiteCommand):
             self.stdout.write("  ".join(cells).rstrip())
         for warning in dict.fromkeys(w for run in runs for w in run.warnings):
             self.stdout.write(f"warning: {warning}")
-        if bar is None:
-            self.stdout.write(f"gate: none (no --fail-under); {metric} reported only")
-        elif failing:
+        if failing:
             reasons = "; ".join(
-                f"{r.label}: {shown_below(r.metrics[metric], bar)} < {number(bar)}" for r in failing
+                f"{r.label}: run failed"
+                if r.status == RunStatus.FAILED
+                else f"{r.label}: {shown_below(r.metrics[metric], bar or 0)} < {number(bar or 0)}"
+                for r in failing
             )
-            self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: FAIL ({reasons})")
+            what = f"{metric} >= {number(bar)}" if bar is not None else "every run complete"
+            self.stdout.write(f"gate: {what} for every configuration: FAIL ({reasons})")
+        elif bar is None:
+            self.stdout.write(f"gate: none (no --fail-under); {metric} reported only")
         else:
             self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: PASS")
 

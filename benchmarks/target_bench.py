@@ -1,0 +1,149 @@
+"""External targets (issue 13's figures: "1,000 questions against a target answering after 50 ms: concurrency 8 at
+least 6x faster than one at a time; evalsite's own overhead per question beyond the target's latency under
+2 ms"): the whole `evaluate_retrieval` call of an `http` target over `--questions` golden questions, against the
+scripted server (tests/llm_server.py, its generic /search endpoint over the same synthetic corpus) answering every
+call after `--latency` seconds, with the target's concurrency 1 and then `--concurrency`, taking turns
+(`--rounds` each, best round per setting), on one temporary SQLite database.
+
+    .venv/bin/python benchmarks/target_bench.py [--questions 1000] [--latency 0.05] [--concurrency 8]
+        [--rounds 2] [--quick]
+
+Printed per setting: wall time of the whole call (target calls, mapping, metrics, the stored run), the calls'
+own latency as the client measured them (p50, p95: request sent to answer read), and evalsite's overhead per
+question, (wall time - the sum of the calls' latencies) / questions, from the one-at-a-time run, where the calls
+do not overlap. Checks that both settings give the same metrics and rankings. `--quick`: 40 questions, 20 ms,
+one round, the same checks, the speed-up target printed but not held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from answers_bench import golden_entries
+from bench_django import private_django
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.questions, args.latency, args.rounds = 40, 0.02, 1
+    with private_django("evalsite-target-bench-"):
+        sys.exit(run(args))
+
+
+def run(args) -> int:
+    from evaluation.configs import parse_configs
+    from evaluation.models import QuestionResult
+    from evaluation.services.retrieval import evaluate_retrieval
+    from evaluation.services.targets import target_create
+    from goldenset import services
+    from goldenset.services import EntryInput
+    from tests.generation_support import synthetic_corpus
+    from tests.llm_server import ScriptedLLMServer
+
+    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    collection = services.collection_create(tenant=tenant, slug="companies", actor="bench")
+    corpus = synthetic_corpus(max(args.questions, 200))
+    services.documents_upsert(
+        collection=collection,
+        documents=[services.DocumentInput.from_text(id=i, title=i, text=t) for i, t in corpus.items()],
+        actor="bench",
+    )
+    entries = golden_entries(args.questions)
+    for start in range(0, len(entries), 1000):
+        services.golden_entries_add(
+            collection=collection,
+            entries=[
+                EntryInput(question=q, expected_document_ids=[doc], reference_answer=a, key=f"q{start + i}")
+                for i, (q, doc, a) in enumerate(entries[start : start + 1000])
+            ],
+            actor="bench",
+        )
+    failures: list[str] = []
+    with ScriptedLLMServer(latency=args.latency) as server:
+        server.documents = corpus
+        for name, concurrency in (("one-at-a-time", 1), ("concurrent", args.concurrency)):
+            target_create(
+                tenant=tenant,
+                data={
+                    "name": name,
+                    "kind": "http",
+                    "base_url": server.url + "/search",
+                    "concurrency": concurrency,
+                    "timeout_s": 30,
+                    "options": {
+                        "request_template": {"query": "{{query}}", "limit": "{{top_k}}"},
+                        "response_mapping": {"ids": "data.hits[].id", "scores": "data.hits[].relevance"},
+                    },
+                },
+                actor="bench",
+            )
+        best: dict[str, tuple[float, object]] = {}
+        for _ in range(args.rounds):
+            for name in ("one-at-a-time", "concurrent"):
+                started = time.perf_counter()
+                _, (run,) = evaluate_retrieval(
+                    tenant=tenant,
+                    collections=[collection],
+                    ks=[1, 5, 10],
+                    configs=parse_configs([{"label": name, "target": name}], []),
+                )
+                seconds = time.perf_counter() - started
+                if name not in best or seconds < best[name][0]:
+                    best[name] = (seconds, run)
+        calls = server.count("/search")
+    n = args.questions
+    print(
+        f"# {n} questions, the target answering after {args.latency * 1000:.0f} ms (scripted server on 127.0.0.1), "
+        f"{args.rounds} rounds, best per setting; {calls} calls in all\n"
+    )
+    print(
+        "| target concurrency | wall s | questions/s | call latency p50 / p95 ms | overhead per question ms |"
+    )
+    print("|---|---|---|---|---|")
+    rankings = {}
+    overhead = None
+    for name, (seconds, run) in best.items():
+        rows = list(QuestionResult.objects.filter(run=run).order_by("position"))
+        latencies = [r.latency_ms for r in rows if r.latency_ms is not None]
+        own = (seconds * 1000 - sum(latencies)) / n
+        if name == "one-at-a-time":
+            overhead = own
+        latency = run.summary["latency_ms"]
+        cell = f"{own:.2f}" if name == "one-at-a-time" else "(calls overlap)"
+        label = "1" if name == "one-at-a-time" else str(args.concurrency)
+        print(
+            f"| {label} | {seconds:.2f} | {n / seconds:,.0f} | {latency['p50']:.1f} / {latency['p95']:.1f} | {cell} |"
+        )
+        rankings[name] = (run.metrics, [r.ranked_ids for r in rows], run.status)
+        if run.status != "complete":
+            failures.append(f"{name}: run {run.status}: {run.warnings}")
+    speedup = best["one-at-a-time"][0] / best["concurrent"][0]
+    print(f"\nspeed-up, concurrency {args.concurrency} over 1: {speedup:.2f}x (target at least 6x)")
+    print(f"evalsite's own overhead per question (one at a time): {overhead:.2f} ms (target under 2 ms)")
+    same = rankings["one-at-a-time"][:2] == rankings["concurrent"][:2]
+    print(f"same metrics and rankings in both settings: {same}; metrics {rankings['concurrent'][0]}")
+    if not same:
+        failures.append("the two settings disagree")
+    if not args.quick:
+        if speedup < 6:
+            failures.append(f"speed-up {speedup:.2f}x < 6x")
+        if overhead is not None and overhead >= 2:
+            failures.append(f"overhead {overhead:.2f} ms >= 2 ms")
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    main()

@@ -1,0 +1,249 @@
+"""Targets: the tenant's external systems (evaluation.targets calls them). Create, change, delete (audited),
+their secrets sealed (evaluation.secret_box), and "test connection"."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from evaluation.configs import RunConfig
+from evaluation.models import Target
+from evaluation.secret_box import SecretBox, derived_key
+from evaluation.targets import (
+    RETRIEVAL_KINDS,
+    TargetClient,
+    TargetError,
+    TargetSpec,
+    check_options,
+    read_hits,
+)
+from goldenset.errors import EvalsiteError, NotFound
+from goldenset.models import Collection, Tenant
+from goldenset.services.audit import audit_record
+
+FIELDS = (
+    "name",
+    "kind",
+    "base_url",
+    "headers",
+    "secret_headers",
+    "timeout_s",
+    "concurrency",
+    "rate_limit",
+    "options",
+)
+SHOWN = ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit", "options")
+
+
+def secret_box() -> SecretBox:
+    keys: list[str | bytes] = list(settings.EVALSITE_TARGET_KEYS) or [derived_key(settings.SECRET_KEY)]
+    return SecretBox(keys)
+
+
+def target_get(*, tenant: Tenant, name: str) -> Target:
+    target = Target.objects.filter(tenant=tenant, name=name).first()
+    if target is None:
+        raise NotFound("target", name)
+    return target
+
+
+def targets_list(*, tenant: Tenant):
+    return Target.objects.filter(tenant=tenant).order_by("name")
+
+
+def retrieval_target_names(*, tenant: Tenant) -> list[str]:
+    """The names of the tenant's targets a retrieval evaluation can call."""
+    return list(
+        Target.objects.filter(tenant=tenant, kind__in=RETRIEVAL_KINDS)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+
+
+def target_spec(target: Target) -> TargetSpec:
+    """What a call needs, secrets decrypted."""
+    return TargetSpec(
+        name=target.name,
+        kind=target.kind,
+        base_url=target.base_url,
+        headers=dict(target.headers or {}),
+        secret_headers=secret_box().open(target.secret_headers_sealed),
+        timeout_s=target.timeout_s,
+        concurrency=target.concurrency,
+        rate_limit=target.rate_limit,
+        options=dict(target.options or {}),
+    )
+
+
+def resolve_targets(
+    tenant: Tenant, collections: Sequence[Collection], configs: Sequence[RunConfig]
+) -> dict[str, Target]:
+    """The tenant's targets the configurations name, by name; a 400 naming `configs[i].target` for one it does
+    not have (another tenant's is as unknown as a missing one), an answering target, or several collections."""
+    found: dict[str, Target] = {}
+    for i, config in enumerate(configs):
+        if not config.target:
+            continue
+        field = f"configs[{i}].target"
+        target = Target.objects.filter(tenant=tenant, name=config.target).first()
+        if target is None:
+            raise EvalsiteError(
+                "unknown-target", f"{field}: no target named {config.target!r}.", details={"field": field}
+            )
+        if target.kind not in RETRIEVAL_KINDS:
+            raise EvalsiteError(
+                "target-kind-mismatch",
+                f"{field}: target {config.target!r} is of kind {target.kind}, which answers questions; "
+                f"a retrieval evaluation needs one of {', '.join(RETRIEVAL_KINDS)}.",
+                details={"field": field},
+            )
+        if len(collections) > 1:
+            raise EvalsiteError(
+                "validation-error",
+                f"{field}: a target is evaluated against one collection at a time.",
+                details={"field": field},
+            )
+        found[config.target] = target
+    return found
+
+
+def target_client(target: Target) -> TargetClient:
+    return TargetClient(target_spec(target), settings.EVALSITE_PYTHON_TARGETS)
+
+
+def snapshot(target: Target) -> dict[str, Any]:
+    """The target as the API shows it and the audit trail records it: secret header NAMES only."""
+    data = {name: getattr(target, name) for name in SHOWN}
+    data["secret_headers"] = list(target.secret_header_names or [])
+    return data
+
+
+def _check(kind: str, options: Mapping[str, Any], base_url: str) -> dict[str, Any]:
+    options = check_options(kind, options, settings.EVALSITE_PYTHON_TARGETS)
+    if kind != "python" and not base_url.startswith(("http://", "https://")):
+        raise EvalsiteError(
+            "validation-error",
+            f"base_url: expected an http:// or https:// URL for kind {kind}, got {base_url!r}.",
+            details={"field": "base_url"},
+        )
+    return options
+
+
+def target_create(*, tenant: Tenant, data: Mapping[str, Any], actor: str) -> Target:
+    """A new target from validated fields (the serializer checked their types)."""
+    options = _check(data["kind"], data.get("options") or {}, data.get("base_url") or "")
+    secrets = dict(data.get("secret_headers") or {})
+    target = Target(
+        tenant=tenant,
+        name=data["name"],
+        kind=data["kind"],
+        base_url=data.get("base_url") or "",
+        headers=dict(data.get("headers") or {}),
+        secret_headers_sealed=secret_box().seal(secrets),
+        secret_header_names=sorted(secrets),
+        timeout_s=data.get("timeout_s", 30.0),
+        concurrency=data.get("concurrency", 4),
+        rate_limit=data.get("rate_limit"),
+        options=options,
+    )
+    try:
+        with transaction.atomic():
+            target.save()
+            audit_record(
+                tenant=tenant, action="create", object_type="target", object_id=target.name, actor=actor,
+                changes=snapshot(target),
+            )  # fmt: skip
+    except IntegrityError:
+        raise EvalsiteError(
+            "target-exists",
+            f"name: a target named {data['name']!r} exists.",
+            details={"field": "name"},
+            status=409,
+        ) from None
+    return target
+
+
+def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Target:
+    """PATCH: the fields sent change. `secret_headers` replaces the secret values it names (null removes one);
+    the others are kept, still sealed."""
+    before = snapshot(target)
+    kind = data.get("kind", target.kind)
+    options = data.get("options", target.options)
+    base_url = data.get("base_url", target.base_url)
+    for name in ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit"):
+        if name in data:
+            setattr(target, name, data[name] if name != "base_url" else data[name] or "")
+    target.options = _check(kind, options or {}, base_url or "")
+    if "secret_headers" in data:
+        box = secret_box()
+        secrets = box.open(target.secret_headers_sealed)
+        for header, value in (data["secret_headers"] or {}).items():
+            if value is None:
+                secrets.pop(header, None)
+            else:
+                secrets[header] = value
+        target.secret_headers_sealed = box.seal(secrets)
+        target.secret_header_names = sorted(secrets)
+    try:
+        with transaction.atomic():
+            target.save()
+            after = snapshot(target)
+            changed = {k: [before[k], after[k]] for k in after if before[k] != after[k]}
+            if "secret_headers" in data and "secret_headers" not in changed:
+                changed["secret_headers"] = [
+                    before["secret_headers"],
+                    after["secret_headers"],
+                ]  # values changed
+            audit_record(
+                tenant=target.tenant, action="update", object_type="target", object_id=target.name, actor=actor,
+                changes=changed,
+            )  # fmt: skip
+    except IntegrityError:
+        raise EvalsiteError(
+            "target-exists",
+            f"name: a target named {target.name!r} exists.",
+            details={"field": "name"},
+            status=409,
+        ) from None
+    return target
+
+
+def target_delete(*, target: Target, actor: str) -> None:
+    with transaction.atomic():
+        audit_record(
+            tenant=target.tenant, action="delete", object_type="target", object_id=target.name, actor=actor,
+            changes=snapshot(target),
+        )  # fmt: skip
+        target.delete()
+
+
+def target_test(*, target: Target, query: str, top_k: int = 10) -> dict[str, Any]:
+    """One query through the target: the mapped ids and scores beside an excerpt of the raw answer, or the
+    exact error (the mapping expression and what it found, or the HTTP failure)."""
+    started = time.perf_counter()
+    out: dict[str, Any] = {"query": query, "top_k": top_k, "ok": False, "results": [], "error": "", "raw": ""}
+    try:
+        with target_client(target) as client:
+            if target.kind == "python":
+                hits = client.search(query, top_k, "test")
+            else:
+                payload, latency_ms, attempts, out["raw"] = client.call(query, top_k, "test")
+                if target.kind in RETRIEVAL_KINDS:
+                    hits = read_hits(client.spec, payload, top_k, latency_ms, attempts)
+                else:
+                    hits = None
+        if hits is not None:
+            out["results"] = [
+                {"rank": i + 1, "document_id": doc, "score": None if hits.scores is None else hits.scores[i]}
+                for i, doc in enumerate(hits.ids)
+            ]
+            out["latency_ms"] = round(hits.latency_ms, 1)
+        out["ok"] = True
+    except TargetError as exc:
+        out["error"] = exc.problem
+    out["took_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return out

@@ -1,0 +1,492 @@
+"""External search targets: the systems users already run, called once per golden question. Plain Python,
+httpx and jmespath: no Django import (evaluation.services.targets stores them, decrypts their secrets and hands
+a TargetSpec here).
+
+Every HTTP kind is one request template and one response mapping:
+- ``http``: the user's own template (a JSON value whose strings may hold ``{{query}}``, ``{{top_k}}`` and
+  ``{{question_id}}``) and mapping (JMESPath expressions for ``ids`` and, optionally, ``scores`` and ``texts``);
+- ``lmkit``: an LMKIT One-compatible server (another evalsite is one): ``POST {base}/lmkit/v1/search`` with the
+  seed's request shape, results read from ``results[].document_id`` / ``score`` / ``text``;
+- ``elasticsearch`` (OpenSearch too): ``POST {base}/{index}/_search``, by default a ``multi_match`` over the
+  configured fields of ``size`` top_k, the id from ``_id`` or a ``_source`` field, the score ``_score``;
+- ``python``: a dotted path to a callable ``(query, top_k) -> [(document_id, score), ...]``, loaded only when a
+  setting lists it.
+Placeholders are substituted into the parsed template, never into JSON text: a string that is exactly one
+placeholder takes the value with its type (``"{{top_k}}"`` becomes the number 100), any other string has each
+placeholder replaced by the value's text, so a query holding quotes or braces stays one JSON string.
+
+The ids a target returns are mapped through its optional ``id_transform`` (``{"regex": ...}``: the first group,
+or the whole match, of ids that match; ``{"jmespath": ...}``: evaluated on the id), and a document repeated in a
+ranking keeps its first rank. Calls go through the one retry loop of every outbound client (goldenset.llm_http),
+at most ``concurrency`` at once per target and, with ``rate_limit``, no more than that many a second.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from goldenset.errors import EvalsiteError
+from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
+
+KINDS = ("lmkit", "elasticsearch", "http", "rag-http", "python")
+RETRIEVAL_KINDS = ("lmkit", "elasticsearch", "http", "python")
+PLACEHOLDERS = ("query", "top_k", "question_id")
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
+MAX_ATTEMPTS = 3
+BACKOFF, BACKOFF_MAX = 0.5, 10.0
+EXCERPT_CHARS = 2000
+# The options each kind reads; any other is an error naming it (a misspelt option must not be ignored).
+KIND_OPTIONS: dict[str, frozenset[str]] = {
+    "lmkit": frozenset({"collection_id", "search_type", "cluster_id", "tenant_id", "params", "id_transform"}),
+    "elasticsearch": frozenset({"index", "fields", "id_field", "query_template", "id_transform"}),
+    "http": frozenset({"request_template", "response_mapping", "id_transform"}),
+    "rag-http": frozenset({"request_template", "response_mapping", "id_transform"}),
+    "python": frozenset({"callable", "id_transform"}),
+}
+MAPPING_KEYS = {
+    "http": ("ids", "scores", "texts"),
+    "rag-http": ("answer", "passage_ids", "passage_texts", "citations", "refused"),
+}
+REQUIRED_MAPPING = {"http": ("ids",), "rag-http": ("answer",)}
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """A target as a call needs it: secret header values decrypted (kept in memory only, never logged)."""
+
+    name: str
+    kind: str
+    base_url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    secret_headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 30.0
+    concurrency: int = 4
+    rate_limit: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hits:
+    """One question's ranking from a target: document ids best first (transformed, repeats dropped), their
+    scores (None when the target gives none), passage texts when mapped, and the call's latency."""
+
+    ids: list[str]
+    scores: list[float] | None
+    texts: list[str] | None
+    latency_ms: float
+    attempts: int = 1
+    repeats_dropped: int = 0
+
+
+class TargetError(Exception):
+    """A call that failed after retries, or an answer that could not be read or mapped; `excerpt` is the start
+    of the raw body when there was one (shown by "test connection", stored with the question's error)."""
+
+    def __init__(self, problem: str, *, excerpt: str = "", latency_ms: float | None = None):
+        super().__init__(problem)
+        self.problem, self.excerpt, self.latency_ms = problem, excerpt, latency_ms
+
+
+# --- validation ------------------------------------------------------------------------------------------------
+
+
+def _fail(field_path: str, message: str, code: str = "validation-error", **details) -> EvalsiteError:
+    return EvalsiteError(code, f"{field_path}: {message}", details={"field": field_path, **details})
+
+
+def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequence[str]) -> dict[str, Any]:
+    """A kind's options, checked (each error names `options.<key>`); returns them normalized."""
+    if kind not in KINDS:
+        raise _fail("kind", f"expected one of {', '.join(KINDS)}, got {kind!r}.", allowed=list(KINDS))
+    if not isinstance(options, Mapping):
+        raise _fail("options", "expected an object.")
+    unknown = sorted(set(options) - KIND_OPTIONS[kind])
+    if unknown:
+        raise _fail(
+            f"options.{unknown[0]}", f"not an option of kind {kind}.", allowed=sorted(KIND_OPTIONS[kind])
+        )
+    out = dict(options)
+    if kind == "lmkit":
+        for key in ("collection_id", "search_type", "cluster_id", "tenant_id"):
+            if key in out and not isinstance(out[key], str):
+                raise _fail(f"options.{key}", "expected a string.")
+        if not out.get("collection_id"):
+            raise _fail("options.collection_id", "required for kind lmkit: the remote collection to search.")
+        if "params" in out and not isinstance(out["params"], Mapping):
+            raise _fail("options.params", "expected an object of extra search fields (fusion, rerank, ...).")
+    elif kind == "elasticsearch":
+        if not isinstance(out.get("index"), str) or not out["index"].strip():
+            raise _fail("options.index", "required for kind elasticsearch: the index (or alias) to search.")
+        fields = out.get("fields", ["*"])
+        if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f for f in fields):
+            raise _fail("options.fields", "expected a non-empty list of field names.")
+        out["fields"] = fields
+        if "id_field" in out and (not isinstance(out["id_field"], str) or not out["id_field"]):
+            raise _fail("options.id_field", "expected a field name of _source (leave it out to use _id).")
+        if "query_template" in out:
+            _check_template(out["query_template"], "options.query_template")
+    elif kind in ("http", "rag-http"):
+        if "request_template" not in out:
+            raise _fail("options.request_template", f"required for kind {kind}.")
+        _check_template(out["request_template"], "options.request_template")
+        out["response_mapping"] = _check_mapping(kind, out.get("response_mapping"))
+    elif kind == "python":
+        path = out.get("callable")
+        if not isinstance(path, str) or not path:
+            raise _fail(
+                "options.callable", "required for kind python: a dotted path such as package.module.fn."
+            )
+        if path not in python_allowed:
+            raise _fail(
+                "options.callable",
+                f"{path!r} is not listed in EVALSITE_PYTHON_TARGETS; only the callables listed there may load.",
+                code="python-target-not-allowed",
+            )
+    if "id_transform" in out:
+        id_transform(out["id_transform"])  # raises on a bad one
+    return out
+
+
+def _check_template(template: Any, field_path: str) -> None:
+    """A JSON value whose placeholders are all known."""
+    try:
+        json.dumps(template)
+    except (TypeError, ValueError):
+        raise _fail(field_path, "expected a JSON value.") from None
+    for name in _placeholders(template):
+        if name not in PLACEHOLDERS:
+            raise _fail(field_path, f"unknown placeholder {{{{{name}}}}}; known: {', '.join(PLACEHOLDERS)}.")
+
+
+def _placeholders(template: Any) -> list[str]:
+    if isinstance(template, str):
+        return _PLACEHOLDER.findall(template)
+    if isinstance(template, Mapping):
+        return [n for v in template.values() for n in _placeholders(v)]
+    if isinstance(template, list):
+        return [n for v in template for n in _placeholders(v)]
+    return []
+
+
+def _check_mapping(kind: str, mapping: Any) -> dict[str, str]:
+    if not isinstance(mapping, Mapping):
+        raise _fail(
+            "options.response_mapping",
+            f"expected an object of JMESPath expressions ({', '.join(MAPPING_KEYS[kind])}).",
+        )
+    unknown = sorted(set(mapping) - set(MAPPING_KEYS[kind]))
+    if unknown:
+        raise _fail(
+            f"options.response_mapping.{unknown[0]}", "unknown key.", allowed=list(MAPPING_KEYS[kind])
+        )
+    for key in REQUIRED_MAPPING[kind]:
+        if key not in mapping:
+            raise _fail(f"options.response_mapping.{key}", "required.")
+    for key, expression in mapping.items():
+        _compile(expression, f"options.response_mapping.{key}")
+    return dict(mapping)
+
+
+def _compile(expression: Any, field_path: str):
+    if not isinstance(expression, str) or not expression.strip():
+        raise _fail(field_path, "expected a JMESPath expression.")
+    try:
+        return jmespath.compile(expression)
+    except JMESPathError as exc:
+        message = " ".join(str(exc).split())
+        raise _fail(field_path, f"not a JMESPath expression ({message}).", code="invalid-jmespath") from None
+
+
+def id_transform(raw: Any) -> Callable[[str], str]:
+    """The id transform an `id_transform` option describes (or raises naming it)."""
+    if not isinstance(raw, Mapping) or len(raw) != 1 or next(iter(raw)) not in ("regex", "jmespath"):
+        raise _fail(
+            "options.id_transform", 'expected {"regex": "<pattern>"} or {"jmespath": "<expression>"}.'
+        )
+    ((how, text),) = raw.items()
+    if how == "regex":
+        if not isinstance(text, str):
+            raise _fail("options.id_transform.regex", "expected a pattern.")
+        try:
+            pattern = re.compile(text)
+        except re.error as exc:
+            raise _fail("options.id_transform.regex", f"not a regular expression ({exc}).") from None
+
+        def by_regex(doc_id: str) -> str:
+            match = pattern.search(doc_id)
+            if match is None:
+                return doc_id
+            return match.group(1) if pattern.groups else match.group(0)
+
+        return by_regex
+    compiled = _compile(text, "options.id_transform.jmespath")
+
+    def by_jmespath(doc_id: str) -> str:
+        value = compiled.search(doc_id)
+        return doc_id if value is None else _scalar_id(value, "options.id_transform.jmespath", text)
+
+    return by_jmespath
+
+
+# --- requests ---------------------------------------------------------------------------------------------------
+
+
+def fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """The template with its placeholders substituted (see the module docstring); the template is unchanged."""
+    if isinstance(template, str):
+        whole = _PLACEHOLDER.fullmatch(template.strip())
+        if whole:
+            return values[whole.group(1)]
+        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
+    if isinstance(template, Mapping):
+        return {key: fill(value, values) for key, value in template.items()}
+    if isinstance(template, list):
+        return [fill(value, values) for value in template]
+    return template
+
+
+def _join(base: str, path: str) -> str:
+    return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+def request_of(spec: TargetSpec, query: str, top_k: int, question_id: str) -> tuple[str, Any]:
+    """(url, JSON body) of one search (or answer) call."""
+    values = {"query": query, "top_k": top_k, "question_id": question_id}
+    options = spec.options
+    if spec.kind == "lmkit":
+        body: dict[str, Any] = {
+            "collection_id": options["collection_id"],
+            "query": query,
+            "search_type": options.get("search_type") or "FullText",
+            "top_k": top_k,
+            **{key: options[key] for key in ("cluster_id", "tenant_id") if options.get(key)},
+            **dict(options.get("params") or {}),
+        }
+        return _join(spec.base_url, "lmkit/v1/search"), body
+    if spec.kind == "elasticsearch":
+        template = options.get("query_template") or {
+            "size": "{{top_k}}",
+            "query": {"multi_match": {"query": "{{query}}", "fields": list(options.get("fields") or ["*"])}},
+            "_source": [options["id_field"]] if options.get("id_field") else False,
+        }
+        return _join(spec.base_url, f"{options['index'].strip()}/_search"), fill(template, values)
+    return spec.base_url, fill(options["request_template"], values)
+
+
+def mapping_of(spec: TargetSpec) -> dict[str, str]:
+    """The JMESPath expressions a kind's answers are read with."""
+    if spec.kind == "lmkit":
+        return {"ids": "results[].document_id", "scores": "results[].score", "texts": "results[].text"}
+    if spec.kind == "elasticsearch":
+        id_field = spec.options.get("id_field")
+        ids = f"hits.hits[]._source.{json.dumps(id_field)}" if id_field else "hits.hits[]._id"
+        return {"ids": ids, "scores": "hits.hits[]._score"}
+    return dict(spec.options.get("response_mapping") or {})
+
+
+def _scalar_id(value: Any, where: str, expression: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise TargetError(f"{where}: `{expression}` gave {_shown(value)}, not a document id")
+    return str(value)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, attempts: int) -> Hits:
+    """The ranking in a parsed answer; a TargetError names the expression and what it found."""
+    mapping = mapping_of(spec)
+    expression = mapping["ids"]
+    found = jmespath.search(expression, payload)
+    if not isinstance(found, list):
+        raise TargetError(f"ids: `{expression}` found {_shown(found)}, not a list")
+    where = "ids"
+    ids = [_scalar_id(value, f"{where}[{i}]", expression) for i, value in enumerate(found)]
+    scores = None
+    if "scores" in mapping:
+        found_scores = jmespath.search(mapping["scores"], payload)
+        if (
+            not isinstance(found_scores, list)
+            or len(found_scores) != len(ids)
+            or not all(isinstance(s, int | float) and not isinstance(s, bool) for s in found_scores)
+        ):
+            raise TargetError(
+                f"scores: `{mapping['scores']}` found {_shown(found_scores)}, not {len(ids)} numbers (one per id)"
+            )
+        scores = [float(s) for s in found_scores]
+    texts = None
+    if "texts" in mapping:
+        found_texts = jmespath.search(mapping["texts"], payload)
+        if not isinstance(found_texts, list) or len(found_texts) != len(ids):
+            raise TargetError(
+                f"texts: `{mapping['texts']}` found {_shown(found_texts)}, not {len(ids)} texts"
+            )
+        texts = ["" if t is None else str(t) for t in found_texts]
+    return _ranked(spec, ids, scores, texts, top_k, latency_ms, attempts)
+
+
+def _ranked(spec, ids, scores, texts, top_k, latency_ms, attempts) -> Hits:
+    """Transformed ids, first rank kept, cut at top_k."""
+    transform = id_transform(spec.options["id_transform"]) if spec.options.get("id_transform") else None
+    seen: set[str] = set()
+    keep: list[int] = []
+    for i, doc_id in enumerate(ids):
+        if transform is not None:
+            doc_id = ids[i] = transform(doc_id)
+        if doc_id not in seen:
+            seen.add(doc_id)
+            keep.append(i)
+    dropped = len(ids) - len(keep)
+    keep = keep[:top_k]
+    return Hits(
+        ids=[ids[i] for i in keep],
+        scores=None if scores is None else [scores[i] for i in keep],
+        texts=None if texts is None else [texts[i] for i in keep],
+        latency_ms=latency_ms,
+        attempts=attempts,
+        repeats_dropped=dropped,
+    )
+
+
+# --- calls ------------------------------------------------------------------------------------------------------
+
+
+class _RateLimit:
+    """At most `per_second` calls a second across the threads of one evaluation (evenly spaced)."""
+
+    def __init__(self, per_second: float | None):
+        self.interval = 1.0 / per_second if per_second else 0.0
+        self.next_at = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = time.monotonic()
+            at = max(now, self.next_at)
+            self.next_at = at + self.interval
+        if at > now:
+            time.sleep(at - now)
+
+
+class TargetClient:
+    """Calls one target: thread-safe (one connection pool of `concurrency` connections), closed after use."""
+
+    def __init__(self, spec: TargetSpec, python_allowed: Sequence[str] = ()):
+        self.spec = spec
+        self._limit = _RateLimit(spec.rate_limit)
+        self._callable: Callable | None = None
+        self._http: httpx.Client | None = None
+        if spec.kind == "python":
+            self._callable = load_callable(spec.options["callable"], python_allowed)
+        else:
+            self._http = httpx.Client(
+                headers={**spec.headers, **spec.secret_headers},
+                timeout=spec.timeout_s,
+                limits=httpx.Limits(
+                    max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency
+                ),
+            )
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+
+    def __enter__(self) -> TargetClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def search(self, query: str, top_k: int, question_id: str = "") -> Hits:
+        """One question's ranking, or TargetError."""
+        if self._callable is not None:
+            return self._call_python(query, top_k)
+        payload, latency_ms, attempts, _ = self.call(query, top_k, question_id)
+        return read_hits(self.spec, payload, top_k, latency_ms, attempts)
+
+    def call(self, query: str, top_k: int, question_id: str = "") -> tuple[Any, float, int, str]:
+        """(parsed JSON answer, latency of the successful attempt in ms, attempts, raw excerpt)."""
+        assert self._http is not None
+        url, body = request_of(self.spec, query, top_k, question_id)
+        started = [0.0]
+        http = self._http
+
+        def post() -> httpx.Response:
+            self._limit.wait()
+            started[0] = time.perf_counter()
+            return http.post(url, json=body)
+
+        def parse(response: httpx.Response) -> tuple[Any, str]:
+            text = response.text
+            try:
+                return json.loads(text), text[:EXCERPT_CHARS]
+            except ValueError:
+                raise ValueError(f"not JSON: {text[:120]!r}") from None
+
+        try:
+            (payload, excerpt), attempts = post_with_retries(
+                post,
+                parse,
+                max_attempts=MAX_ATTEMPTS,
+                delay=lambda retry, after: retry_delay(
+                    retry, backoff=BACKOFF, backoff_max=BACKOFF_MAX, retry_after=after
+                ),
+                timeout=self.spec.timeout_s,
+                retry_unreadable=True,
+                endpoint=f"target {self.spec.name}",
+            )
+        except RequestFailed as exc:
+            raise TargetError(exc.problem) from None
+        return payload, (time.perf_counter() - started[0]) * 1000, attempts, excerpt
+
+    def _call_python(self, query: str, top_k: int) -> Hits:
+        assert self._callable is not None
+        started = time.perf_counter()
+        try:
+            found = self._callable(query, top_k)
+        except Exception as exc:  # the user's code: any failure is this question's error, stored and shown
+            raise TargetError(f"{self.spec.options['callable']} raised {type(exc).__name__}: {exc}") from None
+        latency_ms = (time.perf_counter() - started) * 1000
+        ids: list[str] = []
+        scores: list[float] = []
+        for i, item in enumerate(found or []):
+            if not isinstance(item, list | tuple) or len(item) != 2:
+                raise TargetError(f"result[{i}]: expected (document_id, score), got {_shown(repr(item))}")
+            ids.append(_scalar_id(item[0], f"result[{i}]", "(document_id, score)"))
+            if isinstance(item[1], bool) or not isinstance(item[1], int | float):
+                raise TargetError(f"result[{i}]: score {item[1]!r} is not a number")
+            scores.append(float(item[1]))
+        return _ranked(self.spec, ids, scores, None, top_k, latency_ms, 1)
+
+
+def load_callable(path: str, python_allowed: Sequence[str]) -> Callable:
+    """The callable at a dotted path listed in EVALSITE_PYTHON_TARGETS (else a 400 naming it)."""
+    if path not in python_allowed:
+        raise _fail(
+            "options.callable",
+            f"{path!r} is not listed in EVALSITE_PYTHON_TARGETS; only the callables listed there may load.",
+            code="python-target-not-allowed",
+        )
+    module_name, _, attribute = path.rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise _fail("options.callable", f"cannot load {path!r} ({type(exc).__name__}: {exc}).") from None
+    if not callable(found):
+        raise _fail("options.callable", f"{path!r} is not callable.")
+    return found
