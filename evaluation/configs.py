@@ -45,6 +45,7 @@ class RunConfig:
     target: str | None = None  # an external target's name; target_kind is filled in when it is looked up
     target_kind: str | None = None
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    run_file: str | None = None  # an uploaded run file's name: its rankings were read, not searched
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(
@@ -66,6 +67,8 @@ class RunConfig:
     def as_dict(self) -> dict:
         """The configuration as runs store it and the API echoes it: `rerank` is the reranker that ran, or false
         when none did (what a client sends to turn it off; runs stored before this say null, read the same)."""
+        if self.run_file:
+            return {"label": self.label, "run_file": self.run_file, "top_k": self.top_k}
         if self.target:
             return {
                 "label": self.label,
@@ -75,7 +78,7 @@ class RunConfig:
                 "max_error_rate": self.max_error_rate,
             }
         data = asdict(self)
-        for name in ("target", "target_kind", "max_error_rate"):
+        for name in ("target", "target_kind", "max_error_rate", "run_file"):
             del data[name]
         data["rerank"] = self.rerank or False
         data["as_of"] = self.as_of.isoformat().replace("+00:00", "Z") if self.as_of else None

@@ -233,7 +233,12 @@ def id_transform(raw: Any) -> Callable[[str], str]:
     compiled = _compile(text, "options.id_transform.jmespath")
 
     def by_jmespath(doc_id: str) -> str:
-        value = compiled.search(doc_id)
+        try:
+            value = compiled.search(doc_id)
+        except JMESPathError as exc:
+            raise TargetError(
+                f"id_transform: `{text}` failed on {doc_id!r} ({' '.join(str(exc).split())})"
+            ) from None
         return doc_id if value is None else _scalar_id(value, "options.id_transform.jmespath", text)
 
     return by_jmespath
@@ -306,18 +311,27 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _search(expression: str, payload: Any, name: str) -> Any:
+    try:
+        return jmespath.search(expression, payload)
+    except JMESPathError as exc:  # a function given the wrong type by this answer, say
+        raise TargetError(
+            f"{name}: `{expression}` failed on this answer ({' '.join(str(exc).split())})"
+        ) from None
+
+
 def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, attempts: int) -> Hits:
     """The ranking in a parsed answer; a TargetError names the expression and what it found."""
     mapping = mapping_of(spec)
     expression = mapping["ids"]
-    found = jmespath.search(expression, payload)
+    found = _search(expression, payload, "ids")
     if not isinstance(found, list):
         raise TargetError(f"ids: `{expression}` found {_shown(found)}, not a list")
     where = "ids"
     ids = [_scalar_id(value, f"{where}[{i}]", expression) for i, value in enumerate(found)]
     scores = None
     if "scores" in mapping:
-        found_scores = jmespath.search(mapping["scores"], payload)
+        found_scores = _search(mapping["scores"], payload, "scores")
         if (
             not isinstance(found_scores, list)
             or len(found_scores) != len(ids)
@@ -329,7 +343,7 @@ def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, att
         scores = [float(s) for s in found_scores]
     texts = None
     if "texts" in mapping:
-        found_texts = jmespath.search(mapping["texts"], payload)
+        found_texts = _search(mapping["texts"], payload, "texts")
         if not isinstance(found_texts, list) or len(found_texts) != len(ids):
             raise TargetError(
                 f"texts: `{mapping['texts']}` found {_shown(found_texts)}, not {len(ids)} texts"
@@ -435,7 +449,7 @@ class TargetClient:
             text = response.text
             try:
                 return json.loads(text), text[:EXCERPT_CHARS]
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise ValueError(f"not JSON: {text[:120]!r}") from None
 
         try:
@@ -452,6 +466,11 @@ class TargetClient:
             )
         except RequestFailed as exc:
             raise TargetError(exc.problem) from None
+        except (
+            httpx.HTTPError,
+            httpx.InvalidURL,
+        ) as exc:  # a body that does not decode, redirects without end
+            raise TargetError(f"request failed ({type(exc).__name__}: {exc})") from None
         return payload, (time.perf_counter() - started[0]) * 1000, attempts, excerpt
 
     def _call_python(self, query: str, top_k: int) -> Hits:

@@ -46,6 +46,7 @@ urlpatterns = [
     ),
     path("launch/", launch_views.launch, name="launch"),
     path("launch/answers/", launch_views.launch_answers, name="launch-answers"),
+    path("launch/run-file/", launch_views.launch_run_file, name="launch-run-file"),
     path("jobs/<str:job_id>/", launch_views.job_detail, name="job"),
     path("jobs/<str:job_id>/progress.json", launch_views.job_progress, name="job-progress"),
     path("jobs/<str:job_id>/cancel/", launch_views.job_cancel_view, name="job-cancel"),

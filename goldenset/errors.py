@@ -79,6 +79,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "unsupported-file": (415, "an uploaded file type other than .jsonl, .md, .txt"),
     "golden-invalid": (400, "a golden.json that is not valid JSON (line and column named)"),
     "golden-schema": (400, "a golden.json record of the wrong shape (record and field named)"),
+    "run-file-invalid": (
+        400,
+        "a TREC or JSONL run file line of the wrong shape (line named); nothing evaluated",
+    ),
     "beir-invalid": (400, "a BEIR file line of the wrong shape (file, line and field named)"),
     "file-unreadable": (400, "a file named on the command line cannot be read"),
     "unknown-metric": (400, "the command line names a metric evaluation does not compute"),

@@ -216,6 +216,14 @@ class SearchOut(serializers.Serializer):
     )
 
 
+class RunFileConfigOut(serializers.Serializer):
+    """A run read from an uploaded run file: its tag is the label."""
+
+    label = serializers.CharField()  # type: ignore[assignment]
+    run_file = serializers.CharField(help_text="The uploaded file's name.")
+    top_k = serializers.IntegerField(allow_null=True)
+
+
 class TargetConfigOut(serializers.Serializer):
     """A configuration that evaluated an external target (evaluation.targets)."""
 
@@ -241,7 +249,7 @@ class LatencyOut(serializers.Serializer):
 
 RETRIEVAL_CONFIG = PolymorphicProxySerializer(
     component_name="RetrievalRunConfig",
-    serializers=[SearchConfigOut, TargetConfigOut],
+    serializers=[SearchConfigOut, TargetConfigOut, RunFileConfigOut],
     resource_type_field_name=None,
 )
 
@@ -272,6 +280,15 @@ class RunSummaryOut(serializers.Serializer):
     )
     warnings = serializers.ListField(child=serializers.CharField())
     index = stored(StoredRunIndexOut())
+
+
+class RunFileIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    file = serializers.FileField(
+        allow_empty_file=True,
+        help_text="TREC (qid Q0 docid rank score tag) or JSONL (query_id, document_id, score).",
+    )
+    ks = serializers.CharField(required=False, help_text="Comma-separated cutoffs; default 1,5,10.")
 
 
 class EvaluateOut(serializers.Serializer):
@@ -439,7 +456,7 @@ class RunOut(serializers.Serializer):
     config = stored(
         PolymorphicProxySerializer(
             component_name="StoredRunConfig",
-            serializers=[RunConfigOut, TargetConfigOut],
+            serializers=[RunConfigOut, TargetConfigOut, RunFileConfigOut],
             resource_type_field_name=None,
         )
     )

@@ -7,6 +7,7 @@ urlpatterns = [
     path("search/answer", views.AnswerApi.as_view(), name="answer"),
     path("search/evaluate", views.EvaluateApi.as_view(), name="evaluate"),
     path("search/evaluate/answers", views.EvaluateAnswersApi.as_view(), name="evaluate-answers"),
+    path("search/evaluate/run-file", views.EvaluateRunFileApi.as_view(), name="evaluate-run-file"),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
     path("targets", views.TargetListApi.as_view(), name="targets"),

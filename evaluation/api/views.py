@@ -5,16 +5,19 @@ from __future__ import annotations
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from evaluation import configs as config_parser
 from evaluation import selectors
 from evaluation.api import serializers as s
+from evaluation.run_files import parse_run_file
 from evaluation.services import targets as target_services
 from evaluation.services.answers import answer_question, answers_job_create
-from evaluation.services.retrieval import evaluate_retrieval, evaluation_job_create
+from evaluation.services.retrieval import evaluate_retrieval, evaluate_run_file, evaluation_job_create
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers, search
+from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
 from goldenset.errors import EvalsiteError
@@ -92,6 +95,29 @@ class EvaluateApi(CollectionsApi):
             )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
+        return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
+
+
+class EvaluateRunFileApi(TenantAPIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": s.RunFileIn},
+        responses={200: s.EvaluateOut, **error_responses(400, 404, 413, 415)},
+        summary="Scores an uploaded TREC or JSONL run file: one run per tag, as a configuration is scored.",
+    )
+    def post(self, request):
+        form = request.data.dict() if hasattr(request.data, "dict") else dict(request.data)
+        data = read_strictly(s.RunFileIn, {**form, "file": request.FILES.get("file")})
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(data), collection_id=data["collection_id"]
+        )
+        ks = config_parser.parse_ks(data.get("ks"))
+        upload = data["file"]
+        parsed = parse_run_file(upload.read())
+        batch_id, runs = evaluate_run_file(
+            tenant=collection.tenant, collection=collection, ks=ks, run_file=parsed, filename=upload.name
+        )
         return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
 
 

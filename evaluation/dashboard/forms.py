@@ -464,3 +464,33 @@ class TargetForm(DashboardForm):
 class TargetTestForm(DashboardForm):
     query = forms.CharField(max_length=10_000, initial="test", label="Query")
     top_k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Top k")
+
+
+class RunFileForm(DashboardForm):
+    """A TREC or JSONL run file to score on one collection's golden set (evaluation.run_files)."""
+
+    ERROR_FIELDS = {
+        "run-file-invalid": "file",
+        "empty-file": "file",
+        "invalid-ks": "ks",
+        "empty-golden-set": "collection",
+    }
+
+    collection = forms.ChoiceField(label="Collection")
+    ks = forms.CharField(label="Cutoffs (k)", initial="1,5,10", help_text="Comma-separated, e.g. 1,5,10.")
+    file = forms.FileField(
+        label="Run file",
+        allow_empty_file=True,
+        help_text='TREC (qid Q0 docid rank score tag, one line each) or JSONL ({"query_id", "document_id", '
+        '"score", "tag"}); query ids are golden entry keys. Each tag becomes a run.',
+    )
+
+    def __init__(self, *args, collections: list[tuple[str, str]], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].choices = collections  # type: ignore[attr-defined]
+
+    def add_service_error(self, code: str, message: str, field: str | None) -> None:
+        if code == "run-file-invalid":  # "line 3: ..." names the line: kept whole
+            self.add_error("file", message[:1].upper() + message[1:])
+            return
+        super().add_service_error(code, message, field)

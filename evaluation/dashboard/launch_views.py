@@ -27,6 +27,7 @@ from evaluation.dashboard.forms import (
     AnswerLaunchForm,
     ConfigFormSet,
     LaunchForm,
+    RunFileForm,
 )
 from evaluation.dashboard.golden_reads import generate_report
 from evaluation.dashboard.launch_reads import (
@@ -35,8 +36,9 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     launch_collections,
 )
+from evaluation.run_files import parse_run_file
 from evaluation.services.answers import answers_job_create
-from evaluation.services.retrieval import evaluation_job_create
+from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
 from evaluation.services.search import available_rerankers
 from evaluation.services.targets import retrieval_target_names
 from goldenset import selectors as golden_selectors
@@ -182,6 +184,41 @@ def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Pick collections and answer configurations (retrieval, passages, model, groundedness), the judge and the
     questions; the evaluation runs as an EvaluateAnswers job whose progress page opens the comparison."""
     return _launcher_page(request, tenant, _ANSWERS)
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def launch_run_file(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """Score an uploaded run file (one run per tag) at once (no search: it is read), then open the comparison."""
+    collections = _retrieval_collections(tenant)
+    choices = [(slug, label) for slug, label, _ in collections]
+    form = RunFileForm(request.POST or None, request.FILES or None, collections=choices)
+    if request.method == "POST" and form.is_valid():
+        try:
+            collection = golden_selectors.collection_get(
+                tenant=tenant, collection_id=form.cleaned_data["collection"]
+            )
+            upload = form.cleaned_data["file"]
+            batch_id, runs = evaluate_run_file(
+                tenant=tenant,
+                collection=collection,
+                ks=parse_ks(form.cleaned_data["ks"]),
+                run_file=parse_run_file(upload.read()),
+                filename=upload.name,
+            )
+        except EvalsiteError as exc:
+            form.add_service_error(exc.code, exc.message, exc.details.get("field"))
+        else:
+            messages.success(
+                request, f"Scored {len(runs)} run{'' if len(runs) == 1 else 's'} from {upload.name}."
+            )
+            return redirect(reverse("dashboard:compare") + "?" + urlencode({"batch": str(batch_id)}))
+    return render(
+        request,
+        "dashboard/launch_run_file.html",
+        {"tenant": tenant, "form": form, "has_collections": bool(collections), "nav_section": "launch"},
+        status=400 if form.is_bound and form.errors else 200,
+    )
 
 
 def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) -> HttpResponse:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from evaluation import metrics, selectors, stats
 from evaluation.configs import RunConfig, parse_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, Target
+from evaluation.run_files import RunFile
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
@@ -181,20 +182,102 @@ def _target_questions(target: Target, collection: Collection, questions, depth, 
                     step(done[0])
 
         answers = map_concurrent(call, questions, concurrency=target.concurrency)
+    return _score_external(
+        collection,
+        questions,
+        [a if isinstance(a, TargetError) else (a.ids, a.scores, a.latency_ms) for a in answers],
+        ks,
+    )
+
+
+def _score_external(collection: Collection, questions, answers, ks) -> list[_Scored]:
+    """Rankings evalsite did not search (a target's, a run file's) scored: `answers` holds, per question,
+    (ids best first, their scores or None, latency ms or None) or the TargetError of a failed call. Ids the
+    collection lacks are counted per k (unjudged@k); they count as not relevant, as trec_eval counts them."""
     known = selectors.documents_present(
-        collection, (d for a in answers if isinstance(a, Hits) for d in a.ids)
+        collection, (d for a in answers if not isinstance(a, TargetError) for d in a[0])
     )
     out = []
     for q, answer in zip(questions, answers, strict=True):
         if isinstance(answer, TargetError):
             out.append(_Scored(q, [], [], {}, answer.latency_ms, error=answer.problem))
             continue
-        # A target that gives no scores ranks by its order alone: NaN is stored, never a made-up score.
-        scores = answer.scores if answer.scores is not None else [math.nan] * len(answer.ids)
-        unjudged = {f"unjudged@{k}": sum(d not in known for d in answer.ids[:k]) for k in ks}
-        values = metrics.evaluate_query(answer.ids, q.qrels, ks)
-        out.append(_Scored(q, answer.ids, scores, values, answer.latency_ms, unjudged=unjudged))
+        ids, scores, latency_ms = answer
+        # No scores (a target that gives none): NaN is stored, never a made-up score; the order is its own.
+        scores = scores if scores is not None else [math.nan] * len(ids)
+        unjudged = {f"unjudged@{k}": sum(d not in known for d in ids[:k]) for k in ks}
+        values = metrics.evaluate_query(ids, q.qrels, ks)
+        out.append(_Scored(q, ids, scores, values, latency_ms, unjudged=unjudged))
     return out
+
+
+def evaluate_run_file(
+    *, tenant: Tenant, collection: Collection, ks: Sequence[int], run_file: RunFile, filename: str
+) -> tuple[uuid.UUID, list[EvaluationRun]]:
+    """Each tag of an uploaded run file scored as a configuration would be, one run each of a new batch.
+
+    Query ids are golden entry keys (or entry ids). Each query's documents are ranked as trec_eval ranks a
+    run (score descending as 32-bit floats, ties by document id descending) and cut at the largest k, as a
+    configuration's searches are. A golden question the run has no line for retrieved nothing (it counts,
+    scoring 0, as with trec_eval -c); query ids that are no golden question are reported and left out."""
+    questions, warnings = retrieval_questions([collection])
+    if not questions:
+        raise EvalsiteError(
+            "empty-golden-set",
+            f"No golden entries with expected documents in {collection.slug}.",
+            details={"collection_ids": [collection.slug]},
+        )
+    depth = max(ks)
+    by_id = {**{str(q.entry_id): q for q in questions}, **{q.key: q for q in questions if q.key}}
+    golden_fingerprint = fingerprint(questions)
+    evaluated_at = timezone.now().isoformat().replace("+00:00", "Z")
+    scored = []
+    for tag, per_query in run_file.runs.items():
+        started = time.perf_counter()
+        run_warnings = list(warnings)
+        unknown = [qid for qid in per_query if qid not in by_id]
+        if unknown:
+            run_warnings.append(
+                f"{len(unknown)} query ids of run {tag!r} are no golden question of {collection.slug} (matched "
+                f"on entry keys, then entry ids) and were left out: " + ", ".join(unknown[:5])
+                + (" ..." if len(unknown) > 5 else "")
+            )  # fmt: skip
+        listed = {id(by_id[qid]) for qid in per_query if qid in by_id}
+        absent = [q for q in questions if id(q) not in listed]
+        if absent:
+            run_warnings.append(
+                f"{len(absent)} golden questions have no line in run {tag!r}: they retrieved nothing and score 0 "
+                f"(as with trec_eval -c): " + ", ".join(q.key or str(q.entry_id) for q in absent[:5])
+                + (" ..." if len(absent) > 5 else "")
+            )  # fmt: skip
+        answers = []
+        for q in questions:
+            documents = per_query.get(q.key, {}) if q.key else {}
+            documents = documents or per_query.get(str(q.entry_id), {})
+            ranking = metrics.rank_run(documents)[:depth]
+            answers.append((ranking, [documents[d] for d in ranking], None))
+        config = RunConfig(label=tag, run_file=filename)
+        per_question = _score_external(collection, questions, answers, ks)
+        scored.append((config, per_question, run_warnings, (time.perf_counter() - started) * 1000))
+    batch_id = uuid.uuid4()
+    with transaction.atomic():
+        runs = [
+            _persist_run(
+                tenant=tenant,
+                collections=[collection],
+                batch_id=batch_id,
+                config=config,
+                ks=ks,
+                per_question=per_question,
+                warnings=run_warnings,
+                golden_fingerprint=golden_fingerprint,
+                index_info={"evaluated_at": evaluated_at},
+                search_ms=ms,
+                job=None,
+            )
+            for config, per_question, run_warnings, ms in scored
+        ]
+    return batch_id, runs
 
 
 def _run_status(config: RunConfig, per_question: Sequence[_Scored]) -> tuple[str, list[str], dict]:
@@ -203,7 +286,7 @@ def _run_status(config: RunConfig, per_question: Sequence[_Scored]) -> tuple[str
     latencies = [s.latency_ms for s in per_question if not s.error and s.latency_ms is not None]
     summary: dict = {"latency_ms": stats.latency_summary(latencies)}
     warnings: list[str] = []
-    if not config.target:
+    if not (config.target or config.run_file):
         return RunStatus.COMPLETE, warnings, summary
     totals: dict[str, int] = {}
     for s in per_question:

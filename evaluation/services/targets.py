@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import httpx
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
@@ -124,12 +125,17 @@ def snapshot(target: Target) -> dict[str, Any]:
 
 def _check(kind: str, options: Mapping[str, Any], base_url: str) -> dict[str, Any]:
     options = check_options(kind, options, settings.EVALSITE_PYTHON_TARGETS)
-    if kind != "python" and not base_url.startswith(("http://", "https://")):
-        raise EvalsiteError(
-            "validation-error",
-            f"base_url: expected an http:// or https:// URL for kind {kind}, got {base_url!r}.",
-            details={"field": "base_url"},
-        )
+    if kind != "python":
+        try:
+            url = httpx.URL(base_url)
+        except (httpx.InvalidURL, TypeError):
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            raise EvalsiteError(
+                "validation-error",
+                f"base_url: expected an http:// or https:// URL with a host for kind {kind}, got {base_url!r}.",
+                details={"field": "base_url"},
+            )
     return options
 
 

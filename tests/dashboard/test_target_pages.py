@@ -127,3 +127,25 @@ def test_a_launch_mixes_a_target_with_a_builtin_configuration_and_compare_shows_
     compare = alice.get(reverse("dashboard:compare") + f"?batch={runs['prod'].batch_id}")
     body = compare.content.decode()
     assert 'id="latency-chart"' in body and "ndcg@3 against p95 latency per question" in body
+
+
+def test_a_run_file_uploaded_on_launch_opens_the_comparison_or_names_its_bad_line(alice, golden):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    url = reverse("dashboard:launch-run-file")
+    assert "Run file" in text_of(alice.get(url))
+    bad = alice.post(
+        url,
+        {
+            "collection": "handbook",
+            "ks": "1,5",
+            "file": SimpleUploadedFile("r.trec", b"q-refund Q0 refunds 1\n"),
+        },
+    )
+    assert bad.status_code == 400 and "Line 1: expected 6 columns" in text_of(bad)
+    assert not EvaluationRun.objects.exists()
+    good = SimpleUploadedFile("r.trec", b"q-refund Q0 refunds 1 2.0 mine\nq-ship Q0 shipping 1 1.0 mine\n")
+    response = alice.post(url, {"collection": "handbook", "ks": "1,5", "file": good})
+    assert response.status_code == 302 and "/compare/?batch=" in response["Location"]
+    run = EvaluationRun.objects.get()
+    assert run.label == "mine" and run.config["run_file"] == "r.trec" and run.metrics["recall@5"] > 0

@@ -424,3 +424,20 @@ def test_target_responses_and_runs_conform(schema, golden, llm_server):
         schema, client.get(f"{runs}/{result['runs'][1]['run_id']}"), f"{runs}/{{run_id}}", "get", 200
     )
     assert detail["status"] == "partial" and detail["results"][0]["error"] == "HTTP 500 after 3 attempts"
+
+
+def test_run_file_responses_conform(schema, golden):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    path = f"{API}/search/evaluate/run-file"
+    upload = SimpleUploadedFile(
+        "run.trec", b"refund-window Q0 refunds 1 2.0 mine\nrefund-window Q0 ghost 2 1.0 mine\n"
+    )
+    result = conforms(
+        schema, golden.client.post(path, {"collection_id": "handbook", "file": upload}), path, "post", 200
+    )
+    (run,) = result["runs"]
+    assert run["config"]["run_file"] == "run.trec" and run["unjudged"]["unjudged@5"] == 1
+    runs = f"{API}/search/evaluate/runs"
+    conforms(schema, golden.client.get(f"{runs}/{run['run_id']}"), f"{runs}/{{run_id}}", "get", 200)
+    conforms(schema, golden.client.post(path, {"collection_id": "handbook"}), path, "post", 400)

@@ -150,6 +150,10 @@ def test_mapping_errors_name_the_expression_and_what_it_found():
         read_hits(spec, {"data": {}}, 10, 1.0, 1)
     with pytest.raises(TargetError, match=r"gave \{\"a\": 1\}, not a document id"):
         read_hits(spec, {"data": {"hits": [{"id": {"a": 1}, "s": 1}]}}, 10, 1.0, 1)
+    with pytest.raises(
+        TargetError, match=r"ids: `length\(@\)` failed on this answer \(In function length\(\)"
+    ):
+        read_hits(search_target(request_template={}, response_mapping={"ids": "length(@)"}), 5, 10, 1.0, 1)
     with pytest.raises(TargetError, match=r"scores: `data.hits\[\].s` found \[1\], not 2 numbers"):
         read_hits(spec, {"data": {"hits": [{"id": "a", "s": 1}, {"id": "b"}]}}, 10, 1.0, 1)
 

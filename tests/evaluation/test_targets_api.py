@@ -85,6 +85,7 @@ def test_bad_targets_are_refused_naming_the_field_and_nothing_is_written(world, 
     cases = [
         ({**generic_target(llm_server.url), "kind": "ftp"}, "kind"),
         ({**generic_target(llm_server.url), "base_url": "ftp://x"}, "base_url"),
+        ({**generic_target(llm_server.url), "base_url": "http://"}, "base_url"),
         ({**generic_target(llm_server.url), "colour": "red"}, "colour"),
         ({**generic_target(llm_server.url), "concurrency": 0}, "concurrency"),
         (generic_target(llm_server.url, response_mapping={"ids": "data.["}), "options.response_mapping.ids"),
