@@ -345,12 +345,20 @@ class AnswerConfig:
         return self.run.top_k or DEFAULT_ANSWER_TOP_K
 
     def as_dict(self) -> dict:
+        if self.run.target:  # the target's own answer: no model or groundedness of ours
+            return {**self.run.as_dict(), "top_k": self.top_k}
         return {
             **self.run.as_dict(),
             "top_k": self.top_k,
             "model": self.model,
             "groundedness": self.groundedness,
         }
+
+    def request(self) -> dict:
+        """The configuration as a request sends it (what a job stores and parses again)."""
+        if self.run.target:
+            return self.run.request()
+        return {**self.run.request(), "model": self.model, "groundedness": self.groundedness}
 
 
 def parse_answer_config(
@@ -363,13 +371,16 @@ def parse_answer_config(
     if unknown:
         allowed = sorted(CONFIG_KEYS | ANSWER_KEYS)
         raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=allowed)
-    if raw.get("target") is not None or raw.get("max_error_rate") is not None:
-        field = "target" if raw.get("target") is not None else "max_error_rate"
-        raise _fail(
-            "validation-error",
-            _f(prefix, field),
-            "answer evaluation of an external target is not available yet.",
-        )
+    if raw.get("target") is not None:  # an answering target (rag-http) answers as it is configured
+        for key in sorted(raw):
+            if key not in TARGET_KEYS and raw[key] is not None:
+                raise _fail(
+                    "validation-error",
+                    _f(prefix, key),
+                    "not used with a target (the target answers as it is configured).",
+                    allowed=sorted(TARGET_KEYS),
+                )
+        return AnswerConfig(run=_parse_target_config({k: v for k, v in raw.items() if v is not None}, prefix))
     run = parse_config(
         {k: v for k, v in raw.items() if k not in ANSWER_KEYS}, position, available_rerankers, prefix
     )

@@ -89,6 +89,20 @@ class Hits:
     repeats_dropped: int = 0
 
 
+@dataclass(frozen=True)
+class RagAnswer:
+    """An answering target's answer to one question: its text, whether it declined (None when the target does
+    not say), the passages it used (ids transformed, and their texts when mapped), the ids it cites."""
+
+    text: str
+    refused: bool | None
+    passage_ids: list[str]
+    passage_texts: list[str] | None
+    cited_ids: list[str] | None
+    latency_ms: float
+    attempts: int = 1
+
+
 class TargetError(Exception):
     """A call that failed after retries, or an answer that could not be read or mapped; `excerpt` is the start
     of the raw body when there was one (shown by "test connection", stored with the question's error)."""
@@ -193,6 +207,8 @@ def _check_mapping(kind: str, mapping: Any) -> dict[str, str]:
     for key in REQUIRED_MAPPING[kind]:
         if key not in mapping:
             raise _fail(f"options.response_mapping.{key}", "required.")
+    if "passage_texts" in mapping and "passage_ids" not in mapping:
+        raise _fail("options.response_mapping.passage_ids", "required with passage_texts (one id per text).")
     for key, expression in mapping.items():
         _compile(expression, f"options.response_mapping.{key}")
     return dict(mapping)
@@ -352,6 +368,54 @@ def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, att
     return _ranked(spec, ids, scores, texts, top_k, latency_ms, attempts)
 
 
+def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int) -> RagAnswer:
+    """A rag-http target's answer in a parsed body (response_mapping: answer, and optionally passage_ids,
+    passage_texts, citations, refused); a TargetError names the expression and what it found."""
+    mapping = mapping_of(spec)
+    text = _search(mapping["answer"], payload, "answer")
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise TargetError(f"answer: `{mapping['answer']}` found {_shown(text)}, not a text")
+    refused = None
+    if "refused" in mapping:
+        refused = _search(mapping["refused"], payload, "refused")
+        if refused is not None and not isinstance(refused, bool):
+            raise TargetError(f"refused: `{mapping['refused']}` found {_shown(refused)}, not true or false")
+    transform = id_transform(spec.options["id_transform"]) if spec.options.get("id_transform") else None
+
+    def ids_of(name: str) -> list[str] | None:
+        if name not in mapping:
+            return None
+        found = _search(mapping[name], payload, name)
+        if found is None:
+            return []
+        if not isinstance(found, list):
+            raise TargetError(f"{name}: `{mapping[name]}` found {_shown(found)}, not a list")
+        ids = [_scalar_id(value, f"{name}[{i}]", mapping[name]) for i, value in enumerate(found)]
+        return [transform(d) for d in ids] if transform else ids
+
+    passage_ids = ids_of("passage_ids") or []
+    passage_texts = None
+    if "passage_texts" in mapping:
+        found = _search(mapping["passage_texts"], payload, "passage_texts")
+        if not isinstance(found, list) or len(found) != len(passage_ids):
+            raise TargetError(
+                f"passage_texts: `{mapping['passage_texts']}` found {_shown(found)}, not {len(passage_ids)} texts "
+                "(one per passage id)"
+            )
+        passage_texts = ["" if t is None else str(t) for t in found]
+    return RagAnswer(
+        text=text,
+        refused=refused,
+        passage_ids=passage_ids,
+        passage_texts=passage_texts,
+        cited_ids=ids_of("citations"),
+        latency_ms=latency_ms,
+        attempts=attempts,
+    )
+
+
 def _ranked(spec, ids, scores, texts, top_k, latency_ms, attempts) -> Hits:
     """Transformed ids, first rank kept, cut at top_k."""
     transform = id_transform(spec.options["id_transform"]) if spec.options.get("id_transform") else None
@@ -472,6 +536,11 @@ class TargetClient:
         ) as exc:  # a body that does not decode, redirects without end
             raise TargetError(f"request failed ({type(exc).__name__}: {exc})") from None
         return payload, (time.perf_counter() - started[0]) * 1000, attempts, excerpt
+
+    def answer(self, query: str, top_k: int, question_id: str = "") -> RagAnswer:
+        """One question's answer from a rag-http target, or TargetError."""
+        payload, latency_ms, attempts, _ = self.call(query, top_k, question_id)
+        return read_answer(self.spec, payload, latency_ms, attempts)
 
     def _call_python(self, query: str, top_k: int) -> Hits:
         assert self._callable is not None

@@ -13,7 +13,9 @@ Search endpoints (targets, evaluation.targets), over `documents` ({id: text}) ra
 query's distinct words a text holds (ties by id): POST /{index}/_search answers as Elasticsearch's _search does
 (`size`, `query.multi_match.query`; hits.hits[]._id/_score/_source), and POST /search is a generic JSON endpoint
 (`{"query", "limit"}` in, `{"data": {"hits": [{"id", "relevance", "text"}]}}` out, each id followed by
-`id_suffix`). The faults below apply to them too.
+`id_suffix`). POST /rag answers a question (`{"question", "k"}`) from the best document's first sentence, cited
+[1], with the `k` best as sources (`{"output": {"text", "declined"}, "sources": [{"doc", "content"}]}`),
+declining when no document shares a word. The faults below apply to them too.
 
 Endpoints: POST /v1/embeddings (deterministic hashed bag-of-words vectors of `dims` dimensions, so texts that
 share words are close; answered in reverse order, so clients must sort by `index`), POST /v1/chat/completions,
@@ -277,6 +279,17 @@ class ScriptedLLMServer:
                         for d, s in found
                     ]
                 }
+            }
+        elif method == "POST" and path == "/rag" and isinstance(body, dict):
+            found = self.rank(str(body.get("question", "")), int(body.get("k", 3)))
+            if found:  # the best passage's first sentence, cited
+                first = re.split(r"(?<=[.!?])\s", self.documents[found[0][0]], maxsplit=1)[0]
+                text, refused = f"{first} [1]", False
+            else:
+                text, refused = "I cannot answer that from the documents.", True
+            answer = {
+                "output": {"text": text, "declined": refused},
+                "sources": [{"doc": d, "content": self.documents[d]} for d, _ in found],
             }
         elif method == "POST" and path == "/v1/chat/completions" and isinstance(body, dict):
             content = self.chat(body.get("messages") or [])

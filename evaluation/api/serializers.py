@@ -339,6 +339,26 @@ class AnswerRunConfigOut(AnswerConfigOut):
     thresholds = serializers.DictField(child=serializers.FloatField())
 
 
+class AnswerTargetRunConfigOut(serializers.Serializer):
+    """An answer run of an answering (rag-http) target: its own retrieval and answer, our judge."""
+
+    label = serializers.CharField()  # type: ignore[assignment]
+    target = serializers.CharField(help_text="The target's name.")
+    target_kind = serializers.ChoiceField(choices=TargetKind.choices)
+    top_k = serializers.IntegerField(help_text="Sent to the target as {{top_k}}.")
+    max_error_rate = serializers.FloatField()
+    model = serializers.CharField(help_text='"target:<name>": the target wrote the answer.')
+    judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
+    thresholds = serializers.DictField(child=serializers.FloatField())
+
+
+ANSWER_RUN_CONFIG = PolymorphicProxySerializer(
+    component_name="AnswerRunConfig",
+    serializers=[AnswerRunConfigOut, AnswerTargetRunConfigOut],
+    resource_type_field_name=None,
+)
+
+
 class AnswerMetricsOut(serializers.Serializer):
     """Each metric's mean over the questions it could be scored on; null when none could."""
 
@@ -378,7 +398,11 @@ class AnswerRunSummaryOut(serializers.Serializer):
     run_id = serializers.UUIDField()
     label = serializers.CharField()  # type: ignore[assignment]
     kind = serializers.ChoiceField(choices=RunKind.choices)
-    config = stored(AnswerRunConfigOut())
+    config = stored(ANSWER_RUN_CONFIG)
+    status = serializers.ChoiceField(
+        choices=["complete", "partial", "failed"],
+        help_text="An answering target's run: partial when some calls failed, failed above max_error_rate.",
+    )
     mode = serializers.ChoiceField(choices=RUN_MODES)
     score = serializers.FloatField(allow_null=True, help_text="0-100; null when no question could be scored.")
     metrics = AnswerMetricsOut()
@@ -392,6 +416,7 @@ class AnswerRunSummaryOut(serializers.Serializer):
     failed = serializers.IntegerField(allow_null=True)
     question_count = serializers.IntegerField()
     usage = stored(CallUsageOut(), allow_null=True)
+    latency_ms = LatencyOut(allow_null=True, help_text="Per-question answer calls (model or target).")
     duration_ms = serializers.FloatField()
     warnings = serializers.ListField(child=serializers.CharField())
 
@@ -456,7 +481,7 @@ class RunOut(serializers.Serializer):
     config = stored(
         PolymorphicProxySerializer(
             component_name="StoredRunConfig",
-            serializers=[RunConfigOut, TargetConfigOut, RunFileConfigOut],
+            serializers=[RunConfigOut, TargetConfigOut, RunFileConfigOut, AnswerTargetRunConfigOut],
             resource_type_field_name=None,
         )
     )

@@ -334,6 +334,8 @@ class AnswerConfigForm(ConfigForm):
     def as_config(self) -> dict[str, Any]:
         config = super().as_config()
         config["top_k"] = self.cleaned_data["top_k"]
+        if "target" in config:  # an answering target: its own model and grounding
+            return config
         config["groundedness"] = self.cleaned_data["groundedness"]
         if self.cleaned_data.get("model", "").strip():
             config["model"] = self.cleaned_data["model"].strip()

@@ -36,11 +36,13 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     launch_collections,
 )
+from evaluation.models import TargetKind
 from evaluation.run_files import parse_run_file
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
 from evaluation.services.search import available_rerankers
-from evaluation.services.targets import retrieval_target_names
+from evaluation.services.targets import target_names
+from evaluation.targets import RETRIEVAL_KINDS
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
@@ -145,7 +147,7 @@ _RETRIEVAL = _Launcher(
     no_questions="These collections have no golden entries with expected documents yet: add some on the "
     "collection's page (or import a golden.json) first.",
     create=_create_retrieval,
-    formset_kwargs=lambda tenant: {"targets": retrieval_target_names(tenant=tenant)},
+    formset_kwargs=lambda tenant: {"targets": target_names(tenant=tenant, kinds=RETRIEVAL_KINDS)},
     initial=lambda: {"ks": "1,5,10"},
     context=lambda: {"sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT},
     prepare=_ks_valid,
@@ -162,7 +164,10 @@ _ANSWERS = _Launcher(
     "add some on the collection's page first.",
     create=_create_answers,
     form_kwargs=lambda: {"judge_placeholder": _answer_models()[1]},
-    formset_kwargs=lambda tenant: {"model_placeholder": _answer_models()[0]},
+    formset_kwargs=lambda tenant: {
+        "model_placeholder": _answer_models()[0],
+        "targets": target_names(tenant=tenant, kinds=(TargetKind.RAG_HTTP,)),
+    },
     context=lambda: {"offline": not settings.EVALSITE_LLM_BASE_URL, "nav_section": "launch"},
     has_questions=lambda form, counts: (
         bool(form.cleaned_data.get("unanswerable_questions"))

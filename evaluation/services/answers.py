@@ -15,28 +15,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation import answer_writer, judge, judge_llm, selectors, verdicts
+from evaluation import answer_writer, judge, judge_llm, selectors, stats, verdicts
 from evaluation.configs import AnswerConfig, parse_answer_configs
-from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, TargetKind
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
+from evaluation.services.targets import resolve_targets, target_client
+from evaluation.targets import TargetClient, TargetError
 from goldenset.errors import EvalsiteError
 from goldenset.generation import PageText
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, Job, JobKind, Tenant
+from goldenset.models import Collection, Job, JobKind, Page, Tenant
 from goldenset.selectors import pages_by_id
 from goldenset.services.llm import resolve_model
 
@@ -184,7 +188,15 @@ def evaluate_answers(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
     thresholds = {**verdicts.DEFAULT_THRESHOLDS, **(thresholds or {})}
-    models = [answer_model(c.model, f"configs[{i}].model", offline=offline) for i, c in enumerate(configs)]
+    targets = resolve_targets(tenant, collections, [c.run for c in configs], kinds=(TargetKind.RAG_HTTP,))
+    configs = [
+        replace(c, run=replace(c.run, target_kind=targets[c.run.target].kind)) if c.run.target else c
+        for c in configs
+    ]
+    models = [
+        None if c.run.target else answer_model(c.model, f"configs[{i}].model", offline=offline)
+        for i, c in enumerate(configs)
+    ]
     judging = judge_model_of(judge_model, offline=offline)
     questions, warnings = answer_questions(collections, unanswerable_questions, max_questions)
     if not questions:
@@ -196,9 +208,12 @@ def evaluate_answers(
             details={"collection_ids": [c.slug for c in collections]},
         )
     now = timezone.now()
-    engine = CollectionSearch(collections)
+    # The built-in engine only for the configurations it answers: an answering target retrieves for itself.
+    engine = CollectionSearch(collections) if any(not c.run.target for c in configs) else None
     retrieved = [
-        (index, q, *retrieve(engine, q.question, config, at=now))
+        (index, q, [], [], [])
+        if config.run.target or engine is None
+        else (index, q, *retrieve(engine, q.question, config, at=now))
         for index, config in enumerate(configs)
         for q in questions
     ]
@@ -214,24 +229,36 @@ def evaluate_answers(
     judge_obj = judge_llm.LLMJudge(client, judging) if client is not None and judging is not None else None
     started = time.perf_counter()
     total = len(pairs)
+    callers = {name: target_client(target) for name, target in targets.items()}
+    # At most a target's `concurrency` calls to it at once, whatever the pool's size.
+    slots = {name: threading.BoundedSemaphore(target.concurrency) for name, target in targets.items()}
 
     def work(pair: _Pair) -> _Pair:
         config = configs[pair.config_index]
-        pair.answer = write_answer(
-            client, models[pair.config_index], pair.question.question, pair.passages, config.groundedness
-        )
+        if config.run.target:
+            with slots[config.run.target]:
+                pair.answer, pair.keys, pair.scores, pair.passages = _target_answer(
+                    callers[config.run.target], collections[0], pair.question, config
+                )
+        else:
+            pair.answer = write_answer(
+                client, models[pair.config_index], pair.question.question, pair.passages, config.groundedness
+            )
         if pair.answer.error is None and pair.question.answerable:
             pair.judged = judge.judge_question(
                 pair.question.question, pair.question.reference, pair.answer, pair.passages, judge_obj
             )
         return pair
 
+    concurrency = max([client.concurrency if client else 1, *(t.concurrency for t in targets.values())])
     try:
-        _run_all(pairs, work, client.concurrency if client else 1, cache, progress, job, total)
+        _run_all(pairs, work, concurrency, cache, progress, job, total)
     finally:
         cache.flush()
         if client is not None:
             client.close()
+        for caller in callers.values():
+            caller.close()
     elapsed_ms = (time.perf_counter() - started) * 1000
     batch_id = uuid.uuid4()
     fingerprint = hashlib.sha256(
@@ -258,6 +285,66 @@ def evaluate_answers(
             for index, config in enumerate(configs)
         ]
     return batch_id, runs
+
+
+def _target_answer(
+    caller: TargetClient, collection: Collection, q: GoldenQuestion, config: AnswerConfig
+) -> tuple[answer_writer.Answer, list[str], list[float], list[answer_writer.Passage]]:
+    """(answer, the passages' document ids, their scores (NaN: a target gives none), the passages) of an
+    answering target, judged as a built-in answer is. Citations are the answer's [n] markers (numbered in
+    passage order), else the ids the target says it cites, each attached to the whole answer. Passages
+    without mapped texts are read from the collection (the document's first page). A failed call is the
+    answer's error, so the question is diagnosed `error` and left out of every metric."""
+    name = caller.spec.name
+    try:
+        rag = caller.answer(q.question, config.top_k, q.key or str(q.entry_id or ""))
+    except TargetError as exc:
+        failed = answer_writer.Answer(
+            text="", refused=False, citations=(), method="target", model=name, support=-1.0,
+            latency_ms=exc.latency_ms or 0.0, error=f"target-failed: {exc.problem}",
+        )  # fmt: skip
+        return failed, [], [], []
+    ids = rag.passage_ids
+    texts = rag.passage_texts if rag.passage_texts is not None else _first_page_texts(collection, ids)
+    passages = [
+        answer_writer.Passage(number=i, document_id=doc, page_number=1, title="", text=text)
+        for i, (doc, text) in enumerate(zip(ids, texts, strict=True), start=1)
+    ]
+    citations = answer_writer.parse_citations(rag.text, passages)
+    if not citations and rag.cited_ids:
+        statement = answer_writer.strip_markers(rag.text)
+        number_of: dict[str, int] = {}
+        for p in passages:
+            number_of.setdefault(p.document_id, p.number)
+        citations = tuple(
+            answer_writer.Citation(number_of[doc], doc, statement)
+            for doc in dict.fromkeys(rag.cited_ids)
+            if doc in number_of
+        )
+    answer = answer_writer.Answer(
+        text=rag.text,
+        refused=rag.refused if rag.refused is not None else answer_writer.looks_like_refusal(rag.text),
+        citations=citations,
+        method="target",
+        model=name,
+        support=-1.0,
+        latency_ms=rag.latency_ms,
+        unknown_citations=answer_writer.unknown_citations(rag.text, passages),
+    )
+    return answer, ids, [math.nan] * len(ids), passages
+
+
+def _first_page_texts(collection: Collection, document_ids: Sequence[str]) -> list[str]:
+    """Each document's first page text ("" for an id the collection lacks)."""
+    found: dict[str, str] = {}
+    pages = (
+        Page.objects.filter(document__collection=collection, document__external_id__in=set(document_ids))
+        .order_by("document_id", "number")
+        .values_list("document__external_id", "text")
+    )
+    for doc, text in pages:
+        found.setdefault(doc, text)
+    return [found.get(doc, "") for doc in document_ids]
 
 
 def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, total: int) -> None:
@@ -349,6 +436,8 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
                 answerable=q.answerable,
                 refused=answer.refused if answer.error is None else None,
                 passed=verdict.passed,
+                latency_ms=round(answer.latency_ms, 3) if answer.method in ("llm", "target") else None,
+                error=answer.error or "",
             )
         )
     summary = verdicts.summarize(outcomes, question_verdicts)
@@ -364,14 +453,33 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
         "false_refusal_rate": summary.refusal["false_refusal_rate"],
         "score": summary.score,
     }
+    status = RunStatus.COMPLETE
+    failed = [p for p in pairs if p.answer is not None and p.answer.error]
+    if config.run.target and failed:  # an answering target's failed calls: max_error_rate decides the run
+        share = len(failed) / len(pairs)
+        if share > config.run.max_error_rate:
+            status, metrics = RunStatus.FAILED, {}
+            run_warnings.append(
+                f"Run failed: {len(failed)} of {len(pairs)} questions failed ({share:.1%}, above max_error_rate "
+                f"{config.run.max_error_rate:.1%}), so no metrics are reported."
+            )
+        else:
+            status = RunStatus.PARTIAL
+            run_warnings.append(f"Partial run: {len(failed)} of {len(pairs)} questions failed (left out).")
+    latencies = [
+        p.answer.latency_ms
+        for p in pairs
+        if p.answer and not p.answer.error and p.answer.method in ("llm", "target")
+    ]
     run = EvaluationRun(
         tenant=tenant,
         batch_id=batch_id,
         kind=RunKind.ANSWERS,
         label=config.label,
+        status=status,
         config={
             **config.as_dict(),
-            "model": model or EXTRACTIVE,
+            "model": f"target:{config.run.target}" if config.run.target else model or EXTRACTIVE,
             "judge_model": judge_model or HEURISTIC,
             "thresholds": thresholds,
         },
@@ -386,7 +494,12 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
         mode=summary.mode,
         warnings=run_warnings,
         golden_fingerprint=fingerprint,
-        summary={**summary.as_dict(), "usage": usage},
+        summary={
+            **summary.as_dict(),
+            "usage": usage,
+            "latency_ms": stats.latency_summary(latencies),
+            **({"failed_questions": len(failed)} if config.run.target else {}),
+        },
         duration_ms=round(elapsed_ms, 1),
         job=job,
     )
@@ -407,9 +520,11 @@ def answers_job_create(
     thresholds: dict[str, float],
     actor: str,
 ) -> Job:
-    # Resolve the models now: a request naming a model that cannot run is a 400, not a failed job.
+    # Resolve the models and targets now: a request naming one that cannot run is a 400, not a failed job.
     for i, config in enumerate(configs):
-        answer_model(config.model, f"configs[{i}].model")
+        if not config.run.target:
+            answer_model(config.model, f"configs[{i}].model")
+    resolve_targets(tenant, collections, [c.run for c in configs], kinds=(TargetKind.RAG_HTTP,))
     judge_model_of(judge_model)
     return job_create(
         tenant=tenant,
@@ -417,9 +532,7 @@ def answers_job_create(
         collection=collections[0],
         input={
             "collection_pks": [c.pk for c in collections],
-            "configs": [
-                {**c.run.as_dict(), "model": c.model, "groundedness": c.groundedness} for c in configs
-            ],
+            "configs": [c.request() for c in configs],
             "judge_model": judge_model,
             "unanswerable_questions": list(unanswerable_questions),
             "max_questions": max_questions,

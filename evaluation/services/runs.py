@@ -56,6 +56,7 @@ def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
         "label": run.label,
         "kind": run.kind,
         "config": run.config,
+        "status": run.status,
         "mode": run.mode,
         "score": run.summary.get("score"),
         "metrics": {name: run.summary.get("metrics", {}).get(name) for name in ANSWER_METRICS},
@@ -67,6 +68,7 @@ def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
         "failed": run.summary.get("failed"),
         "question_count": run.question_count,
         "usage": run.summary.get("usage"),
+        "latency_ms": run.summary.get("latency_ms"),
         "duration_ms": run.duration_ms,
         "warnings": run.warnings,
     }

@@ -56,13 +56,10 @@ def targets_list(*, tenant: Tenant):
     return Target.objects.filter(tenant=tenant).order_by("name")
 
 
-def retrieval_target_names(*, tenant: Tenant) -> list[str]:
-    """The names of the tenant's targets a retrieval evaluation can call."""
-    return list(
-        Target.objects.filter(tenant=tenant, kind__in=RETRIEVAL_KINDS)
-        .order_by("name")
-        .values_list("name", flat=True)
-    )
+def target_names(*, tenant: Tenant, kinds: Sequence[str]) -> list[str]:
+    """The names of the tenant's targets of these kinds (what a retrieval or an answer evaluation can call)."""
+    found = Target.objects.filter(tenant=tenant, kind__in=list(kinds)).order_by("name")
+    return list(found.values_list("name", flat=True))
 
 
 def target_spec(target: Target) -> TargetSpec:
@@ -81,10 +78,14 @@ def target_spec(target: Target) -> TargetSpec:
 
 
 def resolve_targets(
-    tenant: Tenant, collections: Sequence[Collection], configs: Sequence[RunConfig]
+    tenant: Tenant,
+    collections: Sequence[Collection],
+    configs: Sequence[RunConfig],
+    kinds: Sequence[str] = RETRIEVAL_KINDS,
 ) -> dict[str, Target]:
     """The tenant's targets the configurations name, by name; a 400 naming `configs[i].target` for one it does
-    not have (another tenant's is as unknown as a missing one), an answering target, or several collections."""
+    not have (another tenant's is as unknown as a missing one), one of another kind than `kinds` (an answering
+    target in a retrieval evaluation, a search target in an answer evaluation), or several collections."""
     found: dict[str, Target] = {}
     for i, config in enumerate(configs):
         if not config.target:
@@ -95,11 +96,12 @@ def resolve_targets(
             raise EvalsiteError(
                 "unknown-target", f"{field}: no target named {config.target!r}.", details={"field": field}
             )
-        if target.kind not in RETRIEVAL_KINDS:
+        if target.kind not in kinds:
+            what = "answers questions" if target.kind == "rag-http" else "returns rankings"
             raise EvalsiteError(
                 "target-kind-mismatch",
-                f"{field}: target {config.target!r} is of kind {target.kind}, which answers questions; "
-                f"a retrieval evaluation needs one of {', '.join(RETRIEVAL_KINDS)}.",
+                f"{field}: target {config.target!r} is of kind {target.kind}, which {what}; this evaluation "
+                f"needs one of {', '.join(kinds)}.",
                 details={"field": field},
             )
         if len(collections) > 1:

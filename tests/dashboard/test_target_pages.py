@@ -149,3 +149,19 @@ def test_a_run_file_uploaded_on_launch_opens_the_comparison_or_names_its_bad_lin
     assert response.status_code == 302 and "/compare/?batch=" in response["Location"]
     run = EvaluationRun.objects.get()
     assert run.label == "mine" and run.config["run_file"] == "r.trec" and run.metrics["recall@5"] > 0
+
+
+def test_the_answer_launcher_offers_answering_targets_and_the_retrieval_launcher_search_ones(alice, llm_server):
+    alice.post(reverse("dashboard:target-new"), target_form(llm_server.url))
+    rag_options = (
+        '{"request_template": {"question": "{{query}}"}, "response_mapping": {"answer": "output.text"}}'
+    )
+    created = alice.post(
+        reverse("dashboard:target-new"),
+        target_form(llm_server.url, name="rag-prod", kind="rag-http", options=rag_options),
+    )
+    assert created.status_code == 302, text_of(created)
+    answers = alice.get(reverse("dashboard:launch-answers")).content.decode()
+    retrieval = alice.get(reverse("dashboard:launch")).content.decode()
+    assert 'value="rag-prod"' in answers and 'value="prod-search"' not in answers
+    assert 'value="prod-search"' in retrieval and 'value="rag-prod"' not in retrieval

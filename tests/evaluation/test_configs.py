@@ -573,8 +573,14 @@ def test_a_target_configuration_names_the_target_and_echoes_only_what_applies_to
     assert "target" not in parse_config({"search_type": "FullText"}, 0, RERANKERS).as_dict()
 
 
-def test_answer_evaluation_of_a_target_is_refused_naming_the_field():
+def test_an_answer_configuration_naming_a_target_takes_only_what_applies_to_it():
     from evaluation.configs import parse_answer_config
 
-    error = error_of(parse_answer_config, {"target": "rag"}, 2, RERANKERS)
-    assert error.details["field"] == "configs[2].target" and "not available yet" in error.message
+    config = parse_answer_config({"target": "rag", "top_k": 3, "label": "theirs"}, 2, RERANKERS)
+    assert config.run.target == "rag" and config.top_k == 3 and config.label == "theirs"
+    assert config.as_dict() == {
+        "label": "theirs", "target": "rag", "target_kind": None, "top_k": 3, "max_error_rate": 0.05,
+    }  # fmt: skip
+    assert parse_answer_config(config.request(), 2, RERANKERS) == config
+    error = error_of(parse_answer_config, {"target": "rag", "model": "gpt"}, 2, RERANKERS)
+    assert error.details["field"] == "configs[2].model" and "not used with a target" in error.message

@@ -334,3 +334,100 @@ def test_the_models_kinds_are_the_callers_kinds():
     from evaluation.targets import KINDS
 
     assert list(TargetKind.values) == list(KINDS)
+
+
+def rag_target(url: str, name: str = "rag-prod") -> dict:
+    return {
+        "name": name,
+        "kind": "rag-http",
+        "base_url": url + "/rag",
+        "secret_headers": {"Authorization": f"Bearer {SECRET}"},
+        "options": {
+            "request_template": {"question": "{{query}}", "k": "{{top_k}}"},
+            "response_mapping": {
+                "answer": "output.text",
+                "refused": "output.declined",
+                "passage_ids": "sources[].doc",
+                "passage_texts": "sources[].content",
+            },
+        },
+    }
+
+
+def test_an_answering_target_is_judged_as_a_builtin_answer_is(
+    world, llm_server, golden, django_capture_on_commit_callbacks
+):
+    llm_server.documents = dict(TEXTS)
+    created = world.client.post(TARGETS, {**rag_target(llm_server.url), "concurrency": 1}, format="json")
+    assert created.status_code == 201, created.json()
+    llm_server.fail_next(500, 500, 500)  # the first question's call fails every attempt (one call at a time)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client.post(
+            "/lmkit/v1/search/evaluate/answers",
+            {
+                "collection_id": "handbook",
+                "unanswerable_questions": ["Who painted Sistine frescoes?"],
+                "configs": [
+                    {"label": "built-in", "search_type": "FullText"},
+                    {"label": "rag", "target": "rag-prod", "top_k": 2, "max_error_rate": 0.5},
+                ],
+            },
+            format="json",
+        )
+    assert response.status_code == 202, response.json()
+    job = world.client.get(f"/lmkit/v1/jobs/{response.json()['job_id']}").json()
+    assert job["status"] == "Completed", job
+    builtin, rag = job["result"]["runs"]
+    assert rag["config"]["target_kind"] == "rag-http" and rag["config"]["model"] == "target:rag-prod"
+    assert rag["status"] == "partial" and builtin["status"] == "complete"
+    assert rag["latency_ms"]["count"] == 3  # the three calls that answered
+    run = EvaluationRun.objects.get(pk=rag["run_id"])
+    results = list(run.results.order_by("position"))
+    assert results[0].diagnosis == "error" and results[0].error.startswith("target-failed: HTTP 500")
+    answered = results[1]
+    question = answered.question
+    best = llm_server.rank(question, 2)
+    assert [p["document_id"] for p in answered.context] == [d for d, _ in best]
+    assert answered.answer.endswith("[1]") and answered.citations[0]["document_id"] == best[0][0]
+    assert answered.judgements["faithfulness"]["method"] == "heuristic"
+    assert answered.latency_ms > 0 and answered.refused is False
+    unanswerable = results[-1]
+    assert unanswerable.answerable is False and unanswerable.refused is True  # the target declined
+    assert rag["refusal"]["refusal_recall"] == 1.0
+    assert {r.headers["Authorization"] for r in llm_server.requests if r.path == "/rag"} == {
+        f"Bearer {SECRET}"
+    }
+    assert SECRET not in str(job)
+
+
+def test_a_target_of_the_wrong_kind_is_refused_for_each_evaluation(world, llm_server, golden):
+    world.client.post(TARGETS, rag_target(llm_server.url), format="json")
+    world.client.post(TARGETS, generic_target(llm_server.url), format="json")
+    error = refused(
+        world.client.post(
+            EVALUATE, {"collection_id": "handbook", "configs": [{"target": "rag-prod"}]}, format="json"
+        ),
+        400,
+        "target-kind-mismatch",
+    )
+    assert error["details"]["field"] == "configs[0].target" and "answers questions" in error["message"]
+    error = refused(
+        world.client.post(
+            "/lmkit/v1/search/evaluate/answers",
+            {"collection_id": "handbook", "configs": [{"target": "prod-search"}]},
+            format="json",
+        ),
+        400,
+        "target-kind-mismatch",
+    )
+    assert "returns rankings" in error["message"]
+    error = refused(
+        world.client.post(
+            "/lmkit/v1/search/evaluate/answers",
+            {"collection_id": "handbook", "configs": [{"target": "rag-prod", "groundedness": "High"}]},
+            format="json",
+        ),
+        400,
+        "validation-error",
+    )
+    assert error["details"]["field"] == "configs[0].groundedness"
