@@ -56,7 +56,15 @@ KIND_OPTIONS: dict[str, frozenset[str]] = {
 }
 MAPPING_KEYS = {
     "http": ("ids", "scores", "texts"),
-    "rag-http": ("answer", "passage_ids", "passage_texts", "citations", "refused"),
+    "rag-http": (
+        "answer",
+        "passage_ids",
+        "passage_texts",
+        "citations",
+        "refused",
+        "prompt_tokens",
+        "completion_tokens",
+    ),
 }
 REQUIRED_MAPPING = {"http": ("ids",), "rag-http": ("answer",)}
 
@@ -101,6 +109,8 @@ class RagAnswer:
     cited_ids: list[str] | None
     latency_ms: float
     attempts: int = 1
+    prompt_tokens: int = 0  # when the target reports its model's usage
+    completion_tokens: int = 0
 
 
 class TargetError(Exception):
@@ -405,6 +415,13 @@ def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int
                 "(one per passage id)"
             )
         passage_texts = ["" if t is None else str(t) for t in found]
+    tokens = {}
+    for name in ("prompt_tokens", "completion_tokens"):
+        if name in mapping:
+            found = _search(mapping[name], payload, name)
+            if found is not None and (isinstance(found, bool) or not isinstance(found, int) or found < 0):
+                raise TargetError(f"{name}: `{mapping[name]}` found {_shown(found)}, not a count")
+            tokens[name] = found or 0
     return RagAnswer(
         text=text,
         refused=refused,
@@ -413,6 +430,7 @@ def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int
         cited_ids=ids_of("citations"),
         latency_ms=latency_ms,
         attempts=attempts,
+        **tokens,
     )
 
 

@@ -628,6 +628,13 @@ class TargetTestResultOut(serializers.Serializer):
     score = serializers.FloatField(allow_null=True)
 
 
+class TargetTestAnswerOut(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+    refused = serializers.BooleanField(allow_null=True, help_text="null: the target does not say.")
+    passage_ids = serializers.ListField(child=serializers.CharField())
+    cited_ids = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+
 class TargetTestOut(serializers.Serializer):
     query = serializers.CharField()
     top_k = serializers.IntegerField()
@@ -635,5 +642,6 @@ class TargetTestOut(serializers.Serializer):
     results = TargetTestResultOut(many=True)
     error = serializers.CharField(help_text="The failure, or which mapping expression found what.")
     raw = serializers.CharField(help_text="The start of the raw answer.")
+    answer = TargetTestAnswerOut(required=False, help_text="An answering (rag-http) target's mapped answer.")
     latency_ms = serializers.FloatField(required=False)
     took_ms = serializers.FloatField()

@@ -329,6 +329,8 @@ def _target_answer(
         model=name,
         support=-1.0,
         latency_ms=rag.latency_ms,
+        prompt_tokens=rag.prompt_tokens,
+        completion_tokens=rag.completion_tokens,
         unknown_citations=answer_writer.unknown_citations(rag.text, passages),
     )
     return answer, ids, [math.nan] * len(ids), passages

@@ -20,6 +20,7 @@ from evaluation.targets import (
     TargetError,
     TargetSpec,
     check_options,
+    read_answer,
     read_hits,
 )
 from goldenset.errors import EvalsiteError, NotFound
@@ -242,8 +243,16 @@ def target_test(*, target: Target, query: str, top_k: int = 10) -> dict[str, Any
                 payload, latency_ms, attempts, out["raw"] = client.call(query, top_k, "test")
                 if target.kind in RETRIEVAL_KINDS:
                     hits = read_hits(client.spec, payload, top_k, latency_ms, attempts)
-                else:
+                else:  # an answering target: its answer and the passages it used
                     hits = None
+                    rag = read_answer(client.spec, payload, latency_ms, attempts)
+                    out["answer"] = {
+                        "text": rag.text,
+                        "refused": rag.refused,
+                        "passage_ids": rag.passage_ids,
+                        "cited_ids": rag.cited_ids,
+                    }
+                    out["latency_ms"] = round(latency_ms, 1)
         if hits is not None:
             out["results"] = [
                 {"rank": i + 1, "document_id": doc, "score": None if hits.scores is None else hits.scores[i]}

@@ -151,7 +151,9 @@ def test_a_run_file_uploaded_on_launch_opens_the_comparison_or_names_its_bad_lin
     assert run.label == "mine" and run.config["run_file"] == "r.trec" and run.metrics["recall@5"] > 0
 
 
-def test_the_answer_launcher_offers_answering_targets_and_the_retrieval_launcher_search_ones(alice, llm_server):
+def test_the_answer_launcher_offers_answering_targets_and_the_retrieval_launcher_search_ones(
+    alice, llm_server
+):
     alice.post(reverse("dashboard:target-new"), target_form(llm_server.url))
     rag_options = (
         '{"request_template": {"question": "{{query}}"}, "response_mapping": {"answer": "output.text"}}'

@@ -277,3 +277,68 @@ def test_secret_box_seals_rotates_and_refuses_a_wrong_key():
     assert derived_key("a") == derived_key("a") != derived_key("b")
     with pytest.raises(ValueError, match="not a Fernet key"):
         SecretBox(["short"])
+
+
+def test_the_rate_limit_spaces_calls_across_threads():
+    import threading
+
+    from evaluation.targets import _RateLimit
+
+    limit = _RateLimit(20.0)  # one call every 50 ms
+    started = time.perf_counter()
+    threads = [threading.Thread(target=limit.wait) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert time.perf_counter() - started >= 0.25  # the sixth waits five intervals
+    unlimited = _RateLimit(None)
+    started = time.perf_counter()
+    for _ in range(100):
+        unlimited.wait()
+    assert time.perf_counter() - started < 0.05
+
+
+def test_an_answering_target_is_read_with_its_mapping(llm_server):
+    llm_server.documents = dict(DOCS)
+    options = {
+        "request_template": {"question": "{{query}}", "k": "{{top_k}}"},
+        "response_mapping": {
+            "answer": "output.text",
+            "refused": "output.declined",
+            "passage_ids": "sources[].doc",
+            "passage_texts": "sources[].content",
+            "prompt_tokens": "usage.in",
+        },
+    }
+    spec = TargetSpec(
+        name="rag",
+        kind="rag-http",
+        base_url=llm_server.url + "/rag",
+        options=check_options("rag-http", options, ()),
+    )
+    with TargetClient(spec) as client:
+        answer = client.answer("express shipping", 2)
+        declined = client.answer("zebra", 2)
+    assert answer.text.endswith("[1]") and answer.refused is False and answer.passage_ids == ["shipping"]
+    assert (
+        answer.passage_texts == [DOCS["shipping"]] and answer.prompt_tokens == 0 and answer.cited_ids is None
+    )
+    assert declined.refused is True and declined.passage_ids == []
+    bad = {**options, "response_mapping": {**options["response_mapping"], "refused": "output.text"}}
+    spec = TargetSpec(
+        name="rag",
+        kind="rag-http",
+        base_url=llm_server.url + "/rag",
+        options=check_options("rag-http", bad, ()),
+    )
+    with (
+        TargetClient(spec) as client,
+        pytest.raises(TargetError, match="refused: `output.text` found .*, not true or false"),
+    ):
+        client.answer("express shipping", 2)
+    missing_ids = {**options, "response_mapping": {"answer": "a", "passage_texts": "b"}}
+    assert (
+        error_of(lambda: check_options("rag-http", missing_ids, ())).details["field"]
+        == "options.response_mapping.passage_ids"
+    )

@@ -431,3 +431,15 @@ def test_a_target_of_the_wrong_kind_is_refused_for_each_evaluation(world, llm_se
         "validation-error",
     )
     assert error["details"]["field"] == "configs[0].groundedness"
+
+
+def test_test_connection_of_an_answering_target_shows_its_mapped_answer(world, llm_server):
+    llm_server.documents = dict(TEXTS)
+    world.client.post(TARGETS, rag_target(llm_server.url), format="json")
+    result = world.client.post(
+        f"{TARGETS}/rag-prod/test", {"query": "express shipping", "top_k": 2}, format="json"
+    )
+    body = result.json()
+    assert result.status_code == 200 and body["ok"] is True and body["results"] == []
+    assert body["answer"]["passage_ids"] == ["shipping"] and body["answer"]["text"].endswith("[1]")
+    assert body["answer"]["refused"] is False and '"sources"' in body["raw"]
