@@ -234,6 +234,23 @@ def _compile(expression: Any, field_path: str):
         raise _fail(field_path, f"not a JMESPath expression ({message}).", code="invalid-jmespath") from None
 
 
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def secret_header_lines(text: str) -> dict[str, str | None]:
+    """Secret headers typed one "Header-Name: value" per line (the dashboard's and the admin's form): a name
+    with nothing after the colon is None (remove it). ValueError naming the line for any other shape."""
+    secrets: dict[str, str | None] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not _HEADER_NAME.match(name.strip()):
+            raise ValueError(f"Line {number}: expected “Header-Name: value”.")
+        secrets[name.strip()] = value.strip() or None
+    return secrets
+
+
 def id_transform(raw: Any) -> Callable[[str], str]:
     """The id transform an `id_transform` option describes (or raises naming it)."""
     if not isinstance(raw, Mapping) or len(raw) != 1 or next(iter(raw)) not in ("regex", "jmespath"):

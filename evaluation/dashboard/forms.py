@@ -8,7 +8,6 @@ and in evaluation.configs, whose errors the views put back on the form.
 from __future__ import annotations
 
 import json
-import re
 from datetime import date
 from typing import Any
 
@@ -18,6 +17,7 @@ from evaluation.configs import DEFAULT_ANSWER_TOP_K, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
+from evaluation.targets import secret_header_lines
 from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX
 from goldenset.models import Origin
@@ -369,8 +369,6 @@ ANSWER_LAUNCH_PRESETS: list[dict[str, Any]] = [
 
 # --- targets ----------------------------------------------------------------------------------------------------
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
 
 class JSONObjectField(forms.JSONField):
     """A JSON object typed into a text area ({} when left blank)."""
@@ -443,15 +441,10 @@ class TargetForm(DashboardForm):
     )
 
     def clean_secret_headers(self) -> dict[str, str | None]:
-        secrets: dict[str, str | None] = {}
-        for number, line in enumerate(self.cleaned_data.get("secret_headers", "").splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, sep, value = line.partition(":")
-            if not sep or not _HEADER_NAME.match(name.strip()):
-                raise forms.ValidationError(f"Line {number}: expected “Header-Name: value”.")
-            secrets[name.strip()] = value.strip() or None
-        return secrets
+        try:
+            return secret_header_lines(self.cleaned_data.get("secret_headers", ""))
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def as_data(self, *, creating: bool) -> dict[str, Any]:
         data = dict(self.cleaned_data)

@@ -126,7 +126,7 @@ def snapshot(target: Target) -> dict[str, Any]:
     return data
 
 
-def _check(kind: str, options: Mapping[str, Any], base_url: str) -> dict[str, Any]:
+def target_check(kind: str, options: Mapping[str, Any], base_url: str) -> dict[str, Any]:
     options = check_options(kind, options, settings.EVALSITE_PYTHON_TARGETS)
     if kind != "python":
         try:
@@ -144,7 +144,7 @@ def _check(kind: str, options: Mapping[str, Any], base_url: str) -> dict[str, An
 
 def target_create(*, tenant: Tenant, data: Mapping[str, Any], actor: str) -> Target:
     """A new target from validated fields (the serializer checked their types)."""
-    options = _check(data["kind"], data.get("options") or {}, data.get("base_url") or "")
+    options = target_check(data["kind"], data.get("options") or {}, data.get("base_url") or "")
     secrets = dict(data.get("secret_headers") or {})
     target = Target(
         tenant=tenant,
@@ -186,7 +186,7 @@ def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Tar
     for name in ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit"):
         if name in data:
             setattr(target, name, data[name] if name != "base_url" else data[name] or "")
-    target.options = _check(kind, options or {}, base_url or "")
+    target.options = target_check(kind, options or {}, base_url or "")
     if "secret_headers" in data:
         box = secret_box()
         secrets = box.open(target.secret_headers_sealed)
