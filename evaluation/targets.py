@@ -384,15 +384,18 @@ def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, att
                 f"scores: `{mapping['scores']}` found {_shown(found_scores)}, not {len(ids)} numbers (one per id)"
             )
         scores = [float(s) for s in found_scores]
-    texts = None
-    if "texts" in mapping:
-        found_texts = _search(mapping["texts"], payload, "texts")
-        if not isinstance(found_texts, list) or len(found_texts) != len(ids):
-            raise TargetError(
-                f"texts: `{mapping['texts']}` found {_shown(found_texts)}, not {len(ids)} texts"
-            )
-        texts = ["" if t is None else str(t) for t in found_texts]
+    texts = _texts(mapping, "texts", payload, len(ids), "one per id")
     return _ranked(spec, ids, scores, texts, top_k, latency_ms, attempts)
+
+
+def _texts(mapping: Mapping[str, str], name: str, payload: Any, count: int, what: str) -> list[str] | None:
+    """The texts a mapping's `name` expression finds, one for each of `count` ids (None when not mapped)."""
+    if name not in mapping:
+        return None
+    found = _search(mapping[name], payload, name)
+    if not isinstance(found, list) or len(found) != count:
+        raise TargetError(f"{name}: `{mapping[name]}` found {_shown(found)}, not {count} texts ({what})")
+    return ["" if t is None else str(t) for t in found]
 
 
 def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int) -> RagAnswer:
@@ -423,15 +426,7 @@ def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int
         return [transform(d) for d in ids] if transform else ids
 
     passage_ids = ids_of("passage_ids") or []
-    passage_texts = None
-    if "passage_texts" in mapping:
-        found = _search(mapping["passage_texts"], payload, "passage_texts")
-        if not isinstance(found, list) or len(found) != len(passage_ids):
-            raise TargetError(
-                f"passage_texts: `{mapping['passage_texts']}` found {_shown(found)}, not {len(passage_ids)} texts "
-                "(one per passage id)"
-            )
-        passage_texts = ["" if t is None else str(t) for t in found]
+    passage_texts = _texts(mapping, "passage_texts", payload, len(passage_ids), "one per passage id")
     tokens = {}
     for name in ("prompt_tokens", "completion_tokens"):
         if name in mapping:

@@ -4,7 +4,7 @@ their secrets sealed (evaluation.secret_box), and "test connection"."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -159,21 +159,7 @@ def target_create(*, tenant: Tenant, data: Mapping[str, Any], actor: str) -> Tar
         rate_limit=data.get("rate_limit"),
         options=options,
     )
-    try:
-        with transaction.atomic():
-            target.save()
-            audit_record(
-                tenant=tenant, action="create", object_type="target", object_id=target.name, actor=actor,
-                changes=snapshot(target),
-            )  # fmt: skip
-    except IntegrityError:
-        raise EvalsiteError(
-            "target-exists",
-            f"name: a target named {data['name']!r} exists.",
-            details={"field": "name"},
-            status=409,
-        ) from None
-    return target
+    return _save(target, "create", lambda: snapshot(target), actor)
 
 
 def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Target:
@@ -197,19 +183,25 @@ def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Tar
                 secrets[header] = value
         target.secret_headers_sealed = box.seal(secrets)
         target.secret_header_names = sorted(secrets)
+
+    def changes() -> dict[str, list[Any]]:
+        after = snapshot(target)
+        changed = {k: [before[k], after[k]] for k in after if before[k] != after[k]}
+        if "secret_headers" in data:  # values sent: recorded by name even when the names stay the same
+            changed.setdefault("secret_headers", [before["secret_headers"], after["secret_headers"]])
+        return changed
+
+    return _save(target, "update", changes, actor)
+
+
+def _save(target: Target, action: str, changes: Callable[[], dict[str, Any]], actor: str) -> Target:
+    """Save the target and its audit event together; a name the tenant has already is a 409."""
     try:
         with transaction.atomic():
             target.save()
-            after = snapshot(target)
-            changed = {k: [before[k], after[k]] for k in after if before[k] != after[k]}
-            if "secret_headers" in data and "secret_headers" not in changed:
-                changed["secret_headers"] = [
-                    before["secret_headers"],
-                    after["secret_headers"],
-                ]  # values changed
             audit_record(
-                tenant=target.tenant, action="update", object_type="target", object_id=target.name, actor=actor,
-                changes=changed,
+                tenant=target.tenant, action=action, object_type="target", object_id=target.name, actor=actor,
+                changes=changes(),
             )  # fmt: skip
     except IntegrityError:
         raise EvalsiteError(
