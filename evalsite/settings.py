@@ -221,6 +221,9 @@ EVALSITE_EVALUATE_SYNC_LIMIT = env_int("EVALSITE_EVALUATE_SYNC_LIMIT", 3000, min
 # External targets (evaluation.targets): Fernet keys for their secret headers, comma-separated, the first
 # encrypting (rotation: README, "Evaluate your own system"); none set: one derived from SECRET_KEY.
 EVALSITE_TARGET_KEYS = env_list("EVALSITE_TARGET_KEYS", [])
+# An evaluation asking targets more questions than this (questions x target configurations) runs as a job:
+# a target's latency is not ours, and a web request should not wait on a thousand of its calls.
+EVALSITE_TARGET_SYNC_QUESTIONS = env_int("EVALSITE_TARGET_SYNC_QUESTIONS", 200, minimum=0)
 # The dotted paths of the callables `python` targets may load; any other is refused (code execution).
 EVALSITE_PYTHON_TARGETS = env_list("EVALSITE_PYTHON_TARGETS", [])
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.

@@ -89,7 +89,11 @@ class EvaluateApi(CollectionsApi):
         ks = config_parser.parse_ks(data.get("ks"))
         configs = config_parser.parse_configs(data.get("configs"), available_rerankers())
         questions = selectors.count_golden_questions(collections)
-        if questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT:
+        target_calls = questions * sum(1 for c in configs if c.target)
+        if (
+            questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT
+            or target_calls > settings.EVALSITE_TARGET_SYNC_QUESTIONS
+        ):
             job = evaluation_job_create(
                 tenant=tenant, collections=collections, ks=ks, configs=configs, actor=self.actor
             )

@@ -34,7 +34,7 @@ from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.services.targets import resolve_targets, target_client
-from evaluation.targets import TargetClient, TargetError
+from evaluation.targets import TargetClient, TargetError, mapping_of
 from goldenset.errors import EvalsiteError
 from goldenset.generation import PageText
 from goldenset.jobs import job_cancelled, job_create
@@ -43,6 +43,7 @@ from goldenset.llm_cache import DbCallCache
 from goldenset.models import Collection, Job, JobKind, Page, Tenant
 from goldenset.selectors import pages_by_id
 from goldenset.services.llm import resolve_model
+from goldenset.vocabulary.chunks import chunks
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
 MAX_UNANSWERABLE = 1000
@@ -172,6 +173,7 @@ class _Pair:
     passages: list[answer_writer.Passage]
     answer: answer_writer.Answer | None = None
     judged: dict[str, judge.Score] | None = None
+    texts_missing: bool = False  # an answering target named passages without their texts: read, then judged
 
 
 def evaluate_answers(
@@ -232,27 +234,44 @@ def evaluate_answers(
     callers = {name: target_client(target) for name, target in targets.items()}
     # At most a target's `concurrency` calls to it at once, whatever the pool's size.
     slots = {name: threading.BoundedSemaphore(target.concurrency) for name, target in targets.items()}
+    caller_mapping = {name: mapping_of(caller.spec) for name, caller in callers.items()}
 
-    def work(pair: _Pair) -> _Pair:
-        config = configs[pair.config_index]
-        if config.run.target:
-            with slots[config.run.target]:
-                pair.answer, pair.keys, pair.scores, pair.passages = _target_answer(
-                    callers[config.run.target], collections[0], pair.question, config
-                )
-        else:
-            pair.answer = write_answer(
-                client, models[pair.config_index], pair.question.question, pair.passages, config.groundedness
-            )
+    def judged(pair: _Pair) -> _Pair:
+        assert pair.answer is not None
         if pair.answer.error is None and pair.question.answerable:
             pair.judged = judge.judge_question(
                 pair.question.question, pair.question.reference, pair.answer, pair.passages, judge_obj
             )
         return pair
 
+    def work(pair: _Pair) -> _Pair:
+        config = configs[pair.config_index]
+        if config.run.target:
+            with slots[config.run.target]:
+                pair.answer, pair.keys, pair.scores, pair.passages = _target_answer(
+                    callers[config.run.target], pair.question, config
+                )
+            unmapped = "passage_texts" not in caller_mapping[config.run.target]
+            pair.texts_missing = pair.answer.error is None and bool(pair.passages) and unmapped
+            if pair.texts_missing:
+                return pair  # judged below, once this thread's pages are read in the caller's
+        else:
+            pair.answer = write_answer(
+                client, models[pair.config_index], pair.question.question, pair.passages, config.groundedness
+            )
+        return judged(pair)
+
     concurrency = max([client.concurrency if client else 1, *(t.concurrency for t in targets.values())])
     try:
         _run_all(pairs, work, concurrency, cache, progress, job, total)
+        unread = [pair for pair in pairs if pair.texts_missing]
+        if unread:  # the pages read here (the database is this thread's), then those answers judged
+            texts = _first_page_texts(
+                collections[0], {p.document_id for pair in unread for p in pair.passages}
+            )
+            for pair in unread:
+                pair.passages = [replace(p, text=texts.get(p.document_id, "")) for p in pair.passages]
+            _run_all(unread, judged, concurrency, cache, None, job, len(unread))
     finally:
         cache.flush()
         if client is not None:
@@ -288,13 +307,14 @@ def evaluate_answers(
 
 
 def _target_answer(
-    caller: TargetClient, collection: Collection, q: GoldenQuestion, config: AnswerConfig
+    caller: TargetClient, q: GoldenQuestion, config: AnswerConfig
 ) -> tuple[answer_writer.Answer, list[str], list[float], list[answer_writer.Passage]]:
     """(answer, the passages' document ids, their scores (NaN: a target gives none), the passages) of an
     answering target, judged as a built-in answer is. Citations are the answer's [n] markers (numbered in
     passage order), else the ids the target says it cites, each attached to the whole answer. Passages
-    without mapped texts are read from the collection (the document's first page). A failed call is the
-    answer's error, so the question is diagnosed `error` and left out of every metric."""
+    without mapped texts have text "": the caller reads them from the collection (the document's first
+    page). A failed call is the answer's error, so the question is diagnosed `error` and left out of every
+    metric."""
     name = caller.spec.name
     try:
         rag = caller.answer(q.question, config.top_k, q.key or str(q.entry_id or ""))
@@ -305,7 +325,7 @@ def _target_answer(
         )  # fmt: skip
         return failed, [], [], []
     ids = rag.passage_ids
-    texts = rag.passage_texts if rag.passage_texts is not None else _first_page_texts(collection, ids)
+    texts = rag.passage_texts if rag.passage_texts is not None else [""] * len(ids)
     passages = [
         answer_writer.Passage(number=i, document_id=doc, page_number=1, title="", text=text)
         for i, (doc, text) in enumerate(zip(ids, texts, strict=True), start=1)
@@ -336,17 +356,18 @@ def _target_answer(
     return answer, ids, [math.nan] * len(ids), passages
 
 
-def _first_page_texts(collection: Collection, document_ids: Sequence[str]) -> list[str]:
-    """Each document's first page text ("" for an id the collection lacks)."""
+def _first_page_texts(collection: Collection, document_ids: set[str]) -> dict[str, str]:
+    """Each of these documents' first page text, by document id (an id the collection lacks is absent)."""
     found: dict[str, str] = {}
-    pages = (
-        Page.objects.filter(document__collection=collection, document__external_id__in=set(document_ids))
-        .order_by("document_id", "number")
-        .values_list("document__external_id", "text")
-    )
-    for doc, text in pages:
-        found.setdefault(doc, text)
-    return [found.get(doc, "") for doc in document_ids]
+    for chunk in chunks(sorted(document_ids)):
+        pages = (
+            Page.objects.filter(document__collection=collection, document__external_id__in=chunk)
+            .order_by("document_id", "number")
+            .values_list("document__external_id", "text")
+        )
+        for doc, text in pages:
+            found.setdefault(doc, text)
+    return found
 
 
 def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, total: int) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 
 from django.db import transaction
@@ -27,7 +27,6 @@ from evaluation.services.targets import resolve_targets, target_client
 from evaluation.targets import Hits, TargetError
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
-from goldenset.llm import map_concurrent
 from goldenset.models import Collection, Job, JobKind, Tenant
 
 
@@ -167,8 +166,7 @@ class _Scored:
 def _target_questions(target: Target, collection: Collection, questions, depth, ks, step) -> list[_Scored]:
     """Every question through an external target, `concurrency` calls at once; a failed call is that
     question's error (it is left out of the means), never a ranking of nothing."""
-    done = [0]
-    lock = threading.Lock()
+    answers: list[Hits | TargetError | None] = [None] * len(questions)
     with target_client(target) as client:
 
         def call(q: GoldenQuestion) -> Hits | TargetError:
@@ -176,18 +174,24 @@ def _target_questions(target: Target, collection: Collection, questions, depth, 
                 return client.search(q.question, depth, q.key or str(q.entry_id))
             except TargetError as exc:
                 return exc
-            finally:
-                with lock:
-                    done[0] += 1
-                    step(done[0])
 
-        answers = map_concurrent(call, questions, concurrency=target.concurrency)
-    return _score_external(
-        collection,
-        questions,
-        [a if isinstance(a, TargetError) else (a.ids, a.scores, a.latency_ms) for a in answers],
-        ks,
-    )
+        # Progress is reported from this thread only: it writes the job's row, which the pool's threads must not.
+        # A progress report that stops the job (cancelled) drops the calls not yet started.
+        pool = ThreadPoolExecutor(max_workers=max(1, min(target.concurrency, len(questions))))
+        try:
+            futures = {pool.submit(call, q): i for i, q in enumerate(questions)}
+            for done, future in enumerate(as_completed(futures), start=1):
+                answers[futures[future]] = future.result()
+                step(done)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    scored: list[tuple[list[str], list[float] | None, float | None] | TargetError] = []
+    for answer in answers:
+        assert answer is not None  # every future completed
+        scored.append(
+            answer if isinstance(answer, TargetError) else (answer.ids, answer.scores, answer.latency_ms)
+        )
+    return _score_external(collection, questions, scored, ks)
 
 
 def _score_external(collection: Collection, questions, answers, ks) -> list[_Scored]:

@@ -443,3 +443,43 @@ def test_test_connection_of_an_answering_target_shows_its_mapped_answer(world, l
     assert result.status_code == 200 and body["ok"] is True and body["results"] == []
     assert body["answer"]["passage_ids"] == ["shipping"] and body["answer"]["text"].endswith("[1]")
     assert body["answer"]["refused"] is False and '"sources"' in body["raw"]
+
+
+def test_an_evaluation_asking_a_target_many_questions_runs_as_a_job(
+    world, llm_server, golden, settings, django_capture_on_commit_callbacks
+):
+    llm_server.documents = dict(TEXTS)
+    world.client.post(TARGETS, generic_target(llm_server.url), format="json")
+    settings.EVALSITE_TARGET_SYNC_QUESTIONS = 2  # three questions to ask the target
+    body = {"collection_id": "handbook", "configs": [{"label": "builtin"}, {"target": "prod-search"}]}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client.post(EVALUATE, body, format="json")
+    assert response.status_code == 202, response.json()
+    job = world.client.get(f"/lmkit/v1/jobs/{response.json()['job_id']}").json()
+    assert job["status"] == "Completed", job
+    assert [r["config"].get("target_kind") for r in job["result"]["runs"]] == [None, "http"]
+    settings.EVALSITE_TARGET_SYNC_QUESTIONS = 3
+    assert world.client.post(EVALUATE, body, format="json").status_code == 200
+
+
+def test_an_answering_targets_passages_without_texts_are_read_from_the_collection(
+    world, llm_server, golden, django_capture_on_commit_callbacks
+):
+    llm_server.documents = dict(TEXTS)
+    target = rag_target(llm_server.url)
+    del target["options"]["response_mapping"]["passage_texts"]
+    world.client.post(TARGETS, target, format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client.post(
+            "/lmkit/v1/search/evaluate/answers",
+            {"collection_id": "handbook", "configs": [{"target": "rag-prod", "top_k": 1}]},
+            format="json",
+        )
+    job = world.client.get(f"/lmkit/v1/jobs/{response.json()['job_id']}").json()
+    assert job["status"] == "Completed", job
+    run = EvaluationRun.objects.get(pk=job["result"]["runs"][0]["run_id"])
+    stored = {d.external_id: d.pages.order_by("number").first().text for d in world.collection.documents.all()}
+    for result in run.results.all():
+        (passage,) = result.context
+        assert passage["text"] == stored[passage["document_id"]] != ""
+        assert result.judgements["faithfulness"]["value"] is not None
