@@ -29,7 +29,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -41,6 +41,7 @@ from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 
 KINDS = ("lmkit", "elasticsearch", "http", "rag-http", "python")
 RETRIEVAL_KINDS = ("lmkit", "elasticsearch", "http", "python")
+ANSWER_KINDS = ("rag-http", "python")  # a python callable may answer too (TargetClient.answer)
 PLACEHOLDERS = ("query", "top_k", "question_id")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 MAX_ATTEMPTS = 3
@@ -568,9 +569,28 @@ class TargetClient:
         return payload, (time.perf_counter() - started[0]) * 1000, attempts, excerpt
 
     def answer(self, query: str, top_k: int, question_id: str = "") -> RagAnswer:
-        """One question's answer from a rag-http target, or TargetError."""
+        """One question's answer from a rag-http target (or a python one's answering form), or TargetError."""
+        if self._callable is not None:
+            return self._answer_python(query, top_k)
         payload, latency_ms, attempts, _ = self.call(query, top_k, question_id)
         return read_answer(self.spec, payload, latency_ms, attempts)
+
+    def _answer_python(self, query: str, top_k: int) -> RagAnswer:
+        """A python target in an answer evaluation: its callable returns a mapping with `answer` and, optionally,
+        the other keys of a rag-http mapping (passage_ids, passage_texts, citations, refused, tokens)."""
+        assert self._callable is not None
+        path = self.spec.options["callable"]
+        started = time.perf_counter()
+        try:
+            found = self._callable(query, top_k)
+        except Exception as exc:  # the user's code: any failure is this question's error, stored and shown
+            raise TargetError(f"{path} raised {type(exc).__name__}: {exc}") from None
+        latency_ms = (time.perf_counter() - started) * 1000
+        if not isinstance(found, Mapping) or "answer" not in found:
+            raise TargetError(f"{path} returned {_shown(repr(found))}, not a mapping with an 'answer'")
+        keys = {key: key for key in MAPPING_KEYS["rag-http"] if key in found}
+        spec = replace(self.spec, options={**self.spec.options, "response_mapping": keys})
+        return read_answer(spec, dict(found), latency_ms, 1)
 
     def _call_python(self, query: str, top_k: int) -> Hits:
         assert self._callable is not None

@@ -36,13 +36,12 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     launch_collections,
 )
-from evaluation.models import TargetKind
 from evaluation.run_files import parse_run_file
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
 from evaluation.services.search import available_rerankers
 from evaluation.services.targets import target_names
-from evaluation.targets import RETRIEVAL_KINDS
+from evaluation.targets import ANSWER_KINDS, RETRIEVAL_KINDS
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
@@ -166,7 +165,7 @@ _ANSWERS = _Launcher(
     form_kwargs=lambda: {"judge_placeholder": _answer_models()[1]},
     formset_kwargs=lambda tenant: {
         "model_placeholder": _answer_models()[0],
-        "targets": target_names(tenant=tenant, kinds=(TargetKind.RAG_HTTP,)),
+        "targets": target_names(tenant=tenant, kinds=ANSWER_KINDS),
     },
     context=lambda: {"offline": not settings.EVALSITE_LLM_BASE_URL, "nav_section": "launch"},
     has_questions=lambda form, counts: (

@@ -29,12 +29,12 @@ from django.utils import timezone
 
 from evaluation import answer_writer, judge, judge_llm, selectors, stats, verdicts
 from evaluation.configs import AnswerConfig, parse_answer_configs
-from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, TargetKind
+from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.services.targets import resolve_targets, target_client
-from evaluation.targets import TargetClient, TargetError, mapping_of
+from evaluation.targets import ANSWER_KINDS, TargetClient, TargetError
 from goldenset.errors import EvalsiteError
 from goldenset.generation import PageText
 from goldenset.jobs import job_cancelled, job_create
@@ -190,7 +190,7 @@ def evaluate_answers(
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
     thresholds = {**verdicts.DEFAULT_THRESHOLDS, **(thresholds or {})}
-    targets = resolve_targets(tenant, collections, [c.run for c in configs], kinds=(TargetKind.RAG_HTTP,))
+    targets = resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
     configs = [
         replace(c, run=replace(c.run, target_kind=targets[c.run.target].kind)) if c.run.target else c
         for c in configs
@@ -234,7 +234,6 @@ def evaluate_answers(
     callers = {name: target_client(target) for name, target in targets.items()}
     # At most a target's `concurrency` calls to it at once, whatever the pool's size.
     slots = {name: threading.BoundedSemaphore(target.concurrency) for name, target in targets.items()}
-    caller_mapping = {name: mapping_of(caller.spec) for name, caller in callers.items()}
 
     def judged(pair: _Pair) -> _Pair:
         assert pair.answer is not None
@@ -248,11 +247,9 @@ def evaluate_answers(
         config = configs[pair.config_index]
         if config.run.target:
             with slots[config.run.target]:
-                pair.answer, pair.keys, pair.scores, pair.passages = _target_answer(
+                pair.answer, pair.keys, pair.scores, pair.passages, pair.texts_missing = _target_answer(
                     callers[config.run.target], pair.question, config
                 )
-            unmapped = "passage_texts" not in caller_mapping[config.run.target]
-            pair.texts_missing = pair.answer.error is None and bool(pair.passages) and unmapped
             if pair.texts_missing:
                 return pair  # judged below, once this thread's pages are read in the caller's
         else:
@@ -308,9 +305,9 @@ def evaluate_answers(
 
 def _target_answer(
     caller: TargetClient, q: GoldenQuestion, config: AnswerConfig
-) -> tuple[answer_writer.Answer, list[str], list[float], list[answer_writer.Passage]]:
-    """(answer, the passages' document ids, their scores (NaN: a target gives none), the passages) of an
-    answering target, judged as a built-in answer is. Citations are the answer's [n] markers (numbered in
+) -> tuple[answer_writer.Answer, list[str], list[float], list[answer_writer.Passage], bool]:
+    """(answer, the passages' document ids, their scores (NaN: a target gives none), the passages, whether
+    their texts are still to be read) of an answering target, judged as a built-in answer is. Citations are the answer's [n] markers (numbered in
     passage order), else the ids the target says it cites, each attached to the whole answer. Passages
     without mapped texts have text "": the caller reads them from the collection (the document's first
     page). A failed call is the answer's error, so the question is diagnosed `error` and left out of every
@@ -323,7 +320,7 @@ def _target_answer(
             text="", refused=False, citations=(), method="target", model=name, support=-1.0,
             latency_ms=exc.latency_ms or 0.0, error=f"target-failed: {exc.problem}",
         )  # fmt: skip
-        return failed, [], [], []
+        return failed, [], [], [], False
     ids = rag.passage_ids
     texts = rag.passage_texts if rag.passage_texts is not None else [""] * len(ids)
     passages = [
@@ -353,7 +350,7 @@ def _target_answer(
         completion_tokens=rag.completion_tokens,
         unknown_citations=answer_writer.unknown_citations(rag.text, passages),
     )
-    return answer, ids, [math.nan] * len(ids), passages
+    return answer, ids, [math.nan] * len(ids), passages, rag.passage_texts is None and bool(ids)
 
 
 def _first_page_texts(collection: Collection, document_ids: set[str]) -> dict[str, str]:
@@ -547,7 +544,7 @@ def answers_job_create(
     for i, config in enumerate(configs):
         if not config.run.target:
             answer_model(config.model, f"configs[{i}].model")
-    resolve_targets(tenant, collections, [c.run for c in configs], kinds=(TargetKind.RAG_HTTP,))
+    resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
     judge_model_of(judge_model)
     return job_create(
         tenant=tenant,

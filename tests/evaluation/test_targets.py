@@ -342,3 +342,31 @@ def test_an_answering_target_is_read_with_its_mapping(llm_server):
         error_of(lambda: check_options("rag-http", missing_ids, ())).details["field"]
         == "options.response_mapping.passage_ids"
     )
+
+
+def answering(query: str, top_k: int):
+    """A python target's answering form: the longest document, cited."""
+    doc = max(DOCS, key=lambda d: len(DOCS[d]))
+    return {
+        "answer": f"{DOCS[doc]} [1]",
+        "passage_ids": [doc],
+        "passage_texts": [DOCS[doc]],
+        "refused": False,
+    }
+
+
+def test_a_python_target_answers_with_a_mapping():
+    path = "tests.evaluation.test_targets.answering"
+    spec = TargetSpec(name="py", kind="python", options={"callable": path})
+    with TargetClient(spec, (path,)) as client:
+        answer = client.answer("anything", 3)
+    doc = max(DOCS, key=lambda d: len(DOCS[d]))
+    assert answer.passage_ids == [doc] and answer.passage_texts == [DOCS[doc]] and answer.refused is False
+    spec = TargetSpec(
+        name="py", kind="python", options={"callable": "tests.evaluation.test_targets.ranked_by_length"}
+    )
+    with (
+        TargetClient(spec, ("tests.evaluation.test_targets.ranked_by_length",)) as client,
+        pytest.raises(TargetError, match="not a mapping with an 'answer'"),
+    ):
+        client.answer("anything", 3)

@@ -478,8 +478,35 @@ def test_an_answering_targets_passages_without_texts_are_read_from_the_collectio
     job = world.client.get(f"/lmkit/v1/jobs/{response.json()['job_id']}").json()
     assert job["status"] == "Completed", job
     run = EvaluationRun.objects.get(pk=job["result"]["runs"][0]["run_id"])
-    stored = {d.external_id: d.pages.order_by("number").first().text for d in world.collection.documents.all()}
+    stored = {
+        d.external_id: d.pages.order_by("number").first().text for d in world.collection.documents.all()
+    }
     for result in run.results.all():
         (passage,) = result.context
         assert passage["text"] == stored[passage["document_id"]] != ""
         assert result.judgements["faithfulness"]["value"] is not None
+
+
+def test_a_python_target_answers_in_an_answer_evaluation(
+    world, golden, settings, django_capture_on_commit_callbacks
+):
+    path = "tests.evaluation.test_targets.answering"
+    settings.EVALSITE_PYTHON_TARGETS = [path]
+    created = world.client.post(
+        TARGETS, {"name": "py", "kind": "python", "options": {"callable": path}}, format="json"
+    )
+    assert created.status_code == 201, created.json()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client.post(
+            "/lmkit/v1/search/evaluate/answers",
+            {"collection_id": "handbook", "configs": [{"target": "py"}]},
+            format="json",
+        )
+    job = world.client.get(f"/lmkit/v1/jobs/{response.json()['job_id']}").json()
+    assert job["status"] == "Completed", job
+    (run,) = job["result"]["runs"]
+    assert (
+        run["config"]["target_kind"] == "python"
+        and run["status"] == "complete"
+        and run["latency_ms"]["count"] == 3
+    )
