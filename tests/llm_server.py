@@ -376,8 +376,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
+    parser.add_argument("--documents", help="a JSON file {id: text}: the corpus of the search endpoints")
     args = parser.parse_args()
     server = ScriptedLLMServer(latency=args.latency, port=args.port)
+    if args.documents:
+        with open(args.documents, encoding="utf-8") as file:
+            server.documents = json.load(file)
     server.reply(r"Passage:\n<<<", demo_writer)
     from tests.answer_support import scripted_rag
 
