@@ -83,6 +83,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         400,
         "a TREC or JSONL run file line of the wrong shape (line named); nothing evaluated",
     ),
+    "import-invalid": (
+        400,
+        "a golden-set file (csv, tsv, trec, ragas, deepeval, promptfoo, phoenix) with a bad line or record (named)",
+    ),
     "beir-invalid": (400, "a BEIR file line of the wrong shape (file, line and field named)"),
     "file-unreadable": (400, "a file named on the command line cannot be read"),
     "unknown-metric": (400, "the command line names a metric evaluation does not compute"),

@@ -1,0 +1,143 @@
+"""Golden sets in the ecosystem's formats, read and written. Plain Python (and PyYAML): no Django import.
+
+One vocabulary everywhere (REST `format`, CLI `--format`, the dashboard): `okfsmith` (golden.json), `csv`,
+`tsv`, `trec` (topics + qrels), `ragas`, `deepeval`, `promptfoo`, `phoenix`. BEIR stays a folder
+(`import_beir`). Every reader gives `Entry`s, each with the line (or record) it came from, and refuses a file
+whole at its first problem, naming the line or record (`import-invalid`); every writer gives the file's text
+and warnings naming what the format cannot carry (never dropped silently). Each module documents its mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from goldenset.errors import EvalsiteError
+
+FORMATS = ("okfsmith", "csv", "tsv", "trec", "ragas", "deepeval", "promptfoo", "phoenix")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A golden entry as a file carries it. `contexts`: reference passages given by text only (Ragas
+    reference_contexts, DeepEval context), matched to or created as documents when imported; `where` says
+    where in the file it was ("line 12", "record 3") for the errors raised after parsing."""
+
+    question: str
+    key: str = ""
+    expected_document_ids: tuple[str, ...] = ()
+    grades: dict[str, int] | None = None  # None: the file has no grades (an entry it replaces keeps its own)
+    reference_answer: str = ""
+    tags: tuple[str, ...] = ()
+    answerable: bool = True
+    contexts: tuple[str, ...] = ()
+    where: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Written:
+    """An export: file name -> text (TREC writes two files), and what the format could not carry."""
+
+    files: dict[str, str]
+    warnings: list[str]
+
+
+class FormatError(EvalsiteError):
+    status_code = 400
+
+
+def fail(where: str, message: str, **details) -> FormatError:
+    return FormatError("import-invalid", f"{where}: {message}", details={"where": where, **details})
+
+
+def decode(data: bytes | str, name: str = "the file") -> str:
+    """UTF-8 text (a BOM dropped), or import-invalid naming the line of the first bad byte."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise fail(
+            f"line {line}", f"{name} is not UTF-8 (byte 0x{data[exc.start]:02x}).", line=line
+        ) from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise fail(f"line {line}", "NUL characters are not allowed.", line=line)
+    return text.removeprefix("\ufeff")
+
+
+def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = None) -> list[Entry]:
+    """The entries of a file in `fmt` (trec: the topics, with `qrels` beside them)."""
+    from goldenset.formats import json_rows, tabular, trec, yaml_tests
+
+    readers: dict[str, Callable[[str], list[Entry]]] = {
+        "okfsmith": json_rows.read_okfsmith,
+        "csv": lambda text: tabular.read(text, ","),
+        "tsv": lambda text: tabular.read(text, "\t"),
+        "ragas": json_rows.read_ragas,
+        "deepeval": json_rows.read_deepeval,
+        "phoenix": json_rows.read_phoenix,
+        "promptfoo": yaml_tests.read,
+    }
+    if fmt == "trec":
+        if qrels is None:
+            raise FormatError(
+                "import-invalid", "trec: the qrels file is required beside the topics.", details={}
+            )
+        return trec.read(decode(data, "the topics file"), decode(qrels, "the qrels file"))
+    if fmt not in readers:
+        raise FormatError(
+            "import-invalid",
+            f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}.",
+            details={"field": "format"},
+        )
+    return readers[fmt](decode(data))
+
+
+def write_entries(fmt: str, entries: Sequence[Entry], *, name: str = "golden") -> Written:
+    from goldenset.formats import json_rows, tabular, trec, yaml_tests
+
+    writers: dict[str, Callable[[Sequence[Entry], str], Written]] = {
+        "okfsmith": json_rows.write_okfsmith,
+        "csv": lambda e, n: tabular.write(e, n, ","),
+        "tsv": lambda e, n: tabular.write(e, n, "\t"),
+        "trec": trec.write,
+        "ragas": json_rows.write_ragas,
+        "deepeval": json_rows.write_deepeval,
+        "phoenix": json_rows.write_phoenix,
+        "promptfoo": yaml_tests.write,
+    }
+    if fmt not in writers:
+        raise FormatError(
+            "import-invalid",
+            f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}.",
+            details={"field": "format"},
+        )
+    return writers[fmt](entries, name)
+
+
+def detect_format(filename: str, data: bytes | str) -> str:
+    """The format a file most likely holds, from its name and first content (an upload without `format`)."""
+    lower = filename.lower()
+    if lower.endswith(".tsv"):
+        return "tsv"
+    if lower.endswith(".csv"):
+        return "csv"
+    if lower.endswith((".yaml", ".yml")):
+        return "promptfoo"
+    head = (data[:4096].decode("utf-8", "replace") if isinstance(data, bytes) else data[:4096]).lstrip(
+        "\ufeff "
+    )
+    if head.startswith("<top>") or lower.endswith((".topics", ".trec")):
+        return "trec"
+    if head.startswith(("[", "{")):
+        for marker, fmt in (
+            ('"user_input"', "ragas"),
+            ('"expected_output"', "deepeval"),
+            ('"input"', "phoenix"),
+        ):
+            if marker in head:
+                return fmt
+        return "okfsmith"
+    return "okfsmith"

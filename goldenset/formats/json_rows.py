@@ -1,0 +1,300 @@
+"""Golden sets as JSON rows: okfsmith's golden.json, Ragas dataset rows, DeepEval goldens, Phoenix dataset
+examples. A file is a JSON array of objects, or JSONL (one object a line); errors name the line (JSONL) or the
+record (an array, from 0). Fields of a row that belong to a run (a response, retrieved contexts) are ignored;
+any other unknown field is an error naming it.
+
+- Ragas (SingleTurnSample): `user_input` -> question, `reference` -> reference answer, `reference_context_ids`
+  -> expected documents, `reference_contexts` -> reference passages by text. Ragas has no key, tags, grades
+  or answerable flag: evalsite writes them in an `evalsite` object of the row (Ragas ignores fields it does not
+  know) and reads them back from it.
+- DeepEval (Golden): `input` -> question, `expected_output` -> reference answer, `context` -> reference
+  passages by text; key, expected documents, grades, tags and answerable go in `additional_metadata`.
+- Phoenix (dataset examples): `input.question`, `output.answer` and `output.expected_document_ids`,
+  `metadata` {key, tags, answerable, grades}.
+- okfsmith: goldenset.golden_files (no grades, no reference passages: named in the export's warnings).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from goldenset.formats import Entry, Written, fail
+
+RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
+                    "persona_name", "query_style", "query_length"}  # fmt: skip
+DEEPEVAL_RUN_FIELDS = {"actual_output", "retrieval_context", "tools_called", "expected_tools", "comments",
+                       "source_file", "name", "custom_column_key_values"}  # fmt: skip
+EXTRA_FIELDS = ("key", "expected_document_ids", "grades", "tags", "answerable")
+
+
+def _rows(text: str) -> list[tuple[str, Any]]:
+    """(where, value) of each row of a JSON array or a JSONL file."""
+    if not text.strip():
+        raise fail("line 1", "the file is empty.", line=1)
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise fail(
+                f"line {exc.lineno}", f"not JSON ({exc.msg} at column {exc.colno}).", line=exc.lineno
+            ) from None
+        except RecursionError:
+            raise fail("line 1", "not JSON (nested too deeply).", line=1) from None
+        return [(f"record {i}", value) for i, value in enumerate(values)]
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((f"line {number}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise fail(
+                f"line {number}", f"not JSON ({exc.msg} at column {exc.colno}).", line=number
+            ) from None
+        except RecursionError:
+            raise fail(f"line {number}", "not JSON (nested too deeply).", line=number) from None
+    return rows
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise fail(where, "expected an object.")
+    return value
+
+
+def _str(value: Any, where: str, name: str, *, required: bool = False) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise fail(where, f"{name}: expected {'a non-empty' if required else 'a'} string.")
+    return value
+
+
+def _ids(value: Any, where: str, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(v, str | int) and not isinstance(v, bool) for v in value
+    ):
+        raise fail(where, f"{name}: expected a list of strings.")
+    return tuple(str(v) for v in value)
+
+
+def _texts(value: Any, where: str, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise fail(where, f"{name}: expected a list of texts.")
+    return tuple(value)
+
+
+def _extras(value: Any, where: str, name: str) -> dict[str, Any]:
+    """evalsite's fields carried in a format's free-form object (key, expected ids, grades, tags, answerable)."""
+    if value is None:
+        return {}
+    extras = _object(value, f"{where}: {name}")
+    out: dict[str, Any] = {}
+    if "key" in extras:
+        out["key"] = (
+            str(extras["key"])
+            if isinstance(extras["key"], str | int)
+            else _str(extras["key"], where, f"{name}.key")
+        )
+    if "expected_document_ids" in extras:
+        out["expected_document_ids"] = _ids(
+            extras["expected_document_ids"], where, f"{name}.expected_document_ids"
+        )
+    if "tags" in extras:
+        out["tags"] = _ids(extras["tags"], where, f"{name}.tags")
+    if "answerable" in extras:
+        if not isinstance(extras["answerable"], bool):
+            raise fail(where, f"{name}.answerable: expected true or false.")
+        out["answerable"] = extras["answerable"]
+    if "grades" in extras:
+        grades = extras["grades"]
+        if not isinstance(grades, dict):
+            raise fail(where, f"{name}.grades: expected an object of document id -> grade.")
+        out["grades"] = grades
+    return out
+
+
+def _unknown(row: Mapping[str, Any], known: set[str], where: str) -> None:
+    for name in row:
+        if name not in known:
+            raise fail(where, f"unknown field {name!r}.", field=name)
+
+
+# --- Ragas -----------------------------------------------------------------------------------------------------
+
+
+def read_ragas(text: str) -> list[Entry]:
+    entries = []
+    for where, value in _rows(text):
+        row = _object(value, where)
+        _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids", "evalsite",
+                       *RAGAS_RUN_FIELDS}, where)  # fmt: skip
+        extras = _extras(row.get("evalsite"), where, "evalsite")
+        expected = _ids(row.get("reference_context_ids"), where, "reference_context_ids")
+        entries.append(
+            Entry(
+                question=_str(row.get("user_input"), where, "user_input", required=True),
+                reference_answer=_str(row.get("reference"), where, "reference"),
+                expected_document_ids=expected,
+                contexts=_texts(row.get("reference_contexts"), where, "reference_contexts"),
+                where=where,
+                **{k: v for k, v in extras.items() if k != "expected_document_ids"},
+            )
+        )
+    return entries
+
+
+def write_ragas(entries: Sequence[Entry], name: str) -> Written:
+    rows = []
+    for e in entries:
+        row: dict[str, Any] = {"user_input": e.question, "reference": e.reference_answer}
+        if e.expected_document_ids:
+            row["reference_context_ids"] = list(e.expected_document_ids)
+        if e.contexts:
+            row["reference_contexts"] = list(e.contexts)
+        row["evalsite"] = _extra_object(e, with_expected=False)
+        rows.append(row)
+    return Written({f"{name}.ragas.jsonl": _jsonl(rows)}, [])
+
+
+# --- DeepEval -------------------------------------------------------------------------------------------------
+
+
+def read_deepeval(text: str) -> list[Entry]:
+    entries = []
+    for where, value in _rows(text):
+        row = _object(value, where)
+        _unknown(
+            row, {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS}, where
+        )
+        extras = _extras(row.get("additional_metadata"), where, "additional_metadata")
+        entries.append(
+            Entry(
+                question=_str(row.get("input"), where, "input", required=True),
+                reference_answer=_str(row.get("expected_output"), where, "expected_output"),
+                contexts=_texts(row.get("context"), where, "context"),
+                where=where,
+                **extras,
+            )
+        )
+    return entries
+
+
+def write_deepeval(entries: Sequence[Entry], name: str) -> Written:
+    rows = []
+    for e in entries:
+        row: dict[str, Any] = {"input": e.question, "expected_output": e.reference_answer}
+        if e.contexts:
+            row["context"] = list(e.contexts)
+        row["additional_metadata"] = _extra_object(e, with_expected=True)
+        rows.append(row)
+    return Written({f"{name}.deepeval.json": json.dumps(rows, indent=2, ensure_ascii=False) + "\n"}, [])
+
+
+# --- Phoenix --------------------------------------------------------------------------------------------------
+
+
+def read_phoenix(text: str) -> list[Entry]:
+    entries = []
+    for where, value in _rows(text):
+        row = _object(value, where)
+        _unknown(row, {"id", "input", "output", "metadata"}, where)
+        given = _object(row.get("input"), f"{where}: input")
+        question = next((given[k] for k in ("question", "query", "input") if k in given), None)
+        output = _object(row.get("output") or {}, f"{where}: output")
+        answer = next((output[k] for k in ("answer", "reference_answer", "output") if k in output), None)
+        extras = _extras(row.get("metadata"), where, "metadata")
+        if "expected_document_ids" in output:
+            extras["expected_document_ids"] = _ids(
+                output["expected_document_ids"], where, "output.expected_document_ids"
+            )
+        entries.append(
+            Entry(
+                question=_str(question, where, "input.question", required=True),
+                reference_answer=_str(answer, where, "output.answer"),
+                where=where,
+                **extras,
+            )
+        )
+    return entries
+
+
+def write_phoenix(entries: Sequence[Entry], name: str) -> Written:
+    rows = []
+    for e in entries:
+        metadata = _extra_object(e, with_expected=False)
+        output = {"answer": e.reference_answer, "expected_document_ids": list(e.expected_document_ids)}
+        rows.append({"input": {"question": e.question}, "output": output, "metadata": metadata})
+    warnings = _context_warning(entries, "phoenix")
+    return Written({f"{name}.phoenix.jsonl": _jsonl(rows)}, warnings)
+
+
+# --- okfsmith -------------------------------------------------------------------------------------------------
+
+
+def read_okfsmith(text: str) -> list[Entry]:
+    from goldenset.golden_files import parse_golden
+
+    return [
+        Entry(
+            question=r.question,
+            key=r.id or "",
+            expected_document_ids=r.must_cite,
+            reference_answer=r.expected_answer,
+            tags=r.tags,
+            answerable=r.answerable,
+            where=f"record {i}",
+        )
+        for i, r in enumerate(parse_golden(text))
+    ]
+
+
+def write_okfsmith(entries: Sequence[Entry], name: str) -> Written:
+    from goldenset.golden_files import GoldenRecord, dump_golden
+
+    text = dump_golden(
+        GoldenRecord(
+            id=e.key or None,
+            question=e.question,
+            expected_answer=e.reference_answer,
+            must_cite=e.expected_document_ids,
+            tags=e.tags,
+            answerable=e.answerable,
+        )
+        for e in entries
+    )
+    warnings = []
+    graded = sum(1 for e in entries if e.grades and any(g != 1 for g in e.grades.values()))
+    if graded:
+        warnings.append(f"{graded} entries' grades have no field in okfsmith's golden.json: left out.")
+    return Written({f"{name}.json": text}, warnings + _context_warning(entries, "okfsmith"))
+
+
+# --- shared ---------------------------------------------------------------------------------------------------
+
+
+def _extra_object(e: Entry, *, with_expected: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": e.key} if e.key else {}
+    if with_expected:
+        out["expected_document_ids"] = list(e.expected_document_ids)
+    if e.grades:
+        out["grades"] = dict(e.grades)
+    out["tags"] = list(e.tags)
+    out["answerable"] = e.answerable
+    return out
+
+
+def _context_warning(entries: Sequence[Entry], fmt: str) -> list[str]:
+    count = sum(1 for e in entries if e.contexts)
+    return [f"{count} entries' reference passages (texts) have no field in {fmt}: left out."] if count else []
+
+
+def _jsonl(rows: Sequence[Any]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

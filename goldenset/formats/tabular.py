@@ -1,0 +1,149 @@
+"""CSV and TSV golden sets: a header row, then one entry a row.
+
+Columns (only `question` is required; any order; an unknown column is an error naming it):
+`key`, `question`, `expected_document_ids`, `grades`, `reference_answer`, `tags`, `answerable`.
+A list cell (`expected_document_ids`, `tags`) is `|`-separated (`refunds|shipping`), or a JSON array when an id
+holds `|`; `grades` is `refunds=2|shipping=1` or a JSON object; `answerable` is true/false (blank: true). An
+empty `grades` cell means "no grades"; its column left out keeps a replaced entry's grades.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+
+from goldenset.formats import Entry, Written, fail
+
+COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
+_TRUE, _FALSE = {"true", "1", "yes", ""}, {"false", "0", "no"}
+
+
+def read(text: str, delimiter: str) -> list[Entry]:
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    try:
+        header = next(rows, None)
+    except csv.Error as exc:
+        raise fail("line 1", f"not {_name(delimiter)} ({exc}).", line=1) from None
+    if header is None or not any(cell.strip() for cell in header):
+        raise fail("line 1", f"expected a header row naming the columns ({', '.join(COLUMNS)}).", line=1)
+    names = [cell.strip().lower() for cell in header]
+    for name in names:
+        if name not in COLUMNS:
+            raise fail("line 1", f"unknown column {name!r}; the columns are {', '.join(COLUMNS)}.", line=1)
+    if "question" not in names:
+        raise fail("line 1", "the header has no question column.", line=1)
+    if len(set(names)) != len(names):
+        raise fail("line 1", "a column is named twice.", line=1)
+    entries = []
+    try:
+        for row in rows:
+            line = rows.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(names):
+                raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
+            cells = dict(zip(names, row, strict=True))
+            entries.append(_entry(cells, f"line {line}", "grades" in names))
+    except csv.Error as exc:
+        line = rows.line_num
+        raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None
+    return entries
+
+
+def _entry(cells: dict[str, str], where: str, has_grades: bool) -> Entry:
+    expected = _list(cells.get("expected_document_ids", ""), where, "expected_document_ids")
+    answerable = cells.get("answerable", "").strip().lower()
+    if answerable not in _TRUE | _FALSE:
+        raise fail(where, f"answerable: expected true or false, got {cells['answerable']!r}.")
+    return Entry(
+        question=cells["question"],
+        key=cells.get("key", "").strip(),
+        expected_document_ids=tuple(expected),
+        grades=_grades(cells.get("grades", ""), where) if has_grades else None,
+        reference_answer=cells.get("reference_answer", ""),
+        tags=tuple(_list(cells.get("tags", ""), where, "tags")),
+        answerable=answerable in _TRUE,
+        where=where,
+    )
+
+
+def _list(cell: str, where: str, column: str) -> list[str]:
+    cell = cell.strip()
+    if not cell:
+        return []
+    if cell.startswith("["):
+        try:
+            values = json.loads(cell)
+        except ValueError:
+            values = None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise fail(where, f"{column}: a cell starting with [ must be a JSON array of strings.")
+        return values
+    return [part.strip() for part in cell.split("|") if part.strip()]
+
+
+def _grades(cell: str, where: str) -> dict[str, int]:
+    cell = cell.strip()
+    if not cell:
+        return {}
+    if cell.startswith("{"):
+        try:
+            grades = json.loads(cell)
+        except ValueError:
+            grades = None
+        if not isinstance(grades, dict):
+            raise fail(where, "grades: a cell starting with { must be a JSON object of document id -> grade.")
+        return grades
+    out: dict[str, int] = {}
+    for part in cell.split("|"):
+        document, sep, grade = part.rpartition("=")
+        if not sep or not document.strip() or not grade.strip().lstrip("-").isdigit():
+            raise fail(where, f"grades: expected document=grade, got {part!r}.")
+        out[document.strip()] = int(grade)
+    return out
+
+
+def write(entries: Sequence[Entry], name: str, delimiter: str) -> Written:
+    buffer = io.StringIO(newline="")
+    out = csv.writer(buffer, delimiter=delimiter, lineterminator="\n")
+    out.writerow(COLUMNS)
+    for e in entries:
+        out.writerow(
+            [
+                e.key,
+                e.question,
+                _joined(e.expected_document_ids),
+                _joined([f"{d}={g}" for d, g in (e.grades or {}).items()])
+                if _plain(e.grades)
+                else json.dumps(e.grades),
+                e.reference_answer,
+                _joined(e.tags),
+                "true" if e.answerable else "false",
+            ]
+        )
+    warnings = []
+    contexts = sum(1 for e in entries if e.contexts)
+    if contexts:
+        warnings.append(
+            f"{contexts} entries' reference contexts (texts) have no column in {_name(delimiter)}: left out."
+        )
+    return Written({f"{name}.{'csv' if delimiter == ',' else 'tsv'}": buffer.getvalue()}, warnings)
+
+
+def _plain(grades: dict[str, int] | None) -> bool:
+    return not grades or not any("|" in d or "=" in d for d in grades)
+
+
+def _joined(values: Sequence[str]) -> str:
+    values = list(values)
+    return (
+        json.dumps(values, ensure_ascii=False)
+        if any("|" in v or v.startswith("[") for v in values)
+        else "|".join(values)
+    )
+
+
+def _name(delimiter: str) -> str:
+    return "CSV" if delimiter == "," else "TSV"

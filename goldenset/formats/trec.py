@@ -1,0 +1,128 @@
+"""TREC topics with qrels: two files.
+
+Topics, in either of the two forms IR collections ship:
+- XML-ish `<top>` blocks: `<num> Number: 401`, `<title> ...`, optionally `<desc> Description: ...` and
+  `<narr> Narrative: ...`; the title is the question (the desc when there is no title), the number its key;
+- tab-separated `qid<TAB>query` lines.
+Qrels: `qid iteration docid grade` lines, whitespace-separated (trec_eval's input). A grade above 0 makes the
+document expected, with its grade; 0 and negative grades (judged not relevant) are not kept. A topic no qrels
+line names is an entry without expected documents; a qrels line whose topic is not in the topics is an error.
+Export writes `<name>.topics.tsv` and `<name>.qrels`; reference answers and tags have no place in TREC files
+and are named in the warnings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from goldenset.formats import Entry, Written, fail
+
+_TOP = re.compile(r"<top>(.*?)</top>", re.DOTALL | re.IGNORECASE)
+_FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<(?:num|title|desc|narr)>|$)", re.DOTALL | re.IGNORECASE)
+_LABEL = re.compile(r"^\s*(?:number|description|narrative)\s*:\s*", re.IGNORECASE)
+
+
+def read(topics_text: str, qrels_text: str) -> list[Entry]:
+    topics = _topics(topics_text)
+    grades: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(qrels_text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise fail(f"qrels line {number}", f"expected 4 columns (qid iteration docid grade), found {len(parts)}.",
+                       line=number, file="qrels")  # fmt: skip
+        qid, _, document, grade = parts
+        if not grade.lstrip("-").isdigit():
+            raise fail(
+                f"qrels line {number}", f"grade {grade!r} is not a whole number.", line=number, file="qrels"
+            )
+        if qid not in topics:
+            raise fail(
+                f"qrels line {number}", f"topic {qid!r} is not in the topics file.", line=number, file="qrels"
+            )
+        if int(grade) > 0:
+            grades.setdefault(qid, {})[document] = int(grade)
+    return [
+        Entry(
+            question=question,
+            key=qid,
+            expected_document_ids=tuple(grades.get(qid, {})),
+            grades=dict(grades.get(qid, {})),
+            answerable=True,
+            where=where,
+        )
+        for qid, (question, where) in topics.items()
+    ]
+
+
+def _topics(text: str) -> dict[str, tuple[str, str]]:
+    """qid -> (question, where), in file order."""
+    out: dict[str, tuple[str, str]] = {}
+    if "<top>" in text.lower():
+        for match in _TOP.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            fields = {
+                name.lower(): " ".join(_LABEL.sub("", value).split())
+                for name, value in _FIELD.findall(match.group(1))
+            }
+            qid, question = fields.get("num", ""), fields.get("title") or fields.get("desc", "")
+            if not qid or not question:
+                raise fail(
+                    f"topics line {line}",
+                    "a <top> needs a <num> and a <title> (or <desc>).",
+                    line=line,
+                    file="topics",
+                )
+            if qid in out:
+                raise fail(f"topics line {line}", f"topic {qid!r} is listed twice.", line=line, file="topics")
+            out[qid] = (question, f"topics line {line}")
+        if not out:
+            raise fail("topics line 1", "no complete <top> ... </top> block.", line=1, file="topics")
+        return out
+    for number, row in enumerate(text.splitlines(), start=1):
+        if not row.strip():
+            continue
+        qid, sep, question = row.partition("\t")
+        if not sep or not qid.strip() or not question.strip():
+            raise fail(f"topics line {number}", "expected qid<TAB>query.", line=number, file="topics")
+        if qid.strip() in out:
+            raise fail(
+                f"topics line {number}", f"topic {qid.strip()!r} is listed twice.", line=number, file="topics"
+            )
+        out[qid.strip()] = (question.strip(), f"topics line {number}")
+    if not out:
+        raise fail("topics line 1", "the topics file is empty.", line=1, file="topics")
+    return out
+
+
+def write(entries: Sequence[Entry], name: str) -> Written:
+    topics, qrels, warnings = [], [], []
+    keyless = [e for e in entries if not e.key]
+    for i, e in enumerate(entries):
+        qid = e.key or f"q{i + 1}"
+        topics.append(f"{qid}\t{' '.join(e.question.split())}")
+        for document in e.expected_document_ids:
+            qrels.append(f"{qid} 0 {document} {(e.grades or {}).get(document, 1)}")
+    if keyless:
+        warnings.append(f"{len(keyless)} entries have no key: numbered q1, q2, ... by position as topic ids.")
+    lost = [
+        what
+        for what, count in (
+            ("reference answers", sum(1 for e in entries if e.reference_answer)),
+            ("tags", sum(1 for e in entries if e.tags)),
+            ("unanswerable flags", sum(1 for e in entries if not e.answerable)),
+            ("reference passages", sum(1 for e in entries if e.contexts)),
+        )
+        if count
+    ]
+    if lost:
+        warnings.append(f"TREC topics and qrels have no place for {', '.join(lost)}: left out.")
+    return Written(
+        {
+            f"{name}.topics.tsv": "\n".join(topics) + "\n",
+            f"{name}.qrels": "\n".join(qrels) + ("\n" if qrels else ""),
+        },
+        warnings,
+    )

@@ -1,0 +1,217 @@
+"""goldenset.formats: each format read from a real-looking sample (written from the formats' public
+documentation), written and read back to the same entries (the fields the format carries; the rest named in
+the warnings), and malformed files refused naming their line or record."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from goldenset.errors import EvalsiteError
+from goldenset.formats import FORMATS, Entry, detect_format, read_entries, write_entries
+
+ENTRIES = [
+    Entry(
+        question="How long is the refund window?",
+        key="q-refund",
+        expected_document_ids=("refunds", "policy/returns|v2"),
+        grades={"refunds": 2, "policy/returns|v2": 1},
+        reference_answer='Customers get a full refund within 30 days, "no questions asked".',
+        tags=("policy", "money"),
+        contexts=("Customers get a full refund within 30 days of purchase.",),
+    ),
+    Entry(
+        question="When does express shipping arrive?",
+        key="q-ship",
+        expected_document_ids=("shipping",),
+        grades={"shipping": 1},
+        tags=("shipping",),
+    ),  # fmt: skip
+    Entry(question="Who is the chief executive?", key="q-ceo", grades={}, answerable=False),
+]
+# What each format carries (the others are named in the export's warnings).
+CARRIED = {
+    "okfsmith": ("question", "key", "expected_document_ids", "reference_answer", "tags", "answerable"),
+    "csv": ("question", "key", "expected_document_ids", "grades", "reference_answer", "tags", "answerable"),
+    "tsv": ("question", "key", "expected_document_ids", "grades", "reference_answer", "tags", "answerable"),
+    "trec": ("question", "key", "expected_document_ids", "grades"),
+    "ragas": (
+        "question",
+        "key",
+        "expected_document_ids",
+        "grades",
+        "reference_answer",
+        "tags",
+        "answerable",
+        "contexts",
+    ),  # fmt: skip
+    "deepeval": (
+        "question",
+        "key",
+        "expected_document_ids",
+        "grades",
+        "reference_answer",
+        "tags",
+        "answerable",
+        "contexts",
+    ),  # fmt: skip
+    "phoenix": (
+        "question",
+        "key",
+        "expected_document_ids",
+        "grades",
+        "reference_answer",
+        "tags",
+        "answerable",
+    ),
+    "promptfoo": (
+        "question",
+        "key",
+        "expected_document_ids",
+        "grades",
+        "reference_answer",
+        "tags",
+        "answerable",
+    ),
+}
+
+
+def carried(entry: Entry, fmt: str) -> dict:
+    data = {name: getattr(entry, name) for name in CARRIED[fmt]}
+    if "grades" in data:
+        data["grades"] = data["grades"] or {}
+    return data
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_round_trips_what_it_carries_and_names_what_it_cannot(fmt):
+    written = write_entries(fmt, ENTRIES, name="handbook")
+    files = list(written.files.values())
+    if fmt == "trec":
+        back = read_entries(fmt, files[0], qrels=files[1])
+    else:
+        (text,) = files
+        assert detect_format(next(iter(written.files)), text.encode()) == fmt
+        back = read_entries(fmt, text.encode())
+    assert [carried(e, fmt) for e in back] == [carried(e, fmt) for e in ENTRIES]
+    lost = {"grades", "reference_answer", "tags", "answerable", "contexts"} - set(CARRIED[fmt])
+    if fmt != "trec" and "contexts" in lost:
+        assert any("reference passages" in w or "reference contexts" in w for w in written.warnings), (
+            written.warnings
+        )
+    if fmt == "trec":
+        assert any("reference answers" in w and "tags" in w for w in written.warnings)
+    if fmt == "okfsmith":
+        assert any("grades" in w for w in written.warnings)
+
+
+def test_real_looking_samples_of_each_format_are_read():
+    ragas = [
+        {"user_input": "What is the refund window?", "reference": "30 days.", "reference_contexts": ["Refunds ..."],
+         "retrieved_contexts": ["ignored: a run's"], "response": "ignored"},
+    ]  # fmt: skip
+    (entry,) = read_entries("ragas", json.dumps(ragas))
+    assert (
+        entry.question == "What is the refund window?"
+        and entry.contexts == ("Refunds ...",)
+        and not entry.key
+    )
+    deepeval = [
+        {
+            "input": "Q?",
+            "expected_output": "A.",
+            "context": ["c"],
+            "actual_output": "x",
+            "retrieval_context": [],
+        }
+    ]
+    assert read_entries("deepeval", json.dumps(deepeval))[0].reference_answer == "A."
+    phoenix = (
+        '{"id": "ex1", "input": {"query": "Q?"}, "output": {"answer": "A."}, "metadata": {"tags": ["t"]}}\n'
+    )
+    assert read_entries("phoenix", phoenix)[0].tags == ("t",)
+    promptfoo = (
+        "description: golden\nprompts: [file://prompt.txt]\ntests:\n"
+        "  - description: q1\n    vars:\n      query: What is 2 + 2?\n    assert:\n"
+        "      - type: contains\n        value: '4'\n      - type: factuality\n        value: It is 4.\n"
+    )
+    (entry,) = read_entries("promptfoo", promptfoo)
+    assert (entry.key, entry.question, entry.reference_answer) == ("q1", "What is 2 + 2?", "It is 4.")
+    topics = (
+        "<top>\n<num> Number: 401\n<title> foreign minorities, Germany\n<desc> Description:\nWhat language ...\n"
+        "<narr> Narrative:\nA relevant document ...\n</top>\n\n<top>\n<num> Number: 402\n<title> behavioral genetics\n</top>\n"
+    )
+    entries = read_entries(
+        "trec", topics, qrels="401 0 FBIS3-10082 1\n401 0 FBIS3-10169 0\n402 0 LA010189-0001 2\n"
+    )
+    assert [(e.key, e.question, e.grades) for e in entries] == [
+        ("401", "foreign minorities, Germany", {"FBIS3-10082": 1}),
+        ("402", "behavioral genetics", {"LA010189-0001": 2}),
+    ]
+    csv_text = "question,expected_document_ids,answerable\nHow long?,refunds|shipping,\nWho?,,false\n"
+    entries = read_entries("csv", csv_text)
+    assert entries[0].expected_document_ids == ("refunds", "shipping") and entries[1].answerable is False
+    assert entries[0].grades is None  # no grades column: a replaced entry keeps its own
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "qrels", "where", "message"),
+    [
+        ("csv", "question,colour\nQ,red\n", None, "line 1", "unknown column 'colour'"),
+        ("csv", "key,question\nk1,Q1\nk2\n", None, "line 3", "expected 2 cells, found 1"),
+        ("csv", 'question,grades\nQ,"refunds=two"\n', None, "line 2", "grades: expected document=grade"),
+        ("tsv", "question\tanswerable\nQ\tmaybe\n", None, "line 2", "answerable: expected true or false"),
+        (
+            "ragas",
+            '{"user_input": "Q"}\n{"user_input": "R", "colour": 1}\n',
+            None,
+            "line 2",
+            "unknown field 'colour'",
+        ),
+        (
+            "ragas",
+            '[{"user_input": "Q"}, {"reference": "A"}]',
+            None,
+            "record 1",
+            "user_input: expected a non-empty string",
+        ),
+        (
+            "deepeval",
+            '[{"input": "Q", "context": "not a list"}]',
+            None,
+            "record 0",
+            "context: expected a list of texts",
+        ),
+        ("phoenix", '{"input": {"question": "Q"}}\n{"input": "Q"\n', None, "line 2", "not JSON"),
+        (
+            "promptfoo",
+            "- vars: {question: Q}\n- vars: {nothing: 1}\n",
+            None,
+            "tests[1] (line 2)",
+            "vars: expected a question",
+        ),
+        ("promptfoo", "- vars: [unclosed\n", None, "line 2", "not YAML"),
+        ("trec", "401\tQ\n", "401 0 d1\n", "qrels line 1", "expected 4 columns"),
+        ("trec", "401\tQ\n", "402 0 d1 1\n", "qrels line 1", "topic '402' is not in the topics file"),
+        ("trec", "401\tQ\n401\tR\n", "", "topics line 2", "topic '401' is listed twice"),
+        ("csv", b"question\nQ\xff\n", None, "line 2", "not UTF-8"),
+    ],
+)
+def test_a_malformed_file_is_refused_naming_its_line_or_record(fmt, text, qrels, where, message):
+    with pytest.raises(EvalsiteError) as caught:
+        read_entries(fmt, text, qrels=qrels)
+    error = caught.value
+    assert error.code == "import-invalid" and error.details["where"] == where, error.message
+    assert error.message.startswith(f"{where}: ") and message in error.message, error.message
+
+
+def test_unknown_formats_and_trec_without_qrels_are_refused():
+    with pytest.raises(EvalsiteError, match="format: expected one of okfsmith, csv"):
+        read_entries("xml", "x")
+    with pytest.raises(EvalsiteError, match="the qrels file is required"):
+        read_entries("trec", "401\tQ\n")
+    assert (
+        dataclasses.replace(ENTRIES[0], where="line 9") == ENTRIES[0]
+    )  # where is not part of an entry's value
