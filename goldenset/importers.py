@@ -6,19 +6,22 @@ so the API, the admin and the management commands share one path.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.db import transaction
 from django.db.models import QuerySet
 
 from goldenset import beir
 from goldenset.errors import EvalsiteError
-from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
+from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, write_entries
+from goldenset.golden_files import GoldenRecord, dump_golden
 from goldenset.models import Collection, GoldenEntry, Job, Origin, Page, Tenant
 from goldenset.sample import SamplePage, starter_records
 from goldenset.services import (
@@ -32,7 +35,8 @@ from goldenset.services import (
     ingest_as_job,
     ingest_job_create,
 )
-from goldenset.text import document_id_problem, find_nul
+from goldenset.text import document_id_problem, find_nul, question_hash
+from goldenset.vocabulary.chunks import chunks
 
 _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -175,47 +179,188 @@ def ingest_job(job: Job, progress: Callable[[int, int], None]) -> dict[str, int]
 # --- okfsmith golden files ---------------------------------------------------------------------------------
 
 
-def _entry(record: GoldenRecord) -> EntryInput:
-    return EntryInput(
-        question=record.question,
-        expected_document_ids=list(record.must_cite),
-        reference_answer=record.expected_answer,
-        key=record.id or "",
-        tags=list(record.tags),
-        answerable=record.answerable,
-        grades=None,  # golden.json has no grades: an entry it replaces keeps its own
-    )
+class _Preview(Exception):
+    """Rolls a dry run's writes back, carrying what they would have been."""
+
+    def __init__(self, result: dict[str, Any]):
+        self.result = result
 
 
 def golden_file_import(*, collection: Collection, data: str | bytes, actor: str) -> dict[str, int]:
-    """Load a golden.json into the collection, atomically; a record whose id exists replaces that entry, and
-    so does a record without an id whose question an entry has (so an export imports back in place).
+    """Load an okfsmith golden.json into the collection (golden_import's okfsmith case, counts only)."""
+    result = golden_import(collection=collection, fmt="okfsmith", data=data, actor=actor)
+    return {name: result[name] for name in ("records", "created", "updated", "unchanged")}
 
-    Counts each record once: created, updated (its entry changed) or unchanged (its entry already said that)."""
-    records = parse_golden(data)
-    if not records:
-        return {"records": 0, "created": 0, "updated": 0, "unchanged": 0}
+
+def golden_import(
+    *,
+    collection: Collection,
+    fmt: str,
+    data: str | bytes,
+    actor: str,
+    qrels: str | bytes | None = None,
+    create_documents: bool = False,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Load a golden-set file of any format (goldenset.formats) into the collection, atomically: all or nothing.
+
+    An entry whose key exists replaces that entry, and so does one without a key whose question an entry has
+    (so an export imports back in place). Reference passages given by text only (Ragas, DeepEval) are matched
+    to the collection's pages holding that text, or, with `create_documents`, created as documents of their
+    own (`context-<sha1>`); otherwise they are named in the warnings. With `dry_run` nothing is written: the
+    counts say what would be created, updated and left unchanged (the dashboard's preview). Errors name the
+    record or line (`entry.where`)."""
+    entries = _keep_what_the_file_lacks(collection, read_entries(fmt, data, qrels=qrels))
+    warnings: list[str] = []
+    result: dict[str, Any] = {"format": fmt, "records": len(entries), "created": 0, "updated": 0, "unchanged": 0,
+                              "documents_created": 0, "warnings": warnings}  # fmt: skip
+    if not entries:
+        return result
     try:
-        created, updated = golden_entries_add(
-            collection=collection,
-            entries=[_entry(r) for r in records],
-            actor=actor,
-            origin=Origin.IMPORTED,
-            upsert_by_key=True,
-            match_questions=True,
+        with transaction.atomic():
+            expected, created_documents = _context_documents(
+                collection, entries, create_documents, actor, warnings
+            )
+            try:
+                created, updated = golden_entries_add(
+                    collection=collection,
+                    entries=[_input(e, ids) for e, ids in zip(entries, expected, strict=True)],
+                    actor=actor,
+                    origin=Origin.IMPORTED,
+                    upsert_by_key=True,
+                    match_questions=True,
+                )
+            except EvalsiteError as exc:
+                index = exc.details.get("index")
+                if index is None:
+                    raise
+                message = exc.message.split(": ", 1)[-1]
+                raise EvalsiteError(
+                    exc.code,
+                    f"{entries[index].where}: {message}",
+                    details={**exc.details, "id": entries[index].key or None},
+                    status=exc.status_code,
+                ) from None
+            result.update(
+                created=len(created),
+                updated=len(updated),
+                unchanged=len(entries) - len(created) - len(updated),
+                documents_created=created_documents,
+            )
+            if dry_run:
+                raise _Preview(result)
+    except _Preview as preview:
+        return {**preview.result, "dry_run": True}
+    return result
+
+
+def _keep_what_the_file_lacks(collection: Collection, entries: list[Entry]) -> list[Entry]:
+    """Each entry with the fields its file does not hold (Entry.carried) as the entry it replaces has them
+    (matched by key, else by question): a TREC file's entry keeps its reference answer and tags."""
+    partial = [e for e in entries if e.carried is not None and not e.carried >= ENTRY_FIELDS]
+    if not partial:
+        return entries
+    by_key: dict[str, GoldenEntry] = {}
+    by_hash: dict[str, GoldenEntry] = {}
+    for chunk in chunks(sorted({e.key for e in partial if e.key})):
+        by_key.update((g.key, g) for g in collection.golden_entries.filter(key__in=chunk))
+    for chunk in chunks(sorted({question_hash(e.question) for e in partial})):
+        by_hash.update(
+            (g.question_hash, g) for g in collection.golden_entries.filter(question_hash__in=chunk)
         )
-    except EvalsiteError as exc:
-        index = exc.details.get("index")
-        if index is None:
-            raise
-        record = records[index]
-        label = f'record {index} (id "{record.id}")' if record.id else f"record {index}"
-        message = exc.message.split(": ", 1)[-1]
-        raise EvalsiteError(
-            exc.code, f"{label}: {message}", details={**exc.details, "id": record.id}, status=exc.status_code
-        ) from None
-    unchanged = len(records) - len(created) - len(updated)
-    return {"records": len(records), "created": len(created), "updated": len(updated), "unchanged": unchanged}
+    out = []
+    for entry in entries:
+        if entry.carried is None or entry.carried >= ENTRY_FIELDS:
+            out.append(entry)
+            continue
+        current = (by_key.get(entry.key) if entry.key else None) or by_hash.get(question_hash(entry.question))
+        kept: dict[str, Any] = {}
+        for name in ENTRY_FIELDS - entry.carried:
+            if name == "grades":
+                kept["grades"] = None  # golden_entries_add keeps the replaced entry's grades
+            elif name == "key":
+                continue  # no key: the entry is matched by its question and keeps its own key
+            elif current is not None:
+                value = getattr(current, name)
+                kept[name] = tuple(value) if isinstance(value, list) else value
+        out.append(replace(entry, **kept))
+    return out
+
+
+def _input(entry: Entry, expected: tuple[str, ...]) -> EntryInput:
+    grades = None if entry.grades is None else {d: g for d, g in entry.grades.items() if d in expected}
+    return EntryInput(
+        question=entry.question,
+        expected_document_ids=list(expected),
+        reference_answer=entry.reference_answer,
+        key=entry.key,
+        tags=list(entry.tags),
+        answerable=entry.answerable,
+        grades=grades,
+    )
+
+
+def _context_documents(
+    collection: Collection, entries: Sequence[Entry], create: bool, actor: str, warnings: list[str]
+) -> tuple[list[tuple[str, ...]], int]:
+    """Each entry's expected documents: its ids, else the documents of its reference passages (matched to a
+    page holding the passage's text, or created when `create`)."""
+    out: list[tuple[str, ...]] = []
+    new_documents: dict[str, str] = {}
+    unmatched = 0
+    for entry in entries:
+        if entry.expected_document_ids or not entry.contexts:
+            out.append(entry.expected_document_ids)
+            continue
+        ids: list[str] = []
+        for text in entry.contexts:
+            snippet = " ".join(text.split())
+            page = (
+                Page.objects.filter(document__collection=collection, text__contains=snippet[:2000])
+                .select_related("document")
+                .order_by("document__external_id", "number")
+                .first()
+                if snippet
+                else None
+            )
+            if page is not None:
+                ids.append(page.document.external_id)
+            elif create and snippet:
+                document_id = "context-" + hashlib.sha1(snippet.encode()).hexdigest()[:12]
+                new_documents.setdefault(document_id, text)
+                ids.append(document_id)
+            else:
+                unmatched += 1
+        out.append(tuple(dict.fromkeys(ids)))
+    if unmatched:
+        warnings.append(
+            f"{unmatched} reference passages match no page of {collection.slug} (by their text) and were left "
+            "out of the expected documents; import with create_documents to add them as documents."
+        )
+    if new_documents:
+        documents_upsert(
+            collection=collection,
+            documents=[DocumentInput.from_text(id=d, title="", text=t) for d, t in new_documents.items()],
+            actor=actor,
+        )
+    return out, len(new_documents)
+
+
+def golden_export(*, collection: Collection, fmt: str) -> Written:
+    """The collection's golden set in `fmt` (goldenset.formats): its files and what the format cannot carry."""
+    entries = [
+        Entry(
+            question=e.question,
+            key=e.key,
+            expected_document_ids=tuple(e.expected_document_ids),
+            grades=dict(e.grades or {}),
+            reference_answer=e.reference_answer,
+            tags=tuple(e.tags),
+            answerable=e.answerable,
+        )
+        for e in collection.golden_entries.order_by("created_at", "id").iterator()
+    ]
+    return write_entries(fmt, entries, name=f"{collection.slug}-golden")
 
 
 def golden_entries_dump(entries: QuerySet[GoldenEntry]) -> str:

@@ -14,6 +14,7 @@ from goldenset.api.fields import (
     reference_answer_field,
     tags_field,
 )
+from goldenset.formats import FORMATS
 from goldenset.models import Origin
 
 
@@ -179,6 +180,18 @@ class GoldenSetFilterIn(TenantIn):
 class GoldenUploadIn(TenantIn):
     collection_id = serializers.CharField(max_length=200)
     file = serializers.FileField(allow_empty_file=True)  # an empty file is the domain's empty-file error
+    format = serializers.ChoiceField(
+        choices=list(FORMATS), required=False, help_text="Default: detected from the file's name and content."
+    )
+    qrels = serializers.FileField(required=False, help_text="format trec: the qrels file beside the topics.")
+    create_documents = serializers.BooleanField(
+        required=False, default=False, help_text="Create reference passages matching no page as documents."
+    )
+    dry_run = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Count what would be created, updated, unchanged; write nothing.",
+    )
 
 
 class GoldenEntryOut(serializers.Serializer):
@@ -243,6 +256,13 @@ class GoldenImportOut(serializers.Serializer):
     created = serializers.IntegerField(help_text="New entries.")
     updated = serializers.IntegerField(help_text="Existing entries the file changed.")
     unchanged = serializers.IntegerField(help_text="Existing entries that already said what the file says.")
+
+
+class GoldenUploadOut(GoldenImportOut):
+    format = serializers.ChoiceField(choices=list(FORMATS))
+    documents_created = serializers.IntegerField(help_text="Reference passages created as documents.")
+    warnings = serializers.ListField(child=serializers.CharField())
+    dry_run = serializers.BooleanField(required=False, help_text="Present (true) when nothing was written.")
 
 
 class GoldenAddOut(serializers.Serializer):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.http import HttpResponse
 from django.utils.http import content_disposition_header
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -14,6 +17,7 @@ from goldenset import importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.errors import EvalsiteError
+from goldenset.formats import FORMATS, detect_format
 from goldenset.jobs import job_cancel, jobs_recover
 from goldenset.services.generate import generate_job_create
 
@@ -39,6 +43,15 @@ def _form(request) -> dict:
 
 
 TENANT_PARAMS = [OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)]
+_CONTENT_TYPES = {
+    "okfsmith": "application/json",
+    "deepeval": "application/json",
+    "csv": "text/csv; charset=utf-8",
+    "tsv": "text/tab-separated-values; charset=utf-8",
+    "ragas": "application/jsonl",
+    "phoenix": "application/jsonl",
+    "promptfoo": "application/yaml",
+}
 
 
 # --- collections -------------------------------------------------------------------------------------------
@@ -295,32 +308,59 @@ class GoldenSetUploadApi(TenantAPIView):
     @extend_schema(
         request={"multipart/form-data": s.GoldenUploadIn},
         responses={
-            201: s.GoldenImportOut,
-            200: s.GoldenImportOut,
+            201: s.GoldenUploadOut,
+            200: s.GoldenUploadOut,
             **s.error_responses(400, 404, 409, 413, 415),
         },
-        summary="Imports an okfsmith golden.json: 201 when it created entries, else 200 (updated or unchanged).",
+        summary="Imports a golden set (okfsmith, csv, tsv, trec, ragas, deepeval, promptfoo, phoenix): 201 when "
+        "it created entries, else 200 (updated, unchanged, or a dry run).",
     )
     def post(self, request):
-        data = read(s.GoldenUploadIn, {**_form(request), "file": request.FILES.get("file")})
+        files = {
+            name: request.FILES.get(name)
+            for name in ("file", "qrels")
+            if name in request.FILES or name == "file"
+        }
+        data = read(s.GoldenUploadIn, {**_form(request), **files})
         collection = selectors.collection_get(tenant=self.tenant(data), collection_id=data["collection_id"])
-        result = importers.golden_file_import(
-            collection=collection, data=data["file"].read(), actor=self.actor
+        content = data["file"].read()
+        fmt = data.get("format") or detect_format(data["file"].name or "", content)
+        result = importers.golden_import(
+            collection=collection,
+            fmt=fmt,
+            data=content,
+            qrels=data["qrels"].read() if data.get("qrels") else None,
+            create_documents=data["create_documents"],
+            dry_run=data["dry_run"],
+            actor=self.actor,
         )
         # 201 only when something was created: re-importing the same file creates nothing, and says so.
-        return Response(result, status=status.HTTP_201_CREATED if result["created"] else status.HTTP_200_OK)
+        created = result["created"] and not result.get("dry_run")
+        return Response(result, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class GoldenSetExportApi(TenantAPIView):
     pagination_class = None  # the whole golden.json list, never a page of it
 
     @extend_schema(
-        parameters=[*TENANT_PARAMS, OpenApiParameter("collection_id", str, required=True)],
+        parameters=[
+            *TENANT_PARAMS,
+            OpenApiParameter("collection_id", str, required=True),
+            OpenApiParameter(
+                "format", str, enum=list(FORMATS), description="Default okfsmith (golden.json)."
+            ),
+            OpenApiParameter("part", str, enum=["topics", "qrels"], description="format trec: which file."),
+        ],
         responses={
             (200, "application/json"): s.GoldenFileRecordOut(many=True),
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/jsonl"): OpenApiTypes.STR,
+            (200, "application/yaml"): OpenApiTypes.STR,
+            (200, "text/plain"): OpenApiTypes.STR,
             **s.error_responses(400, 404),
         },
-        summary="Exports a collection's golden set as an okfsmith golden.json.",
+        summary="Exports a collection's golden set (okfsmith golden.json by default, or another format); the "
+        "X-Evalsite-Warnings header lists what the format cannot carry.",
     )
     def get(self, request):
         collection_id = request.query_params.get("collection_id")
@@ -331,13 +371,32 @@ class GoldenSetExportApi(TenantAPIView):
                 details={"field": "collection_id"},
             )
         collection = selectors.collection_get(tenant=self.tenant(), collection_id=collection_id)
+        fmt = request.query_params.get("format") or "okfsmith"
+        if fmt not in FORMATS:
+            raise EvalsiteError(
+                "validation-error",
+                f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}.",
+                details={"field": "format", "allowed": list(FORMATS)},
+            )
+        written = importers.golden_export(collection=collection, fmt=fmt)
+        names = list(written.files)
+        if fmt == "trec":  # topics and qrels: one file a request
+            part = request.query_params.get("part") or "topics"
+            if part not in ("topics", "qrels"):
+                raise EvalsiteError(
+                    "validation-error",
+                    f"part: expected topics or qrels, got {part!r}.",
+                    details={"field": "part"},
+                )
+            names = [names[0] if part == "topics" else names[1]]
+        (name,) = names
         response = HttpResponse(
-            importers.golden_file_export(collection=collection), content_type="application/json"
+            written.files[name], content_type=_CONTENT_TYPES.get(fmt, "text/plain; charset=utf-8")
         )
         # Quoted and escaped by Django (RFC 6266, filename* for non-ASCII): the slug is the client's text.
-        response["Content-Disposition"] = content_disposition_header(
-            as_attachment=True, filename=f"{collection.slug}-golden.json"
-        )
+        response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=name)
+        # What the format cannot carry, named (header values: ASCII; the list is also what the CLI prints).
+        response["X-Evalsite-Warnings"] = json.dumps(written.warnings)
         return response
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from goldenset.errors import EvalsiteError
 
 FORMATS = ("okfsmith", "csv", "tsv", "trec", "ragas", "deepeval", "promptfoo", "phoenix")
+ENTRY_FIELDS = frozenset({"key", "expected_document_ids", "grades", "reference_answer", "tags", "answerable"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class Entry:
     answerable: bool = True
     contexts: tuple[str, ...] = ()
     where: str = field(default="", compare=False)
+    # The fields the file holds for this entry (None: all of them). An import keeps the others as the entry
+    # it replaces has them (a TREC file has no reference answers: importing one must not erase them).
+    carried: frozenset[str] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,6 @@ def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = Non
     from goldenset.formats import json_rows, tabular, trec, yaml_tests
 
     readers: dict[str, Callable[[str], list[Entry]]] = {
-        "okfsmith": json_rows.read_okfsmith,
         "csv": lambda text: tabular.read(text, ","),
         "tsv": lambda text: tabular.read(text, "\t"),
         "ragas": json_rows.read_ragas,
@@ -80,6 +83,8 @@ def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = Non
         "phoenix": json_rows.read_phoenix,
         "promptfoo": yaml_tests.read,
     }
+    if fmt == "okfsmith":  # golden_files reads its own bytes (its errors: golden-invalid, golden-schema)
+        return json_rows.read_okfsmith(data)
     if fmt == "trec":
         if qrels is None:
             raise FormatError(

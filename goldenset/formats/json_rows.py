@@ -137,7 +137,11 @@ def read_ragas(text: str) -> list[Entry]:
         _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids", "evalsite",
                        *RAGAS_RUN_FIELDS}, where)  # fmt: skip
         extras = _extras(row.get("evalsite"), where, "evalsite")
+        extras.pop("expected_document_ids", None)
         expected = _ids(row.get("reference_context_ids"), where, "reference_context_ids")
+        carried = {*extras, *(["reference_answer"] if "reference" in row else [])}
+        if "reference_context_ids" in row or "reference_contexts" in row:
+            carried.add("expected_document_ids")
         entries.append(
             Entry(
                 question=_str(row.get("user_input"), where, "user_input", required=True),
@@ -145,7 +149,8 @@ def read_ragas(text: str) -> list[Entry]:
                 expected_document_ids=expected,
                 contexts=_texts(row.get("reference_contexts"), where, "reference_contexts"),
                 where=where,
-                **{k: v for k, v in extras.items() if k != "expected_document_ids"},
+                carried=frozenset(carried),
+                **extras,
             )
         )
     return entries
@@ -175,12 +180,16 @@ def read_deepeval(text: str) -> list[Entry]:
             row, {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS}, where
         )
         extras = _extras(row.get("additional_metadata"), where, "additional_metadata")
+        carried = {*extras, *(["reference_answer"] if "expected_output" in row else [])}
+        if "context" in row:
+            carried.add("expected_document_ids")
         entries.append(
             Entry(
                 question=_str(row.get("input"), where, "input", required=True),
                 reference_answer=_str(row.get("expected_output"), where, "expected_output"),
                 contexts=_texts(row.get("context"), where, "context"),
                 where=where,
+                carried=frozenset(carried),
                 **extras,
             )
         )
@@ -215,11 +224,13 @@ def read_phoenix(text: str) -> list[Entry]:
             extras["expected_document_ids"] = _ids(
                 output["expected_document_ids"], where, "output.expected_document_ids"
             )
+        carried = {*extras, *(["reference_answer"] if answer is not None else [])}
         entries.append(
             Entry(
                 question=_str(question, where, "input.question", required=True),
                 reference_answer=_str(answer, where, "output.answer"),
                 where=where,
+                carried=frozenset(carried),
                 **extras,
             )
         )
@@ -239,7 +250,7 @@ def write_phoenix(entries: Sequence[Entry], name: str) -> Written:
 # --- okfsmith -------------------------------------------------------------------------------------------------
 
 
-def read_okfsmith(text: str) -> list[Entry]:
+def read_okfsmith(text: str | bytes) -> list[Entry]:
     from goldenset.golden_files import parse_golden
 
     return [
@@ -250,7 +261,7 @@ def read_okfsmith(text: str) -> list[Entry]:
             reference_answer=r.expected_answer,
             tags=r.tags,
             answerable=r.answerable,
-            where=f"record {i}",
+            where=f'record {i} (id "{r.id}")' if r.id else f"record {i}",
         )
         for i, r in enumerate(parse_golden(text))
     ]

@@ -45,14 +45,14 @@ def read(text: str, delimiter: str) -> list[Entry]:
             if len(row) != len(names):
                 raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
             cells = dict(zip(names, row, strict=True))
-            entries.append(_entry(cells, f"line {line}", "grades" in names))
+            entries.append(_entry(cells, f"line {line}", "grades" in names, frozenset(names)))
     except csv.Error as exc:
         line = rows.line_num
         raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None
     return entries
 
 
-def _entry(cells: dict[str, str], where: str, has_grades: bool) -> Entry:
+def _entry(cells: dict[str, str], where: str, has_grades: bool, carried: frozenset[str]) -> Entry:
     expected = _list(cells.get("expected_document_ids", ""), where, "expected_document_ids")
     answerable = cells.get("answerable", "").strip().lower()
     if answerable not in _TRUE | _FALSE:
@@ -66,6 +66,7 @@ def _entry(cells: dict[str, str], where: str, has_grades: bool) -> Entry:
         tags=tuple(_list(cells.get("tags", ""), where, "tags")),
         answerable=answerable in _TRUE,
         where=where,
+        carried=carried,
     )
 
 

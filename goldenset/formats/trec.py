@@ -5,7 +5,7 @@ Topics, in either of the two forms IR collections ship:
   `<narr> Narrative: ...`; the title is the question (the desc when there is no title), the number its key;
 - tab-separated `qid<TAB>query` lines.
 Qrels: `qid iteration docid grade` lines, whitespace-separated (trec_eval's input). A grade above 0 makes the
-document expected, with its grade; 0 and negative grades (judged not relevant) are not kept. A topic no qrels
+document expected, with its grade (1, the default, is not stored); 0 and negative grades (judged not relevant) are not kept. A topic no qrels
 line names is an entry without expected documents; a qrels line whose topic is not in the topics is an error.
 Export writes `<name>.topics.tsv` and `<name>.qrels`; reference answers and tags have no place in TREC files
 and are named in the warnings.
@@ -44,14 +44,17 @@ def read(topics_text: str, qrels_text: str) -> list[Entry]:
             )
         if int(grade) > 0:
             grades.setdefault(qid, {})[document] = int(grade)
+    # An expected document's grade is 1 unless said otherwise: only the others are kept as grades.
+    graded = {qid: {d: g for d, g in found.items() if g != 1} for qid, found in grades.items()}
     return [
         Entry(
             question=question,
             key=qid,
             expected_document_ids=tuple(grades.get(qid, {})),
-            grades=dict(grades.get(qid, {})),
+            grades=graded.get(qid, {}),
             answerable=True,
             where=where,
+            carried=frozenset({"key", "expected_document_ids", "grades"}),
         )
         for qid, (question, where) in topics.items()
     ]

@@ -76,6 +76,9 @@ def _entry(test: Any, where: str) -> Entry:
     if not isinstance(answerable, bool):
         raise fail(where, "metadata.answerable: expected true or false.")
     description = test.get("description")
+    carried = {name for name in ("expected_document_ids", "grades", "tags", "answerable") if name in metadata}
+    carried |= {"key"} if description is not None else set()
+    carried |= {"reference_answer"} if reference else set()
     return Entry(
         question=question,
         key=str(description) if description is not None else "",
@@ -85,6 +88,7 @@ def _entry(test: Any, where: str) -> Entry:
         tags=_strings(metadata.get("tags"), where, "metadata.tags"),
         answerable=answerable,
         where=where,
+        carried=frozenset(carried),
     )
 
 

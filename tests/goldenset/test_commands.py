@@ -117,7 +117,7 @@ def test_createapikey_again_reuses_the_tenant_with_a_new_key():
 def test_import_golden_loads_the_records(world, tmp_path):
     path = write(tmp_path, [REFUND, EXPRESS, MARS])
     out, err = run("import_golden", str(path), **SCOPE)
-    assert out == f"{path}: 3 records -> 3 created, 0 updated, 0 unchanged\n" and err == ""
+    assert out == f"{path} (okfsmith): 3 records -> 3 created, 0 updated, 0 unchanged\n" and err == ""
     assert entries(world.collection) == [
         {
             "key": "refund-window",
@@ -167,7 +167,7 @@ def test_import_golden_again_updates_records_by_id_without_duplicates(world, tmp
     new = {"id": "warranty", "question": "How long is the warranty?", "must_cite": ["warranty"]}
     path = write(tmp_path, [REFUND, changed, new], name="again.json")
     out, _ = run("import_golden", str(path), **SCOPE)
-    assert out == f"{path}: 3 records -> 1 created, 1 updated, 1 unchanged\n"
+    assert out == f"{path} (okfsmith): 3 records -> 1 created, 1 updated, 1 unchanged\n"
     assert world.collection.golden_entries.count() == 4
     after = {e.key: e for e in world.collection.golden_entries.all()}
     assert after["express"].pk == before["express"] and after["refund-window"].pk == before["refund-window"]
@@ -290,7 +290,7 @@ def test_export_golden_round_trips_through_import_into_another_collection(world,
     copy = services.collection_create(tenant=world.tenant, slug="copy", actor="test")
     add_documents(copy, {"refunds": "r", "shipping": "s", "warranty": "w"})
     out, _ = run("import_golden", str(exported), **{**SCOPE, "collection": "copy"})
-    assert out == f"{exported}: 4 records -> 4 created, 0 updated, 0 unchanged\n"
+    assert out == f"{exported} (okfsmith): 4 records -> 4 created, 0 updated, 0 unchanged\n"
     assert entries(copy) == entries(world.collection)
     assert run("export_golden", **{**SCOPE, "collection": "copy"})[0] == text
 
@@ -316,7 +316,7 @@ def test_export_golden_init_sample_writes_a_loadable_starter_set(world, tmp_path
     assert GoldenEntry.objects.count() == 0  # a sample is written to the file, not the database
     # ... and it loads into the collection it came from.
     out, _ = run("import_golden", str(path), **SCOPE)
-    assert out == f"{path}: 3 records -> 3 created, 0 updated, 0 unchanged\n"
+    assert out == f"{path} (okfsmith): 3 records -> 3 created, 0 updated, 0 unchanged\n"
 
 
 def test_export_golden_of_a_missing_collection_exits_2(world):

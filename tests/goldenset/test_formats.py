@@ -80,8 +80,8 @@ CARRIED = {
 
 def carried(entry: Entry, fmt: str) -> dict:
     data = {name: getattr(entry, name) for name in CARRIED[fmt]}
-    if "grades" in data:
-        data["grades"] = data["grades"] or {}
+    if "grades" in data:  # an expected document's grade is 1 unless said otherwise
+        data["grades"] = {d: g for d, g in (data["grades"] or {}).items() if g != 1}
     return data
 
 
@@ -147,7 +147,7 @@ def test_real_looking_samples_of_each_format_are_read():
         "trec", topics, qrels="401 0 FBIS3-10082 1\n401 0 FBIS3-10169 0\n402 0 LA010189-0001 2\n"
     )
     assert [(e.key, e.question, e.grades) for e in entries] == [
-        ("401", "foreign minorities, Germany", {"FBIS3-10082": 1}),
+        ("401", "foreign minorities, Germany", {}),  # grade 1, the default
         ("402", "behavioral genetics", {"LA010189-0001": 2}),
     ]
     csv_text = "question,expected_document_ids,answerable\nHow long?,refunds|shipping,\nWho?,,false\n"

@@ -1,18 +1,31 @@
+"""`manage.py export_golden`: write a collection's golden set in any format goldenset.formats writes.
+
+    manage.py export_golden --cluster C --tenant T --collection X [--format csv] [-o golden.csv]
+    manage.py export_golden ... --format trec -o out/     # writes out/<collection>-golden.topics.tsv and .qrels
+    manage.py export_golden ... --init-sample [--count 10]  # a starter golden.json from the collection's pages
+
+What the format cannot carry is named on stderr as `warning: ...`, never dropped silently.
+"""
+
 from pathlib import Path
 
 from goldenset import importers
+from goldenset.formats import FORMATS
 from goldenset.management.commands._base import EvalsiteCommand
 
 
 class Command(EvalsiteCommand):
     help = (
-        "Write a collection's golden set as an okfsmith golden.json (to stdout, or --output). "
-        "With --init-sample, write a starter set from the collection's own pages instead."
+        "Write a collection's golden set (okfsmith golden.json by default; --format for others) to stdout or "
+        "--output. With --init-sample, write a starter set from the collection's own pages instead."
     )
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)
-        parser.add_argument("--output", "-o", type=Path, help="File to write (default: stdout).")
+        parser.add_argument(
+            "--output", "-o", type=Path, help="File to write (a folder for --format trec; default: stdout)."
+        )
+        parser.add_argument("--format", choices=FORMATS, default="okfsmith", help="Default okfsmith.")
         parser.add_argument("--init-sample", action="store_true", help="Write a starter set from the pages.")
         parser.add_argument(
             "--count", type=int, default=10, help="Questions in the starter set (default 10)."
@@ -20,12 +33,27 @@ class Command(EvalsiteCommand):
 
     def handle(self, *args, **options):
         collection = self.collection(options)
+        output: Path | None = options["output"]
         if options["init_sample"]:
-            text = importers.golden_sample(collection=collection, count=options["count"])
+            files, warnings = (
+                {"golden.json": importers.golden_sample(collection=collection, count=options["count"])},
+                [],
+            )
         else:
-            text = importers.golden_file_export(collection=collection)
-        if options["output"]:
-            options["output"].write_text(text, encoding="utf-8")
-            self.stderr.write(f"wrote {options['output']}")
+            written = importers.golden_export(collection=collection, fmt=options.get("format") or "okfsmith")
+            files, warnings = written.files, written.warnings
+        for warning in warnings:
+            self.stderr.write(f"warning: {warning}")
+        if len(files) > 1:  # TREC: topics and qrels, into a folder
+            folder = output or Path(".")
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (folder / name).write_text(text, encoding="utf-8")
+                self.stderr.write(f"wrote {folder / name}")
+            return
+        (text,) = files.values()
+        if output:
+            output.write_text(text, encoding="utf-8")
+            self.stderr.write(f"wrote {output}")
         else:
             self.stdout.write(text, ending="")
