@@ -8,7 +8,7 @@ import io
 import json
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -20,6 +20,7 @@ from evaluation import selectors
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.reports import retrieval_diagnosis
 from goldenset.models import Collection, Document, Tenant
 
 RUNS_PER_PAGE = 50
@@ -90,28 +91,7 @@ def batch_runs(*, tenant: Tenant, batch_id: uuid.UUID) -> list[EvaluationRun]:
 # --- one run -----------------------------------------------------------------------------------------------
 
 
-def question_diagnosis(
-    stored: str, first_relevant_rank: int | None, missing: Sequence[str], error: str = ""
-) -> str:
-    """The run's own diagnosis when it made one (answer runs); for retrieval: error (a target's failed call),
-    miss, partial or pass."""
-    if stored:
-        return stored
-    if error:
-        return "error"
-    if first_relevant_rank is None:
-        return "miss"
-    return "partial" if missing else "pass"
-
-
-DIAGNOSES = {
-    "error": "the target's call failed: the question is left out of every mean",
-    "miss": "no expected document was retrieved",
-    "partial": "some expected documents were not retrieved",
-    "pass": "every expected document was retrieved",
-    "retrieval": "the retrieval missed what the answer needed",
-    "generation": "the documents were retrieved, the answer fell short",
-}
+question_diagnosis = retrieval_diagnosis  # the one rule, shared with the reports (evaluation.reports)
 
 
 @dataclass

@@ -37,7 +37,6 @@ from evaluation.dashboard.common_views import (
 from evaluation.dashboard.compare_reads import MAX_COMPARE_RUNS
 from evaluation.dashboard.forms import AnswerQuestionFilterForm, RunFilterForm
 from evaluation.dashboard.runs_reads import (
-    DIAGNOSES,
     RUN_QUESTIONS_PER_PAGE,
     RUNS_PER_PAGE,
     batch_siblings,
@@ -55,7 +54,9 @@ from evaluation.dashboard.runs_reads import (
     run_trec,
     runs_filtered,
 )
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationRun, RunKind
+from evaluation.reports import DIAGNOSES
+from evaluation.services.reports import ragas_rows, runs_junit
 from goldenset.models import Tenant
 
 # --- runs --------------------------------------------------------------------------------------------------
@@ -274,6 +275,14 @@ def run_download(request: HttpRequest, tenant: Tenant, run_id: str, fmt: str) ->
     elif fmt == "csv":
         response = HttpResponse(run_csv(run), content_type="text/csv; charset=utf-8")
         filename = f"{name}.csv"
+    elif fmt == "junit":
+        response = HttpResponse(runs_junit([run]), content_type="application/xml; charset=utf-8")
+        filename = f"{name}.junit.xml"
+    elif fmt == "ragas":
+        if run.kind != RunKind.ANSWERS:
+            raise Http404("Ragas rows are an answer run's.")
+        response = HttpResponse(ragas_rows(run), content_type="application/jsonl; charset=utf-8")
+        filename = f"{name}.ragas.jsonl"
     else:
         response = HttpResponse(run_trec(run), content_type="text/plain; charset=utf-8")
         filename = f"{name}.trec"

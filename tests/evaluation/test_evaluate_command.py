@@ -343,7 +343,9 @@ def test_argparse_usage_errors_carry_exit_code_2(world, golden):
     with pytest.raises(CommandError) as info:
         call_command("evaluate", *ARGV_SCOPE, "--format", "xml", stdout=StringIO(), stderr=StringIO())
     assert info.value.returncode == 2
-    assert fails(format="xml") == "error [usage] format: expected text or json, got 'xml'."
+    assert (
+        fails(format="xml") == "error [usage] format: expected one of text, json, junit, markdown, got 'xml'."
+    )
     assert fails(collection=[]) == "error [usage] the following arguments are required: --collection"
 
 

@@ -33,7 +33,9 @@ from evaluation import configs as config_parser
 from evaluation import metrics, selectors
 from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
 from evaluation.models import EvaluationRun, RunStatus
+from evaluation.reports import markdown_table
 from evaluation.services.answers import evaluate_answers
+from evaluation.services.reports import runs_junit
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
@@ -52,6 +54,65 @@ class _OneLineParser(CommandParser):
             sys.stderr.write(f"error [{USAGE_CODE}] {message} (see {self.prog} --help)\n")
             sys.exit(2)
         raise CommandError(f"Error: {message}", returncode=2)
+
+
+OUTPUTS = ("text", "json", "junit", "markdown")
+
+
+def retrieval_markdown(runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing) -> str:
+    """The gate as a markdown summary: a row per configuration, the verdict in the heading, the warnings."""
+    names = list(dict.fromkeys(name for run in runs for name in run.metrics))
+    rows = [
+        [
+            run.label,
+            *(f"{run.metrics[n]:.4f}" if n in run.metrics else "-" for n in names),
+            str(run.question_count),
+            run.status,
+            ("FAIL" if run in failing else "PASS")
+            if bar is not None or run.status == RunStatus.FAILED
+            else "-",
+        ]
+        for run in runs
+    ]
+    verdict = "FAIL" if failing else "PASS" if bar is not None else "report only"
+    heading = (
+        f"### evalsite: {metric} >= {number(bar)}: {verdict}"
+        if bar is not None
+        else f"### evalsite: {metric}"
+    )
+    table = markdown_table(["configuration", *names, "questions", "status", "gate"], rows)
+    warnings = [f"- {w}" for w in dict.fromkeys(w for run in runs for w in run.warnings)]
+    return "\n".join([heading, "", table, *(["", "Warnings:", *warnings] if warnings else [])])
+
+
+def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict]) -> str:
+    def cell(value) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    names = list(JUDGED_METRICS)
+    rows = []
+    for s in summaries:
+        refusal = s["refusal"] or {}
+        rows.append(
+            [
+                s["label"],
+                "-" if s["score"] is None else f"{s['score']:.1f}",
+                *(cell(s["metrics"].get(n)) for n in names),
+                cell(refusal.get("refusal_recall")),
+                cell(refusal.get("false_refusal_rate")),
+                f"{s['passed']} / {s['failed']}",
+                ("FAIL" if s in failing else "PASS") if bar is not None else "-",
+            ]
+        )
+    verdict = "FAIL" if failing else "PASS"
+    heading = (
+        f"### evalsite: score >= {number(bar)}: {verdict}" if bar is not None else "### evalsite: answers"
+    )
+    header = ["configuration", "score", *names, "refusal recall", "false refusal", "passed / failed", "gate"]
+    warnings = [f"- {w}" for w in dict.fromkeys(w for s in summaries for w in s["warnings"])]
+    return "\n".join(
+        [heading, "", markdown_table(header, rows), *(["", "Warnings:", *warnings] if warnings else [])]
+    )
 
 
 def config_from_cli(text: str, position: int) -> object:
@@ -194,7 +255,11 @@ class Command(EvalsiteCommand):
             help="The bar from 0 to 1: exit 1 when a configuration's metric is below it. Without it, just report.",
         )
         parser.add_argument(
-            "--format", choices=["text", "json"], default="text", help="Output (default text)."
+            "--format",
+            choices=OUTPUTS,
+            default="text",
+            help="Output (default text): json, junit (a test case per question, for CI test reporters) or "
+            "markdown (a summary table to post as a comment or a job summary).",
         )
         answers = parser.add_argument_group("answer evaluation (--answers)")
         answers.add_argument(
@@ -220,8 +285,10 @@ class Command(EvalsiteCommand):
         )
 
     def handle(self, *args, **options):
-        if options["format"] not in ("text", "json"):
-            raise EvalsiteError(USAGE_CODE, f"format: expected text or json, got {options['format']!r}.")
+        if options["format"] not in OUTPUTS:
+            raise EvalsiteError(
+                USAGE_CODE, f"format: expected one of {', '.join(OUTPUTS)}, got {options['format']!r}."
+            )
         collection_ids = options["collection"]
         if not collection_ids:  # not required by argparse: Django's call_command cannot pass a required list
             raise EvalsiteError(USAGE_CODE, "the following arguments are required: --collection")
@@ -263,6 +330,10 @@ class Command(EvalsiteCommand):
                 }
             )
             self.stdout.write(json.dumps(document.data, indent=2))
+        elif options["format"] == "junit":
+            self.stdout.write(runs_junit(runs), ending="")
+        elif options["format"] == "markdown":
+            self.stdout.write(retrieval_markdown(runs, metric, bar, failing))
         else:
             self.write_report(runs, metric, bar, failing)
         if failing:
@@ -344,6 +415,10 @@ class Command(EvalsiteCommand):
                 {"batch_id": batch_id, "fail_under": bar, "passed": not failing, "runs": summaries}
             )
             self.stdout.write(json.dumps(document.data, indent=2))
+        elif options["format"] == "junit":
+            self.stdout.write(runs_junit(runs), ending="")
+        elif options["format"] == "markdown":
+            self.stdout.write(answer_markdown(summaries, bar, failing))
         else:
             self.write_answer_report(summaries, bar, failing)
         if failing:

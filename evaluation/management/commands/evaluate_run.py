@@ -17,9 +17,16 @@ from pathlib import Path
 
 from evaluation import configs as config_parser
 from evaluation.api.serializers import RetrievalGateOut
+from evaluation.management.commands.evaluate import (
+    OUTPUTS,
+    clears,
+    parse_fail_under,
+    parse_metric,
+    retrieval_markdown,
+)
 from evaluation.management.commands.evaluate import Command as EvaluateCommand
-from evaluation.management.commands.evaluate import clears, parse_fail_under, parse_metric
 from evaluation.run_files import parse_run_file
+from evaluation.services.reports import runs_junit
 from evaluation.services.retrieval import evaluate_run_file
 from evaluation.services.runs import run_summary
 from goldenset.errors import EvalsiteError
@@ -39,7 +46,7 @@ class Command(EvaluateCommand):
             "--fail-under", help="The bar from 0 to 1: exit 1 when a run's metric is below it."
         )
         parser.add_argument(
-            "--format", choices=["text", "json"], default="text", help="Output (default text)."
+            "--format", choices=OUTPUTS, default="text", help="Output: text (default), json, junit, markdown."
         )
 
     def handle(self, *args, **options):
@@ -63,6 +70,10 @@ class Command(EvaluateCommand):
             document = {"batch_id": batch_id, "metric": metric, "fail_under": bar, "passed": not failing}
             document["runs"] = [run_summary(run) for run in runs]
             self.stdout.write(json.dumps(RetrievalGateOut(document).data, indent=2))
+        elif options["format"] == "junit":
+            self.stdout.write(runs_junit(runs), ending="")
+        elif options["format"] == "markdown":
+            self.stdout.write(retrieval_markdown(runs, metric, bar, failing))
         else:
             self.write_report(runs, metric, bar, failing)
         if failing:
