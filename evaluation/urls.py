@@ -31,6 +31,7 @@ urlpatterns = [
         name="golden-json",
     ),
     path("collections/<str:slug>/golden/new/", golden_views.golden_new, name="golden-new"),
+    path("collections/<str:slug>/golden/import/", golden_views.golden_import, name="golden-import"),
     path("collections/<str:slug>/golden/generate/", golden_views.golden_generate, name="golden-generate"),
     path("collections/<str:slug>/golden/review/", golden_views.golden_review, name="golden-review"),
     path(

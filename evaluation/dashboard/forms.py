@@ -18,6 +18,7 @@ from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from evaluation.targets import secret_header_lines
+from goldenset.formats import FORMATS
 from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX
 from goldenset.models import Origin
@@ -489,3 +490,32 @@ class RunFileForm(DashboardForm):
             self.add_error("file", message[:1].upper() + message[1:])
             return
         super().add_service_error(code, message, field)
+
+
+class GoldenImportForm(DashboardForm):
+    """A golden-set file to preview, then import (goldenset.formats)."""
+
+    ERROR_FIELDS = {
+        "import-invalid": "file",
+        "golden-invalid": "file",
+        "golden-schema": "file",
+        "empty-file": "file",
+    }
+
+    format = forms.ChoiceField(
+        required=False,
+        choices=[("", "detect from the file"), *((f, f) for f in FORMATS)],
+        label="Format",
+    )
+    file = forms.FileField(label="File", allow_empty_file=True)
+    qrels = forms.FileField(
+        label="Qrels (trec)", required=False, help_text="TREC only: the qrels beside the topics."
+    )
+    create_documents = forms.BooleanField(
+        required=False,
+        label="Create documents for reference passages no page holds",
+        help_text="Ragas and DeepEval rows may give passages by text only; they are matched to pages, else created.",
+    )
+
+    def add_service_error(self, code: str, message: str, field: str | None) -> None:
+        self.add_error("file" if field is None else None, message[:1].upper() + message[1:])

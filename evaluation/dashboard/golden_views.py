@@ -3,7 +3,10 @@ generation and the review queue of generated entries, and its documents."""
 
 from __future__ import annotations
 
+import shutil
+import time
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -29,6 +32,7 @@ from evaluation.dashboard.forms import (
     GenerateForm,
     GoldenEntryForm,
     GoldenFilterForm,
+    GoldenImportForm,
     yes_no,
 )
 from evaluation.dashboard.golden_reads import (
@@ -46,6 +50,7 @@ from evaluation.dashboard.golden_reads import (
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
+from goldenset.formats import detect_format
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, Origin, Tenant
 from goldenset.services.generate import generate_job_create
 
@@ -485,4 +490,102 @@ def collection_activity(request: HttpRequest, tenant: Tenant, slug: str) -> Http
             "changes": [{"event": e, "summary": e.summary()} for e in page.object_list],
             "query": query_without_page(request),
         },
+    )
+
+
+# --- importing a golden-set file: preview, then all or nothing ------------------------------------------------
+
+_UPLOADS_SESSION = "golden_uploads"
+_UPLOAD_TTL = 3600  # seconds a previewed file waits for its import
+
+
+def _uploads_dir() -> Path:
+    return Path(settings.DATA_DIR) / "uploads"
+
+
+def _sweep_uploads() -> None:
+    """Previewed files never imported are removed after an hour."""
+    cutoff = time.time() - _UPLOAD_TTL
+    for folder in _uploads_dir().glob("*"):
+        if folder.is_dir() and folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def golden_import(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Upload a golden-set file in any format: the preview parses it and counts what would be created, updated
+    and left unchanged (a dry run: nothing written), or names the bad line; Import then loads it whole."""
+    collection = collection_for(tenant, slug)
+    back = reverse("dashboard:collection", args=[collection.slug])
+    uploads: dict[str, dict] = request.session.get(_UPLOADS_SESSION, {})
+    token = request.POST.get("token", "")
+    if request.method == "POST" and token:  # the import of a previewed file
+        meta = uploads.pop(token, None)
+        request.session[_UPLOADS_SESSION] = uploads
+        folder = _uploads_dir() / token
+        if meta is None or meta["collection"] != collection.pk or not (folder / "file").is_file():
+            messages.error(request, "That preview has expired: upload the file again.")
+            return redirect("dashboard:golden-import", slug=collection.slug)
+        try:
+            result = importers.golden_import(
+                collection=collection,
+                fmt=meta["format"],
+                data=(folder / "file").read_bytes(),
+                qrels=(folder / "qrels").read_bytes() if (folder / "qrels").is_file() else None,
+                create_documents=meta["create_documents"],
+                actor=_actor(request),
+            )
+        except EvalsiteError as exc:  # the collection changed since the preview (a document deleted, ...)
+            messages.error(request, f"Nothing was imported: {exc.message}")
+            return redirect("dashboard:golden-import", slug=collection.slug)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        messages.success(
+            request,
+            f"Imported {meta['name']}: {result['created']} created, {result['updated']} updated, "
+            f"{result['unchanged']} unchanged.",
+        )
+        return redirect(back)
+    form = GoldenImportForm(request.POST or None, request.FILES or None)
+    preview = None
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        data = upload.read()
+        qrels = form.cleaned_data.get("qrels")
+        qrels_data = qrels.read() if qrels else None
+        fmt = form.cleaned_data["format"] or detect_format(upload.name or "", data)
+        try:
+            preview = importers.golden_import(
+                collection=collection,
+                fmt=fmt,
+                data=data,
+                qrels=qrels_data,
+                create_documents=form.cleaned_data["create_documents"],
+                dry_run=True,
+                actor=_actor(request),
+            )
+        except EvalsiteError as exc:
+            form.add_service_error(exc.code, exc.message, None)
+        else:
+            _sweep_uploads()
+            token = uuid.uuid4().hex
+            folder = _uploads_dir() / token
+            folder.mkdir(parents=True)
+            (folder / "file").write_bytes(data)
+            if qrels_data is not None:
+                (folder / "qrels").write_bytes(qrels_data)
+            uploads[token] = {
+                "collection": collection.pk,
+                "format": fmt,
+                "name": upload.name,
+                "create_documents": form.cleaned_data["create_documents"],
+            }
+            request.session[_UPLOADS_SESSION] = uploads
+            preview = {**preview, "token": token, "name": upload.name}
+    return render(
+        request,
+        "dashboard/golden_import.html",
+        {"tenant": tenant, "collection": collection, "form": form, "preview": preview, "back": back},
+        status=400 if form.is_bound and form.errors else 200,
     )

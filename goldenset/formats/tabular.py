@@ -1,7 +1,8 @@
 """CSV and TSV golden sets: a header row, then one entry a row.
 
 Columns (only `question` is required; any order; an unknown column is an error naming it):
-`key`, `question`, `expected_document_ids`, `grades`, `reference_answer`, `tags`, `answerable`.
+`key`, `question`, `expected_document_ids`, `grades`, `reference_answer`, `tags`, `answerable` (the dashboard's
+export also has `id`, `origin`, `reviewed`, `created_at`, `updated_at`: read and ignored).
 A list cell (`expected_document_ids`, `tags`) is `|`-separated (`refunds|shipping`), or a JSON array when an id
 holds `|`; `grades` is `refunds=2|shipping=1` or a JSON object; `answerable` is true/false (blank: true). An
 empty `grades` cell means "no grades"; its column left out keeps a replaced entry's grades.
@@ -17,6 +18,9 @@ from collections.abc import Sequence
 from goldenset.formats import Entry, Written, fail
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
+# What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
+# read and ignored, so that export imports back.
+INFORMATIONAL = ("id", "origin", "reviewed", "created_at", "updated_at")
 _TRUE, _FALSE = {"true", "1", "yes", ""}, {"false", "0", "no"}
 
 
@@ -30,7 +34,7 @@ def read(text: str, delimiter: str) -> list[Entry]:
         raise fail("line 1", f"expected a header row naming the columns ({', '.join(COLUMNS)}).", line=1)
     names = [cell.strip().lower() for cell in header]
     for name in names:
-        if name not in COLUMNS:
+        if name not in COLUMNS and name not in INFORMATIONAL:
             raise fail("line 1", f"unknown column {name!r}; the columns are {', '.join(COLUMNS)}.", line=1)
     if "question" not in names:
         raise fail("line 1", "the header has no question column.", line=1)
@@ -45,7 +49,9 @@ def read(text: str, delimiter: str) -> list[Entry]:
             if len(row) != len(names):
                 raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
             cells = dict(zip(names, row, strict=True))
-            entries.append(_entry(cells, f"line {line}", "grades" in names, frozenset(names)))
+            entries.append(
+                _entry(cells, f"line {line}", "grades" in names, frozenset(names) - set(INFORMATIONAL))
+            )
     except csv.Error as exc:
         line = rows.line_num
         raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None

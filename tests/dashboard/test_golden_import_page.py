@@ -1,0 +1,46 @@
+"""The dashboard's golden-set import: a preview that writes nothing (counts, or the bad line), then the import,
+all or nothing; another tenant's collection is a 404 and a preview cannot be imported into another collection."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from goldenset.models import GoldenEntry
+from tests.dashboard.conftest import text_of
+
+CSV = (
+    "key,question,expected_document_ids,reference_answer\n"
+    "q1,How long is the refund window?,refunds,30 days.\n"
+    "q2,When does express shipping arrive?,shipping,Next day.\n"
+)
+
+
+def test_a_file_is_previewed_then_imported_whole(alice, world):
+    url = reverse("dashboard:golden-import", args=["handbook"])
+    assert "Import a golden set" in text_of(alice.get(url))
+    bad = alice.post(url, {"file": SimpleUploadedFile("g.csv", (CSV + "q3\n").encode())})
+    assert bad.status_code == 400 and "Line 4: expected 4 cells, found 1." in text_of(bad)
+    preview = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})
+    text = text_of(preview)
+    assert "Preview of g.csv (csv)" in text and "would be created 2" in text and not GoldenEntry.objects.exists()
+    token = re.search(r'name="token" value="([0-9a-f]+)"', preview.content.decode()).group(1)
+    imported = alice.post(url, {"token": token})
+    assert imported.status_code == 302
+    assert sorted(GoldenEntry.objects.values_list("key", flat=True)) == ["q1", "q2"]
+    again = alice.post(url, {"token": token})  # a preview imports once
+    assert again.status_code == 302 and GoldenEntry.objects.count() == 2
+    assert "That preview has expired" in text_of(alice.get(again["Location"]))
+
+
+def test_another_tenants_collection_is_404_and_a_token_is_bound_to_its_collection(alice, world, other_collection):
+    url = reverse("dashboard:golden-import", args=["handbook"])
+    preview = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})
+    token = re.search(r'name="token" value="([0-9a-f]+)"', preview.content.decode()).group(1)
+    before = GoldenEntry.objects.count()
+    elsewhere = alice.post(reverse("dashboard:golden-import", args=[other_collection.slug]), {"token": token})
+    assert elsewhere.status_code == 302 and GoldenEntry.objects.count() == before
+    rival = world.other_tenant.collections.get().slug
+    assert alice.get(reverse("dashboard:golden-import", args=[rival]) + "?tenant=acme/rival").status_code == 404
