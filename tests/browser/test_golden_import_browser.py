@@ -11,7 +11,9 @@ from tests.browser.pages import assert_clean, log_in, watch_requests
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_user_previews_then_imports_a_promptfoo_file(live_server, page, screenshot, handbook_member, tmp_path):
+def test_a_user_previews_then_imports_a_promptfoo_file(
+    live_server, page, screenshot, handbook_member, tmp_path
+):
     path = tmp_path / "tests.yaml"
     path.write_text(
         "- description: refund-window\n  vars:\n    question: How long do customers have to get a refund?\n"

@@ -25,7 +25,9 @@ def test_a_file_is_previewed_then_imported_whole(alice, world):
     assert bad.status_code == 400 and "Line 4: expected 4 cells, found 1." in text_of(bad)
     preview = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})
     text = text_of(preview)
-    assert "Preview of g.csv (csv)" in text and "would be created 2" in text and not GoldenEntry.objects.exists()
+    assert (
+        "Preview of g.csv (csv)" in text and "would be created 2" in text and not GoldenEntry.objects.exists()
+    )
     token = re.search(r'name="token" value="([0-9a-f]+)"', preview.content.decode()).group(1)
     imported = alice.post(url, {"token": token})
     assert imported.status_code == 302
@@ -35,7 +37,9 @@ def test_a_file_is_previewed_then_imported_whole(alice, world):
     assert "That preview has expired" in text_of(alice.get(again["Location"]))
 
 
-def test_another_tenants_collection_is_404_and_a_token_is_bound_to_its_collection(alice, world, other_collection):
+def test_another_tenants_collection_is_404_and_a_token_is_bound_to_its_collection(
+    alice, world, other_collection
+):
     url = reverse("dashboard:golden-import", args=["handbook"])
     preview = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})
     token = re.search(r'name="token" value="([0-9a-f]+)"', preview.content.decode()).group(1)
@@ -43,4 +47,6 @@ def test_another_tenants_collection_is_404_and_a_token_is_bound_to_its_collectio
     elsewhere = alice.post(reverse("dashboard:golden-import", args=[other_collection.slug]), {"token": token})
     assert elsewhere.status_code == 302 and GoldenEntry.objects.count() == before
     rival = world.other_tenant.collections.get().slug
-    assert alice.get(reverse("dashboard:golden-import", args=[rival]) + "?tenant=acme/rival").status_code == 404
+    assert (
+        alice.get(reverse("dashboard:golden-import", args=[rival]) + "?tenant=acme/rival").status_code == 404
+    )
