@@ -80,6 +80,7 @@ EXPECTED: dict[str, list[str]] = {
         "evalsite's own overhead per question (one at a time):",
         "same metrics and rankings in both settings: True",
     ],
+    "golden_import_bench": ["| dry run (preview) |", "| import |", "| the same file again |"],
     "import_bench": [
         "| import_beir wall time (s) | pages/s | peak RSS of the import (MB) |",
         "all 3000 documents and their pages in the database: yes",
@@ -97,6 +98,7 @@ LONGEST_FIRST = [
     "answers_bench",
     "generate_bench",
     "target_bench",
+    "golden_import_bench",
     "import_bench",
     "serve_scale_bench",
     "incremental_bench",

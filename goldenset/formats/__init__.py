@@ -125,6 +125,8 @@ def write_entries(fmt: str, entries: Sequence[Entry], *, name: str = "golden") -
 def detect_format(filename: str, data: bytes | str) -> str:
     """The format a file most likely holds, from its name and first content (an upload without `format`)."""
     lower = filename.lower()
+    if ".topics" in lower or lower.startswith("topics"):
+        return "trec"
     if lower.endswith(".tsv"):
         return "tsv"
     if lower.endswith(".csv"):

@@ -215,3 +215,23 @@ def test_unknown_formats_and_trec_without_qrels_are_refused():
     assert (
         dataclasses.replace(ENTRIES[0], where="line 9") == ENTRIES[0]
     )  # where is not part of an entry's value
+
+
+def test_the_shipped_samples_read_in_every_format():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "demo" / "formats"
+    seen = {}
+    for fmt in FORMATS:
+        if fmt == "trec":
+            entries = read_entries(
+                fmt,
+                (folder / "clapnq-sample.topics.tsv").read_bytes(),
+                qrels=(folder / "clapnq-sample.qrels").read_bytes(),
+            )
+        else:
+            files = [p for p in folder.glob("clapnq-sample*") if not p.name.endswith(".qrels")]
+            (path,) = [p for p in files if detect_format(p.name, p.read_bytes()) == fmt]
+            entries = read_entries(fmt, path.read_bytes())
+        seen[fmt] = [(e.key, e.question, e.expected_document_ids) for e in entries]
+    assert len({tuple(v) for v in seen.values()}) == 1 and len(seen["csv"]) == 3
