@@ -221,6 +221,7 @@ def golden_import(
             expected, created_documents = _context_documents(
                 collection, entries, create_documents, actor, warnings
             )
+            _every_unknown_document(collection, entries, expected)
             try:
                 created, updated = golden_entries_add(
                     collection=collection,
@@ -285,6 +286,35 @@ def _keep_what_the_file_lacks(collection: Collection, entries: list[Entry]) -> l
                 kept[name] = tuple(value) if isinstance(value, list) else value
         out.append(replace(entry, **kept))
     return out
+
+
+def _every_unknown_document(collection: Collection, entries: Sequence[Entry], expected) -> None:
+    """When several entries name documents the collection lacks, one error listing each (`errors`), so a
+    preview shows them all at once (one alone is the service's own error, naming its record)."""
+    wanted = sorted({d for ids in expected for d in ids})
+    known: set[str] = set()
+    for chunk in chunks(wanted):
+        known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
+    problems = [
+        (entry, missing)
+        for entry, ids in zip(entries, expected, strict=True)
+        if (missing := [d for d in ids if d not in known])
+    ]
+    if len(problems) < 2:
+        return
+    listed = [
+        {
+            "where": e.where,
+            "message": f"{e.where}: {len(m)} unknown in collection {collection.slug}: {', '.join(m)}",
+        }
+        for e, m in problems
+    ]
+    shown = "; ".join(item["message"] for item in listed[:3]) + (" ..." if len(listed) > 3 else "")
+    raise EvalsiteError(
+        "unknown-documents",
+        f"{len(problems)} entries expect documents the collection does not have: {shown}",
+        details={"field": "expected_document_ids", "errors": listed},
+    )
 
 
 def _input(entry: Entry, expected: tuple[str, ...]) -> EntryInput:

@@ -566,7 +566,12 @@ def golden_import(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
                 actor=_actor(request),
             )
         except EvalsiteError as exc:
-            form.add_service_error(exc.code, exc.message, None)
+            errors = [item["message"] for item in exc.details.get("errors", [])]
+            if errors:  # every bad line or record, one by one
+                for message in errors:
+                    form.add_service_error(exc.code, message, None)
+            else:
+                form.add_service_error(exc.code, exc.message, None)
         else:
             _sweep_uploads()
             token = uuid.uuid4().hex

@@ -9,7 +9,8 @@ and warnings naming what the format cannot carry (never dropped silently). Each 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from goldenset.errors import EvalsiteError
@@ -52,6 +53,43 @@ class FormatError(EvalsiteError):
 
 def fail(where: str, message: str, **details) -> FormatError:
     return FormatError("import-invalid", f"{where}: {message}", details={"where": where, **details})
+
+
+MAX_PROBLEMS = 50  # bad rows listed at most (the preview shows them all)
+
+
+class Problems:
+    """Every bad row of a file, up to MAX_PROBLEMS, raised together once the file is read: one alone as it is,
+    several as one error whose details list each (`errors`: [{where, message}])."""
+
+    def __init__(self) -> None:
+        self.found: list[FormatError] = []
+
+    @contextmanager
+    def row(self) -> Iterator[None]:
+        try:
+            yield
+        except FormatError as exc:
+            self.found.append(exc)
+            if len(self.found) >= MAX_PROBLEMS:
+                raise self.error() from None
+
+    def error(self) -> FormatError:
+        if len(self.found) == 1:
+            return self.found[0]
+        more = "+" if len(self.found) >= MAX_PROBLEMS else ""
+        shown = "; ".join(e.message for e in self.found[:3]) + (" ..." if len(self.found) > 3 else "")
+        listed = [{"where": e.details.get("where", ""), "message": e.message} for e in self.found]
+        where = self.found[0].details.get("where", "")
+        return FormatError(
+            "import-invalid",
+            f"{len(self.found)}{more} problems: {shown}",
+            details={"where": where, "errors": listed},
+        )
+
+    def check(self) -> None:
+        if self.found:
+            raise self.error()
 
 
 def decode(data: bytes | str, name: str = "the file") -> str:

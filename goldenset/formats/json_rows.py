@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from goldenset.formats import Entry, Written, fail
+from goldenset.formats import Entry, FormatError, Problems, Written, fail
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip
@@ -50,16 +50,19 @@ def _rows(text: str) -> list[tuple[str, Any]]:
             continue
         try:
             rows.append((f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise fail(
-                f"line {number}", f"not JSON ({exc.msg} at column {exc.colno}).", line=number
-            ) from None
+        except json.JSONDecodeError as exc:  # kept as the row's problem: every bad line is reported
+            problem = fail(f"line {number}", f"not JSON ({exc.msg} at column {exc.colno}).", line=number)
+            rows.append((f"line {number}", problem))
         except RecursionError:
-            raise fail(f"line {number}", "not JSON (nested too deeply).", line=number) from None
+            rows.append(
+                (f"line {number}", fail(f"line {number}", "not JSON (nested too deeply).", line=number))
+            )
     return rows
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
+    if isinstance(value, FormatError):  # a JSONL line that is not JSON
+        raise value
     if not isinstance(value, dict):
         raise fail(where, "expected an object.")
     return value
@@ -132,27 +135,30 @@ def _unknown(row: Mapping[str, Any], known: set[str], where: str) -> None:
 
 def read_ragas(text: str) -> list[Entry]:
     entries = []
+    problems = Problems()
     for where, value in _rows(text):
-        row = _object(value, where)
-        _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids", "evalsite",
-                       *RAGAS_RUN_FIELDS}, where)  # fmt: skip
-        extras = _extras(row.get("evalsite"), where, "evalsite")
-        extras.pop("expected_document_ids", None)
-        expected = _ids(row.get("reference_context_ids"), where, "reference_context_ids")
-        carried = {*extras, *(["reference_answer"] if "reference" in row else [])}
-        if "reference_context_ids" in row or "reference_contexts" in row:
-            carried.add("expected_document_ids")
-        entries.append(
-            Entry(
-                question=_str(row.get("user_input"), where, "user_input", required=True),
-                reference_answer=_str(row.get("reference"), where, "reference"),
-                expected_document_ids=expected,
-                contexts=_texts(row.get("reference_contexts"), where, "reference_contexts"),
-                where=where,
-                carried=frozenset(carried),
-                **extras,
+        with problems.row():
+            row = _object(value, where)
+            _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids", "evalsite",
+                           *RAGAS_RUN_FIELDS}, where)  # fmt: skip
+            extras = _extras(row.get("evalsite"), where, "evalsite")
+            extras.pop("expected_document_ids", None)
+            expected = _ids(row.get("reference_context_ids"), where, "reference_context_ids")
+            carried = {*extras, *(["reference_answer"] if "reference" in row else [])}
+            if "reference_context_ids" in row or "reference_contexts" in row:
+                carried.add("expected_document_ids")
+            entries.append(
+                Entry(
+                    question=_str(row.get("user_input"), where, "user_input", required=True),
+                    reference_answer=_str(row.get("reference"), where, "reference"),
+                    expected_document_ids=expected,
+                    contexts=_texts(row.get("reference_contexts"), where, "reference_contexts"),
+                    where=where,
+                    carried=frozenset(carried),
+                    **extras,
+                )
             )
-        )
+    problems.check()
     return entries
 
 
@@ -174,25 +180,30 @@ def write_ragas(entries: Sequence[Entry], name: str) -> Written:
 
 def read_deepeval(text: str) -> list[Entry]:
     entries = []
+    problems = Problems()
     for where, value in _rows(text):
-        row = _object(value, where)
-        _unknown(
-            row, {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS}, where
-        )
-        extras = _extras(row.get("additional_metadata"), where, "additional_metadata")
-        carried = {*extras, *(["reference_answer"] if "expected_output" in row else [])}
-        if "context" in row:
-            carried.add("expected_document_ids")
-        entries.append(
-            Entry(
-                question=_str(row.get("input"), where, "input", required=True),
-                reference_answer=_str(row.get("expected_output"), where, "expected_output"),
-                contexts=_texts(row.get("context"), where, "context"),
-                where=where,
-                carried=frozenset(carried),
-                **extras,
+        with problems.row():
+            row = _object(value, where)
+            _unknown(
+                row,
+                {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS},
+                where,
             )
-        )
+            extras = _extras(row.get("additional_metadata"), where, "additional_metadata")
+            carried = {*extras, *(["reference_answer"] if "expected_output" in row else [])}
+            if "context" in row:
+                carried.add("expected_document_ids")
+            entries.append(
+                Entry(
+                    question=_str(row.get("input"), where, "input", required=True),
+                    reference_answer=_str(row.get("expected_output"), where, "expected_output"),
+                    contexts=_texts(row.get("context"), where, "context"),
+                    where=where,
+                    carried=frozenset(carried),
+                    **extras,
+                )
+            )
+    problems.check()
     return entries
 
 
@@ -212,28 +223,31 @@ def write_deepeval(entries: Sequence[Entry], name: str) -> Written:
 
 def read_phoenix(text: str) -> list[Entry]:
     entries = []
+    problems = Problems()
     for where, value in _rows(text):
-        row = _object(value, where)
-        _unknown(row, {"id", "input", "output", "metadata"}, where)
-        given = _object(row.get("input"), f"{where}: input")
-        question = next((given[k] for k in ("question", "query", "input") if k in given), None)
-        output = _object(row.get("output") or {}, f"{where}: output")
-        answer = next((output[k] for k in ("answer", "reference_answer", "output") if k in output), None)
-        extras = _extras(row.get("metadata"), where, "metadata")
-        if "expected_document_ids" in output:
-            extras["expected_document_ids"] = _ids(
-                output["expected_document_ids"], where, "output.expected_document_ids"
+        with problems.row():
+            row = _object(value, where)
+            _unknown(row, {"id", "input", "output", "metadata"}, where)
+            given = _object(row.get("input"), f"{where}: input")
+            question = next((given[k] for k in ("question", "query", "input") if k in given), None)
+            output = _object(row.get("output") or {}, f"{where}: output")
+            answer = next((output[k] for k in ("answer", "reference_answer", "output") if k in output), None)
+            extras = _extras(row.get("metadata"), where, "metadata")
+            if "expected_document_ids" in output:
+                extras["expected_document_ids"] = _ids(
+                    output["expected_document_ids"], where, "output.expected_document_ids"
+                )
+            carried = {*extras, *(["reference_answer"] if answer is not None else [])}
+            entries.append(
+                Entry(
+                    question=_str(question, where, "input.question", required=True),
+                    reference_answer=_str(answer, where, "output.answer"),
+                    where=where,
+                    carried=frozenset(carried),
+                    **extras,
+                )
             )
-        carried = {*extras, *(["reference_answer"] if answer is not None else [])}
-        entries.append(
-            Entry(
-                question=_str(question, where, "input.question", required=True),
-                reference_answer=_str(answer, where, "output.answer"),
-                where=where,
-                carried=frozenset(carried),
-                **extras,
-            )
-        )
+    problems.check()
     return entries
 
 

@@ -15,7 +15,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from goldenset.formats import Entry, Written, fail
+from goldenset.formats import Entry, Problems, Written, fail
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
@@ -41,20 +41,23 @@ def read(text: str, delimiter: str) -> list[Entry]:
     if len(set(names)) != len(names):
         raise fail("line 1", "a column is named twice.", line=1)
     entries = []
+    problems = Problems()
+    carried = frozenset(names) - set(INFORMATIONAL)
     try:
         for row in rows:
             line = rows.line_num
             if not any(cell.strip() for cell in row):
                 continue
-            if len(row) != len(names):
-                raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
-            cells = dict(zip(names, row, strict=True))
-            entries.append(
-                _entry(cells, f"line {line}", "grades" in names, frozenset(names) - set(INFORMATIONAL))
-            )
+            with problems.row():
+                if len(row) != len(names):
+                    raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
+                cells = dict(zip(names, row, strict=True))
+                entries.append(_entry(cells, f"line {line}", "grades" in names, carried))
     except csv.Error as exc:
         line = rows.line_num
-        raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None
+        with problems.row():
+            raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None
+    problems.check()
     return entries
 
 

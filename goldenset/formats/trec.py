@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from goldenset.formats import Entry, Written, fail
+from goldenset.formats import Entry, Problems, Written, fail
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.DOTALL | re.IGNORECASE)
 _FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<(?:num|title|desc|narr)>|$)", re.DOTALL | re.IGNORECASE)
@@ -26,24 +26,13 @@ _LABEL = re.compile(r"^\s*(?:number|description|narrative)\s*:\s*", re.IGNORECAS
 def read(topics_text: str, qrels_text: str) -> list[Entry]:
     topics = _topics(topics_text)
     grades: dict[str, dict[str, int]] = {}
+    problems = Problems()
     for number, line in enumerate(qrels_text.splitlines(), start=1):
         if not line.strip():
             continue
-        parts = line.split()
-        if len(parts) != 4:
-            raise fail(f"qrels line {number}", f"expected 4 columns (qid iteration docid grade), found {len(parts)}.",
-                       line=number, file="qrels")  # fmt: skip
-        qid, _, document, grade = parts
-        if not grade.lstrip("-").isdigit():
-            raise fail(
-                f"qrels line {number}", f"grade {grade!r} is not a whole number.", line=number, file="qrels"
-            )
-        if qid not in topics:
-            raise fail(
-                f"qrels line {number}", f"topic {qid!r} is not in the topics file.", line=number, file="qrels"
-            )
-        if int(grade) > 0:
-            grades.setdefault(qid, {})[document] = int(grade)
+        with problems.row():
+            _qrels_line(line, number, topics, grades)
+    problems.check()
     # An expected document's grade is 1 unless said otherwise: only the others are kept as grades.
     graded = {qid: {d: g for d, g in found.items() if g != 1} for qid, found in grades.items()}
     return [
@@ -58,6 +47,25 @@ def read(topics_text: str, qrels_text: str) -> list[Entry]:
         )
         for qid, (question, where) in topics.items()
     ]
+
+
+def _qrels_line(line: str, number: int, topics: dict, grades: dict[str, dict[str, int]]) -> None:
+    """One qrels line into `grades` (qid -> document -> grade above 0), or the line's problem."""
+    parts = line.split()
+    if len(parts) != 4:
+        raise fail(f"qrels line {number}", f"expected 4 columns (qid iteration docid grade), found {len(parts)}.",
+                   line=number, file="qrels")  # fmt: skip
+    qid, _, document, grade = parts
+    if not grade.lstrip("-").isdigit():
+        raise fail(
+            f"qrels line {number}", f"grade {grade!r} is not a whole number.", line=number, file="qrels"
+        )
+    if qid not in topics:
+        raise fail(
+            f"qrels line {number}", f"topic {qid!r} is not in the topics file.", line=number, file="qrels"
+        )
+    if int(grade) > 0:
+        grades.setdefault(qid, {})[document] = int(grade)
 
 
 def _topics(text: str) -> dict[str, tuple[str, str]]:

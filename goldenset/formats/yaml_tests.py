@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from goldenset.formats import Entry, Written, fail
+from goldenset.formats import Entry, Problems, Written, fail
 
 QUESTION_VARS = ("question", "query", "input")
 REFERENCE_ASSERTIONS = ("factuality", "similar")
@@ -42,9 +42,12 @@ def read(text: str) -> list[Entry]:
     if not isinstance(data, list):
         raise fail("line 1", "expected a list of tests, or a promptfoo config with a tests: list.", line=1)
     entries = []
+    problems = Problems()
     for index, (test, item) in enumerate(zip(data, node.value, strict=True)):
         where = f"tests[{index}] (line {item.start_mark.line + 1})"
-        entries.append(_entry(test, where))
+        with problems.row():
+            entries.append(_entry(test, where))
+    problems.check()
     return entries
 
 

@@ -50,3 +50,15 @@ def test_another_tenants_collection_is_404_and_a_token_is_bound_to_its_collectio
     assert (
         alice.get(reverse("dashboard:golden-import", args=[rival]) + "?tenant=acme/rival").status_code == 404
     )
+
+
+def test_the_preview_lists_every_bad_line_and_every_unknown_document(alice, world):
+    url = reverse("dashboard:golden-import", args=["handbook"])
+    bad = "key,question,answerable\nq1,Q1,maybe\nq2,Q2,true\nq3,Q3,perhaps\n"
+    text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", bad.encode())}))
+    assert "Line 2: answerable" in text and "Line 4: answerable" in text
+    unknown = "key,question,expected_document_ids\nq1,Q1,ghost-1\nq2,Q2,refunds\nq3,Q3,ghost-3\n"
+    text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", unknown.encode())}))
+    assert "Line 2: 1 unknown in collection handbook: ghost-1" in text
+    assert "Line 4: 1 unknown in collection handbook: ghost-3" in text
+    assert not GoldenEntry.objects.exists()

@@ -235,3 +235,23 @@ def test_the_shipped_samples_read_in_every_format():
             entries = read_entries(fmt, path.read_bytes())
         seen[fmt] = [(e.key, e.question, e.expected_document_ids) for e in entries]
     assert len({tuple(v) for v in seen.values()}) == 1 and len(seen["csv"]) == 3
+
+
+def test_every_bad_row_is_listed_not_only_the_first():
+    text = "question,answerable\nQ1,maybe\nQ2,true\nQ3,perhaps\nQ4\n"
+    with pytest.raises(EvalsiteError) as caught:
+        read_entries("csv", text)
+    error = caught.value
+    assert error.message.startswith("3 problems: line 2: answerable") and error.details["where"] == "line 2"
+    assert [e["where"] for e in error.details["errors"]] == ["line 2", "line 4", "line 5"]
+    jsonl = '{"user_input": "Q"}\nnot json\n{"user_input": ""}\n'
+    with pytest.raises(EvalsiteError) as caught:
+        read_entries("ragas", jsonl)
+    assert [e["where"] for e in caught.value.details["errors"]] == ["line 2", "line 3"]
+    with pytest.raises(EvalsiteError) as caught:
+        read_entries("trec", "1\tQ\n", qrels="1 0 d x\n2 0 d 1\n")
+    assert [e["where"] for e in caught.value.details["errors"]] == ["qrels line 1", "qrels line 2"]
+    many = "question,answerable\n" + "".join(f"Q{i},bad\n" for i in range(80))
+    with pytest.raises(EvalsiteError) as caught:
+        read_entries("csv", many)
+    assert caught.value.message.startswith("50+ problems") and len(caught.value.details["errors"]) == 50
