@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from goldenset.errors import EvalsiteError
 
@@ -53,6 +54,17 @@ class FormatError(EvalsiteError):
 
 def fail(where: str, message: str, **details) -> FormatError:
     return FormatError("import-invalid", f"{where}: {message}", details={"where": where, **details})
+
+
+def string_list(value: Any, where: str, name: str) -> tuple[str, ...]:
+    """A list of ids (strings, or integers read as strings) from a parsed file; () for none."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(
+        isinstance(v, str | int) and not isinstance(v, bool) for v in value
+    ):
+        raise fail(where, f"{name}: expected a list of strings.")
+    return tuple(str(v) for v in value)
 
 
 MAX_PROBLEMS = 50  # bad rows listed at most (the preview shows them all)

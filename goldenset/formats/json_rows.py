@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from goldenset.formats import Entry, FormatError, Problems, Written, fail
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip
@@ -76,16 +76,6 @@ def _str(value: Any, where: str, name: str, *, required: bool = False) -> str:
     return value
 
 
-def _ids(value: Any, where: str, name: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(
-        isinstance(v, str | int) and not isinstance(v, bool) for v in value
-    ):
-        raise fail(where, f"{name}: expected a list of strings.")
-    return tuple(str(v) for v in value)
-
-
 def _texts(value: Any, where: str, name: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -107,11 +97,11 @@ def _extras(value: Any, where: str, name: str) -> dict[str, Any]:
             else _str(extras["key"], where, f"{name}.key")
         )
     if "expected_document_ids" in extras:
-        out["expected_document_ids"] = _ids(
+        out["expected_document_ids"] = string_list(
             extras["expected_document_ids"], where, f"{name}.expected_document_ids"
         )
     if "tags" in extras:
-        out["tags"] = _ids(extras["tags"], where, f"{name}.tags")
+        out["tags"] = string_list(extras["tags"], where, f"{name}.tags")
     if "answerable" in extras:
         if not isinstance(extras["answerable"], bool):
             raise fail(where, f"{name}.answerable: expected true or false.")
@@ -143,7 +133,7 @@ def read_ragas(text: str) -> list[Entry]:
                            *RAGAS_RUN_FIELDS}, where)  # fmt: skip
             extras = _extras(row.get("evalsite"), where, "evalsite")
             extras.pop("expected_document_ids", None)
-            expected = _ids(row.get("reference_context_ids"), where, "reference_context_ids")
+            expected = string_list(row.get("reference_context_ids"), where, "reference_context_ids")
             carried = {*extras, *(["reference_answer"] if "reference" in row else [])}
             if "reference_context_ids" in row or "reference_contexts" in row:
                 carried.add("expected_document_ids")
@@ -234,7 +224,7 @@ def read_phoenix(text: str) -> list[Entry]:
             answer = next((output[k] for k in ("answer", "reference_answer", "output") if k in output), None)
             extras = _extras(row.get("metadata"), where, "metadata")
             if "expected_document_ids" in output:
-                extras["expected_document_ids"] = _ids(
+                extras["expected_document_ids"] = string_list(
                     output["expected_document_ids"], where, "output.expected_document_ids"
                 )
             carried = {*extras, *(["reference_answer"] if answer is not None else [])}

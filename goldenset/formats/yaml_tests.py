@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from goldenset.formats import Entry, Problems, Written, fail
+from goldenset.formats import Entry, Problems, Written, fail, string_list
 
 QUESTION_VARS = ("question", "query", "input")
 REFERENCE_ASSERTIONS = ("factuality", "similar")
@@ -71,7 +71,7 @@ def _entry(test: Any, where: str) -> Entry:
     metadata = test.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise fail(where, "metadata: expected an object.")
-    expected = _strings(metadata.get("expected_document_ids"), where, "metadata.expected_document_ids")
+    expected = string_list(metadata.get("expected_document_ids"), where, "metadata.expected_document_ids")
     grades = metadata.get("grades")
     if grades is not None and not isinstance(grades, dict):
         raise fail(where, "metadata.grades: expected an object of document id -> grade.")
@@ -88,21 +88,11 @@ def _entry(test: Any, where: str) -> Entry:
         expected_document_ids=expected,
         grades=grades if grades is not None else None,
         reference_answer=reference,
-        tags=_strings(metadata.get("tags"), where, "metadata.tags"),
+        tags=string_list(metadata.get("tags"), where, "metadata.tags"),
         answerable=answerable,
         where=where,
         carried=frozenset(carried),
     )
-
-
-def _strings(value: Any, where: str, name: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(
-        isinstance(v, str | int) and not isinstance(v, bool) for v in value
-    ):
-        raise fail(where, f"{name}: expected a list of strings.")
-    return tuple(str(v) for v in value)
 
 
 def write(entries: Sequence[Entry], name: str) -> Written:

@@ -85,25 +85,32 @@ def retrieval_markdown(runs: Sequence[EvaluationRun], metric: str, bar: float | 
     return "\n".join([heading, "", table, *(["", "Warnings:", *warnings] if warnings else [])])
 
 
-def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict]) -> str:
+def answer_cells(summary: dict) -> list[str]:
+    """An answer run's label, score, judged metrics and refusal pair, as the text report and markdown show them."""
+
     def cell(value) -> str:
         return "-" if value is None else f"{value:.3f}"
 
+    refusal = summary["refusal"] or {}
+    return [
+        summary["label"],
+        "-" if summary["score"] is None else f"{summary['score']:.1f}",
+        *(cell(summary["metrics"].get(n)) for n in JUDGED_METRICS),
+        cell(refusal.get("refusal_recall")),
+        cell(refusal.get("false_refusal_rate")),
+    ]
+
+
+def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict]) -> str:
     names = list(JUDGED_METRICS)
-    rows = []
-    for s in summaries:
-        refusal = s["refusal"] or {}
-        rows.append(
-            [
-                s["label"],
-                "-" if s["score"] is None else f"{s['score']:.1f}",
-                *(cell(s["metrics"].get(n)) for n in names),
-                cell(refusal.get("refusal_recall")),
-                cell(refusal.get("false_refusal_rate")),
-                f"{s['passed']} / {s['failed']}",
-                ("FAIL" if s in failing else "PASS") if bar is not None else "-",
-            ]
-        )
+    rows = [
+        [
+            *answer_cells(s),
+            f"{s['passed']} / {s['failed']}",
+            ("FAIL" if s in failing else "PASS") if bar is not None else "-",
+        ]
+        for s in summaries
+    ]
     verdict = "FAIL" if failing else "PASS"
     heading = (
         f"### evalsite: score >= {number(bar)}: {verdict}" if bar is not None else "### evalsite: answers"
@@ -425,24 +432,9 @@ class Command(EvalsiteCommand):
             sys.exit(1)
 
     def write_answer_report(self, summaries: list[dict], bar: float | None, failing: list[dict]) -> None:
-        def cell(value) -> str:
-            return "-" if value is None else f"{value:.3f}"
-
         names = list(JUDGED_METRICS)
         header = ["label", "score", *names, "refusal_recall", "false_refusal", "mode"]
-        rows = []
-        for s in summaries:
-            refusal = s["refusal"] or {}
-            rows.append(
-                [
-                    s["label"],
-                    "-" if s["score"] is None else f"{s['score']:.1f}",
-                    *(cell(s["metrics"].get(n)) for n in names),
-                    cell(refusal.get("refusal_recall")),
-                    cell(refusal.get("false_refusal_rate")),
-                    s["mode"],
-                ]
-            )
+        rows = [[*answer_cells(s), s["mode"]] for s in summaries]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:
             self.stdout.write("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
