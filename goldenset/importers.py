@@ -210,7 +210,9 @@ def golden_import(
     own (`context-<sha1>`); otherwise they are named in the warnings. With `dry_run` nothing is written: the
     counts say what would be created, updated and left unchanged (the dashboard's preview). Errors name the
     record or line (`entry.where`)."""
-    entries = _keep_what_the_file_lacks(collection, read_entries(fmt, data, qrels=qrels))
+    entries = read_entries(fmt, data, qrels=qrels)
+    replaced = _replaced(collection, entries)
+    entries = _keep_what_the_file_lacks(entries, replaced)
     warnings: list[str] = []
     result: dict[str, Any] = {"format": fmt, "records": len(entries), "created": 0, "updated": 0, "unchanged": 0,
                               "documents_created": 0, "warnings": warnings}  # fmt: skip
@@ -221,7 +223,7 @@ def golden_import(
             expected, created_documents = _context_documents(
                 collection, entries, create_documents, actor, warnings
             )
-            _every_unknown_document(collection, entries, expected)
+            _every_unknown_document(collection, entries, expected, replaced)
             try:
                 created, updated = golden_entries_add(
                     collection=collection,
@@ -255,26 +257,27 @@ def golden_import(
     return result
 
 
-def _keep_what_the_file_lacks(collection: Collection, entries: list[Entry]) -> list[Entry]:
-    """Each entry with the fields its file does not hold (Entry.carried) as the entry it replaces has them
-    (matched by key, else by question): a TREC file's entry keeps its reference answer and tags."""
-    partial = [e for e in entries if e.carried is not None and not e.carried >= ENTRY_FIELDS]
-    if not partial:
-        return entries
+def _replaced(collection: Collection, entries: Sequence[Entry]) -> list[GoldenEntry | None]:
+    """The entry each would replace: the one with its key, else the one with its question (or None)."""
     by_key: dict[str, GoldenEntry] = {}
     by_hash: dict[str, GoldenEntry] = {}
-    for chunk in chunks(sorted({e.key for e in partial if e.key})):
+    for chunk in chunks(sorted({e.key for e in entries if e.key})):
         by_key.update((g.key, g) for g in collection.golden_entries.filter(key__in=chunk))
-    for chunk in chunks(sorted({question_hash(e.question) for e in partial})):
+    for chunk in chunks(sorted({question_hash(e.question) for e in entries})):
         by_hash.update(
             (g.question_hash, g) for g in collection.golden_entries.filter(question_hash__in=chunk)
         )
+    return [(by_key.get(e.key) if e.key else None) or by_hash.get(question_hash(e.question)) for e in entries]
+
+
+def _keep_what_the_file_lacks(entries: list[Entry], replaced: Sequence[GoldenEntry | None]) -> list[Entry]:
+    """Each entry with the fields its file does not hold (Entry.carried) as the entry it replaces has them: a
+    TREC file's entry keeps its reference answer and tags."""
     out = []
-    for entry in entries:
+    for entry, current in zip(entries, replaced, strict=True):
         if entry.carried is None or entry.carried >= ENTRY_FIELDS:
             out.append(entry)
             continue
-        current = (by_key.get(entry.key) if entry.key else None) or by_hash.get(question_hash(entry.question))
         kept: dict[str, Any] = {}
         for name in ENTRY_FIELDS - entry.carried:
             if name == "grades":
@@ -288,17 +291,26 @@ def _keep_what_the_file_lacks(collection: Collection, entries: list[Entry]) -> l
     return out
 
 
-def _every_unknown_document(collection: Collection, entries: Sequence[Entry], expected) -> None:
+def _every_unknown_document(
+    collection: Collection, entries: Sequence[Entry], expected, replaced: Sequence[GoldenEntry | None]
+) -> None:
     """When several entries name documents the collection lacks, one error listing each (`errors`), so a
-    preview shows them all at once (one alone is the service's own error, naming its record)."""
+    preview shows them all at once (one alone is the service's own error, naming its record). As in the
+    service, an entry may keep expecting a document deleted since: only the ids it adds must exist."""
     wanted = sorted({d for ids in expected for d in ids})
     known: set[str] = set()
     for chunk in chunks(wanted):
         known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
     problems = [
         (entry, missing)
-        for entry, ids in zip(entries, expected, strict=True)
-        if (missing := [d for d in ids if d not in known])
+        for entry, ids, current in zip(entries, expected, replaced, strict=True)
+        if (
+            missing := [
+                d
+                for d in ids
+                if d not in known and d not in (current.expected_document_ids if current else ())
+            ]
+        )
     ]
     if len(problems) < 2:
         return
