@@ -4,21 +4,24 @@ Plain Python, no Django. Inputs are one `QuestionOutcome` per question (the judg
 pipeline declined, what was retrieved); outputs are what a run stores.
 
 Per question
-- An answerable question passes when it was answered (not declined), every thresholded metric that has a value
-  clears its threshold (defaults: context relevancy 0.6, faithfulness 0.6, answer relevancy 0.4), and retrieval
-  did its part. Its diagnosis says what to fix:
-  `retrieval` when an expected (must-cite) document was not retrieved or nothing retrieved is relevant (context
-  relevancy 0): this fails the question even when every score passes; also when context relevancy is the only
-  metric below its threshold (the answer passed, the context was mostly noise); `generation` when the right
-  documents came back and the answer failed (an answer metric below threshold, or a false refusal); `pass`
-  otherwise.
+- An answerable question passes when it was answered (not declined), every thresholded answer metric that has
+  a value clears its threshold (defaults: faithfulness 0.6, answer relevancy 0.4), and retrieval did its part.
+  Its diagnosis says what to fix, the seed's rule:
+  `retrieval` when an expected (must-cite) document was not retrieved (`retrieval: expected document missed`,
+  naming it) or nothing retrieved is relevant (context relevancy 0: `retrieval: nothing relevant retrieved`):
+  this fails the question even when every score passes; `generation` when the right documents came back and
+  the answer failed (`generation: unfaithful`, `generation: irrelevant answer`, `generation: false refusal`);
+  `pass` otherwise. Context relevancy below its threshold (default 0.6) is said (`retrieval: mostly irrelevant
+  context`, with the figure) but fails nothing on its own: it is the context's precision, and with one relevant
+  page among top_k passages it cannot exceed 1/top_k however good the retrieval and the answer.
 - An unanswerable question passes when the pipeline declined it; answering it is a `generation` failure (the
   passages on topic did not hold the answer, and the answer was written anyway).
 - A question whose answer could not be produced (the model call failed) is `error`: it is left out of every
   mean and counted in a warning, never scored 0.
-- Per-question mean: the mean of its metric values; a false refusal counts 0 and an unanswerable question
-  counts 1 when declined and 0 when answered, so the overall score (0-100, the mean of per-question means) sees
-  refusal behaviour too.
+- Per-question mean: the mean of its metric values but context relevancy (reported as its own metric, kept out
+  of the headline for the reason above); a false refusal counts 0 and an unanswerable question counts 1 when
+  declined and 0 when answered, so the overall score (0-100, the mean of per-question means) sees refusal
+  behaviour too.
 
 Per run
 - Each metric's mean is over the questions that have a value; the questions excluded from it are counted by
@@ -68,39 +71,56 @@ class Verdict:
     mean: float | None  # the per-question mean that enters the overall score
 
 
+# The answer metrics a question fails on; context relevancy is retrieval precision: a note, never a failure.
+ANSWER_FAILURES = {
+    "faithfulness": "unfaithful",
+    "answer_relevancy": "irrelevant answer",
+}
+
+
 def judge_outcome(outcome: QuestionOutcome, thresholds: Mapping[str, float]) -> Verdict:
+    """Pass or fail, the diagnosis and the reasons of one question (the rules are in the module docstring);
+    each reason says which failure it is in the words of its evidence, e.g. `retrieval: expected document
+    missed: refunds` or `generation: unfaithful (faithfulness 0.40 < 0.6)`."""
     if outcome.answer_error is not None:
         return Verdict(ERROR, None, (f"no answer: {outcome.answer_error}",), None)
     if not outcome.answerable:
         if outcome.refused:
             return Verdict(PASS, True, ("declined an unanswerable question",), 1.0)
-        return Verdict(GENERATION, False, ("answered a question the collection cannot answer",), 0.0)
+        return Verdict(GENERATION, False, ("generation: answered an unanswerable question",), 0.0)
     reasons: list[str] = []
     retrieved = set(outcome.retrieved_ids)
     missing = [d for d in outcome.expected_ids if d not in retrieved]
     if missing:
-        reasons.append("expected document not retrieved: " + ", ".join(missing[:5]))
+        reasons.append("retrieval: expected document missed: " + ", ".join(missing[:5]))
     relevancy = outcome.scores.get("context_relevancy")
     if relevancy is not None and relevancy.value == 0.0:
-        reasons.append("nothing retrieved is relevant")
+        reasons.append("retrieval: nothing relevant retrieved")
     retrieval_failed = bool(reasons)
-    values = [s.value for s in outcome.scores.values() if s.value is not None]
     if outcome.refused:
-        reasons.append("declined an answerable question")
+        reasons.append(
+            "generation: false refusal" if not retrieval_failed else "declined an answerable question"
+        )
         return Verdict(RETRIEVAL if retrieval_failed else GENERATION, False, tuple(reasons), 0.0)
-    below = [
-        f"{name} {score.value:.2f} < {thresholds[name]:g}"
-        for name, score in outcome.scores.items()
-        if name in thresholds and score.value is not None and score.value < thresholds[name]
+    answer_below = []
+    for name, score in outcome.scores.items():
+        if name not in thresholds or score.value is None or score.value >= thresholds[name]:
+            continue
+        figure = f"{name.replace('_', ' ')} {score.value:.2f} < {thresholds[name]:g}"
+        if name == "context_relevancy":  # precision of the context: said, but it fails nothing on its own
+            reasons.append(f"retrieval: mostly irrelevant context (precision: {figure})")
+        else:
+            answer_below.append(f"generation: {ANSWER_FAILURES.get(name, 'below threshold')} ({figure})")
+    reasons.extend(answer_below)
+    # The per-question mean that enters the headline score leaves context relevancy out: with one relevant
+    # page among top_k passages it cannot pass 1/top_k, whatever the answer (README, "Answer evaluation").
+    values = [
+        s.value for name, s in outcome.scores.items() if s.value is not None and name != "context_relevancy"
     ]
-    reasons.extend(below)
     mean = sum(values) / len(values) if values else None
     if retrieval_failed:
         return Verdict(RETRIEVAL, False, tuple(reasons), mean)
-    answer_below = [name for name in below if not name.startswith("context_relevancy ")]
-    if below and not answer_below:  # the answer passed; the context was mostly noise: fix retrieval
-        return Verdict(RETRIEVAL, False, tuple(reasons), mean)
-    if below:
+    if answer_below:
         return Verdict(GENERATION, False, tuple(reasons), mean)
     return Verdict(PASS, True, tuple(reasons), mean)
 

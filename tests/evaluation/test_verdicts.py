@@ -46,25 +46,25 @@ def outcome(**overrides) -> QuestionOutcome:
 def test_an_answered_question_with_good_scores_passes():
     verdict = judge_outcome(outcome(), DEFAULT_THRESHOLDS)
     assert (verdict.diagnosis, verdict.passed) == (PASS, True)
-    assert verdict.mean == pytest.approx((1.0 + 0.8 + 0.5 + 1.0 + 0.7) / 5)
+    assert verdict.mean == pytest.approx((1.0 + 0.8 + 0.5 + 1.0) / 4)  # context relevancy is not in the mean
 
 
 def test_a_missing_expected_document_is_a_retrieval_failure_even_when_every_score_passes():
     verdict = judge_outcome(outcome(retrieved_ids=["shipping"]), DEFAULT_THRESHOLDS)
     assert (verdict.diagnosis, verdict.passed) == (RETRIEVAL, False)
-    assert "expected document not retrieved: refunds" in verdict.reasons
+    assert "retrieval: expected document missed: refunds" in verdict.reasons
 
 
 def test_nothing_relevant_retrieved_is_a_retrieval_failure():
     scores = {**GOOD, "context_relevancy": s(0.0)}
     verdict = judge_outcome(outcome(scores=scores, expected_ids=[]), DEFAULT_THRESHOLDS)
-    assert verdict.diagnosis == RETRIEVAL and "nothing retrieved is relevant" in verdict.reasons
+    assert verdict.diagnosis == RETRIEVAL and "retrieval: nothing relevant retrieved" in verdict.reasons
 
 
 def test_a_low_faithfulness_with_the_right_documents_is_a_generation_failure():
     verdict = judge_outcome(outcome(scores={**GOOD, "faithfulness": s(0.5)}), DEFAULT_THRESHOLDS)
     assert (verdict.diagnosis, verdict.passed) == (GENERATION, False)
-    assert verdict.reasons == ("faithfulness 0.50 < 0.6",)
+    assert verdict.reasons == ("generation: unfaithful (faithfulness 0.50 < 0.6)",)
 
 
 def test_thresholds_apply_only_to_their_metrics_and_are_configurable():
@@ -79,7 +79,7 @@ def test_an_excluded_metric_neither_fails_nor_counts():
     scores = {**GOOD, "faithfulness": s(None, LLM_JUDGE, excluded="unreadable")}
     verdict = judge_outcome(outcome(scores=scores), DEFAULT_THRESHOLDS)
     assert verdict.passed is True
-    assert verdict.mean == pytest.approx((0.8 + 0.5 + 1.0 + 0.7) / 4)
+    assert verdict.mean == pytest.approx((0.8 + 0.5 + 1.0) / 3)
 
 
 def test_refusals_in_both_directions():
@@ -178,7 +178,7 @@ def test_errors_are_counted_in_a_warning_and_left_out_of_the_score():
     outcomes = [outcome(), outcome(answer_error="timeout", scores={})]
     summary = summarize(outcomes, [judge_outcome(o, DEFAULT_THRESHOLDS) for o in outcomes])
     assert summary.diagnosis == {PASS: 1, ERROR: 1}
-    assert summary.score == pytest.approx(100 * (1.0 + 0.8 + 0.5 + 1.0 + 0.7) / 5)
+    assert summary.score == pytest.approx(100 * (1.0 + 0.8 + 0.5 + 1.0) / 4)
     assert (
         "1 question(s) got no answer (the model call failed) and are left out of the means"
         in summary.warnings
@@ -194,10 +194,36 @@ def test_the_sanity_check_flags_a_reference_foreign_to_the_context():
     assert sanity_warning("", context) is None
 
 
-def test_a_failure_on_context_relevancy_alone_points_at_retrieval():
+def test_low_context_relevancy_alone_is_said_but_fails_nothing():
+    """The seed's rule: retrieval fails a question when an expected document was missed or nothing retrieved is
+    relevant. With one relevant page among five passages, context relevancy is 0.2 by construction: said, with
+    its figure, and out of the headline mean, but the question passes when the answer does."""
     noisy = outcome(scores={**GOOD, "context_relevancy": s(0.2)})
     verdict = judge_outcome(noisy, DEFAULT_THRESHOLDS)
-    assert (verdict.diagnosis, verdict.passed) == (RETRIEVAL, False)
-    assert verdict.reasons == ("context_relevancy 0.20 < 0.6",)
+    assert (verdict.diagnosis, verdict.passed) == (PASS, True)
+    assert verdict.reasons == (
+        "retrieval: mostly irrelevant context (precision: context relevancy 0.20 < 0.6)",
+    )
+    assert verdict.mean == pytest.approx((1.0 + 0.8 + 0.5 + 1.0) / 4)
     both = outcome(scores={**GOOD, "context_relevancy": s(0.2), "faithfulness": s(0.1)})
-    assert judge_outcome(both, DEFAULT_THRESHOLDS).diagnosis == GENERATION
+    failed = judge_outcome(both, DEFAULT_THRESHOLDS)
+    assert (
+        failed.diagnosis == GENERATION
+        and failed.reasons[-1] == "generation: unfaithful (faithfulness 0.10 < 0.6)"
+    )
+    irrelevant = judge_outcome(outcome(scores={**GOOD, "answer_relevancy": s(0.1)}), DEFAULT_THRESHOLDS)
+    assert irrelevant.reasons == ("generation: irrelevant answer (answer relevancy 0.10 < 0.4)",)
+
+
+def test_every_failure_names_itself_in_the_words_of_its_evidence():
+    false_refusal = judge_outcome(outcome(refused=True), DEFAULT_THRESHOLDS)
+    assert false_refusal.reasons == ("generation: false refusal",)
+    answered = judge_outcome(outcome(answerable=False, scores={}), DEFAULT_THRESHOLDS)
+    assert answered.reasons == ("generation: answered an unanswerable question",)
+    missed_and_noise = judge_outcome(
+        outcome(retrieved_ids=["shipping"], scores={**GOOD, "context_relevancy": s(0.0)}), DEFAULT_THRESHOLDS
+    )
+    assert missed_and_noise.reasons[:2] == (
+        "retrieval: expected document missed: refunds",
+        "retrieval: nothing relevant retrieved",
+    )
