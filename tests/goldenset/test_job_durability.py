@@ -95,7 +95,11 @@ def test_a_killed_cluster_loses_neither_its_running_job_nor_the_task_it_had_take
     running = generate(world, "companies", 20, 8).json()["job_id"]
     taken = generate(world, "others", 4, 3).json()["job_id"]
     wait_for(world, running, lambda b: b["status"] == "Running" and b["progress_done"] >= 3, cluster=first)
-    time.sleep(1.0)  # the cluster's pusher takes the next task while its one worker is busy
+    # The cluster's pusher takes the next task while its one worker is busy: within seconds, however loaded
+    # the machine (a fixed one-second wait failed when the machine was busy).
+    deadline = time.monotonic() + 15
+    while get_broker().queue_size() and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert Job.objects.get(pk=taken).status == JobStatus.QUEUED
     assert get_broker().queue_size() == 0  # taken out of the queue: held by the cluster, leased
     assert taken in job_ids_in_broker()
