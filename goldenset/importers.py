@@ -349,6 +349,7 @@ def _context_documents(
     page holding the passage's text, or created when `create`)."""
     out: list[tuple[str, ...]] = []
     new_documents: dict[str, str] = {}
+    holder: dict[str, str | None] = {}  # passage text -> the document whose page holds it (None: no page)
     unmatched = 0
     for entry in entries:
         if entry.expected_document_ids or not entry.contexts:
@@ -357,16 +358,16 @@ def _context_documents(
         ids: list[str] = []
         for text in entry.contexts:
             snippet = " ".join(text.split())
-            page = (
-                Page.objects.filter(document__collection=collection, text__contains=snippet[:2000])
-                .select_related("document")
-                .order_by("document__external_id", "number")
-                .first()
-                if snippet
-                else None
-            )
-            if page is not None:
-                ids.append(page.document.external_id)
+            if snippet and snippet not in holder:  # one search of the pages per distinct passage
+                holder[snippet] = (
+                    Page.objects.filter(document__collection=collection, text__contains=snippet[:2000])
+                    .order_by("document__external_id", "number")
+                    .values_list("document__external_id", flat=True)
+                    .first()
+                )
+            found = holder.get(snippet) if snippet else None
+            if found is not None:
+                ids.append(found)
             elif create and snippet:
                 document_id = "context-" + hashlib.sha1(snippet.encode()).hexdigest()[:12]
                 new_documents.setdefault(document_id, text)

@@ -320,13 +320,18 @@ class Command(EvalsiteCommand):
         bar = parse_fail_under(options["fail_under"])
 
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
+        self.gate(batch_id, runs, metric, bar, options["format"])
+
+    def gate(self, batch_id, runs: Sequence[EvaluationRun], metric: str, bar: float | None, fmt: str) -> None:
+        """Write the retrieval runs in the output format asked for and exit 1 when one fails the gate (evaluate
+        and evaluate_run share it)."""
         # A failed run (a target whose questions failed too often) has no metrics: it never clears a bar.
         failing = [
             run
             for run in runs
             if run.status == RunStatus.FAILED or (bar is not None and not clears(run.metrics[metric], bar))
         ]
-        if options["format"] == "json":
+        if fmt == "json":
             document = RetrievalGateOut(
                 {
                     "batch_id": batch_id,
@@ -337,9 +342,9 @@ class Command(EvalsiteCommand):
                 }
             )
             self.stdout.write(json.dumps(document.data, indent=2))
-        elif options["format"] == "junit":
+        elif fmt == "junit":
             self.stdout.write(runs_junit(runs), ending="")
-        elif options["format"] == "markdown":
+        elif fmt == "markdown":
             self.stdout.write(retrieval_markdown(runs, metric, bar, failing))
         else:
             self.write_report(runs, metric, bar, failing)

@@ -11,24 +11,17 @@ malformed line: `error [run-file-invalid] line N: ...`, nothing stored).
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 from evaluation import configs as config_parser
-from evaluation.api.serializers import RetrievalGateOut
 from evaluation.management.commands.evaluate import (
     OUTPUTS,
-    clears,
     parse_fail_under,
     parse_metric,
-    retrieval_markdown,
 )
 from evaluation.management.commands.evaluate import Command as EvaluateCommand
 from evaluation.run_files import parse_run_file
-from evaluation.services.reports import runs_junit
 from evaluation.services.retrieval import evaluate_run_file
-from evaluation.services.runs import run_summary
 from goldenset.errors import EvalsiteError
 
 
@@ -65,16 +58,4 @@ class Command(EvaluateCommand):
         batch_id, runs = evaluate_run_file(
             tenant=collection.tenant, collection=collection, ks=ks, run_file=parsed, filename=path.name
         )
-        failing = [run for run in runs if bar is not None and not clears(run.metrics[metric], bar)]
-        if options["format"] == "json":
-            document = {"batch_id": batch_id, "metric": metric, "fail_under": bar, "passed": not failing}
-            document["runs"] = [run_summary(run) for run in runs]
-            self.stdout.write(json.dumps(RetrievalGateOut(document).data, indent=2))
-        elif options["format"] == "junit":
-            self.stdout.write(runs_junit(runs), ending="")
-        elif options["format"] == "markdown":
-            self.stdout.write(retrieval_markdown(runs, metric, bar, failing))
-        else:
-            self.write_report(runs, metric, bar, failing)
-        if failing:
-            sys.exit(1)
+        self.gate(batch_id, runs, metric, bar, options["format"])
