@@ -85,10 +85,15 @@ def finished(body: dict) -> bool:
     return body["status"] in ("Completed", "Failed", "Cancelled")
 
 
-def test_a_killed_cluster_loses_neither_its_running_job_nor_the_task_it_had_taken(world, clusters):
+def test_a_killed_cluster_loses_neither_its_running_job_nor_the_task_it_had_taken(
+    world, clusters, llm_server
+):
     """SIGKILL the whole cluster while it runs one job and holds the next one's task (prefetched): the running
     job is re-queued (its worker is gone) and continues where it stopped, asking only for the rest; the taken
     task's lease runs out and a fresh cluster runs it."""
+    # Slower calls than the module's: the running job must outlast the pusher taking the next task, which a
+    # busy machine delays by seconds.
+    llm_server.latency = 0.8
     corpus(world, "companies", 30)
     corpus(world, "others", 8)
     first = clusters.start("first")
