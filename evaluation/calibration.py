@@ -238,3 +238,81 @@ def best_threshold(
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(found, [tail, 100 - tail]).tolist() if found else (value, value)
     return Threshold(value, score, float(low), float(high))
+
+
+def roc_points(scores: Sequence[float], labels: Sequence[bool]) -> list[tuple[float, float]]:
+    """The ROC curve as (false positive rate, true positive rate) points, from (0, 0) to (1, 1), one point per
+    distinct score (tied items move together); [] when either class is absent."""
+    s, y = _arrays(scores, labels)
+    positives, negatives = int(y.sum()), int((~y).sum())
+    if not positives or not negatives:
+        return []
+    order = np.argsort(-s, kind="mergesort")
+    ordered, passing = s[order], y[order]
+    last = np.r_[np.nonzero(np.diff(ordered))[0], len(ordered) - 1]  # the last index of each distinct score
+    tp = np.cumsum(passing)[last]
+    fp = (last + 1) - tp
+    return [(0.0, 0.0), *zip((fp / negatives).tolist(), (tp / positives).tolist(), strict=True)]
+
+
+def _rounded(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def judge_agreement(
+    scores: Sequence[float], labels: Sequence[bool], threshold: float, *, seed: int = 0
+) -> dict:
+    """A judge against people on one metric: n, AUC of the continuous score, the verdict at `threshold`
+    (confusion, precision, recall, balanced accuracy, Cohen's kappa with the people's label), the reliability
+    bins, the ROC points and the best balanced-accuracy threshold with its bootstrap interval. JSON-ready."""
+    s, y = [float(v) for v in scores], [bool(v) for v in labels]
+    cut = confusion(s, y, threshold)
+    verdicts = [v >= threshold for v in s]
+    best = best_threshold(s, y, seed=seed) if len(s) else None
+    return {
+        "n": int(len(s)),
+        "positives": sum(y),
+        "auc": _rounded(roc_auc(s, y)) if len(s) else None,
+        "threshold": threshold,
+        "confusion": {"tp": cut.tp, "fp": cut.fp, "tn": cut.tn, "fn": cut.fn},
+        "precision": _rounded(cut.precision),
+        "recall": _rounded(cut.recall),
+        "balanced_accuracy": _rounded(cut.balanced_accuracy),
+        "cohen_kappa": _rounded(cohen_kappa(verdicts, y)) if len(s) else None,
+        "reliability": [
+            {
+                "low": b.low,
+                "high": b.high,
+                "count": b.count,
+                "mean_score": _rounded(b.mean_score),
+                "pass_rate": _rounded(b.pass_rate),
+            }
+            for b in reliability_bins(s, y)
+        ],
+        "roc": [[round(x, 6), round(t, 6)] for x, t in roc_points(s, y)],
+        "best_threshold": None
+        if best is None
+        else {
+            "value": round(best.value, 6),
+            "balanced_accuracy": round(best.balanced_accuracy, 4),
+            "low": round(best.low, 6),
+            "high": round(best.high, 6),
+        },
+    }
+
+
+def rater_agreement(items: Sequence[Sequence[object | None]]) -> dict:
+    """The raters' agreement with each other over items x raters (None: not rated): Krippendorff's alpha over
+    every item two or more rated, and Fleiss' kappa when every such item has the same number of raters."""
+    rated = [[v for v in item if v is not None] for item in items]
+    pairable = [item for item in rated if len(item) >= 2]
+    fleiss = None
+    if pairable and len({len(item) for item in pairable}) == 1:
+        categories = sorted({v for item in pairable for v in item}, key=repr)
+        fleiss = fleiss_kappa([[item.count(c) for c in categories] for item in pairable])
+    return {
+        "items": len(rated),
+        "items_rated_twice": len(pairable),
+        "krippendorff_alpha": _rounded(krippendorff_alpha(items)),
+        "fleiss_kappa": _rounded(fleiss),
+    }

@@ -181,6 +181,13 @@ def _best_support(statement: str, passages: Sequence[tuple[Passage, frozenset[st
     }
 
 
+def statement_support(statement: str, passages: Sequence[Passage], weights: Any = None) -> dict[str, Any]:
+    """One statement judged against passages: {"text", "supported", "support" (the continuous score),
+    "passage" (the best one, when supported), "passages"}. `weights` is reserved for term weights."""
+    row = _best_support(statement, [(p, _terms_of(p)) for p in passages])
+    return {**row, "passages": [row["passage"]] if row["passage"] is not None else []}
+
+
 def share_of(verdicts: Sequence[dict[str, Any]], key: str) -> float:
     return sum(1 for v in verdicts if v[key]) / len(verdicts)
 

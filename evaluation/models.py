@@ -188,3 +188,72 @@ class PageEmbedding(models.Model):
 
     def __str__(self) -> str:
         return f"page {self.page_id} / {self.embedder} ({self.dims} dims)"
+
+
+class LabelLevel(models.TextChoices):
+    QUESTION = "question"
+    STATEMENT = "statement"
+
+
+class HumanLabel(models.Model):
+    """One rater's verdict on one judged item (evaluation.labels): a question's metric, or one statement of an
+    answer. The answer is a stored run's (run) or imported with the passages it was judged against."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="human_labels")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="human_labels")
+    # Tied to the golden entry; a snapshot of its key and question keeps the label readable if it goes.
+    entry = models.ForeignKey(
+        "goldenset.GoldenEntry", null=True, on_delete=models.SET_NULL, related_name="human_labels"
+    )
+    entry_key = models.CharField(max_length=300, blank=True)
+    question = models.TextField()
+    run = models.ForeignKey(
+        EvaluationRun, null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
+    answer = models.TextField(blank=True)
+    passages = models.JSONField(
+        default=list, blank=True, help_text="[{document_id, title, text}] (imported)."
+    )
+    metric = models.CharField(max_length=40)
+    level = models.CharField(max_length=20, choices=LabelLevel.choices)
+    statement = models.TextField(blank=True)
+    rater = models.CharField(max_length=100)
+    value = models.FloatField(help_text="1 pass / supported, 0.5 partially, 0 fail, or the score given.")
+    passed = models.BooleanField()
+    verdict = models.CharField(max_length=40)
+    item_key = models.CharField(max_length=64, help_text="The item labelled, whoever labelled it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["collection", "item_key", "rater"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "item_key", "rater"], name="label_unique_rater_item"
+            )
+        ]
+        indexes = [models.Index(fields=["collection", "metric"], name="label_collection_metric_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.rater}: {self.metric} {self.verdict}"
+
+
+class JudgeThreshold(models.Model):
+    """A pass threshold calibrated against human labels, applied to a collection's answer evaluations judged
+    by `judge` ("heuristic" or the judge model); `source` records the calibration it came from."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="judge_thresholds")
+    judge = models.CharField(max_length=300)
+    metric = models.CharField(max_length=40)
+    value = models.FloatField()
+    source = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["collection", "judge", "metric"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "judge", "metric"], name="threshold_unique_metric")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.collection} {self.judge} {self.metric} >= {self.value:g}"

@@ -85,7 +85,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     ),
     "import-invalid": (
         400,
-        "a golden-set file (csv, tsv, trec, ragas, deepeval, promptfoo, phoenix) with a bad line or record (named)",
+        "a golden-set or label file (csv, tsv, trec, ragas, deepeval, promptfoo, phoenix; labels) with a bad line or record (named)",
     ),
     "beir-invalid": (400, "a BEIR file line of the wrong shape (file, line and field named)"),
     "file-unreadable": (400, "a file named on the command line cannot be read"),
@@ -101,6 +101,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "job-kind-unknown": (500, "no handler for the job's kind (a job's error)"),
     "collection-gone": (404, "the job's collection was deleted before it ran (a job's error)"),
     # the dashboard's compare page
+    "no-calibration": (
+        400,
+        "a calibrated threshold asked for a judge and metric without labels of both verdicts",
+    ),
     "too-few-runs": (400, "compare: fewer than two runs selected"),
     "too-many-runs": (400, "compare: more runs selected than one chart shows"),
     "mixed-kinds": (400, "compare: retrieval and answer runs in one comparison"),

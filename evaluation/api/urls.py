@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation.api import views
+from evaluation.api import calibration, views
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
@@ -8,6 +8,13 @@ urlpatterns = [
     path("search/evaluate", views.EvaluateApi.as_view(), name="evaluate"),
     path("search/evaluate/answers", views.EvaluateAnswersApi.as_view(), name="evaluate-answers"),
     path("search/evaluate/run-file", views.EvaluateRunFileApi.as_view(), name="evaluate-run-file"),
+    path("search/evaluate/labels", calibration.LabelsApi.as_view(), name="labels"),
+    path("search/evaluate/calibration", calibration.CalibrationApi.as_view(), name="calibration"),
+    path(
+        "search/evaluate/calibration/thresholds",
+        calibration.ThresholdApi.as_view(),
+        name="calibration-thresholds",
+    ),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
     path("targets", views.TargetListApi.as_view(), name="targets"),

@@ -31,6 +31,7 @@ from evaluation import answer_writer, judge, judge_llm, selectors, stats, verdic
 from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.selectors import GoldenQuestion
+from evaluation.services.calibration import effective_thresholds, judge_name
 from evaluation.services.runs import run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.services.targets import resolve_targets, target_client
@@ -189,7 +190,6 @@ def evaluate_answers(
     job: Job | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
-    thresholds = {**verdicts.DEFAULT_THRESHOLDS, **(thresholds or {})}
     targets = resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
     configs = [
         replace(c, run=replace(c.run, target_kind=targets[c.run.target].kind)) if c.run.target else c
@@ -200,6 +200,8 @@ def evaluate_answers(
         for i, c in enumerate(configs)
     ]
     judging = judge_model_of(judge_model, offline=offline)
+    # The request's thresholds, else the ones calibrated for this judge on the collection, else the defaults.
+    thresholds, threshold_sources = effective_thresholds(collections[0], judge_name(judging), thresholds)
     questions, warnings = answer_questions(collections, unanswerable_questions, max_questions)
     if not questions:
         raise EvalsiteError(
@@ -293,6 +295,7 @@ def evaluate_answers(
                 judge_model=judging,
                 pairs=[p for p in pairs if p.config_index == index],
                 thresholds=thresholds,
+                threshold_sources=threshold_sources,
                 warnings=[*warnings, *rerank_warnings(config.run.rerank)],
                 fingerprint=fingerprint,
                 elapsed_ms=elapsed_ms / len(configs),
@@ -397,7 +400,7 @@ def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, t
 
 
 def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judge_model, pairs: list[_Pair],
-             thresholds, warnings, fingerprint, elapsed_ms, job) -> EvaluationRun:  # fmt: skip
+             thresholds, threshold_sources, warnings, fingerprint, elapsed_ms, job) -> EvaluationRun:  # fmt: skip
     outcomes, question_verdicts, results = [], [], []
     usage = {"answer_calls": 0, "judge_calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
              "call_latency_ms": 0.0}  # fmt: skip
@@ -502,6 +505,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
             "model": f"target:{config.run.target}" if config.run.target else model or EXTRACTIVE,
             "judge_model": judge_model or HEURISTIC,
             "thresholds": thresholds,
+            "threshold_sources": threshold_sources,
         },
         ks=[config.top_k],
         metrics={k: v for k, v in metrics.items() if v is not None},

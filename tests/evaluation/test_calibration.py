@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evaluation import calibration
 from evaluation.calibration import (
     best_threshold,
     cohen_kappa,
@@ -79,3 +80,36 @@ def test_the_best_cut_equals_a_brute_force_search():
         brute = max(balanced_accuracy(scores, labels, t) for t in [*sorted(set(scores)), 2.0])
         assert best.balanced_accuracy == pytest.approx(brute, abs=1e-12)
         assert balanced_accuracy(scores, labels, best.value) == pytest.approx(brute, abs=1e-12)
+
+
+def test_roc_points_move_tied_items_together_and_run_from_corner_to_corner():
+    # scores 0.9 (pass), 0.7 (fail), 0.7 (pass), 0.2 (fail): 2 passing, 2 failing
+    points = calibration.roc_points([0.9, 0.7, 0.7, 0.2], [True, False, True, False])
+    assert points == [(0.0, 0.0), (0.0, 0.5), (0.5, 1.0), (1.0, 1.0)]
+    assert calibration.roc_points([0.5, 0.6], [True, True]) == []
+
+
+def test_judge_agreement_reports_the_verdict_at_the_threshold_beside_the_auc():
+    scores = [1.0, 1.0, 0.0, 0.0, 0.0]
+    labels = [True, True, True, False, False]
+    found = calibration.judge_agreement(scores, labels, 0.6)
+    # AUC: of the 3 x 2 pairs, the two 1.0 passes beat both fails (4), the 0.0 pass ties both (2 x 0.5)
+    assert found["auc"] == round(5 / 6, 4)
+    assert found["confusion"] == {"tp": 2, "fp": 0, "tn": 2, "fn": 1}
+    assert (found["precision"], found["recall"]) == (1.0, round(2 / 3, 4))
+    assert found["balanced_accuracy"] == round((2 / 3 + 1) / 2, 4)
+    # kappa of verdicts [T, T, F, F, F] with labels [T, T, T, F, F]: p_o = 0.8, p_e = 0.4 * 0.6 + 0.6 * 0.4
+    assert found["cohen_kappa"] == round((0.8 - 0.48) / (1 - 0.48), 4)
+    assert found["n"] == 5 and found["positives"] == 3
+    assert found["best_threshold"]["value"] == 0.5 and found["roc"][-1] == [1.0, 1.0]
+    assert [b["count"] for b in found["reliability"]] == [3, 0, 0, 0, 0, 0, 0, 0, 0, 2]
+
+
+def test_rater_agreement_gives_fleiss_only_when_every_item_has_as_many_raters():
+    same = calibration.rater_agreement([["pass", "pass"], ["fail", "fail"], ["pass", "fail"]])
+    assert same["items_rated_twice"] == 3 and same["fleiss_kappa"] is not None
+    assert same["krippendorff_alpha"] == round(calibration.krippendorff_alpha([["pass", "pass"], ["fail", "fail"], ["pass", "fail"]]), 4)  # fmt: skip
+    uneven = calibration.rater_agreement(
+        [["pass", "pass", "pass"], ["fail", "fail", None], ["pass", None, None]]
+    )
+    assert uneven["fleiss_kappa"] is None and uneven["items_rated_twice"] == 2 and uneven["items"] == 3

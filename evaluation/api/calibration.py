@@ -1,0 +1,150 @@
+"""Human labels and the judges' calibration over REST (evaluation.services.calibration does the work)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+
+from evalsite.api.parsers import JSONParser
+from evaluation.api.views import read_strictly
+from evaluation.labels import read_labels, read_rows
+from evaluation.services import calibration as services
+from goldenset import selectors as golden_selectors
+from goldenset.api.base import TenantAPIView, read
+from goldenset.api.serializers import TenantIn, error_responses
+from goldenset.errors import EvalsiteError
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
+
+
+class LabelsIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    labels = serializers.ListField(
+        child=serializers.DictField(), required=False, help_text="Label rows (evaluation.labels fields)."
+    )
+    file = serializers.FileField(required=False, help_text="A CSV or JSON / JSON-lines file of label rows.")
+    format = serializers.ChoiceField(choices=["csv", "json"], required=False)
+    dry_run = serializers.BooleanField(required=False, default=False)
+
+
+class LabelsOut(serializers.Serializer):
+    labels = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    raters = serializers.ListField(child=serializers.CharField())
+    metrics = serializers.DictField(child=serializers.IntegerField())
+    dry_run = serializers.BooleanField()
+
+
+class CalibrationIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    metric = serializers.ChoiceField(choices=list(JUDGED_METRICS), required=False)
+    judge = serializers.CharField(required=False, help_text='"heuristic" or "llm-judge:<model>".')
+
+
+class ThresholdIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    metric = serializers.ChoiceField(choices=list(JUDGED_METRICS))
+    judge = serializers.CharField(default="heuristic")
+    value = serializers.FloatField(
+        required=False, min_value=0.0, max_value=1.0, help_text="Default: the report's best threshold."
+    )
+
+
+class LabelsApi(TenantAPIView):
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"application/json": LabelsIn, "multipart/form-data": LabelsIn},
+        responses={200: LabelsOut, 201: LabelsOut, **error_responses(400, 404, 413, 415)},
+        summary="Imports human labels of answer judgements (JSON rows, or a CSV / JSON file).",
+        description="Each row: question_id, rater, metric, label (pass/fail; supported/partially/not supported "
+        "for a statement) or score, optional statement, and the answer judged: run_id, or answer with "
+        "passages. A rater's new label of an item replaces the old one. A bad row refuses the whole import, "
+        "naming each bad row (up to 50).",
+    )
+    def post(self, request):
+        body = request.data
+        raw = body.dict() if hasattr(body, "dict") else dict(body)
+        if "file" in request.FILES:
+            raw["file"] = request.FILES["file"]
+        data = read_strictly(LabelsIn, raw)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(data), collection_id=data["collection_id"]
+        )
+        if ("file" in data) == ("labels" in data):
+            raise EvalsiteError(
+                "validation-error", "labels: send labels (JSON rows) or a file, one of them.",
+                details={"field": "labels"},
+            )  # fmt: skip
+        if "file" in data:
+            rows = read_labels(data["file"].read(), fmt=data.get("format"))
+        else:
+            rows = read_rows([(f"labels[{i}]", row) for i, row in enumerate(data["labels"])])
+        summary = services.labels_import(
+            tenant=collection.tenant, collection=collection, rows=rows, actor=self.actor,
+            dry_run=data["dry_run"],
+        )  # fmt: skip
+        return Response(summary, status=status.HTTP_200_OK if data["dry_run"] else status.HTTP_201_CREATED)
+
+
+class CalibrationApi(TenantAPIView):
+    @extend_schema(
+        parameters=[CalibrationIn],
+        responses={200: serializers.DictField, **error_responses(400, 404)},
+        summary="How well each judge agrees with the collection's human labels, per metric.",
+        description="Per judge (heuristic; llm-judge:<model> from the runs the labels name), metric and level "
+        "(question or statement): n, AUC, the verdict at the threshold in force (confusion, precision, recall, "
+        "balanced accuracy, Cohen's kappa with the raters' majority), reliability bins, ROC points and the "
+        "best balanced-accuracy threshold with a bootstrap interval; and the raters' own agreement "
+        "(Krippendorff's alpha, Fleiss' kappa).",
+    )
+    def get(self, request):
+        data = read(CalibrationIn, request.query_params)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(), collection_id=data["collection_id"]
+        )
+        report = services.calibration_report(
+            collection=collection, metric=data.get("metric"), judge_filter=data.get("judge")
+        )
+        return Response({**report, "thresholds": services.thresholds_list(collection)})
+
+
+class ThresholdApi(TenantAPIView):
+    @extend_schema(
+        request=ThresholdIn,
+        responses={200: serializers.DictField, **error_responses(400, 404, 415)},
+        summary="Applies a calibrated pass threshold to the collection's answer evaluations by that judge.",
+    )
+    def post(self, request):
+        data = read_strictly(ThresholdIn, request.data)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(data), collection_id=data["collection_id"]
+        )
+        found = services.threshold_apply(
+            collection=collection, metric=data["metric"], judge_key=data["judge"], actor=self.actor,
+            value=data.get("value"),
+        )  # fmt: skip
+        return Response(
+            {"judge": found.judge, "metric": found.metric, "value": found.value, "source": found.source}
+        )
+
+    @extend_schema(
+        parameters=[ThresholdIn],
+        responses={204: None, **error_responses(400, 404)},
+        summary="Returns the metric to its default threshold.",
+    )
+    def delete(self, request):
+        data = read(ThresholdIn, request.query_params)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(), collection_id=data["collection_id"]
+        )
+        if not services.threshold_reset(
+            collection=collection, metric=data["metric"], judge_key=data["judge"], actor=self.actor
+        ):
+            raise EvalsiteError(
+                "not-found", f"metric: no calibrated {data['metric']} threshold for {data['judge']}.",
+                details={"field": "metric"}, status=404,
+            )  # fmt: skip
+        return Response(status=status.HTTP_204_NO_CONTENT)
