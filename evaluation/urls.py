@@ -3,6 +3,7 @@
 from django.urls import path
 
 from evaluation.dashboard import (
+    calibration_views,
     common_views,
     compare_views,
     golden_views,
@@ -42,6 +43,16 @@ urlpatterns = [
     path("collections/<str:slug>/golden/<str:entry_id>/", golden_views.golden_entry, name="golden-entry"),
     path("collections/<str:slug>/activity/", golden_views.collection_activity, name="collection-activity"),
     path("collections/<str:slug>/documents/", golden_views.documents, name="documents"),
+    path(
+        "collections/<str:slug>/calibration/",
+        calibration_views.collection_calibration,
+        name="collection-calibration",
+    ),
+    path(
+        "collections/<str:slug>/calibration/threshold/",
+        calibration_views.calibration_threshold,
+        name="calibration-threshold",
+    ),
     path(
         "collections/<str:slug>/documents/<path:document_id>", golden_views.document_detail, name="document"
     ),

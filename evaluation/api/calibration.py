@@ -24,7 +24,9 @@ class LabelsIn(TenantIn):
         child=serializers.DictField(), required=False, help_text="Label rows (evaluation.labels fields)."
     )
     file = serializers.FileField(required=False, help_text="A CSV or JSON / JSON-lines file of label rows.")
-    format = serializers.ChoiceField(choices=["csv", "json"], required=False)
+    format = serializers.CharField(
+        required=False, help_text='"csv" or "json" (default: told by the first character).'
+    )
     dry_run = serializers.BooleanField(required=False, default=False)
 
 
@@ -50,6 +52,82 @@ class ThresholdIn(TenantIn):
     value = serializers.FloatField(
         required=False, min_value=0.0, max_value=1.0, help_text="Default: the report's best threshold."
     )
+
+
+class ConfusionOut(serializers.Serializer):
+    tp = serializers.IntegerField()
+    fp = serializers.IntegerField()
+    tn = serializers.IntegerField()
+    fn = serializers.IntegerField()
+
+
+class BinOut(serializers.Serializer):
+    low = serializers.FloatField()
+    high = serializers.FloatField()
+    count = serializers.IntegerField()
+    mean_score = serializers.FloatField(allow_null=True)
+    pass_rate = serializers.FloatField(
+        allow_null=True, help_text="The share of the bin's items people passed."
+    )
+
+
+class BestThresholdOut(serializers.Serializer):
+    value = serializers.FloatField()
+    balanced_accuracy = serializers.FloatField()
+    low = serializers.FloatField(help_text="The bootstrap interval (95%) of the best threshold.")
+    high = serializers.FloatField()
+
+
+class JudgeCalibrationOut(serializers.Serializer):
+    judge = serializers.CharField(help_text='"heuristic" or "llm-judge:<model>".')
+    metric = serializers.CharField()
+    level = serializers.ChoiceField(choices=["question", "statement"])
+    n = serializers.IntegerField(help_text="Items with a majority label (an even split is left out).")
+    positives = serializers.IntegerField()
+    auc = serializers.FloatField(allow_null=True)
+    threshold = serializers.FloatField(help_text="The verdict's cut in force.")
+    threshold_source = serializers.CharField()
+    confusion = ConfusionOut()
+    precision = serializers.FloatField(allow_null=True)
+    recall = serializers.FloatField(allow_null=True)
+    balanced_accuracy = serializers.FloatField(allow_null=True)
+    cohen_kappa = serializers.FloatField(
+        allow_null=True, help_text="The verdict against the raters' majority."
+    )
+    reliability = BinOut(many=True)
+    roc = serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    best_threshold = BestThresholdOut(allow_null=True)
+
+
+class AgreementOut(serializers.Serializer):
+    metric = serializers.CharField()
+    level = serializers.ChoiceField(choices=["question", "statement"])
+    raters = serializers.IntegerField()
+    items = serializers.IntegerField()
+    items_rated_twice = serializers.IntegerField()
+    tied_items = serializers.IntegerField()
+    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    fleiss_kappa = serializers.FloatField(allow_null=True)
+
+
+class ThresholdOut(serializers.Serializer):
+    judge = serializers.CharField()
+    metric = serializers.CharField()
+    value = serializers.FloatField()
+    source = serializers.DictField(
+        help_text="The calibration it came from: labels, AUC, best threshold, when."
+    )
+
+
+class CalibrationOut(serializers.Serializer):
+    collection_id = serializers.CharField()
+    labels = serializers.IntegerField()
+    items = serializers.IntegerField()
+    raters = serializers.ListField(child=serializers.CharField())
+    agreement = AgreementOut(many=True)
+    judges = JudgeCalibrationOut(many=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    thresholds = ThresholdOut(many=True)
 
 
 class LabelsApi(TenantAPIView):
@@ -92,7 +170,7 @@ class LabelsApi(TenantAPIView):
 class CalibrationApi(TenantAPIView):
     @extend_schema(
         parameters=[CalibrationIn],
-        responses={200: serializers.DictField, **error_responses(400, 404)},
+        responses={200: CalibrationOut, **error_responses(400, 404)},
         summary="How well each judge agrees with the collection's human labels, per metric.",
         description="Per judge (heuristic; llm-judge:<model> from the runs the labels name), metric and level "
         "(question or statement): n, AUC, the verdict at the threshold in force (confusion, precision, recall, "
@@ -114,7 +192,7 @@ class CalibrationApi(TenantAPIView):
 class ThresholdApi(TenantAPIView):
     @extend_schema(
         request=ThresholdIn,
-        responses={200: serializers.DictField, **error_responses(400, 404, 415)},
+        responses={200: ThresholdOut, **error_responses(400, 404, 415)},
         summary="Applies a calibrated pass threshold to the collection's answer evaluations by that judge.",
     )
     def post(self, request):

@@ -156,6 +156,12 @@ class RunConfigOut(SearchConfigOut):
     groundedness = serializers.ChoiceField(choices=GROUNDEDNESS, required=False)
     judge_model = serializers.CharField(required=False, help_text='The judge model, or "heuristic".')
     thresholds = serializers.DictField(child=serializers.FloatField(), required=False)
+    threshold_sources = serializers.DictField(
+        child=serializers.DictField(),
+        required=False,
+        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
+        "(a calibrated one with its labels, AUC and best-threshold interval).",
+    )
 
 
 class IndexOut(serializers.Serializer):
@@ -337,6 +343,12 @@ class AnswerRunConfigOut(AnswerConfigOut):
     model = serializers.CharField(help_text='The answering model, or "extractive".')
     judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
     thresholds = serializers.DictField(child=serializers.FloatField())
+    threshold_sources = serializers.DictField(
+        child=serializers.DictField(),
+        required=False,
+        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
+        "(a calibrated one with its labels, AUC and best-threshold interval).",
+    )
 
 
 class AnswerTargetRunConfigOut(serializers.Serializer):
@@ -350,6 +362,12 @@ class AnswerTargetRunConfigOut(serializers.Serializer):
     model = serializers.CharField(help_text='"target:<name>": the target wrote the answer.')
     judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
     thresholds = serializers.DictField(child=serializers.FloatField())
+    threshold_sources = serializers.DictField(
+        child=serializers.DictField(),
+        required=False,
+        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
+        "(a calibrated one with its labels, AUC and best-threshold interval).",
+    )
 
 
 ANSWER_RUN_CONFIG = PolymorphicProxySerializer(

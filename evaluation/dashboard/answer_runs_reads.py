@@ -20,6 +20,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from evaluation.dashboard.common_reads import ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.services.calibration import run_calibration
 from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS
 
 ANSWERS = RunKind.ANSWERS.value
@@ -86,6 +87,7 @@ class MetricSummary:
     fallbacks: int
     reasons: list[str]  # the run's warnings about this metric
     help: str = ""
+    calibration: str = ""  # how far its judge agrees with people here: "AUC 0.86 against 1,200 human labels"
 
     @property
     def excluded_text(self) -> str:
@@ -115,7 +117,7 @@ class AnswerOverview:
     failed: int | None
     usage: dict[str, Any]
     config: list[tuple[str, Any]]
-    thresholds: list[tuple[str, float]]
+    thresholds: list[tuple[str, float, str]]  # (metric, threshold, where it came from)
     other_config: list[tuple[str, Any]]
 
 
@@ -124,9 +126,18 @@ def _metric_reasons(name: str, warnings: Iterable[str]) -> list[str]:
     return [w.split(":", 1)[1].strip() for w in warnings if isinstance(w, str) and w.startswith(prefix)]
 
 
+def _calibration_text(found: Mapping[str, Any] | None) -> str:
+    if not found:
+        return ""
+    level = " statement" if found["level"] == "statement" else ""
+    return f"AUC {found['auc']:.2f} against {found['n']:,} human{level} labels"
+
+
 def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
     """Each judged metric of the run: its mean (None when no question could be scored), method, exclusions
-    by reason, judge fallbacks, and the run's warnings about it."""
+    by reason, judge fallbacks, the run's warnings about it, and its judge's calibration where the collection
+    has human labels."""
+    calibrated = run_calibration(run)
     summary = _mapping(run.summary)
     excluded = _mapping(summary.get("excluded"))
     fallbacks = _mapping(summary.get("fallbacks"))
@@ -158,6 +169,7 @@ def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
                 fallbacks=_int(fallbacks.get(name)),
                 reasons=reasons,
                 help=METRIC_HELP.get(name, ""),
+                calibration=_calibration_text(calibrated.get(name)),
             )
         )
     return out
@@ -223,9 +235,15 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
             for key, title in CONFIG_SHOWN.items()
             if key in config and not (key == "fusion" and config.get("search_type") != "Hybrid")
         ],
-        thresholds=sorted((k, v) for k, v in thresholds.items() if _number(v) is not None),
+        thresholds=sorted(
+            (k, v, str(_mapping(_mapping(config.get("threshold_sources")).get(k)).get("source") or ""))
+            for k, v in thresholds.items()
+            if _number(v) is not None
+        ),
         other_config=sorted(
-            (k, v) for k, v in config.items() if k not in CONFIG_SHOWN and k not in ("label", "thresholds")
+            (k, v)
+            for k, v in config.items()
+            if k not in CONFIG_SHOWN and k not in ("label", "thresholds", "threshold_sources")
         ),
     )
 

@@ -253,6 +253,84 @@ def latency_figure(points: Sequence[tuple[str, float, float]], metric: str) -> g
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
+def roc_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """One ROC curve per judge of a metric and level (rows of the calibration report), beside chance."""
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [0, 1],
+            "y": [0, 1],
+            "name": "chance",
+            "line": {"dash": "dot", "color": "#999"},
+            "hoverinfo": "skip",
+        }
+    ]
+    for row in rows:
+        name = html.escape(
+            f"{row['judge']} (AUC {row['auc']:.2f})" if row["auc"] is not None else row["judge"]
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": [p[0] for p in row["roc"]],
+                "y": [p[1] for p in row["roc"]],
+                "name": name,
+                "line": {"color": label_color(row["judge"]), "shape": "hv"},
+                "hovertemplate": f"<b>{name}</b><br>false positive rate %{{x:.2f}}<br>true positive rate "
+                "%{y:.2f}<extra></extra>",
+            }
+        )
+    layout = _base_layout("ROC against the raters' majority", "false positive rate", "true positive rate")
+    layout["xaxis"]["range"] = [0, 1.02]
+    layout["legend"]["title"] = {"text": "judge"}
+    if not any(row["roc"] for row in rows):
+        _empty_note(layout, "People passed all or none of these items: no curve")
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+def reliability_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+    """Binned judge score against the share of the bin's items people passed; the diagonal is a judge whose
+    score means what it says."""
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [0, 1],
+            "y": [0, 1],
+            "name": "calibrated",
+            "line": {"dash": "dot", "color": "#999"},
+            "hoverinfo": "skip",
+        }
+    ]
+    for row in rows:
+        bins = [b for b in row["reliability"] if b["count"]]
+        name = html.escape(row["judge"])
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": [b["mean_score"] for b in bins],
+                "y": [b["pass_rate"] for b in bins],
+                "text": [f"{b['count']} items" for b in bins],
+                "name": name,
+                "marker": {
+                    "color": label_color(row["judge"]),
+                    "size": [6 + min(b["count"], 40) / 3 for b in bins],
+                },
+                "hovertemplate": f"<b>{name}</b><br>mean score %{{x:.2f}}<br>people passed %{{y:.0%}}<br>"
+                "%{text}<extra></extra>",
+            }
+        )
+    layout = _base_layout(
+        "Reliability: score against the human pass rate", "judge score (bin mean)", "people passed"
+    )
+    layout["xaxis"]["range"] = [0, 1.02]
+    layout["legend"]["title"] = {"text": "judge"}
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
 def recolor_by_label(figure: go.Figure, labels: Sequence[str]) -> None:
     """Colour each bar trace of a ``compare_figure`` by ``labels`` (one per trace) instead of its series name.
 

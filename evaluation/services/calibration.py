@@ -385,9 +385,12 @@ def run_calibration(run: EvaluationRun) -> dict[str, dict[str, Any]]:
     collection: question-level figures first, else statement-level. {} for other runs."""
     if run.kind != RunKind.ANSWERS or not run.collection_ids:
         return {}
-    collection = Collection.objects.filter(tenant_id=run.tenant_id, slug=run.collection_ids[0]).first()
-    if collection is None or not HumanLabel.objects.filter(collection=collection).exists():
+    labelled = HumanLabel.objects.filter(
+        collection__tenant_id=run.tenant_id, collection__slug=run.collection_ids[0]
+    )
+    if not labelled.exists():  # one query for the usual page, a collection nobody labelled
         return {}
+    collection = Collection.objects.get(tenant_id=run.tenant_id, slug=run.collection_ids[0])
     report = calibration_report(collection=collection)
     out: dict[str, dict[str, Any]] = {}
     for metric, method in run.metric_methods.items():

@@ -1,0 +1,109 @@
+"""The collection's Calibration tab: human labels uploaded, the raters' agreement, each judge's agreement with
+them (ROC and reliability charts, the verdict at the threshold in force) and a calibrated threshold applied."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from evaluation.dashboard import charts
+from evaluation.dashboard.common_views import collection_for, tenant_page
+from evaluation.labels import read_labels
+from evaluation.services import calibration
+from evaluation.verdicts import DEFAULT_THRESHOLDS
+from goldenset import services as golden_services
+from goldenset.errors import EvalsiteError
+from goldenset.models import Tenant
+
+MAX_UPLOAD_ERRORS_SHOWN = 10
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    collection = collection_for(tenant, slug)
+    upload_errors: list[dict[str, str]] = []
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        if upload is None:
+            messages.error(request, "Choose a label file (CSV or JSON) to upload.")
+        else:
+            try:
+                result = calibration.labels_import(
+                    tenant=tenant, collection=collection, rows=read_labels(upload.read()),
+                    actor=golden_services.actor_user(request.user),
+                )  # fmt: skip
+            except EvalsiteError as exc:
+                upload_errors = exc.details.get("errors") or [
+                    {"where": exc.details.get("where", ""), "message": exc.message}
+                ]
+                messages.error(request, f"Nothing was imported from {upload.name}: {exc.message}")
+            else:
+                messages.success(
+                    request,
+                    f"Imported {upload.name}: {result['created']} labels created, {result['updated']} updated "
+                    f"(raters: {', '.join(result['raters'])}).",
+                )
+                return redirect("dashboard:collection-calibration", slug=collection.slug)
+    report = calibration.calibration_report(collection=collection)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in report["judges"]:
+        groups[(row["metric"], row["level"])].append(row)
+    applied = {(t["judge"], t["metric"]): t for t in calibration.thresholds_list(collection)}
+    sections = []
+    for (metric, level), rows in groups.items():
+        div = f"{metric}-{level}"
+        for row in rows:
+            row["can_apply"] = level == "question" and metric in DEFAULT_THRESHOLDS and row["best_threshold"]
+            row["applied"] = applied.get((row["judge"], metric))
+        sections.append(
+            {
+                "metric": metric,
+                "level": level,
+                "rows": rows,
+                "roc": charts.figure_html(charts.roc_figure(rows), f"roc-{div}"),
+                "reliability": charts.figure_html(charts.reliability_figure(rows), f"reliability-{div}"),
+            }
+        )
+    context = {
+        "tenant": tenant,
+        "collection": collection,
+        "tab": "calibration",
+        "report": report,
+        "sections": sections,
+        "upload_errors": upload_errors[:MAX_UPLOAD_ERRORS_SHOWN],
+        "more_errors": max(0, len(upload_errors) - MAX_UPLOAD_ERRORS_SHOWN),
+    }
+    return render(request, "dashboard/calibration.html", context, status=400 if upload_errors else 200)
+
+
+@require_POST
+@tenant_page
+def calibration_threshold(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
+    """Apply the best threshold of a judge's metric to the collection, or reset it (`reset`)."""
+    collection = collection_for(tenant, slug)
+    metric, judge_key = request.POST.get("metric", ""), request.POST.get("judge", calibration.HEURISTIC)
+    actor = golden_services.actor_user(request.user)
+    try:
+        if request.POST.get("reset"):
+            calibration.threshold_reset(
+                collection=collection, metric=metric, judge_key=judge_key, actor=actor
+            )
+            messages.success(request, f"{metric} ({judge_key}) is back to its default threshold.")
+        else:
+            found = calibration.threshold_apply(
+                collection=collection, metric=metric, judge_key=judge_key, actor=actor
+            )
+            messages.success(
+                request,
+                f"{metric} judged by {judge_key} now passes at {found.value:.3g} in {collection.slug}'s answer "
+                "evaluations (recorded in each run's config).",
+            )
+    except EvalsiteError as exc:
+        messages.error(request, exc.message)
+    return redirect("dashboard:collection-calibration", slug=collection.slug)

@@ -1,0 +1,83 @@
+"""The collection's Calibration tab: labels uploaded (all or nothing), the raters' agreement, each judge's
+figures with ROC and reliability charts, a calibrated threshold applied; the answer run page then says how far
+its judge agrees with people and where its threshold came from."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from evaluation.configs import parse_answer_configs
+from evaluation.models import HumanLabel, JudgeThreshold
+from evaluation.services.answers import evaluate_answers
+from evaluation.services.search import available_rerankers
+from goldenset import services
+from tests.dashboard.conftest import text_of
+from tests.support import add_entries
+
+REFUNDS = [
+    {"document_id": "refunds", "title": "Refunds", "text": "Customers get a full refund within 30 days."}
+]
+COPY, OFF = "Customers get a full refund within 30 days.", "Orders ship by express courier overnight."
+
+
+def label_file(rows) -> SimpleUploadedFile:
+    return SimpleUploadedFile("labels.json", json.dumps(rows).encode())
+
+
+def test_labels_uploaded_calibrate_the_judge_shown_on_later_runs(alice, world):
+    add_entries(
+        world.collection,
+        *(
+            services.EntryInput(question=q, key=k, expected_document_ids=["refunds"])
+            for k, q in (
+                ("c1", "How many days do customers have to get a full refund?"),
+                ("c2", "Where do refunds go?"),
+                ("c3", "Can I return a gift?"),
+            )
+        ),  # fmt: skip
+    )
+    url = reverse("dashboard:collection-calibration", args=["handbook"])
+    assert "No labels yet" in text_of(alice.get(url))
+    rows = [
+        {"question_id": q, "rater": r, "metric": "faithfulness", "label": label, "answer": answer,
+         "passages": REFUNDS}
+        for q, label, answer in (("c1", "pass", COPY), ("c2", "pass", COPY + " "), ("c3", "fail", OFF))
+        for r in ("ann", "bob")
+    ]  # fmt: skip
+    bad = alice.post(url, {"file": label_file([*rows, {**rows[0], "question_id": "zz"}])})
+    assert bad.status_code == 400 and "record 7: question_id: 'zz' is no golden entry" in text_of(bad)
+    assert not HumanLabel.objects.exists()
+    uploaded = alice.post(url, {"file": label_file(rows)})
+    assert uploaded.status_code == 302
+    page = alice.get(url)
+    text = text_of(page)
+    assert "6 labels of 3 items by 2 raters (ann, bob)" in text
+    html = page.content.decode()
+    assert 'id="roc-faithfulness-question"' in html and 'id="reliability-faithfulness-question"' in html
+    assert "/static/plotly/plotly.min.js" in html and "cdn" not in html.lower()
+    assert "Apply 0.500" in text
+    applied = alice.post(
+        reverse("dashboard:calibration-threshold", args=["handbook"]),
+        {"metric": "faithfulness", "judge": "heuristic"},
+    )
+    assert applied.status_code == 302 and JudgeThreshold.objects.get().value == 0.5
+    assert "now passes at 0.5" in text_of(alice.get(applied["Location"]))
+    configs = parse_answer_configs([{"label": "calibrated"}], available_rerankers())
+    _, (run,) = evaluate_answers(tenant=world.tenant, collections=[world.collection], configs=configs)
+    run_page = text_of(alice.get(reverse("dashboard:run", args=[run.pk])))
+    assert "AUC 1.00 against 3 human labels" in run_page
+    assert "faithfulness ≥ 0.5 (calibrated)" in run_page
+
+
+def test_another_tenants_calibration_is_404(alice, world):
+    services.collection_create(tenant=world.other_tenant, slug="theirs", actor="test")
+    assert alice.get(reverse("dashboard:collection-calibration", args=["theirs"])).status_code == 404
+    assert (
+        alice.post(
+            reverse("dashboard:calibration-threshold", args=["theirs"]), {"metric": "faithfulness"}
+        ).status_code
+        == 404
+    )
