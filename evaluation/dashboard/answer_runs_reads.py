@@ -86,6 +86,7 @@ class MetricSummary:
     fallbacks: int
     reasons: list[str]  # the run's warnings about this metric
     help: str = ""
+    confidence: float | None = None  # the judge's mean confidence, when it sampled several judgements
 
     @property
     def excluded_text(self) -> str:
@@ -125,11 +126,13 @@ def _metric_reasons(name: str, warnings: Iterable[str]) -> list[str]:
 
 
 def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
-    """Each judged metric of the run: its mean (None when no question could be scored), method, exclusions
-    by reason, judge fallbacks, and the run's warnings about it."""
+    """Each judged metric of the run: its mean (None when no question could be scored), method, the judge's
+    mean confidence (sampled judgements only), exclusions by reason, judge fallbacks, and the run's warnings
+    about it."""
     summary = _mapping(run.summary)
     excluded = _mapping(summary.get("excluded"))
     fallbacks = _mapping(summary.get("fallbacks"))
+    confidence = _mapping(summary.get("judge_confidence"))
     methods = {**_mapping(summary.get("methods")), **_mapping(run.metric_methods)}
     extra = [
         name
@@ -158,6 +161,7 @@ def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
                 fallbacks=_int(fallbacks.get(name)),
                 reasons=reasons,
                 help=METRIC_HELP.get(name, ""),
+                confidence=_number(confidence.get(name)),
             )
         )
     return out
