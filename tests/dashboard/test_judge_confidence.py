@@ -8,7 +8,7 @@ import re
 from django.urls import reverse
 
 from goldenset.models import Job
-from tests.dashboard.conftest import SEARCH_CONFIG, launch_data, run_url, text_of
+from tests.dashboard.conftest import SEARCH_CONFIG, launch_data, question_url, run_url, text_of
 
 
 def answer_launch_data(**fields) -> dict:
@@ -51,3 +51,21 @@ def test_the_run_page_shows_the_judges_confidence_beside_its_metric(alice, answe
     assert "confidence 0.78" in tiles["faithfulness"] and "confidence 1.00" in tiles["answer_relevancy"]
     assert "confidence" not in tiles["context_recall"]
     assert "confidence 0.78" in text_of(page)
+
+
+def test_the_question_page_shows_each_verdicts_confidence(alice, answer_batch):
+    run = answer_batch.judged
+    result = run.results.order_by("position").first()
+    detail = {
+        "statements": [
+            {"text": "Refunds take 30 days.", "supported": True, "reason": "r", "confidence": 0.6667}
+        ],
+        "confidence": 0.6667,
+        "samples": {"asked": 3, "readable": 3, "unreadable": 0, "failed": 0},
+    }
+    judgement = {"value": 1.0, "method": "llm-judge", "detail": detail, "excluded": None, "fallback": None}
+    result.judgements = {**result.judgements, "faithfulness": judgement}
+    result.save(update_fields=["judgements"])
+    page = text_of(alice.get(question_url(run, result.position)))
+    assert "Refunds take 30 days. confidence 0.6667" in page
+    assert '"asked": 3, "readable": 3, "unreadable": 0, "failed": 0' in page

@@ -13,7 +13,7 @@ from evaluation import judge_llm
 from evaluation.answer_writer import Answer, Citation, Passage, parse_citations
 from evaluation.judge import HEURISTIC, LLM_JUDGE, METRICS, UNREADABLE, faithfulness, judge_question
 from evaluation.judge_llm import LLMJudge
-from goldenset.llm import ChatClient, MemoryCallCache
+from goldenset.llm import ChatClient, ChatResult, MemoryCallCache
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 PASSAGES = [
@@ -232,6 +232,35 @@ def test_five_metrics_with_three_samples_each_sum_their_usage(llm_server, client
     assert {s.method for s in scores.values()} == {LLM_JUDGE}
     assert all(s.calls == 3 and s.detail["confidence"] == 1.0 for s in scores.values())
     assert llm_server.count("/v1/chat/completions") == 15
+
+
+class FixedClient:
+    """Stands in for ChatClient where usage matters (the scripted server reports no tokens): every call answers
+    the same text with the same usage, and the parameters it was sent are kept."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.sent: list[dict] = []
+
+    def complete(self, messages, **params) -> ChatResult:
+        self.sent.append(params)
+        return ChatResult(self.text, "judge", 120, 30, 42.0, 1, "stop", cached=False)
+
+
+def test_usage_sums_over_the_samples():
+    fixed = FixedClient('{"rating": 5, "reason": "exact"}')
+    score = LLMJudge(fixed, "judge", samples=3).answer_relevancy(QUESTION, ANSWER)  # type: ignore[arg-type]
+    assert score.value == 1.0 and score.detail["confidence"] == 1.0
+    assert (score.prompt_tokens, score.completion_tokens, score.latency_ms, score.calls) == (
+        360,
+        90,
+        126.0,
+        3,
+    )
+    assert sorted(p["seed"] for p in fixed.sent) == [0, 1, 2]
+    unreadable = LLMJudge(FixedClient("no idea"), "judge", samples=3).answer_relevancy(QUESTION, ANSWER)  # type: ignore[arg-type]
+    assert unreadable.excluded == UNREADABLE
+    assert (unreadable.prompt_tokens, unreadable.completion_tokens, unreadable.calls) == (360, 90, 3)
 
 
 def test_the_cache_keeps_each_sample_apart(llm_server):
