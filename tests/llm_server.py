@@ -6,6 +6,8 @@
         llm_server.fail_next(429, 500, "hang")        # the next three requests fail so, then normal answers
         llm_server.reply(r"capital of (\\w+)", "Paris")  # chat: the first rule whose regex matches the last
                                                      # user message answers; else the message is echoed
+        llm_server.reply_by_seed(r"Answer statements", {0: "yes", 1: "no"})  # a rule answering by the request's
+                                                     # seed (k sampled calls, each its own); other seeds fall through
         ... llm_server.url ...                        # "http://127.0.0.1:<port>" (the API is under /v1)
         assert llm_server.count("/v1/embeddings") == 2
 
@@ -41,7 +43,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +52,7 @@ import numpy as np
 import pytest
 
 FAULTS = ("ok", "hang", "malformed", "truncated")
+Answer = str | Callable[[list[dict]], str]  # a chat rule's answer: a text, or f(messages)
 _WORD = re.compile(r"\w+")
 
 
@@ -70,7 +73,7 @@ class ScriptedLLMServer:
     port: int = 0  # 0: any free port
     api_key: str | None = None  # when set, requests without "Authorization: Bearer <api_key>" get 401
     requests: list[Recorded] = field(default_factory=list)
-    rules: list[tuple[re.Pattern[str], str | Callable[[list[dict]], str]]] = field(default_factory=list)
+    rules: list[tuple[re.Pattern[str], Answer | Mapping[int | None, Answer]]] = field(default_factory=list)
     documents: dict[str, str] = field(default_factory=dict)  # the search endpoints' corpus
     id_suffix: str = ""  # what the generic /search endpoint appends to every id (e.g. "#p1")
     retry_after: str | None = None  # sent as Retry-After with a scripted 429 or 503
@@ -92,9 +95,15 @@ class ScriptedLLMServer:
         with self._lock:
             self._faults.extend(faults)
 
-    def reply(self, pattern: str, answer: str | Callable[[list[dict]], str]) -> None:
+    def reply(self, pattern: str, answer: Answer) -> None:
         """Chat: when `pattern` matches the last user message, answer this (a string or f(messages))."""
         self.rules.append((re.compile(pattern, re.IGNORECASE | re.DOTALL), answer))
+
+    def reply_by_seed(self, pattern: str, answers: Mapping[int | None, Answer]) -> None:
+        """Chat: when `pattern` matches the last user message, answer by the request's `seed` (None: none sent):
+        answers[seed], a string or f(messages). A seed not listed falls through to the next rule. Calls made
+        at once arrive in any order; their seeds tell them apart, so each gets its own answer."""
+        self.rules.append((re.compile(pattern, re.IGNORECASE | re.DOTALL), dict(answers)))
 
     def count(self, path: str | None = None) -> int:
         with self._lock:
@@ -127,13 +136,18 @@ class ScriptedLLMServer:
             vector[bucket] += 1.0
         return vector.tolist()
 
-    def chat(self, messages: list[dict]) -> str:
+    def chat(self, messages: list[dict], seed: int | None = None) -> str:
         last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
         if isinstance(last, list):  # content parts
             last = " ".join(part.get("text", "") for part in last if isinstance(part, dict))
-        for pattern, answer in self.rules:
-            if pattern.search(last):
-                return answer(messages) if callable(answer) else answer
+        for pattern, rule in self.rules:
+            if not pattern.search(last):
+                continue
+            if isinstance(rule, Mapping):  # by seed
+                if seed not in rule:
+                    continue
+                rule = rule[seed]
+            return rule(messages) if callable(rule) else rule
         return last
 
     def rank(self, query: str, size: int) -> list[tuple[str, float]]:
@@ -292,7 +306,8 @@ class ScriptedLLMServer:
                 "sources": [{"doc": d, "content": self.documents[d]} for d, _ in found],
             }
         elif method == "POST" and path == "/v1/chat/completions" and isinstance(body, dict):
-            content = self.chat(body.get("messages") or [])
+            seed = body.get("seed")
+            content = self.chat(body.get("messages") or [], seed if isinstance(seed, int) else None)
             answer = {
                 "id": f"chatcmpl-{len(self.requests)}",
                 "object": "chat.completion",

@@ -114,8 +114,8 @@ class ThresholdOut(serializers.Serializer):
     judge = serializers.CharField()
     metric = serializers.CharField()
     value = serializers.FloatField()
-    source = serializers.DictField(
-        help_text="The calibration it came from: labels, AUC, best threshold, when."
+    calibrated_from = serializers.DictField(
+        help_text="The calibration it came from: labels, AUC, best threshold, when and by whom."
     )
 
 
@@ -205,7 +205,12 @@ class ThresholdApi(TenantAPIView):
             value=data.get("value"),
         )  # fmt: skip
         return Response(
-            {"judge": found.judge, "metric": found.metric, "value": found.value, "source": found.source}
+            {
+                "judge": found.judge,
+                "metric": found.metric,
+                "value": found.value,
+                "calibrated_from": found.source,
+            }
         )
 
     @extend_schema(

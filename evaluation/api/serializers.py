@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
-from evaluation import answer_writer, judge, verdicts
+from evaluation import answer_writer, judge, judge_votes, verdicts
 from evaluation.configs import GROUNDEDNESS
 from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
@@ -79,6 +79,19 @@ class EvaluateAnswersIn(TenantIn):
         help_text='The judge; default EVALSITE_LLM_MODEL; "heuristic" (or no endpoint configured): the '
         "token-overlap heuristic.",
     )
+    judge_samples = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text=f"Judgements per metric, odd, 1-{judge_votes.MAX_SAMPLES} (default 1, at temperature 0): "
+        "above 1, each item takes the majority verdict (the relevancy rating the median) and the share of "
+        "samples that agreed is stored as the judge's confidence.",
+    )
+    judge_temperature = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text=f"The sampling temperature of judge_samples above 1 (default "
+        f"{judge_votes.DEFAULT_SAMPLING_TEMPERATURE:g}; 0-{judge_votes.MAX_TEMPERATURE:g}).",
+    )
     configs = serializers.JSONField(
         required=False,
         allow_null=True,
@@ -129,6 +142,14 @@ class RerankOut(serializers.JSONField):
     pass
 
 
+JUDGE_SAMPLES_HELP = "Judgements per metric (1: one at temperature 0). Absent in runs made before sampling."
+JUDGE_TEMPERATURE_HELP = "The temperature the judge's calls were made at; null: the heuristic judge."
+JUDGE_CONFIDENCE_HELP = (
+    "{metric: the judge's mean confidence}, the share of sampled judgements agreeing with the majority; only "
+    "for metrics judged with judge_samples above 1."
+)
+
+
 class SearchConfigOut(serializers.Serializer):
     """A configuration as it ran, normalized: every default filled in."""
 
@@ -155,6 +176,10 @@ class RunConfigOut(SearchConfigOut):
     model = serializers.CharField(required=False, help_text='The answering model, or "extractive".')
     groundedness = serializers.ChoiceField(choices=GROUNDEDNESS, required=False)
     judge_model = serializers.CharField(required=False, help_text='The judge model, or "heuristic".')
+    judge_samples = serializers.IntegerField(required=False, help_text=JUDGE_SAMPLES_HELP)
+    judge_temperature = serializers.FloatField(
+        required=False, allow_null=True, help_text=JUDGE_TEMPERATURE_HELP
+    )
     thresholds = serializers.DictField(child=serializers.FloatField(), required=False)
     threshold_sources = serializers.DictField(
         child=serializers.DictField(),
@@ -342,6 +367,10 @@ class AnswerOut(serializers.Serializer):
 class AnswerRunConfigOut(AnswerConfigOut):
     model = serializers.CharField(help_text='The answering model, or "extractive".')
     judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
+    judge_samples = serializers.IntegerField(required=False, help_text=JUDGE_SAMPLES_HELP)
+    judge_temperature = serializers.FloatField(
+        required=False, allow_null=True, help_text=JUDGE_TEMPERATURE_HELP
+    )
     thresholds = serializers.DictField(child=serializers.FloatField())
     threshold_sources = serializers.DictField(
         child=serializers.DictField(),
@@ -361,6 +390,10 @@ class AnswerTargetRunConfigOut(serializers.Serializer):
     max_error_rate = serializers.FloatField()
     model = serializers.CharField(help_text='"target:<name>": the target wrote the answer.')
     judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
+    judge_samples = serializers.IntegerField(required=False, help_text=JUDGE_SAMPLES_HELP)
+    judge_temperature = serializers.FloatField(
+        required=False, allow_null=True, help_text=JUDGE_TEMPERATURE_HELP
+    )
     thresholds = serializers.DictField(child=serializers.FloatField())
     threshold_sources = serializers.DictField(
         child=serializers.DictField(),
@@ -433,6 +466,11 @@ class AnswerRunSummaryOut(serializers.Serializer):
     passed = serializers.IntegerField(allow_null=True)
     failed = serializers.IntegerField(allow_null=True)
     question_count = serializers.IntegerField()
+    judge_confidence = stored(
+        serializers.DictField(child=serializers.FloatField()),
+        allow_null=True,
+        help_text=JUDGE_CONFIDENCE_HELP,
+    )
     usage = stored(CallUsageOut(), allow_null=True)
     latency_ms = LatencyOut(allow_null=True, help_text="Per-question answer calls (model or target).")
     duration_ms = serializers.FloatField()
@@ -477,6 +515,9 @@ class RunStatsOut(serializers.Serializer):
     score = serializers.FloatField(allow_null=True, required=False)
     excluded = serializers.DictField(child=counts(), required=False)
     fallbacks = counts(required=False)
+    judge_confidence = serializers.DictField(
+        child=serializers.FloatField(), required=False, help_text=JUDGE_CONFIDENCE_HELP
+    )
     refusal = RefusalOut(required=False)
     diagnosis = counts(required=False)
     passed = serializers.IntegerField(required=False)

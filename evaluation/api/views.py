@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from evaluation import configs as config_parser
 from evaluation import selectors
 from evaluation.api import serializers as s
+from evaluation.judge_votes import parse_judge_sampling
 from evaluation.run_files import parse_run_file
 from evaluation.services import targets as target_services
 from evaluation.services.answers import answer_question, answers_job_create
@@ -160,11 +161,13 @@ class EvaluateAnswersApi(CollectionsApi):
         data, tenant, collections = self.scope(s.EvaluateAnswersIn, request.data)
         configs = config_parser.parse_answer_configs(data.get("configs"), available_rerankers())
         thresholds = config_parser.parse_thresholds(data.get("metric_thresholds"))
+        sampling = parse_judge_sampling(data.get("judge_samples"), data.get("judge_temperature"))
         job = answers_job_create(
             tenant=tenant,
             collections=collections,
             configs=configs,
             judge_model=data.get("judge_model"),
+            judge_sampling=sampling,
             unanswerable_questions=data.get("unanswerable_questions") or [],
             max_questions=data.get("max_questions"),
             thresholds=thresholds,

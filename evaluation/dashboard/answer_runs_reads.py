@@ -88,6 +88,7 @@ class MetricSummary:
     reasons: list[str]  # the run's warnings about this metric
     help: str = ""
     calibration: str = ""  # how far its judge agrees with people here: "AUC 0.86 against 1,200 human labels"
+    confidence: float | None = None  # the judge's mean confidence, when it sampled several judgements
 
     @property
     def excluded_text(self) -> str:
@@ -134,13 +135,14 @@ def _calibration_text(found: Mapping[str, Any] | None) -> str:
 
 
 def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
-    """Each judged metric of the run: its mean (None when no question could be scored), method, exclusions
-    by reason, judge fallbacks, the run's warnings about it, and its judge's calibration where the collection
-    has human labels."""
+    """Each judged metric of the run: its mean (None when no question could be scored), method, the judge's
+    mean confidence (sampled judgements only), exclusions by reason, judge fallbacks, the run's warnings about
+    it, and its judge's calibration where the collection has human labels."""
     calibrated = run_calibration(run)
     summary = _mapping(run.summary)
     excluded = _mapping(summary.get("excluded"))
     fallbacks = _mapping(summary.get("fallbacks"))
+    confidence = _mapping(summary.get("judge_confidence"))
     methods = {**_mapping(summary.get("methods")), **_mapping(run.metric_methods)}
     extra = [
         name
@@ -170,6 +172,7 @@ def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
                 reasons=reasons,
                 help=METRIC_HELP.get(name, ""),
                 calibration=_calibration_text(calibrated.get(name)),
+                confidence=_number(confidence.get(name)),
             )
         )
     return out

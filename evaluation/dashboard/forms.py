@@ -295,6 +295,15 @@ class AnswerLaunchForm(DashboardForm):
         help_text="Blank: the default model, or the heuristic judge when no chat endpoint is configured; "
         "“heuristic”: the heuristic judge.",
     )
+    judge_samples = forms.IntegerField(
+        required=False,
+        label="Judge samples",
+        help_text="Judgements per metric, odd (blank: 1, at temperature 0). Above 1: the majority verdict, "
+        "and the share that agreed shown as the judge's confidence.",
+    )
+    judge_temperature = forms.FloatField(
+        required=False, label="Judge temperature", help_text="Of the samples above 1 (blank: 0.7)."
+    )
     max_questions = forms.IntegerField(
         required=False, min_value=1, label="Max questions", help_text="Blank: every golden question."
     )

@@ -36,6 +36,7 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     launch_collections,
 )
+from evaluation.judge_votes import parse_judge_sampling
 from evaluation.run_files import parse_run_file
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
@@ -121,6 +122,9 @@ def _create_answers(
         collections=collections,
         configs=configs,
         judge_model=(form.cleaned_data.get("judge_model") or "").strip() or None,
+        judge_sampling=parse_judge_sampling(
+            form.cleaned_data.get("judge_samples"), form.cleaned_data.get("judge_temperature")
+        ),
         unanswerable_questions=form.cleaned_data.get("unanswerable_questions") or [],
         max_questions=form.cleaned_data.get("max_questions"),
         thresholds={},

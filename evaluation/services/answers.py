@@ -27,7 +27,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from evaluation import answer_writer, judge, judge_llm, selectors, stats, verdicts
+from evaluation import answer_writer, judge, judge_llm, judge_votes, selectors, stats, verdicts
 from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.selectors import GoldenQuestion
@@ -183,6 +183,7 @@ def evaluate_answers(
     collections: Sequence[Collection],
     configs: Sequence[AnswerConfig],
     judge_model: str | None = None,
+    judge_sampling: judge_votes.JudgeSampling | None = None,
     unanswerable_questions: Sequence[str] = (),
     max_questions: int | None = None,
     thresholds: dict[str, float] | None = None,
@@ -202,6 +203,7 @@ def evaluate_answers(
     judging = judge_model_of(judge_model, offline=offline)
     # The request's thresholds, else the ones calibrated for this judge on the collection, else the defaults.
     thresholds, threshold_sources = effective_thresholds(collections[0], judge_name(judging), thresholds)
+    sampling = judge_sampling or judge_votes.JudgeSampling()
     questions, warnings = answer_questions(collections, unanswerable_questions, max_questions)
     if not questions:
         raise EvalsiteError(
@@ -230,7 +232,11 @@ def evaluate_answers(
     cache = DbCallCache()
     needs_client = judging is not None or any(m is not None for m in models)
     client = _client(cache) if needs_client else None
-    judge_obj = judge_llm.LLMJudge(client, judging) if client is not None and judging is not None else None
+    judge_obj = (
+        judge_llm.LLMJudge(client, judging, samples=sampling.samples, temperature=sampling.temperature)
+        if client is not None and judging is not None
+        else None
+    )
     started = time.perf_counter()
     total = len(pairs)
     callers = {name: target_client(target) for name, target in targets.items()}
@@ -293,6 +299,7 @@ def evaluate_answers(
                 config=config,
                 model=models[index],
                 judge_model=judging,
+                judge_sampling=sampling,
                 pairs=[p for p in pairs if p.config_index == index],
                 thresholds=thresholds,
                 threshold_sources=threshold_sources,
@@ -399,8 +406,9 @@ def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, t
                     raise EvalsiteError("job-cancelled", "The evaluation was cancelled.")
 
 
-def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judge_model, pairs: list[_Pair],
-             thresholds, threshold_sources, warnings, fingerprint, elapsed_ms, job) -> EvaluationRun:  # fmt: skip
+def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judge_model, judge_sampling,
+             pairs: list[_Pair], thresholds, threshold_sources, warnings, fingerprint, elapsed_ms,
+             job) -> EvaluationRun:  # fmt: skip
     outcomes, question_verdicts, results = [], [], []
     usage = {"answer_calls": 0, "judge_calls": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
              "call_latency_ms": 0.0}  # fmt: skip
@@ -464,7 +472,11 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
             )
         )
     summary = verdicts.summarize(outcomes, question_verdicts)
-    run_warnings = list(warnings) + summary.warnings
+    sampled = judge_votes.summarize_sampling(
+        {name: s.detail for name, s in (p.judged or {}).items() if s.method == judge.LLM_JUDGE} for p in pairs
+    )
+    judge_config, unused = judge_votes.judge_run_config(judge_model, judge_sampling)
+    run_warnings = list(warnings) + summary.warnings + sampled.warnings + unused
     if sanity:
         run_warnings.append(
             f"golden-set check: {sanity} reference answer(s) share almost no vocabulary with the retrieved "
@@ -503,7 +515,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
         config={
             **config.as_dict(),
             "model": f"target:{config.run.target}" if config.run.target else model or EXTRACTIVE,
-            "judge_model": judge_model or HEURISTIC,
+            **judge_config,
             "thresholds": thresholds,
             "threshold_sources": threshold_sources,
         },
@@ -520,6 +532,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
         golden_fingerprint=fingerprint,
         summary={
             **summary.as_dict(),
+            "judge_confidence": sampled.confidence,
             "usage": usage,
             "latency_ms": stats.latency_summary(latencies),
             **({"failed_questions": len(failed)} if config.run.target else {}),
@@ -543,6 +556,7 @@ def answers_job_create(
     max_questions: int | None,
     thresholds: dict[str, float],
     actor: str,
+    judge_sampling: judge_votes.JudgeSampling | None = None,
 ) -> Job:
     # Resolve the models and targets now: a request naming one that cannot run is a 400, not a failed job.
     for i, config in enumerate(configs):
@@ -550,6 +564,7 @@ def answers_job_create(
             answer_model(config.model, f"configs[{i}].model")
     resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
     judge_model_of(judge_model)
+    sampling = judge_sampling or judge_votes.JudgeSampling()
     return job_create(
         tenant=tenant,
         kind=JobKind.EVALUATE_ANSWERS,
@@ -558,6 +573,8 @@ def answers_job_create(
             "collection_pks": [c.pk for c in collections],
             "configs": [c.request() for c in configs],
             "judge_model": judge_model,
+            "judge_samples": sampling.samples,
+            "judge_temperature": sampling.temperature,
             "unanswerable_questions": list(unanswerable_questions),
             "max_questions": max_questions,
             "thresholds": thresholds,
@@ -575,6 +592,10 @@ def evaluate_answers_job(job: Job, progress) -> dict:
         collections=collections,
         configs=configs,
         judge_model=spec.get("judge_model"),
+        judge_sampling=judge_votes.JudgeSampling(  # a job queued before sampling existed: one judgement
+            spec.get("judge_samples") or 1,
+            spec.get("judge_temperature", judge_votes.DEFAULT_SAMPLING_TEMPERATURE),
+        ),
         unanswerable_questions=spec.get("unanswerable_questions") or [],
         max_questions=spec.get("max_questions"),
         thresholds=spec.get("thresholds") or {},

@@ -489,6 +489,6 @@ def threshold_reset(*, collection: Collection, metric: str, judge_key: str, acto
 
 def thresholds_list(collection: Collection) -> list[dict[str, Any]]:
     return [
-        {"judge": t.judge, "metric": t.metric, "value": t.value, "source": t.source}
+        {"judge": t.judge, "metric": t.metric, "value": t.value, "calibrated_from": t.source}
         for t in JudgeThreshold.objects.filter(collection=collection)
     ]

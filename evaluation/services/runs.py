@@ -67,6 +67,7 @@ def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
         "passed": run.summary.get("passed"),
         "failed": run.summary.get("failed"),
         "question_count": run.question_count,
+        "judge_confidence": run.summary.get("judge_confidence"),
         "usage": run.summary.get("usage"),
         "latency_ms": run.summary.get("latency_ms"),
         "duration_ms": run.duration_ms,

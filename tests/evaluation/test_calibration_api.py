@@ -185,7 +185,9 @@ def test_a_calibrated_threshold_is_applied_to_later_evaluations_and_recorded(
         THRESHOLDS, {"collection_id": "handbook", "metric": "faithfulness"}, format="json"
     )
     assert applied.status_code == 200, applied.json()
-    assert applied.json()["value"] == 0.5 and applied.json()["source"]["labels"] == 5  # between 0 and 1
+    assert (
+        applied.json()["value"] == 0.5 and applied.json()["calibrated_from"]["labels"] == 5
+    )  # between 0 and 1
     with django_capture_on_commit_callbacks(execute=True):
         job = golden.client.post(ANSWERS, {"collection_id": "handbook"}, format="json").json()
     run = EvaluationRun.objects.get(pk=Job.objects.get(pk=job["job_id"]).result["runs"][0]["run_id"])

@@ -7,6 +7,7 @@
 
     manage.py evaluate --answers --cluster C --tenant T --collection X
         [--config 'Hybrid:groundedness=Medium,top_k=5'] [--judge-model M] [--no-llm]
+        [--judge-samples 3 [--judge-temperature 0.7]]
         [--unanswerable questions.txt] [--max-questions N] [--metric-threshold 0.5]
         [--fail-under 70] [--format text|json]
 
@@ -32,6 +33,7 @@ from django.core.management.base import CommandError, CommandParser
 from evaluation import configs as config_parser
 from evaluation import metrics, selectors
 from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
+from evaluation.judge_votes import parse_judge_sampling
 from evaluation.models import EvaluationRun, RunStatus
 from evaluation.reports import markdown_table
 from evaluation.services.answers import evaluate_answers
@@ -279,6 +281,14 @@ class Command(EvalsiteCommand):
             "--judge-model", help='The judge model (default EVALSITE_LLM_MODEL; "heuristic").'
         )
         answers.add_argument(
+            "--judge-samples",
+            help="Judgements per metric, odd, 1-9 (default 1, at temperature 0): above 1, the majority verdict "
+            "per item and the share that agreed as the judge's confidence.",
+        )
+        answers.add_argument(
+            "--judge-temperature", help="The sampling temperature of --judge-samples above 1 (default 0.7)."
+        )
+        answers.add_argument(
             "--no-llm", action="store_true", help="Offline: extractive answers and the heuristic judge."
         )
         answers.add_argument(
@@ -410,11 +420,13 @@ class Command(EvalsiteCommand):
                 options["max_questions"], "max_questions", maximum=10**9
             )
         unanswerable = read_questions(options["unanswerable"]) if options.get("unanswerable") else []
+        sampling = parse_judge_sampling(options.get("judge_samples"), options.get("judge_temperature"))
         batch_id, runs = evaluate_answers(
             tenant=tenant,
             collections=collections,
             configs=configs,
             judge_model=options.get("judge_model"),
+            judge_sampling=sampling,
             unanswerable_questions=unanswerable,
             max_questions=max_questions,
             thresholds=thresholds,
