@@ -441,3 +441,45 @@ def test_run_file_responses_conform(schema, golden):
     runs = f"{API}/search/evaluate/runs"
     conforms(schema, golden.client.get(f"{runs}/{run['run_id']}"), f"{runs}/{{run_id}}", "get", 200)
     conforms(schema, golden.client.post(path, {"collection_id": "handbook"}), path, "post", 400)
+
+
+def test_labels_calibration_and_thresholds_conform(schema, world):
+    services.golden_entries_add(
+        collection=world.collection,
+        entries=[services.EntryInput(question=f"Refund rule {i}?", key=f"k{i}") for i in range(4)],
+        actor="test",
+    )
+    passages = [
+        {"document_id": "refunds", "title": "Refunds", "text": "Customers get a full refund in 30 days."}
+    ]
+    rows = [
+        {"question_id": f"k{i}", "rater": rater, "metric": "faithfulness", "label": label, "answer": answer,
+         "passages": passages}
+        for i, (label, answer) in enumerate((("pass", "Customers get a full refund in 30 days."),
+                                             ("fail", "Shipping is free."), ("pass", "A full refund."),
+                                             ("fail", "Refunds take a year.")))
+        for rater in ("ann", "bob")
+    ]  # fmt: skip
+    body = {"collection_id": "handbook", "labels": rows}
+    conforms(schema, world.client.post(f"{API}/search/evaluate/labels", body, format="json"),
+             "/lmkit/v1/search/evaluate/labels", "post", 201)  # fmt: skip
+    applied = conforms(
+        schema,
+        world.client.post(
+            f"{API}/search/evaluate/calibration/thresholds",
+            {"collection_id": "handbook", "metric": "faithfulness"},
+            format="json",
+        ),
+        "/lmkit/v1/search/evaluate/calibration/thresholds",
+        "post",
+        200,
+    )
+    assert applied["calibrated_from"]["labels"] == 4
+    report = conforms(
+        schema,
+        world.client.get(f"{API}/search/evaluate/calibration", {"collection_id": "handbook"}),
+        "/lmkit/v1/search/evaluate/calibration",
+        "get",
+        200,
+    )
+    assert report["judges"] and report["agreement"] and report["thresholds"]
