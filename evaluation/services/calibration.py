@@ -9,7 +9,8 @@ The report, per judge, metric and level (a question's metric, or one statement):
 - people's label per item is the majority of its raters (an item they split evenly on is left out, counted);
 - the verdict is the score against the threshold in force: the collection's calibrated one, else the default
   (verdicts.DEFAULT_THRESHOLDS; 0.5 for a metric without a pass threshold); a statement is supported at the
-  judge's SUPPORT_MIN (the heuristic) or by the judge's verdict (an LLM judge, scored 1 or 0).
+  judge's SUPPORT_MIN (the heuristic) or by the judge's verdict (an LLM judge: 1 or 0, or with k samples the
+  share that agreed, so 2 of 3 "supported" scores 0.67 and 2 of 3 "not supported" 0.33).
 """
 
 from __future__ import annotations
@@ -239,6 +240,11 @@ def _stored_llm(item: _Item, result: QuestionResult) -> float | None:
     wanted = " ".join(item.statement.lower().split())
     for row in (judged.get("detail") or {}).get("statements", []):
         if " ".join(str(row.get("text", "")).lower().split()) == wanted:
+            # A sampled judge's share of agreeing samples makes its verdict a graded score: 2 of 3 saying
+            # "supported" ranks below 3 of 3 (evaluation.judge_votes); one judgement is 1 or 0.
+            confidence = row.get("confidence")
+            if isinstance(confidence, int | float):
+                return float(confidence) if row.get("supported") else 1.0 - float(confidence)
             return 1.0 if row.get("supported") else 0.0
     return None
 

@@ -266,3 +266,32 @@ def test_the_commands_import_and_report(golden, tmp_path):
     call_command("calibration", *scope, "--apply", "faithfulness", stdout=out)
     assert "heuristic faithfulness passes at 0.5 now" in out.getvalue()
     assert JudgeThreshold.objects.get().value == 0.5
+
+
+def test_a_sampled_judges_statement_scores_are_the_share_of_samples_that_agreed(
+    golden, llm, django_capture_on_commit_callbacks
+):
+    supported = json.dumps({"verdicts": [{"statement": 1, "supported": True, "reason": "yes"}]})
+    unsupported = json.dumps({"verdicts": [{"statement": 1, "supported": False, "reason": "no"}]})
+    llm.reply_by_seed(r"Answer statements:", {0: supported, 1: supported, 2: unsupported})
+    llm.reply(r".", scripted_rag)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = golden.client.post(
+            ANSWERS,
+            {"collection_id": "handbook", "judge_model": "scripted", "judge_samples": 3},
+            format="json",
+        ).json()
+    run = EvaluationRun.objects.get(pk=Job.objects.get(pk=job["job_id"]).result["runs"][0]["run_id"])
+    results = {r.entry_key: r for r in run.results.all()}
+    rows = [
+        {"question_id": key, "rater": "ann", "metric": "faithfulness", "label": label, "run_id": str(run.pk),
+         "statement": results[key].judgements["faithfulness"]["detail"]["statements"][0]["text"]}
+        for key, label in (("q1", "supported"), ("q2", "not supported"))
+    ]  # fmt: skip
+    assert post_labels(golden.client, rows).status_code == 201
+    report = golden.client.get(
+        CALIBRATION, {"collection_id": "handbook", "judge": "llm-judge:scripted"}
+    ).json()
+    (row,) = report["judges"]
+    (filled,) = [b for b in row["reliability"] if b["count"]]
+    assert (filled["count"], filled["mean_score"]) == (2, 0.6667)  # 2 of 3 samples said supported, twice
