@@ -8,6 +8,7 @@ from evaluation.configs import GROUNDEDNESS
 from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
+from evaluation.services.calibration import run_calibration
 from goldenset.api.serializers import TenantIn
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
@@ -625,8 +626,23 @@ class QuestionResultOut(serializers.Serializer):
         ]
 
 
+class MetricCalibrationOut(serializers.Serializer):
+    judge = serializers.CharField(help_text='"heuristic" or "llm-judge:<model>".')
+    level = serializers.ChoiceField(choices=["question", "statement"])
+    auc = serializers.FloatField()
+    n = serializers.IntegerField(help_text="Human-labelled items it was measured on.")
+
+
 class RunDetailOut(RunOut):
     results = QuestionResultOut(many=True)
+    calibration = serializers.SerializerMethodField(
+        help_text="Answer runs: each judged metric's judge against the collection's human labels, where it has "
+        "some (GET /search/evaluate/calibration has the whole report)."
+    )
+
+    @extend_schema_field(serializers.DictField(child=MetricCalibrationOut()))
+    def get_calibration(self, run) -> dict:
+        return run_calibration(run)
 
 
 class RunFilterIn(TenantIn):

@@ -246,6 +246,10 @@ def test_an_llm_judge_is_calibrated_from_the_runs_it_judged(golden, llm, django_
     assert row["auc"] == 0.5 and row["confusion"] == {"tp": 2, "fp": 1, "tn": 0, "fn": 0}
     heuristic = golden.client.get(CALIBRATION, {"collection_id": "handbook", "judge": "heuristic"}).json()
     assert heuristic["judges"][0]["n"] == 3  # the heuristic judged the same stored answers, now
+    detail = golden.client.get(f"/lmkit/v1/search/evaluate/runs/{run.pk}").json()
+    assert detail["calibration"] == {
+        "faithfulness": {"judge": "llm-judge:scripted", "level": "statement", "auc": 0.5, "n": 3}
+    }
 
 
 def test_the_commands_import_and_report(golden, tmp_path):
