@@ -42,8 +42,9 @@ def runs_list(
     date_from: date | None = None,
     date_to: date | None = None,
 ) -> QuerySet[EvaluationRun]:
-    """The tenant's runs newest first (API and dashboard); dates are whole UTC days, date_to included."""
-    runs = EvaluationRun.objects.filter(tenant=tenant)
+    """The tenant's runs newest first (API and dashboard); dates are whole UTC days, date_to included. Each
+    run's per-slice breakdown is left unread: no list shows it, and it grows with the golden set's tags."""
+    runs = EvaluationRun.objects.filter(tenant=tenant).defer("slices")
     if collection_id:
         # As the golden-set list: a collection that is not the tenant's is a 404, not an empty page.
         collection = golden_selectors.collection_get(tenant=tenant, collection_id=collection_id)

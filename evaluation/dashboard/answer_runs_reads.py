@@ -225,7 +225,9 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
         ],
         thresholds=sorted((k, v) for k, v in thresholds.items() if _number(v) is not None),
         other_config=sorted(
-            (k, v) for k, v in config.items() if k not in CONFIG_SHOWN and k not in ("label", "thresholds")
+            (k, v)
+            for k, v in config.items()
+            if k not in CONFIG_SHOWN and k not in ("label", "thresholds", "subset")  # the subset: in words
         ),
     )
 
