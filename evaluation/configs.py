@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, time
 from typing import TypeVar
 
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
+from evaluation.slices import EVERY, ORIGINS, SUBSET_KEYS, Subset
 from goldenset.errors import EvalsiteError
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
@@ -23,11 +24,12 @@ _DIGITS = re.compile(r"[0-9]+")
 MAX_CONFIGS = 20
 CONFIG_KEYS = {
     "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
-    "fulltext_weight", "target", "max_error_rate",
+    "fulltext_weight", "target", "max_error_rate", *SUBSET_KEYS,
 }  # fmt: skip
-# With `target` (an external system, evaluation.targets) a configuration says only how deep to ask it and how
-# many failed questions a run may have: the target searches as it is configured.
-TARGET_KEYS = {"label", "target", "top_k", "max_error_rate"}
+# With `target` (an external system, evaluation.targets) a configuration says only how deep to ask it, how
+# many failed questions a run may have and which golden entries to ask: the target searches as configured.
+TARGET_KEYS = {"label", "target", "top_k", "max_error_rate", *SUBSET_KEYS}
+MAX_SUBSET_VALUES = 100
 DEFAULT_MAX_ERROR_RATE = 0.05
 
 
@@ -46,6 +48,7 @@ class RunConfig:
     target_kind: str | None = None
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     run_file: str | None = None  # an uploaded run file's name: its rankings were read, not searched
+    subset: Subset = EVERY  # the golden entries asked (evaluation.slices); empty: every one
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(
@@ -62,6 +65,7 @@ class RunConfig:
         """The configuration as a request sends it (what a job stores and parses again)."""
         data = self.as_dict()
         data.pop("target_kind", None)
+        data.update(data.pop("subset", {}))
         return data
 
     def as_dict(self) -> dict:
@@ -69,6 +73,8 @@ class RunConfig:
         when none did (what a client sends to turn it off; runs stored before this say null, read the same)."""
         if self.run_file:
             return {"label": self.label, "run_file": self.run_file, "top_k": self.top_k}
+        # `subset` only when it restricts: a run of every golden entry reads as runs always did.
+        subset = {"subset": self.subset.as_dict()} if self.subset else {}
         if self.target:
             return {
                 "label": self.label,
@@ -76,13 +82,14 @@ class RunConfig:
                 "target_kind": self.target_kind,
                 "top_k": self.top_k,
                 "max_error_rate": self.max_error_rate,
+                **subset,
             }
         data = asdict(self)
-        for name in ("target", "target_kind", "max_error_rate", "run_file"):
+        for name in ("target", "target_kind", "max_error_rate", "run_file", "subset"):
             del data[name]
         data["rerank"] = self.rerank or False
         data["as_of"] = self.as_of.isoformat().replace("+00:00", "Z") if self.as_of else None
-        return data
+        return {**data, **subset}
 
 
 def _fail(code: str, field: str, message: str, **details) -> EvalsiteError:
@@ -177,9 +184,16 @@ def resolve_rerank(value, field: str, available: Sequence[str]) -> str | None:
 
 
 def parse_config(
-    raw, position: int, available_rerankers: Sequence[str], prefix: str | None = None
+    raw,
+    position: int,
+    available_rerankers: Sequence[str],
+    prefix: str | None = None,
+    subset: Subset = EVERY,
 ) -> RunConfig:
-    """One configuration; errors name `configs[position].field` (or just `field` with prefix="")."""
+    """One configuration; errors name `configs[position].field` (or just `field` with prefix="").
+
+    `subset` is the request's (its body's `tags`, `origin`, ...); a subset field the configuration sets
+    replaces the request's for this configuration."""
     prefix = f"configs[{position}]" if prefix is None else prefix
     if not isinstance(raw, Mapping):
         raise _fail("validation-error", prefix, "expected an object.")
@@ -187,8 +201,10 @@ def parse_config(
     if unknown:
         raise _fail("validation-error", _f(prefix, unknown[0]), "unknown field.", allowed=sorted(CONFIG_KEYS))
     raw = {key: value for key, value in raw.items() if value is not None}  # null: the default, as if left out
+    subset = parse_subset(raw, prefix, base=subset)
+    raw = {key: value for key, value in raw.items() if key not in SUBSET_KEYS}
     if "target" in raw:
-        return _parse_target_config(raw, prefix)
+        return _parse_target_config(raw, prefix, subset)
     if "max_error_rate" in raw:
         raise _fail("validation-error", _f(prefix, "max_error_rate"), "only with a target.")
     search_type = _choice(
@@ -224,11 +240,12 @@ def parse_config(
         as_of=parse_instant(raw.get("as_of"), _f(prefix, "as_of")),
         include_superseded=_bool(raw.get("include_superseded", False), _f(prefix, "include_superseded")),
         fulltext_weight=weight,
+        subset=subset,
     )
     return RunConfig(**{**config.__dict__, "label": (label or "").strip() or default_label(config)})
 
 
-def _parse_target_config(raw: Mapping, prefix: str) -> RunConfig:
+def _parse_target_config(raw: Mapping, prefix: str, subset: Subset = EVERY) -> RunConfig:
     """A configuration that evaluates an external target: its name, depth and the share of questions that may
     fail before the run does."""
     for key in sorted(raw):
@@ -254,9 +271,15 @@ def _parse_target_config(raw: Mapping, prefix: str) -> RunConfig:
         raise _fail("validation-error", _f(prefix, "label"), "expected a string of at most 200 characters.")
     top_k = raw.get("top_k")
     top_k = None if top_k in (None, "") else parse_positive_int(top_k, _f(prefix, "top_k"))
-    default = f"target:{name.strip()}" + (f" top_k:{top_k}" if top_k else "")
+    default = " ".join(
+        [f"target:{name.strip()}", *([f"top_k:{top_k}"] if top_k else []), *subset.label_parts()]
+    )
     return RunConfig(
-        label=(label or "").strip() or default, target=name.strip(), top_k=top_k, max_error_rate=rate
+        label=(label or "").strip() or default,
+        target=name.strip(),
+        top_k=top_k,
+        max_error_rate=rate,
+        subset=subset,
     )
 
 
@@ -289,11 +312,49 @@ def default_label(config: RunConfig) -> str:
             parts.append(f"as_of:{moment.isoformat().replace('+00:00', 'Z')}")
     if config.include_superseded:
         parts.append("include_superseded")
-    return " ".join(parts)
+    return " ".join([*parts, *config.subset.label_parts()])
 
 
-def parse_configs(raw, available_rerankers: Sequence[str]) -> list[RunConfig]:
-    return _parse_list(raw, lambda item, i: parse_config(item, i, available_rerankers))
+def parse_configs(raw, available_rerankers: Sequence[str], subset: Subset = EVERY) -> list[RunConfig]:
+    return _parse_list(raw, lambda item, i: parse_config(item, i, available_rerankers, subset=subset))
+
+
+def _string_list(value, field: str, *, maximum: int = MAX_SUBSET_VALUES) -> list[str]:
+    """A list of non-empty strings (a bare string is refused: "faq" is not ["faq"] by accident)."""
+    if not isinstance(value, list):
+        raise _fail("validation-error", field, f"expected a list of strings, got {value!r}.")
+    if len(value) > maximum:
+        raise _fail("validation-error", field, f"at most {maximum} values.")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip() or len(item) > 200:
+            raise _fail(
+                "validation-error", f"{field}[{i}]", "expected a non-empty string (at most 200 characters)."
+            )
+        out.append(item.strip())
+    return list(dict.fromkeys(out))
+
+
+def parse_subset(raw: Mapping, prefix: str = "", base: Subset = EVERY) -> Subset:
+    """The subset fields of a request body or a configuration (`tags`, `origin`, `reviewed_only`,
+    `skip_unreviewed_generated`; null or absent: `base`'s). Origins are read in any case and stored as
+    goldenset names them (Manual, Imported, Generated)."""
+    subset = base
+    if raw.get("tags") is not None:
+        subset = replace(subset, tags=tuple(_string_list(raw["tags"], _f(prefix, "tags"))))
+    if raw.get("origin") is not None:
+        field = _f(prefix, "origin")
+        names = _string_list(raw["origin"], field, maximum=len(ORIGINS))
+        origins = [
+            _choice(name, f"{field}[{i}]", ORIGINS, "validation-error") for i, name in enumerate(names)
+        ]
+        subset = replace(subset, origins=tuple(dict.fromkeys(origins)))
+    if raw.get("reviewed_only") is not None:
+        subset = replace(subset, reviewed_only=_bool(raw["reviewed_only"], _f(prefix, "reviewed_only")))
+    if raw.get("skip_unreviewed_generated") is not None:
+        field = _f(prefix, "skip_unreviewed_generated")
+        subset = replace(subset, skip_unreviewed_generated=_bool(raw["skip_unreviewed_generated"], field))
+    return subset
 
 
 C = TypeVar("C", RunConfig, "AnswerConfig")
@@ -362,8 +423,13 @@ class AnswerConfig:
 
 
 def parse_answer_config(
-    raw, position: int, available_rerankers: Sequence[str], prefix: str | None = None
+    raw,
+    position: int,
+    available_rerankers: Sequence[str],
+    prefix: str | None = None,
+    subset: Subset = EVERY,
 ) -> AnswerConfig:
+    """One answer configuration; `subset` as parse_config takes it."""
     prefix = f"configs[{position}]" if prefix is None else prefix
     if not isinstance(raw, Mapping):
         raise _fail("validation-error", prefix, "expected an object.")
@@ -380,9 +446,13 @@ def parse_answer_config(
                     "not used with a target (the target answers as it is configured).",
                     allowed=sorted(TARGET_KEYS),
                 )
-        return AnswerConfig(run=_parse_target_config({k: v for k, v in raw.items() if v is not None}, prefix))
+        present = {k: v for k, v in raw.items() if v is not None}
+        own = parse_subset(present, prefix, base=subset)
+        return AnswerConfig(
+            run=_parse_target_config({k: v for k, v in present.items() if k not in SUBSET_KEYS}, prefix, own)
+        )
     run = parse_config(
-        {k: v for k, v in raw.items() if k not in ANSWER_KEYS}, position, available_rerankers, prefix
+        {k: v for k, v in raw.items() if k not in ANSWER_KEYS}, position, available_rerankers, prefix, subset
     )
     groundedness = _choice(
         raw.get("groundedness") or "Off", _f(prefix, "groundedness"), GROUNDEDNESS, "unknown-groundedness"
@@ -400,8 +470,10 @@ def parse_answer_config(
     return AnswerConfig(run=run, model=model, groundedness=groundedness)
 
 
-def parse_answer_configs(raw, available_rerankers: Sequence[str]) -> list[AnswerConfig]:
-    return _parse_list(raw, lambda item, i: parse_answer_config(item, i, available_rerankers))
+def parse_answer_configs(
+    raw, available_rerankers: Sequence[str], subset: Subset = EVERY
+) -> list[AnswerConfig]:
+    return _parse_list(raw, lambda item, i: parse_answer_config(item, i, available_rerankers, subset=subset))
 
 
 def parse_thresholds(raw, field: str = "metric_thresholds") -> dict[str, float]:

@@ -87,6 +87,13 @@ class EvaluationRun(models.Model):
         blank=True,
         help_text="Answer runs: score, excluded counts per metric, refusal both ways, diagnosis counts, usage.",
     )
+    # Kept apart from `summary`: lists of runs read summaries, and a breakdown over many tags is large.
+    slices = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Every metric per slice, computed when the run was written: {"tag": {"faq": {"n": 3, '
+        '"ndcg@10": 0.5}}, "origin": {...}, "answerable": {...}} (evaluation.slices.breakdown).',
+    )
     index_info = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.COMPLETE)
     duration_ms = models.FloatField(default=0)
@@ -132,6 +139,10 @@ class QuestionResult(models.Model):
         default=list, blank=True, help_text="The numbered passages the answer was written from (a snapshot)."
     )
     answerable = models.BooleanField(default=True)
+    tags = models.JSONField(default=list, blank=True, help_text="The entry's tags when the run read it.")
+    origin = models.CharField(
+        max_length=20, blank=True, help_text="The entry's origin; \"\" for a request's unanswerable question."
+    )
     refused = models.BooleanField(null=True, blank=True)
     passed = models.BooleanField(null=True, blank=True)
     latency_ms = models.FloatField(null=True, blank=True, help_text="The search (or target call) for it.")

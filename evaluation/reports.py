@@ -1,5 +1,6 @@
 """Run reports CI systems read: JUnit XML (a test suite per run, a test case per question) and a markdown
-summary a CI job can post as a comment or a job summary. Plain Python (xml.etree): no Django import.
+summary a CI job can post as a comment or a job summary, and the per-slice table the CLI prints. Plain Python
+(xml.etree): no Django import.
 
 A retrieval question passes when every expected document was retrieved (`pass`); `miss` (none) and `partial`
 (some) fail; a question whose target call failed is an error. An answer question passes or fails on its
@@ -10,8 +11,11 @@ be judged is an error.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from evaluation.slices import slice_metric_names
+from goldenset.vocabulary.metric_names import ANSWER_SCORE
 
 DIAGNOSES = {
     "error": "the call failed: the question is left out of every mean",
@@ -100,3 +104,37 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+def slice_table(
+    runs: Sequence[tuple[str, Mapping[str, Mapping[str, Mapping]]]], places: int = 4
+) -> tuple[list[str], list[list[str]]]:
+    """(header, rows) of the runs' per-slice breakdowns (evaluation.slices.breakdown): a row per run and slice,
+    `tag:faq`, `origin:Manual`, `answerable:false`, with the slice's n and every metric ("-": no question of the
+    slice had it). An answer run's score (0-100) has one decimal, the other metrics `places`."""
+    names = list(dict.fromkeys(n for _, slices in runs for n in slice_metric_names(slices)))
+
+    def cell(name: str, value) -> str:
+        if value is None:
+            return "-"
+        return f"{value:.1f}" if name == ANSWER_SCORE else f"{value:.{places}f}"
+
+    rows = [
+        [label, f"{kind}:{name}", str(figures.get("n", 0)), *(cell(n, figures.get(n)) for n in names)]
+        for label, slices in runs
+        for kind, by_name in slices.items()
+        for name, figures in by_name.items()
+    ]
+    return ["configuration", "slice", "n", *names], rows
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Lines of a plain-text table: the first two columns left-aligned, the figures right-aligned."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.ljust(width) if i < 2 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in [header, *rows]
+    ]

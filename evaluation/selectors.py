@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db.models import Prefetch, QuerySet
 
 from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.slices import EVERY, Subset
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
 from goldenset.models import Collection, GoldenEntry, Job, Tenant
@@ -41,8 +42,9 @@ def runs_list(
     date_from: date | None = None,
     date_to: date | None = None,
 ) -> QuerySet[EvaluationRun]:
-    """The tenant's runs newest first (API and dashboard); dates are whole UTC days, date_to included."""
-    runs = EvaluationRun.objects.filter(tenant=tenant)
+    """The tenant's runs newest first (API and dashboard); dates are whole UTC days, date_to included. Each
+    run's per-slice breakdown is left unread: no list shows it, and it grows with the golden set's tags."""
+    runs = EvaluationRun.objects.filter(tenant=tenant).defer("slices")
     if collection_id:
         # As the golden-set list: a collection that is not the tenant's is a 404, not an empty page.
         collection = golden_selectors.collection_get(tenant=tenant, collection_id=collection_id)
@@ -98,6 +100,9 @@ class GoldenQuestion:
     document_ids: tuple[str, ...] = ()  # the expected documents' ids in their collection
     reference: str = ""  # the reference answer of an answerable entry
     answerable: bool = True
+    tags: tuple[str, ...] = ()  # the entry's, snapshotted with its results (slices)
+    origin: str = ""  # Manual | Imported | Generated; "" for a request's unanswerable question
+    reviewed: bool = False
 
 
 def golden_questions(collections: Sequence[Collection]) -> list[GoldenQuestion]:
@@ -116,6 +121,9 @@ def golden_questions(collections: Sequence[Collection]) -> list[GoldenQuestion]:
             document_ids=tuple(entry.expected_document_ids),
             reference=entry.reference_answer if entry.answerable else "",
             answerable=entry.answerable,
+            tags=tuple(entry.tags or ()),
+            origin=entry.origin,
+            reviewed=entry.reviewed,
         )
         for collection in collections
         for entry in GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id")
@@ -132,6 +140,25 @@ def documents_present(collection: Collection, document_ids: Iterable[str]) -> se
     return present
 
 
-def count_golden_questions(collections: Sequence[Collection]) -> int:
-    """The golden entries a retrieval evaluation scores (those with expected documents)."""
-    return GoldenEntry.objects.filter(collection__in=collections).exclude(expected_document_ids=[]).count()
+def count_golden_questions(collections: Sequence[Collection], subset: Subset = EVERY) -> int:
+    """The golden entries a retrieval evaluation scores (those with expected documents, in the subset)."""
+    entries = GoldenEntry.objects.filter(collection__in=collections).exclude(expected_document_ids=[])
+    if not subset:
+        return entries.count()
+    return count_in_subset(entries, subset)
+
+
+def count_in_subset(entries: QuerySet[GoldenEntry], subset: Subset) -> int:
+    """How many of these entries the subset admits: three small columns read (in chunks), the rule applied
+    in Python (evaluation.slices), so counting and asking can never disagree."""
+    return sum(
+        subset.admits(tags or (), origin, reviewed)
+        for tags, origin, reviewed in entries.order_by()
+        .values_list("tags", "origin", "reviewed")
+        .iterator(2000)
+    )
+
+
+def count_answer_questions(collections: Sequence[Collection], subset: Subset = EVERY) -> int:
+    """The golden entries an answer evaluation asks (every entry in the subset)."""
+    return count_in_subset(GoldenEntry.objects.filter(collection__in=collections), subset)

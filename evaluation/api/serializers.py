@@ -9,6 +9,7 @@ from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
 from evaluation.services.calibration import run_calibration
+from evaluation.slices import ORIGINS
 from goldenset.api.serializers import TenantIn
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
@@ -47,7 +48,23 @@ class EvaluateIn(TenantIn):
         required=False,
         allow_null=True,
         help_text="[{label, search_type: FullText|Vector|Hybrid, fusion: Rrf|Weighted, rerank, bm25_variant, "
-        "top_k, as_of, include_superseded}]",
+        "top_k, as_of, include_superseded, tags, origin, reviewed_only, skip_unreviewed_generated}]",
+    )
+    tags = serializers.JSONField(
+        required=False, allow_null=True, help_text="Ask only the golden entries carrying any of these tags."
+    )
+    origin = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Ask only entries of these origins: Manual, Imported, Generated.",
+    )
+    reviewed_only = serializers.JSONField(
+        required=False, allow_null=True, help_text="Ask only entries marked reviewed (default false)."
+    )
+    skip_unreviewed_generated = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Leave out generated entries nobody reviewed yet; manual and imported ones stay (default false).",
     )
 
 
@@ -108,6 +125,22 @@ class EvaluateAnswersIn(TenantIn):
         allow_null=True,
         help_text="{metric: 0..1}; defaults context_relevancy 0.6, faithfulness 0.6, answer_relevancy 0.4.",
     )
+    tags = serializers.JSONField(
+        required=False, allow_null=True, help_text="Ask only the golden entries carrying any of these tags."
+    )
+    origin = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Ask only entries of these origins: Manual, Imported, Generated.",
+    )
+    reviewed_only = serializers.JSONField(
+        required=False, allow_null=True, help_text="Ask only entries marked reviewed (default false)."
+    )
+    skip_unreviewed_generated = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="Leave out generated entries nobody reviewed yet; manual and imported ones stay (default false).",
+    )
 
 
 # --- responses ------------------------------------------------------------------------------------------------
@@ -151,6 +184,37 @@ JUDGE_CONFIDENCE_HELP = (
 )
 
 
+class SubsetOut(serializers.Serializer):
+    """The golden entries a run asked (evaluation.slices.Subset): present in a run's config only when it
+    restricted them; the restrictions combine with AND."""
+
+    tags = serializers.ListField(child=serializers.CharField(), help_text="Entries carrying any of these.")
+    origin = serializers.ListField(child=serializers.ChoiceField(choices=ORIGINS))
+    reviewed_only = serializers.BooleanField()
+    skip_unreviewed_generated = serializers.BooleanField(help_text="Unreviewed generated entries left out.")
+
+
+class SlicesOut(serializers.Serializer):
+    """Every metric per slice of a run's questions, computed when it was written (evaluation.slices.breakdown);
+    {} for a failed run or one written before slices were."""
+
+    tag = serializers.DictField(
+        child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
+        required=False,
+        help_text='{tag: {"n": questions, metric: mean (null: no question of the slice had it)}}',
+    )
+    origin = serializers.DictField(
+        child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
+        required=False,
+        help_text="{origin: {...}} as tag",
+    )
+    answerable = serializers.DictField(
+        child=serializers.DictField(child=serializers.FloatField(allow_null=True)),
+        required=False,
+        help_text='Answer runs: {"true": {...}, "false": {...}} as tag',
+    )
+
+
 class SearchConfigOut(serializers.Serializer):
     """A configuration as it ran, normalized: every default filled in."""
 
@@ -163,6 +227,12 @@ class SearchConfigOut(serializers.Serializer):
     as_of = serializers.DateTimeField(allow_null=True, help_text="The instant replayed (UTC); null: now.")
     include_superseded = serializers.BooleanField()
     fulltext_weight = serializers.FloatField()
+
+
+class RetrievalConfigOut(SearchConfigOut):
+    """A retrieval run's configuration (the built-in engine)."""
+
+    subset = SubsetOut(required=False)
 
 
 class AnswerConfigOut(SearchConfigOut):
@@ -188,6 +258,7 @@ class RunConfigOut(SearchConfigOut):
         help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
         "(a calibrated one with its labels, AUC and best-threshold interval).",
     )
+    subset = SubsetOut(required=False)
 
 
 class IndexOut(serializers.Serializer):
@@ -266,6 +337,7 @@ class TargetConfigOut(serializers.Serializer):
     max_error_rate = serializers.FloatField(
         help_text="The share of questions that may fail before the run does."
     )
+    subset = SubsetOut(required=False)
 
 
 class LatencyOut(serializers.Serializer):
@@ -281,7 +353,7 @@ class LatencyOut(serializers.Serializer):
 
 RETRIEVAL_CONFIG = PolymorphicProxySerializer(
     component_name="RetrievalRunConfig",
-    serializers=[SearchConfigOut, TargetConfigOut, RunFileConfigOut],
+    serializers=[RetrievalConfigOut, TargetConfigOut, RunFileConfigOut],
     resource_type_field_name=None,
 )
 
@@ -312,6 +384,7 @@ class RunSummaryOut(serializers.Serializer):
     )
     warnings = serializers.ListField(child=serializers.CharField())
     index = stored(StoredRunIndexOut())
+    slices = stored(SlicesOut())
 
 
 class RunFileIn(TenantIn):
@@ -379,6 +452,7 @@ class AnswerRunConfigOut(AnswerConfigOut):
         help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
         "(a calibrated one with its labels, AUC and best-threshold interval).",
     )
+    subset = SubsetOut(required=False)
 
 
 class AnswerTargetRunConfigOut(serializers.Serializer):
@@ -402,6 +476,7 @@ class AnswerTargetRunConfigOut(serializers.Serializer):
         help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
         "(a calibrated one with its labels, AUC and best-threshold interval).",
     )
+    subset = SubsetOut(required=False)
 
 
 ANSWER_RUN_CONFIG = PolymorphicProxySerializer(
@@ -476,6 +551,7 @@ class AnswerRunSummaryOut(serializers.Serializer):
     latency_ms = LatencyOut(allow_null=True, help_text="Per-question answer calls (model or target).")
     duration_ms = serializers.FloatField()
     warnings = serializers.ListField(child=serializers.CharField())
+    slices = stored(SlicesOut())
 
 
 class AnswerEvaluationOut(serializers.Serializer):
@@ -617,6 +693,12 @@ class QuestionResultOut(serializers.Serializer):
     answerable = serializers.BooleanField()
     refused = serializers.BooleanField(allow_null=True)
     passed = serializers.BooleanField(allow_null=True)
+    tags = serializers.ListField(
+        child=serializers.CharField(), help_text="The entry's tags when the run read it."
+    )
+    origin = serializers.CharField(
+        help_text="The entry's origin then; \"\" for a request's unanswerable question."
+    )
 
     @extend_schema_field(RankedDocumentOut(many=True))
     def get_ranked(self, result) -> list[dict]:
@@ -634,6 +716,7 @@ class MetricCalibrationOut(serializers.Serializer):
 
 
 class RunDetailOut(RunOut):
+    slices = stored(SlicesOut())
     results = QuestionResultOut(many=True)
     calibration = serializers.SerializerMethodField(
         help_text="Answer runs: each judged metric's judge against the collection's human labels, where it has "

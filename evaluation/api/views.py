@@ -88,11 +88,13 @@ class EvaluateApi(CollectionsApi):
     def post(self, request):
         data, tenant, collections = self.scope(s.EvaluateIn, request.data)
         ks = config_parser.parse_ks(data.get("ks"))
-        configs = config_parser.parse_configs(data.get("configs"), available_rerankers())
-        questions = selectors.count_golden_questions(collections)
-        target_calls = questions * sum(1 for c in configs if c.target)
+        subset = config_parser.parse_subset(data)
+        configs = config_parser.parse_configs(data.get("configs"), available_rerankers(), subset)
+        counted = {c.subset: selectors.count_golden_questions(collections, c.subset) for c in configs}
+        questions = sum(counted[c.subset] for c in configs)
+        target_calls = sum(counted[c.subset] for c in configs if c.target)
         if (
-            questions * len(configs) > settings.EVALSITE_EVALUATE_SYNC_LIMIT
+            questions > settings.EVALSITE_EVALUATE_SYNC_LIMIT
             or target_calls > settings.EVALSITE_TARGET_SYNC_QUESTIONS
         ):
             job = evaluation_job_create(
@@ -159,7 +161,8 @@ class EvaluateAnswersApi(CollectionsApi):
     )
     def post(self, request):
         data, tenant, collections = self.scope(s.EvaluateAnswersIn, request.data)
-        configs = config_parser.parse_answer_configs(data.get("configs"), available_rerankers())
+        subset = config_parser.parse_subset(data)
+        configs = config_parser.parse_answer_configs(data.get("configs"), available_rerankers(), subset)
         thresholds = config_parser.parse_thresholds(data.get("metric_thresholds"))
         sampling = parse_judge_sampling(data.get("judge_samples"), data.get("judge_temperature"))
         job = answers_job_create(

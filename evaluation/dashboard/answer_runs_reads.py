@@ -246,7 +246,7 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
         other_config=sorted(
             (k, v)
             for k, v in config.items()
-            if k not in CONFIG_SHOWN and k not in ("label", "thresholds", "threshold_sources")
+            if k not in CONFIG_SHOWN and k not in ("label", "thresholds", "threshold_sources", "subset")
         ),
     )
 

@@ -35,6 +35,7 @@ __all__ = [
     "figure_html",
     "label_color",
     "recolor_by_label",
+    "slices_figure",
     "trends_figure",
 ]
 
@@ -452,3 +453,34 @@ def figure_html(fig: go.Figure, div_id: str) -> str:
         config={"displaylogo": False, "responsive": True},
     )
     return html_fragment
+
+
+def slices_figure(
+    series: Sequence[tuple[str, Sequence[float | None]]],
+    slices: Sequence[str],
+    metric: str,
+    *,
+    top: float = 1.0,
+) -> go.Figure:
+    """Grouped bars: x = slice (`tag:faq`, `origin:Manual`, ...), one trace per configuration, y = its mean
+    `metric` over the slice's questions. ``series``: (label, a value per slice, None where the run has no such
+    slice or no value): a gap, never a zero. ``top``: the metric's scale (100 for an answer run's score)."""
+    clashes = _clash_index([label for label, _ in series])
+    traces = [
+        {
+            "type": "bar",
+            "x": list(slices),
+            "y": list(values),
+            "name": html.escape(label),
+            "marker": {"color": label_color(label), "pattern": {"shape": _PATTERNS[clash % len(_PATTERNS)]}},
+            "hovertemplate": f"<b>{html.escape(label)}</b><br>%{{x}}: %{{y:.3f}}<extra></extra>",
+        }
+        for (label, values), clash in zip(series, clashes, strict=True)
+    ]
+    layout = _base_layout(f"{metric} per slice", "slice", metric)
+    layout["barmode"] = "group"
+    layout["xaxis"]["type"] = "category"
+    layout["yaxis"]["range"] = [0, top * 1.05]
+    if not slices:
+        _empty_note(layout, "No slices")
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)

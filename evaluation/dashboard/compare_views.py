@@ -11,7 +11,8 @@ from django.views.decorators.http import require_GET
 from evaluation.dashboard.common_views import (
     tenant_page,
 )
-from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch
+from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch, series_names
+from evaluation.dashboard.slices_reads import compare_slices
 from goldenset.errors import EvalsiteError
 from goldenset.models import Tenant
 
@@ -38,4 +39,7 @@ def compare(request: HttpRequest, tenant: Tenant) -> HttpResponse:
         return render(request, "dashboard/compare.html", context, status=400)
     context.update(comparison(runs))
     context["batch"] = batch
+    context["slices"] = compare_slices(runs, series_names(runs), request.GET.get("slice_metric"))
+    # The metric picker keeps the selection (run=... or batch=...) it was opened with.
+    context["selection"] = [(k, v) for k in ("run", "batch") for v in request.GET.getlist(k)]
     return render(request, "dashboard/compare.html", context)

@@ -196,7 +196,39 @@ class GenerateForm(DashboardForm):
 RERANK_NONE = ""
 
 
-class LaunchForm(DashboardForm):
+class SubsetFields(DashboardForm):
+    """Which golden entries a launched evaluation asks (the API body's tags, origin, reviewed_only,
+    skip_unreviewed_generated); evaluation.configs.parse_subset reads what `subset_request` gives it."""
+
+    tags = StringListField(
+        split_commas=True,
+        widget=forms.TextInput(),
+        label="Only tags",
+        help_text="Comma-separated: ask only entries carrying any of them. Blank: every entry.",
+    )
+    origin = forms.MultipleChoiceField(
+        required=False,
+        choices=Origin.choices,
+        widget=forms.CheckboxSelectMultiple,
+        label="Only origins",
+        help_text="None ticked: every origin.",
+    )
+    reviewed_only = forms.BooleanField(required=False, label="Reviewed entries only")
+    skip_unreviewed_generated = forms.BooleanField(
+        required=False,
+        label="Leave out unreviewed generated entries",
+        help_text="Manual and imported entries stay, reviewed or not.",
+    )
+
+    def subset_request(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            name: data.get(name) or None
+            for name in ("tags", "origin", "reviewed_only", "skip_unreviewed_generated")
+        }
+
+
+class LaunchForm(SubsetFields):
     collections = forms.MultipleChoiceField(
         label="Collections",
         widget=forms.CheckboxSelectMultiple,
@@ -280,7 +312,7 @@ MAX_ANSWER_TOP_K = 50
 MAX_UNANSWERABLE_QUESTIONS = 1000
 
 
-class AnswerLaunchForm(DashboardForm):
+class AnswerLaunchForm(SubsetFields):
     """What an answer evaluation asks besides its configurations (the API's evaluate/answers request)."""
 
     collections = forms.MultipleChoiceField(

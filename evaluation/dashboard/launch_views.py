@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.configs import parse_answer_configs, parse_configs, parse_ks
+from evaluation.configs import parse_answer_configs, parse_configs, parse_ks, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
 from evaluation.dashboard.forms import (
     ANSWER_LAUNCH_PRESETS,
@@ -42,6 +42,7 @@ from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
 from evaluation.services.search import available_rerankers
 from evaluation.services.targets import target_names
+from evaluation.slices import Subset
 from evaluation.targets import ANSWER_KINDS, RETRIEVAL_KINDS
 from goldenset import selectors as golden_selectors
 from goldenset.errors import EvalsiteError, NotFound
@@ -67,7 +68,7 @@ class _Launcher:
     formset_class: Any
     presets: list[dict[str, Any]]
     collections: Callable[[Tenant], list[tuple[str, str, int]]]  # (slug, label, golden questions)
-    parse_configs: Callable[[Any, list[str]], list]
+    parse_configs: Callable[[Any, list[str], Subset], list]
     no_questions: str  # the error when the chosen collections have nothing to evaluate
     create: Callable[..., Job]  # (tenant, form, collections, configs, actor) -> the job
     form_kwargs: Callable[[], dict[str, Any]] = dict
@@ -290,7 +291,8 @@ def _launch(
     if not launcher.prepare(form):
         return None
     try:
-        configs = launcher.parse_configs([f.as_config() for _, f in rows], rerankers)
+        subset = parse_subset(form.subset_request())
+        configs = launcher.parse_configs([f.as_config() for _, f in rows], rerankers, subset)
     except EvalsiteError as exc:
         _config_error(form, rows, exc)
         return None

@@ -54,6 +54,7 @@ from evaluation.dashboard.runs_reads import (
     run_trec,
     runs_filtered,
 )
+from evaluation.dashboard.slices_reads import config_rows, run_slices, subset_text
 from evaluation.models import EvaluationRun, RunKind
 from evaluation.reports import DIAGNOSES
 from evaluation.services.reports import ragas_rows, runs_junit
@@ -116,7 +117,8 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
             "run": run,
             "color": charts.label_color(run.label),
             "metrics": metrics,
-            "config": sorted((k, v) for k, v in run.config.items() if k != "label"),
+            "config": config_rows(run.config),
+            "slices": run_slices(run),
             "question_table": table,
             "page": page,
             "query": query_without_page(request),
@@ -220,6 +222,8 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
             "outcome_counts": outcomes,
             "diagnoses": ANSWER_DIAGNOSES,
             "siblings": batch_siblings(tenant=tenant, run=run),
+            "slices": run_slices(run),
+            "subset": subset_text(run.config if isinstance(run.config, dict) else {}),
         },
     )
 

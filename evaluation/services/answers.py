@@ -32,9 +32,10 @@ from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.calibration import effective_thresholds, judge_name
-from evaluation.services.runs import run_store, run_summary
+from evaluation.services.runs import empty_subset, questions_in, run_slices, run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.services.targets import resolve_targets, target_client
+from evaluation.slices import EVERY, Subset
 from evaluation.targets import ANSWER_KINDS, TargetClient, TargetError
 from goldenset.errors import EvalsiteError
 from goldenset.generation import PageText
@@ -150,10 +151,18 @@ def _passage(p: answer_writer.Passage, score: float | None = None) -> dict:
 
 
 def answer_questions(
-    collections: Sequence[Collection], unanswerable: Sequence[str], max_questions: int | None
+    collections: Sequence[Collection],
+    unanswerable: Sequence[str],
+    max_questions: int | None,
+    *,
+    subset: Subset = EVERY,
+    golden: Sequence[GoldenQuestion] | None = None,
 ) -> tuple[list[GoldenQuestion], list[str]]:
-    """The golden entries (in order, up to max_questions) and the request's unanswerable questions."""
-    questions = selectors.golden_questions(collections)
+    """The golden entries in the subset (in order, up to max_questions) and the request's unanswerable
+    questions (always asked: the request names them); `golden` when the caller read the entries already."""
+    questions = selectors.golden_questions(collections) if golden is None else list(golden)
+    if questions:  # none at all is the caller's empty-golden-set, whatever the subset
+        questions = questions_in(questions, subset, collections)
     warnings: list[str] = []
     if max_questions is not None and len(questions) > max_questions:
         warnings.append(
@@ -204,8 +213,8 @@ def evaluate_answers(
     # The request's thresholds, else the ones calibrated for this judge on the collection, else the defaults.
     thresholds, threshold_sources = effective_thresholds(collections[0], judge_name(judging), thresholds)
     sampling = judge_sampling or judge_votes.JudgeSampling()
-    questions, warnings = answer_questions(collections, unanswerable_questions, max_questions)
-    if not questions:
+    golden = selectors.golden_questions(collections)
+    if not golden and not unanswerable_questions:
         raise EvalsiteError(
             "empty-golden-set",
             "No golden entries (and no unanswerable_questions) in "
@@ -213,6 +222,13 @@ def evaluate_answers(
             + ".",
             details={"collection_ids": [c.slug for c in collections]},
         )
+    # Each configuration's subset picks its questions (checked for all before any is answered).
+    asked: dict[Subset, tuple[list[GoldenQuestion], list[str]]] = {}
+    for config in configs:
+        if config.run.subset not in asked:
+            asked[config.run.subset] = answer_questions(
+                collections, unanswerable_questions, max_questions, subset=config.run.subset, golden=golden
+            )
     now = timezone.now()
     # The built-in engine only for the configurations it answers: an answering target retrieves for itself.
     engine = CollectionSearch(collections) if any(not c.run.target for c in configs) else None
@@ -221,7 +237,7 @@ def evaluate_answers(
         if config.run.target or engine is None
         else (index, q, *retrieve(engine, q.question, config, at=now))
         for index, config in enumerate(configs)
-        for q in questions
+        for q in asked[config.run.subset][0]
     ]
     pages = pages_by_id(pk for *_, page_ids in retrieved for pk in page_ids)
     pairs = [
@@ -285,11 +301,6 @@ def evaluate_answers(
             caller.close()
     elapsed_ms = (time.perf_counter() - started) * 1000
     batch_id = uuid.uuid4()
-    fingerprint = hashlib.sha256(
-        json.dumps(
-            [[q.entry_id, q.question, q.reference, sorted(q.qrels), q.answerable] for q in questions]
-        ).encode()
-    ).hexdigest()
     with transaction.atomic():
         runs = [
             _persist(
@@ -303,14 +314,23 @@ def evaluate_answers(
                 pairs=[p for p in pairs if p.config_index == index],
                 thresholds=thresholds,
                 threshold_sources=threshold_sources,
-                warnings=[*warnings, *rerank_warnings(config.run.rerank)],
-                fingerprint=fingerprint,
+                warnings=[*asked[config.run.subset][1], *rerank_warnings(config.run.rerank)],
+                fingerprint=answers_fingerprint(asked[config.run.subset][0]),
                 elapsed_ms=elapsed_ms / len(configs),
                 job=job,
             )
             for index, config in enumerate(configs)
         ]
     return batch_id, runs
+
+
+def answers_fingerprint(questions: Sequence[GoldenQuestion]) -> str:
+    """The questions an answer run asked: two runs compare question by question only when theirs agree."""
+    return hashlib.sha256(
+        json.dumps(
+            [[q.entry_id, q.question, q.reference, sorted(q.qrels), q.answerable] for q in questions]
+        ).encode()
+    ).hexdigest()
 
 
 def _target_answer(
@@ -469,6 +489,8 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
                 passed=verdict.passed,
                 latency_ms=round(answer.latency_ms, 3) if answer.method in ("llm", "target") else None,
                 error=answer.error or "",
+                tags=list(q.tags),
+                origin=q.origin,
             )
         )
     summary = verdicts.summarize(outcomes, question_verdicts)
@@ -528,6 +550,7 @@ def _persist(*, tenant, collections, batch_id, config: AnswerConfig, model, judg
             "score": summary.mode,
         },
         mode=summary.mode,
+        slices={} if status == RunStatus.FAILED else run_slices(results, [v.mean for v in question_verdicts]),
         warnings=run_warnings,
         golden_fingerprint=fingerprint,
         summary={
@@ -565,6 +588,9 @@ def answers_job_create(
     resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
     judge_model_of(judge_model)
     sampling = judge_sampling or judge_votes.JudgeSampling()
+    for config in configs:  # a subset that selects nothing is the request's 400 too
+        if config.run.subset and not selectors.count_answer_questions(collections, config.run.subset):
+            raise empty_subset(config.run.subset, collections)
     return job_create(
         tenant=tenant,
         kind=JobKind.EVALUATE_ANSWERS,

@@ -1,5 +1,5 @@
-"""Stored runs as reports: JUnit XML (every run), Ragas evaluation rows (answer runs). The shapes are built by
-the pure evaluation.reports; this module reads the runs."""
+"""Stored runs as reports: JUnit XML (every run), Ragas evaluation rows (answer runs), the CLI's markdown summaries
+(with the per-slice breakdown). The shapes are built by the pure evaluation.reports; this module reads the runs."""
 
 from __future__ import annotations
 
@@ -7,9 +7,18 @@ import json
 from collections.abc import Sequence
 
 from evaluation.judge import METRICS as ANSWER_METRICS
-from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.reports import DIAGNOSES, Case, Suite, junit_xml, retrieval_diagnosis
+from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
+from evaluation.reports import (
+    DIAGNOSES,
+    Case,
+    Suite,
+    junit_xml,
+    markdown_table,
+    retrieval_diagnosis,
+    slice_table,
+)
 from goldenset.models import GoldenEntry
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 
 def _case(run: EvaluationRun, result: QuestionResult) -> Case:
@@ -70,3 +79,90 @@ def ragas_rows(run: EvaluationRun) -> str:
         }
         rows.append(json.dumps(row, ensure_ascii=False))
     return "\n".join(rows) + ("\n" if rows else "")
+
+
+# --- markdown summaries (manage.py evaluate --format markdown) ---------------------------------------------------
+
+
+def retrieval_markdown(runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing) -> str:
+    """The gate as a markdown summary: a row per configuration, the verdict in the heading, the warnings."""
+    names = list(dict.fromkeys(name for run in runs for name in run.metrics))
+    rows = [
+        [
+            run.label,
+            *(f"{run.metrics[n]:.4f}" if n in run.metrics else "-" for n in names),
+            str(run.question_count),
+            run.status,
+            ("FAIL" if run in failing else "PASS")
+            if bar is not None or run.status == RunStatus.FAILED
+            else "-",
+        ]
+        for run in runs
+    ]
+    verdict = "FAIL" if failing else "PASS" if bar is not None else "report only"
+    heading = (
+        f"### evalsite: {metric} >= {number(bar)}: {verdict}"
+        if bar is not None
+        else f"### evalsite: {metric}"
+    )
+    table = markdown_table(["configuration", *names, "questions", "status", "gate"], rows)
+    warnings = [f"- {w}" for w in dict.fromkeys(w for run in runs for w in run.warnings)]
+    return "\n".join(
+        [heading, "", table, *slices_markdown([(r.label, r.slices) for r in runs], 4)]
+        + (["", "Warnings:", *warnings] if warnings else [])
+    )
+
+
+def slices_markdown(runs, places: int) -> list[str]:
+    """The per-slice breakdown as markdown lines (none when no run has a slice)."""
+    header, rows = slice_table(runs, places)
+    return ["", "Per slice:", "", markdown_table(header, rows)] if rows else []
+
+
+def answer_cells(summary: dict) -> list[str]:
+    """An answer run's label, score, judged metrics and refusal pair, as the text report and markdown show them."""
+
+    def cell(value) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    refusal = summary["refusal"] or {}
+    return [
+        summary["label"],
+        "-" if summary["score"] is None else f"{summary['score']:.1f}",
+        *(cell(summary["metrics"].get(n)) for n in JUDGED_METRICS),
+        cell(refusal.get("refusal_recall")),
+        cell(refusal.get("false_refusal_rate")),
+    ]
+
+
+def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict]) -> str:
+    names = list(JUDGED_METRICS)
+    rows = [
+        [
+            *answer_cells(s),
+            f"{s['passed']} / {s['failed']}",
+            ("FAIL" if s in failing else "PASS") if bar is not None else "-",
+        ]
+        for s in summaries
+    ]
+    verdict = "FAIL" if failing else "PASS"
+    heading = (
+        f"### evalsite: score >= {number(bar)}: {verdict}" if bar is not None else "### evalsite: answers"
+    )
+    header = ["configuration", "score", *names, "refusal recall", "false refusal", "passed / failed", "gate"]
+    warnings = [f"- {w}" for w in dict.fromkeys(w for s in summaries for w in s["warnings"])]
+    return "\n".join(
+        [
+            heading,
+            "",
+            markdown_table(header, rows),
+            *slices_markdown([(s["label"], s["slices"]) for s in summaries], 3),
+        ]
+        + (["", "Warnings:", *warnings] if warnings else [])
+    )
+
+
+def number(value: float) -> str:
+    """A bar as typed: 0.7, not 0.700000 or 0.69999999999999996."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)

@@ -21,9 +21,10 @@ from evaluation.configs import RunConfig, parse_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, Target
 from evaluation.run_files import RunFile
 from evaluation.selectors import GoldenQuestion
-from evaluation.services.runs import run_store, run_summary
+from evaluation.services.runs import empty_subset, questions_in, run_slices, run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.services.targets import resolve_targets, target_client
+from evaluation.slices import Subset
 from evaluation.targets import Hits, TargetError
 from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
@@ -78,33 +79,39 @@ def evaluate_retrieval(
     """Every golden question of the collections through the search read path, once per configuration.
 
     Each configuration becomes one persisted run of a new batch; the golden set is snapshotted in the runs.
+    A configuration's subset (evaluation.slices) picks the questions it asks: checked for every configuration
+    before any search, so a subset that selects nothing fails the call, not its last run.
     """
-    questions, warnings = retrieval_questions(collections)
-    if not questions:
+    everything, warnings = retrieval_questions(collections)
+    if not everything:
         raise EvalsiteError(
             "empty-golden-set",
             "No golden entries with expected documents in " + ", ".join(c.slug for c in collections) + ".",
             details={"collection_ids": [c.slug for c in collections]},
         )
+    asked = [questions_in(everything, c.subset, collections) for c in configs]
     targets = resolve_targets(tenant, collections, configs)
     configs = [replace(c, target_kind=targets[c.target].kind) if c.target else c for c in configs]
     # The built-in engine's indexes, only when a configuration searches them (a target needs none).
     search = CollectionSearch(collections) if any(not c.target for c in configs) else None
     depth_default = max(ks)
     multi = len(collections) > 1
-    golden_fingerprint = fingerprint(questions)
     # One instant for the whole batch: every question sees the same temporal state (and the visibility mask
     # is computed once); a run without as_of records the instant it replayed.
     now = timezone.now()
-    total = len(questions) * len(configs)
+    total = sum(len(questions) for questions in asked)
     scored = []
-    for number, config in enumerate(configs):
+    before = 0  # questions of the configurations before this one (progress)
+    prints: dict[Subset, str] = {}  # the golden fingerprint of each subset's questions
+    for config, questions in zip(configs, asked, strict=True):
         depth = min(config.top_k, depth_default) if config.top_k else depth_default
         started = time.perf_counter()
 
-        def step(done: int, number: int = number) -> None:
-            if progress and (done % 50 == 0 or done == len(questions)):
-                progress(number * len(questions) + done, total)
+        def step(done: int, before: int = before, count: int = len(questions)) -> None:
+            if progress and (done % 50 == 0 or done == count):
+                progress(before + done, total)
+
+        before += len(questions)
 
         if config.target:
             per_question = _target_questions(
@@ -121,7 +128,9 @@ def evaluate_retrieval(
                 values = metrics.evaluate_query(ranking, q.qrels, ks)
                 per_question.append(_Scored(q, ranking, hits.scores, values, latency_ms))
                 step(i + 1)
-        scored.append((config, per_question, (time.perf_counter() - started) * 1000))
+        if config.subset not in prints:
+            prints[config.subset] = fingerprint(questions)
+        scored.append((config, per_question, (time.perf_counter() - started) * 1000, prints[config.subset]))
     batch_id = uuid.uuid4()
     evaluated_at = now.isoformat().replace("+00:00", "Z")
     index_info = {**(search.index_info() if search else {}), "evaluated_at": evaluated_at}
@@ -144,7 +153,7 @@ def evaluate_retrieval(
                 search_ms=search_ms,
                 job=job,
             )
-            for config, per_question, search_ms in scored
+            for config, per_question, search_ms, golden_fingerprint in scored
         ]
     return batch_id, runs
 
@@ -343,6 +352,8 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
             latency_ms=None if s.latency_ms is None else round(s.latency_ms, 3),
             error=s.error,
             unjudged=s.unjudged,
+            tags=list(s.q.tags),
+            origin=s.q.origin,
         )
         for position, s in enumerate(per_question)
     ]
@@ -355,6 +366,7 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
         ks=list(ks),
         metrics=means,
         metric_methods={name: "trec_eval" for name in means},
+        slices={} if status == RunStatus.FAILED else run_slices(results),
         warnings=[*warnings, *run_warnings],
         golden_fingerprint=golden_fingerprint,
         index_info=index_info,
@@ -380,9 +392,11 @@ def evaluation_job_create(
 ) -> Job:
     """An Evaluate job for validated collections, ks and configurations (the API's large evaluations and the
     dashboard's launcher both create it here), which evaluate_job runs; its launch is audited as `actor`."""
-    resolve_targets(
-        tenant, collections, configs
-    )  # an unknown target is the request's 400, not the job's error
+    # An unknown target, or a subset that selects nothing, is the request's 400, not the job's error.
+    resolve_targets(tenant, collections, configs)
+    for config in configs:
+        if config.subset and not selectors.count_golden_questions(collections, config.subset):
+            raise empty_subset(config.subset, collections)
     return job_create(
         tenant=tenant,
         kind=JobKind.EVALUATE,

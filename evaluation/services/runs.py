@@ -8,7 +8,50 @@ from typing import Any
 
 from evaluation.judge import METRICS as ANSWER_METRICS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.selectors import GoldenQuestion
+from evaluation.slices import SliceRow, Subset, breakdown
+from goldenset.errors import EvalsiteError
 from goldenset.models import Collection
+from goldenset.vocabulary.metric_names import ANSWER_SCORE
+
+
+def questions_in(
+    questions: Sequence[GoldenQuestion], subset: Subset, collections: Sequence[Collection]
+) -> list[GoldenQuestion]:
+    """The golden questions a subset admits, in order; a subset that admits none is the request's error (400),
+    never an empty run."""
+    if not subset:
+        return list(questions)
+    chosen = [q for q in questions if subset.admits(q.tags, q.origin, q.reviewed)]
+    if not chosen:
+        raise empty_subset(subset, collections)
+    return chosen
+
+
+def empty_subset(subset: Subset, collections: Sequence[Collection]) -> EvalsiteError:
+    field = subset.first_field()
+    slugs = [c.slug for c in collections]
+    return EvalsiteError(
+        "empty-golden-set",
+        f"{field}: the subset ({subset.describe()}) selects no golden entry to evaluate in {', '.join(slugs)}.",
+        details={"field": field, "subset": subset.as_dict(), "collection_ids": slugs},
+    )
+
+
+def run_slices(results: Sequence[QuestionResult], scores: Sequence[float | None] | None = None) -> dict:
+    """A run's per-slice breakdown (evaluation.slices.breakdown) from its results before they are stored: the
+    scored questions only (a failed one is in no mean). `scores`: an answer run's per-question score in 0..1,
+    one per result, shown as the run's score is (0-100); with them the answerable slices are added."""
+    rows = []
+    for i, result in enumerate(results):
+        if result.error:
+            continue
+        values: dict[str, float] = {}
+        if scores is not None and scores[i] is not None:
+            values[ANSWER_SCORE] = 100.0 * scores[i]  # type: ignore[operator]
+        values.update(result.metrics)
+        rows.append(SliceRow(result.tags, result.origin, result.answerable, values))
+    return breakdown(rows, by_answerable=scores is not None)
 
 
 def run_store(
@@ -47,6 +90,7 @@ def run_summary(run: EvaluationRun) -> dict[str, Any]:
         "unjudged": run.summary.get("unjudged", {}),
         "warnings": run.warnings,
         "index": run.index_info,
+        "slices": run.slices,
     }
 
 
@@ -72,4 +116,5 @@ def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
         "latency_ms": run.summary.get("latency_ms"),
         "duration_ms": run.duration_ms,
         "warnings": run.warnings,
+        "slices": run.slices,
     }

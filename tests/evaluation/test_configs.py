@@ -373,8 +373,12 @@ def test_every_key_is_read():
                     "include_superseded",
                     "label",
                     "max_error_rate",
+                    "origin",
                     "rerank",
+                    "reviewed_only",
                     "search_type",
+                    "skip_unreviewed_generated",
+                    "tags",
                     "target",
                     "top_k",
                 ]
@@ -385,7 +389,18 @@ def test_every_key_is_read():
             "validation-error",
             "search_type",
             "not used with a target (the target searches as it is configured).",
-            {"allowed": ["label", "max_error_rate", "target", "top_k"]},
+            {
+                "allowed": [
+                    "label",
+                    "max_error_rate",
+                    "origin",
+                    "reviewed_only",
+                    "skip_unreviewed_generated",
+                    "tags",
+                    "target",
+                    "top_k",
+                ]
+            },  # fmt: skip
         ),
         ({"target": ""}, "validation-error", "target", "expected a target's name.", {}),
         (

@@ -56,7 +56,10 @@ def invalid_ks(field: str, message: str) -> tuple[str, str, dict]:
 
 SEARCH_TYPES = ["FullText", "Vector", "Hybrid"]
 CONFIG_KEYS_SORTED = sorted(CONFIG_KEYS)
-TOP_LEVEL_KEYS = ["cluster_id", "collection_id", "collection_ids", "configs", "ks", "tenant_id"]
+TOP_LEVEL_KEYS = [
+    "cluster_id", "collection_id", "collection_ids", "configs", "ks", "origin", "reviewed_only",
+    "skip_unreviewed_generated", "tags", "tenant_id",
+]  # fmt: skip
 
 CASES = {
     # --- configurations: each bad value by its code and field ----------------------------------------------

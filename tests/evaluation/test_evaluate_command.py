@@ -74,7 +74,7 @@ def fails(**options) -> str:
 def table(out: str) -> list[list[str]]:
     """The report's table rows (header first), split into cells."""
     lines = out.splitlines()
-    end = next(i for i, line in enumerate(lines) if line.startswith(("warning:", "gate:")))
+    end = next(i for i, line in enumerate(lines) if line.startswith(("per slice:", "warning:", "gate:")))
     return [re.split(r"\s{2,}", line.strip()) for line in lines[:end]]
 
 

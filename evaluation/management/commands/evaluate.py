@@ -4,6 +4,7 @@
         [--config FullText] [--config 'Hybrid:fusion=Weighted,rerank=true,label=hybrid-w']
         [--config '{"search_type": "Hybrid", "rerank": true}']
         [--target prod-es] [--ks 1,5,10] [--metric ndcg@10] [--fail-under 0.7] [--format text|json]
+        [--tag T ...] [--origin Manual ...] [--reviewed-only] [--skip-unreviewed-generated]
 
     manage.py evaluate --answers --cluster C --tenant T --collection X
         [--config 'Hybrid:groundedness=Medium,top_k=5'] [--judge-model M] [--no-llm]
@@ -13,7 +14,9 @@
 
 The HTTP twins are POST /lmkit/v1/search/evaluate and /search/evaluate/answers: they read configurations with
 evaluation.configs and run the same services, so they accept and reject the same requests and persist the same
-runs (listed by GET /lmkit/v1/search/evaluate/runs). --format json writes the runs through the serializers the
+runs (listed by GET /lmkit/v1/search/evaluate/runs). --tag, --origin, --reviewed-only and
+--skip-unreviewed-generated restrict the golden entries asked (the body's tags, origin, ...); text and markdown
+show every metric per tag, origin (and answerable) slice. --format json writes the runs through the serializers the
 API answers them with (RetrievalGateOut, AnswerGateOut), so both are one shape. With --answers the bar is the overall score (0-100, the
 mean of per-question means) and --no-llm forces the extractive answer and the heuristic judge.
 
@@ -35,12 +38,13 @@ from evaluation import metrics, selectors
 from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
 from evaluation.judge_votes import parse_judge_sampling
 from evaluation.models import EvaluationRun, RunStatus
-from evaluation.reports import markdown_table
+from evaluation.reports import slice_table, text_table
 from evaluation.services.answers import evaluate_answers
-from evaluation.services.reports import runs_junit
+from evaluation.services.reports import answer_cells, answer_markdown, number, retrieval_markdown, runs_junit
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
+from evaluation.slices import Subset
 from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
@@ -59,69 +63,6 @@ class _OneLineParser(CommandParser):
 
 
 OUTPUTS = ("text", "json", "junit", "markdown")
-
-
-def retrieval_markdown(runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing) -> str:
-    """The gate as a markdown summary: a row per configuration, the verdict in the heading, the warnings."""
-    names = list(dict.fromkeys(name for run in runs for name in run.metrics))
-    rows = [
-        [
-            run.label,
-            *(f"{run.metrics[n]:.4f}" if n in run.metrics else "-" for n in names),
-            str(run.question_count),
-            run.status,
-            ("FAIL" if run in failing else "PASS")
-            if bar is not None or run.status == RunStatus.FAILED
-            else "-",
-        ]
-        for run in runs
-    ]
-    verdict = "FAIL" if failing else "PASS" if bar is not None else "report only"
-    heading = (
-        f"### evalsite: {metric} >= {number(bar)}: {verdict}"
-        if bar is not None
-        else f"### evalsite: {metric}"
-    )
-    table = markdown_table(["configuration", *names, "questions", "status", "gate"], rows)
-    warnings = [f"- {w}" for w in dict.fromkeys(w for run in runs for w in run.warnings)]
-    return "\n".join([heading, "", table, *(["", "Warnings:", *warnings] if warnings else [])])
-
-
-def answer_cells(summary: dict) -> list[str]:
-    """An answer run's label, score, judged metrics and refusal pair, as the text report and markdown show them."""
-
-    def cell(value) -> str:
-        return "-" if value is None else f"{value:.3f}"
-
-    refusal = summary["refusal"] or {}
-    return [
-        summary["label"],
-        "-" if summary["score"] is None else f"{summary['score']:.1f}",
-        *(cell(summary["metrics"].get(n)) for n in JUDGED_METRICS),
-        cell(refusal.get("refusal_recall")),
-        cell(refusal.get("false_refusal_rate")),
-    ]
-
-
-def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict]) -> str:
-    names = list(JUDGED_METRICS)
-    rows = [
-        [
-            *answer_cells(s),
-            f"{s['passed']} / {s['failed']}",
-            ("FAIL" if s in failing else "PASS") if bar is not None else "-",
-        ]
-        for s in summaries
-    ]
-    verdict = "FAIL" if failing else "PASS"
-    heading = (
-        f"### evalsite: score >= {number(bar)}: {verdict}" if bar is not None else "### evalsite: answers"
-    )
-    header = ["configuration", "score", *names, "refusal recall", "false refusal", "passed / failed", "gate"]
-    warnings = [f"- {w}" for w in dict.fromkeys(w for s in summaries for w in s["warnings"])]
-    return "\n".join(
-        [heading, "", markdown_table(header, rows), *(["", "Warnings:", *warnings] if warnings else [])]
-    )
 
 
 def config_from_cli(text: str, position: int) -> object:
@@ -206,12 +147,6 @@ def clears(value: float, bar: float) -> bool:
     return round(value, 12) >= bar
 
 
-def number(value: float) -> str:
-    """A bar as typed: 0.7, not 0.700000 or 0.69999999999999996."""
-    short = f"{value:g}"
-    return short if float(short) == value else repr(value)
-
-
 def shown_below(value: float, bar: float) -> str:
     """The value with 4 decimals, or with as many more as it takes to be visibly below the bar."""
     for places in range(4, 13):
@@ -270,6 +205,23 @@ class Command(EvalsiteCommand):
             help="Output (default text): json, junit (a test case per question, for CI test reporters) or "
             "markdown (a summary table to post as a comment or a job summary).",
         )
+        subset = parser.add_argument_group("subset (both kinds): which golden entries to ask")
+        subset.add_argument(
+            "--tag",
+            action="append",
+            help="Ask only entries carrying this tag; repeat: entries with any of them.",
+        )
+        subset.add_argument(
+            "--origin",
+            action="append",
+            help="Ask only entries of this origin (Manual, Imported, Generated); repeat.",
+        )
+        subset.add_argument("--reviewed-only", action="store_true", help="Ask only entries marked reviewed.")
+        subset.add_argument(
+            "--skip-unreviewed-generated",
+            action="store_true",
+            help="Leave out generated entries nobody reviewed yet (manual and imported ones stay).",
+        )
         answers = parser.add_argument_group("answer evaluation (--answers)")
         answers.add_argument(
             "--answers",
@@ -318,14 +270,15 @@ class Command(EvalsiteCommand):
         raw_configs = options["config"]
         if isinstance(raw_configs, str):
             raw_configs = [raw_configs]
+        subset = subset_from_cli(options)
         if options.get("answers"):
-            return self.handle_answers(tenant, collections, raw_configs, options)
+            return self.handle_answers(tenant, collections, raw_configs, options, subset)
         ks = config_parser.parse_ks(options["ks"])
         targets = options.get("target") or []
         targets = [targets] if isinstance(targets, str) else targets
         raw = [config_from_cli(c, i) for i, c in enumerate(raw_configs or [])]
         raw += [{"target": name} for name in targets]
-        configs = config_parser.parse_configs(raw or None, available_rerankers())
+        configs = config_parser.parse_configs(raw or None, available_rerankers(), subset)
         metric = parse_metric(options["metric"], ks)
         bar = parse_fail_under(options["fail_under"])
 
@@ -382,6 +335,7 @@ class Command(EvalsiteCommand):
                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))
             ]
             self.stdout.write("  ".join(cells).rstrip())
+        self.write_slices([(run.label, run.slices) for run in runs], 4)
         for warning in dict.fromkeys(w for run in runs for w in run.warnings):
             self.stdout.write(f"warning: {warning}")
         if failing:
@@ -398,13 +352,21 @@ class Command(EvalsiteCommand):
         else:
             self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: PASS")
 
+    def write_slices(self, runs, places: int) -> None:
+        """Every metric per slice (tag, origin, answerable) of each run, after the runs' table."""
+        header, rows = slice_table(runs, places)
+        if rows:
+            self.stdout.write("per slice:")
+            for line in text_table(header, rows):
+                self.stdout.write(line)
+
     # --- --answers ------------------------------------------------------------------------------------------
 
-    def handle_answers(self, tenant, collections, raw_configs, options) -> None:
-
+    def handle_answers(self, tenant, collections, raw_configs, options, subset) -> None:
         configs = config_parser.parse_answer_configs(
             None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
             available_rerankers(),
+            subset,
         )
         bar = parse_fail_under(options["fail_under"], top=100)
         thresholds: dict[str, float] = {}
@@ -459,6 +421,7 @@ class Command(EvalsiteCommand):
         for s in summaries:
             diagnosis = ", ".join(f"{k} {v}" for k, v in sorted((s["diagnosis"] or {}).items()))
             self.stdout.write(f"{s['label']}: {s['passed']} passed, {s['failed']} failed ({diagnosis})")
+        self.write_slices([(s["label"], s["slices"]) for s in summaries], 3)
         for warning in dict.fromkeys(w for s in summaries for w in s["warnings"]):
             self.stdout.write(f"warning: {warning}")
         if bar is None:
@@ -468,6 +431,23 @@ class Command(EvalsiteCommand):
             self.stdout.write(f"gate: score >= {number(bar)} for every configuration: FAIL ({reasons})")
         else:
             self.stdout.write(f"gate: score >= {number(bar)} for every configuration: PASS")
+
+
+def subset_from_cli(options) -> Subset:
+    """--tag, --origin, --reviewed-only, --skip-unreviewed-generated as the API's subset fields, read by the
+    same parser (errors name tags, origin, ...). A single string (call_command) counts as one value."""
+
+    def listed(value) -> list | None:
+        return [value] if isinstance(value, str) else value
+
+    return config_parser.parse_subset(
+        {
+            "tags": listed(options.get("tag")),
+            "origin": listed(options.get("origin")),
+            "reviewed_only": options.get("reviewed_only") or None,
+            "skip_unreviewed_generated": options.get("skip_unreviewed_generated") or None,
+        }
+    )
 
 
 def read_questions(path: str) -> list[str]:

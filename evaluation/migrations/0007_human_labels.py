@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluation', '0005_targets_latency'),
+        ('evaluation', '0006_questionresult_slices'),
         ('goldenset', '0007_job_kind_index_build'),
     ]
 
