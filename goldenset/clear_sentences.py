@@ -83,11 +83,13 @@ _GENERIC = frozenset(
     result results method methods analysis approach data problem problems case cases value values effect
     effects example examples way ways type types kind part parts number amount form thing things fact facts
     purpose aim use work question answer first second third main new other following various solution
-    solutions parameter parameters calculation calculations investigation feature features
+    solutions parameter parameters calculation calculations investigation feature features original idea
+    ideas concept concepts reason reasons role roles term terms
     """
     )
 )
 _ADVERBS = _word_set("however thus also therefore hence then still too moreover furthermore")
+_DEGREE = _word_set("more most less least very quite rather so too")
 _NOUN_SUFFIXES = ("ing", "tion", "sion", "ment", "ness", "ity", "age", "ance", "ence", "ism")
 _PERSON_NOUNS = _word_set(
     """
@@ -117,11 +119,31 @@ def page_sentences(text: str) -> list[str]:
 # --- the subject ---------------------------------------------------------------------------------------------
 
 
+# Asides a subject can shed without changing what it names: "The Victoria Cross ( VC )", "The Lithobiomorpha ,
+# also known as stone centipedes ,", and an opening phrase before a comma: "In economics , tax incidence".
+_ASIDE = re.compile(r"\s*\([^()]{1,60}\)")
+_APPOSITIVE = re.compile(
+    r"\s*,\s*(?:(?:also|usually|commonly|often|sometimes|formerly)\s+)?(?:known as|called|abbreviated(?: as)?)"
+    r"\s[^,]{1,60},\s*"
+)
+_OPENER = re.compile(
+    r"^(?:(?:in|on|at|during|after|before|for|under|since|from|today|currently|originally|additionally|also"
+    r"|however|thus)\b[^,]{0,40}?)\s*,\s*",
+    re.IGNORECASE,
+)
+
+
+def _plain(raw: str) -> str:
+    """The subject without its asides (brackets, "also known as ...", an opening phrase before a comma)."""
+    subject = _APPOSITIVE.sub(" ", _ASIDE.sub("", raw)).strip()
+    return _OPENER.sub("", subject, count=1).strip()
+
+
 def _subject(raw: str, page_text: str) -> str | None:
     """The subject as the question spells it, or None when it is not a plain, specific noun phrase."""
-    subject = raw.strip()
+    subject = _plain(raw)
     words = subject.split()
-    if not 1 <= len(words) <= SUBJECT_WORDS or re.search(r"[,;:()\[\]\"“”/]|\s[-–—]\s", subject):
+    if not 1 <= len(words) <= SUBJECT_WORDS or re.search(r"[,;:()\[\]\"“”/]|\s[-–—]\s|--", subject):
         return None
     folded = [w.casefold() for w in words]
     if folded[0] in _VAGUE or (folded[0] in lexical.STOPWORDS and folded[0] not in ("the", "a", "an")):
@@ -130,12 +152,24 @@ def _subject(raw: str, page_text: str) -> str | None:
         return None
     if len(folded[0]) >= 6 and folded[0].endswith("ly"):  # "Especially famous is ...": an inverted sentence
         return None
+    if folded[0].endswith("ing") and folded[1:2] in (
+        ["the"],
+        ["a"],
+        ["an"],
+    ):  # "underlying the similitude is"
+        return None
     if set(folded) & (_VAGUE | _CLAUSE | _PAGE_WORDS | _ADVERBS | AUXILIARIES):
         return None
     if re.search(r"'(?!s\b)", subject.replace("’", "'")) or _reduced_clause(folded):
         return None
     first = words[0]
-    if first[:1].isupper() and (len(first) == 1 or not first.isupper()) and _common_word(words, page_text):
+    title = first in ("A", "An") and words[1:2] and words[1][:1].isupper()  # "A Tale of Two Cities"
+    if (
+        first[:1].isupper()
+        and (len(first) == 1 or not first.isupper())
+        and not title
+        and _common_word(words, page_text)
+    ):
         words[0] = first.casefold()
     return " ".join(words) if _specific(words) else None
 

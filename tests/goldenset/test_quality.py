@@ -662,6 +662,9 @@ def test_limits_are_honoured() -> None:
         index,
         GateLimits(question_min_words=3),
     ).accepted
+    salad = ("What is known about Refunds, receiving, packaging?", "Refunds are processed within 30 days.")
+    assert check(*salad, REFUND_PAGE, index).reason == "ill_formed"
+    assert check(*salad, REFUND_PAGE, index, GateLimits(well_formed=False)).accepted
     paraphrase = ("How long do partial refunds take?", "30 days")
     assert check(*paraphrase, REFUND_PAGE, index).reason == "near_duplicate"  # 3 / 3.75 = 0.8
     assert check(*paraphrase, REFUND_PAGE, index, GateLimits(duplicate_min=0.85)).accepted
