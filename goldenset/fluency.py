@@ -68,6 +68,10 @@ CONNECTIVES = _word_set(
     "hence thus however therefore moreover furthermore nevertheless nonetheless meanwhile consequently"
     " accordingly additionally another instead otherwise indeed similarly finally"
 )
+# "What are a few / a couple of / a number of ...?": a plural after all.
+QUANTITY_NOUNS = _word_set(
+    "few couple lot lots number series variety range set group pair handful dozen total"
+)
 CONJUNCTIONS = ("and ", "or ", "nor ", "but ", "& ", "as well as ", "plus ", "etc")
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
@@ -78,7 +82,7 @@ _MARKUP = re.compile(r"[|{}\\<>*_~^`]")
 _SPACED = re.compile(r"\s[,;:!?](?=\s*\S)|\s['’](?:s|t|re|ve|ll|d|m)\b|\s(?:n['’]t)\b")
 _DOUBLED = re.compile(r"[,;:!?]\s*[,;:!?.]|\.\s*[,;:!?]|,\s*\.|\.\s*\.\s*\.|…")
 _BRACKETED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]")
-_INNER_MARK = re.compile(r"[!?;](?=.*[^\W_])")
+_INNER_MARK = re.compile(r"[!?;](?![\"”’')\]])(?=.*[^\W_])")  # not inside a title: "Help!" in 1965
 _SENTENCE_END = re.compile(r"[\s.?!]+$")
 
 
@@ -164,8 +168,14 @@ def _pasted_sentence(words: list[str]) -> str | None:
     for word in words[1:]:
         if word[:1].isupper() and not word.isupper() and word.casefold() in CONNECTIVES:
             return f'"{word}" opens a sentence pasted into the question'
-    folded = [w.casefold() for w in words[:3]]
-    if folded[:1] == ["what"] and folded[1:2] in (["are"], ["were"]) and folded[2:3] in (["a"], ["an"]):
+    folded = [w.casefold() for w in words[:4]]
+    if (
+        folded[:1] == ["what"]
+        and folded[1:2] in (["are"], ["were"])
+        and folded[2:3] in (["a"], ["an"])
+        and folded[3:4] != []
+        and folded[3] not in QUANTITY_NOUNS  # "What are a few ...?" is fine
+    ):
         return f'"{words[1]} {words[2]}": the verb does not agree'
     return None
 
