@@ -143,35 +143,33 @@ def _subject(raw: str, page_text: str) -> str | None:
     """The subject as the question spells it, or None when it is not a plain, specific noun phrase."""
     subject = _plain(raw)
     words = subject.split()
-    if not 1 <= len(words) <= SUBJECT_WORDS or re.search(r"[,;:()\[\]\"“”/]|\s[-–—]\s|--", subject):
-        return None
-    folded = [w.casefold() for w in words]
-    if folded[0] in _VAGUE or (folded[0] in lexical.STOPWORDS and folded[0] not in ("the", "a", "an")):
-        return None
-    if folded[0][:1].isdigit():  # "1 the trouble", "509 certificates": a list number or a cut name
-        return None
-    if len(folded[0]) >= 6 and folded[0].endswith("ly"):  # "Especially famous is ...": an inverted sentence
-        return None
-    if folded[0].endswith("ing") and folded[1:2] in (
-        ["the"],
-        ["a"],
-        ["an"],
-    ):  # "underlying the similitude is"
-        return None
-    if set(folded) & (_VAGUE | _CLAUSE | _PAGE_WORDS | _ADVERBS | AUXILIARIES):
-        return None
-    if re.search(r"'(?!s\b)", subject.replace("’", "'")) or _reduced_clause(folded):
+    if not 1 <= len(words) <= SUBJECT_WORDS or _refused(subject, [w.casefold() for w in words]):
         return None
     first = words[0]
     title = first in ("A", "An") and words[1:2] and words[1][:1].isupper()  # "A Tale of Two Cities"
-    if (
-        first[:1].isupper()
-        and (len(first) == 1 or not first.isupper())
-        and not title
-        and _common_word(words, page_text)
-    ):
+    capitalised = first[:1].isupper() and (len(first) == 1 or not first.isupper())
+    if capitalised and not title and _common_word(words, page_text):
         words[0] = first.casefold()
     return " ".join(words) if _specific(words) else None
+
+
+def _refused(subject: str, folded: list[str]) -> bool:
+    """Whether the words cannot be a question's subject: punctuation inside, a vague or function word first,
+    a clause, the page itself, a cut-off or inverted sentence."""
+    first, second = folded[0], folded[1] if len(folded) > 1 else ""
+    return bool(
+        re.search(r"[,;:()\[\]\"“”/]|\s[-–—]\s|--", subject)
+        or re.search(r"'(?!s\b)", subject.replace("’", "'"))  # quotes, not a possessive
+        or first in _VAGUE
+        or (first in lexical.STOPWORDS and first not in ("the", "a", "an"))
+        or first[:1].isdigit()  # "1 the trouble", "509 certificates": a list number or a cut name
+        or (len(first) >= 6 and first.endswith("ly"))  # "Especially famous is ...": inverted
+        or (first.endswith("ing") and second in ("the", "a", "an"))  # "underlying the similitude is"
+        or (first.endswith("ed") and (second in _DEGREE or second.endswith("ly")))  # "treated more fully is"
+        or (len(folded) > 1 and folded[-1] in lexical.STOPWORDS)  # "enthalpies sufficient to" (cause ...)
+        or set(folded) & (_VAGUE | _CLAUSE | _PAGE_WORDS | _ADVERBS | AUXILIARIES)
+        or _reduced_clause(folded)
+    )
 
 
 def _specific(words: list[str]) -> bool:

@@ -110,6 +110,8 @@ def test_a_clear_sentence_gives_its_question(sentence: str, question: str, patte
         "The example chosen is a long plate hinged along one edge.",  # a clause cut short
         "Especially famous is the wall built in 220 BC by Qin Shi Huang.",  # an inverted sentence
         "1 the trouble was caused by the approximation sequence.",  # a list number
+        "High stagnation enthalpies sufficient to cause dissociation were reached.",  # "... sufficient to"
+        "Treated more extensively is the case of a flat plate at incidence.",  # a participle first
         "Customers receive refunds within thirty days whenever merchandise arrives damaged.",  # no pattern
         "Paris is the capital of France.",  # "What is Paris?": 3 words, under the gate's minimum
         "Is the refund window 30 days long?",  # a question already
