@@ -73,7 +73,7 @@ _CLAUSE = _word_set(
 # Words that tie a subject to the page or its writing, not to the topic ("the present paper").
 _PAGE_WORDS = _word_set(
     "paper papers report article study author authors present above following below here section chapter"
-    " figure table equation appendix writer we"
+    " figure table equation appendix writer we next previous latter former similar"
 )
 # Heads that say nothing on their own: a subject needs a content word besides these.
 _GENERIC = frozenset(

@@ -10,8 +10,9 @@ without a question mark: none of that is held against a question. The rules, in 
 - stray punctuation: quotes or brackets left empty or unbalanced, TeX quotes (``, ''), markup characters,
   punctuation spaced off its word (" ,", " !", "Ruth 's") or doubled (",,", "?!", "..."), a "!", "?" or ";" in the
   middle of the question;
-- a keyword list: three or more comma-separated items of at most three words, the last without "and" or "or"
-  ("National, consolidated, catalogue");
+- a keyword list: three or more comma-separated items, those inside of one to three content words (no function
+  word), the last of at most four words and without "and" or "or" before it ("National, consolidated,
+  catalogue"); an aside in brackets is left out first;
 - a repeated word: a word twice in a row ("the the"; not "had had", "that that");
 - no verb after a question word: "what", "which", "who", "when", "where", "why" or "how" followed by no
   auxiliary, no -ed, -ing or -s form and no common irregular past ("What National catalogue primary source?");
@@ -25,7 +26,8 @@ without a question mark: none of that is held against a question. The rules, in 
   "... and?"), or on a comma, colon or dash.
 
 Honest limits: English rules (other languages pass the word rules; the punctuation rules apply to all), and a
-surface check: "What is the Look at you?" is well formed to it. Whether the question is answerable from its page
+surface check: "What is the Look at you?" is well formed to it, and a plural noun passes for a verb's -s form
+("What refund window sale items?" passes; "What refund window for a sale item?" does not). Whether the question is answerable from its page
 is the rest of the gate's business.
 """
 

@@ -100,6 +100,7 @@ def test_the_collection_page_offers_the_form_and_names_the_offline_writer(alice,
     assert list(form.fields) == ["count", "model", "seed"]
     assert form.fields["model"].widget.attrs["placeholder"] == "template (offline)"
     assert "offline <strong>template</strong> writer" in html
+    assert "only from pages with a clear sentence" in html and "real generation needs a chat model" in html
     assert page.context["review_pending"] == 0
     assert review_url() not in html  # nothing to review yet
 
