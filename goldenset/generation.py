@@ -9,9 +9,10 @@ it accepts through its `on_page` callback.
   different seed gives a different one.
 - Writers turn one page into a `Draft` (question, reference answer, or why there is none):
   `ChatQuestionWriter` asks a chat model through goldenset.llm.ChatClient (temperature 0, the seed sent along,
-  the call cache making a re-run free and identical); `TemplateQuestionWriter` is the offline backend: it builds
-  the question from one of the page's own sentences with fixed templates, deterministically. A writer never
-  raises for a model failure: it returns a draft whose `failure` says "model_error" or "unreadable".
+  the call cache making a re-run free and identical); `TemplateQuestionWriter` is the offline fallback: a
+  simple factual question from one of the page's clear sentences (goldenset.clear_sentences),
+  deterministically, or "no_clear_sentence" when the page has none. A writer never raises for a model
+  failure: it returns a draft whose `failure` says "model_error" or "unreadable".
 - `generate` runs a writer over the sampled pages with `writer.concurrency` calls in flight, but gates the
   drafts strictly in sample order, so the outcome (which pages, which questions, which discards) is the one a
   sequential run gives. It never sends more calls than questions still needed, so none is wasted when every
@@ -32,19 +33,20 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from goldenset import lexical
+from goldenset.clear_sentences import clear_question
 from goldenset.duplicates import DuplicateIndex
 from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient
 from goldenset.llm_json import extract_json, validate
 from goldenset.quality import REASONS, GateLimits, Verdict, check
 from goldenset.vocabulary.chunks import cut_at_word
-from goldenset.vocabulary.sentences import TEMPLATE_SENTENCE_END
 
 K = TypeVar("K", bound=Hashable)
 
 MODEL_ERROR = "model_error"
 UNREADABLE = "unreadable"
+# The offline writer found no sentence to ask about: counted as Outcome.no_clear_sentence, not a discard.
+NO_CLEAR_SENTENCE = "no_clear_sentence"
 DISCARD_REASONS: tuple[str, ...] = (*REASONS, UNREADABLE, MODEL_ERROR)
 TEMPLATE_MODEL = "template"
 SEED_MAX = 2**63 - 1
@@ -88,7 +90,7 @@ class PageText:
 class Draft:
     question: str = ""
     answer: str = ""
-    failure: str | None = None  # MODEL_ERROR or UNREADABLE: no usable draft
+    failure: str | None = None  # MODEL_ERROR, UNREADABLE or NO_CLEAR_SENTENCE: no usable draft
     detail: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -163,70 +165,28 @@ class ChatQuestionWriter:
         return made(question=_one_line(data["question"]), answer=_one_line(data["answer"]))
 
 
-_DEFINITION = re.compile(
-    r"^(?:(?P<article>the|a|an)\s+)?(?P<subject>[^,;:()]{2,60}?)\s+(?P<verb>is|are|was|were)\s+(?P<rest>.+)$",
-    re.IGNORECASE | re.DOTALL,
-)
-_VAGUE_SUBJECTS = frozenset(
-    {"it", "this", "that", "these", "those", "they", "he", "she", "there", "here", "which", "what", "who"}
-)
-# A subject holding one of these is a clause ("the review found that the evidence"), not a name.
-_CLAUSE_WORDS = frozenset(
-    {"that", "which", "who", "whom", "whose", "where", "when", "if", "because", "although", "while", "as"}
-)
-
-
 class TemplateQuestionWriter:
-    """The offline backend: a question from one of the page's own sentences by fixed templates.
+    """The offline fallback: a simple factual question from one of the page's clear sentences, no model.
 
-    The sentence is the page's most informative one of a sensible length (most distinct content terms; the
-    earliest on a tie). A definition ("X is Y ...") gives "What is X?"; any other sentence gives "What is known
-    about <its three longest content words> (<title>)?". The answer is the sentence itself. Crude, but
-    deterministic and honest: every answer is supported by its page by construction, and the quality gate
-    still judges each draft like a model's."""
+    goldenset.clear_sentences finds the page's most informative sentence whose subject and verb say what to ask
+    ("X is a Y ..." -> "What is X?", "X was founded in 1998 ..." -> "When was X founded?", "X consists of Y"
+    -> "What does X consist of?") and the sentence is the reference answer, so every answer is on its page by
+    construction; the quality gate still judges each draft like a model's. A page with no such sentence gives
+    a NO_CLEAR_SENTENCE draft, counted apart from the gate's discards: it says the page had nothing this writer
+    can ask about, not that a question was bad. Deterministic: the seed plays no part."""
 
     model = TEMPLATE_MODEL
     concurrency = 1
 
     def write(self, page: PageText, seed: int) -> Draft:
-        sentence = _best_sentence(page.text)
-        if sentence is None:
-            return Draft(detail="no sentence of 6 to 45 words with 4 content words on the page")
-        match = _DEFINITION.match(sentence)
-        if match and _definition_ok(match):
-            subject = f"{(match['article'] or '').lower()} {match['subject']}".strip()
-            return Draft(question=f"What {match['verb'].lower()} {subject}?", answer=sentence)
-        words = re.findall(r"[^\W_][\w'’-]*", sentence)
-        content = [w for w in words if w.casefold() not in lexical.STOPWORDS and len(w) > 2]
-        longest = sorted(range(len(content)), key=lambda i: (-len(content[i]), i))[:3]
-        phrase = ", ".join(content[i] for i in sorted(longest))
-        about = f" ({page.title})" if page.title else ""
-        return Draft(question=f"What is known about {phrase}{about}?", answer=sentence)
-
-
-def _definition_ok(match: re.Match[str]) -> bool:
-    subject = match["subject"].strip()
-    first = subject.split()[0].casefold()
-    words = {w.casefold() for w in subject.split()}
-    return (
-        first not in _VAGUE_SUBJECTS
-        and not words & _CLAUSE_WORDS
-        and len(subject.split()) <= 6
-        and bool(lexical.content_terms(subject))
-        and len(lexical.content_terms(match["rest"])) >= 3
-    )
-
-
-def _best_sentence(text: str) -> str | None:
-    best: tuple[int, str] | None = None
-    for sentence in TEMPLATE_SENTENCE_END.split(" ".join(text.split())):
-        words = sentence.split()
-        if not 6 <= len(words) <= 45:
-            continue
-        score = len(set(lexical.content_terms(sentence)))
-        if score >= 4 and (best is None or score > best[0]):
-            best = (score, sentence.strip())
-    return best[1] if best else None
+        found = clear_question(page.text)
+        if found is None:
+            return Draft(
+                failure=NO_CLEAR_SENTENCE,
+                detail="no clear sentence on the page (a plain subject with a verb the offline writer can "
+                "ask about: X is a Y, X was founded in 1998, X consists of Y, ...)",
+            )
+        return Draft(question=found.question, answer=found.sentence)
 
 
 # (NUL and lone surrogates are gone already: goldenset.llm_json.storable)
@@ -242,9 +202,11 @@ def _one_line(value: str) -> str:
 
 @dataclass
 class Outcome:
-    pages_sampled: int = 0  # pages whose draft went through the gate
+    pages_sampled: int = 0  # pages tried: accepted + sum(discards) + no_clear_sentence
     accepted: int = 0
     discards: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DISCARD_REASONS, 0))
+    # Pages the offline writer found no clear sentence on: no draft was written, so none was discarded.
+    no_clear_sentence: int = 0
     warnings: list[str] = field(default_factory=list)
     calls: int = 0
     cache_hits: int = 0
@@ -301,6 +263,8 @@ def generate(
             if reason is None:
                 outcome.accepted += 1
                 duplicates.add(draft.question)
+            elif reason == NO_CLEAR_SENTENCE:
+                outcome.no_clear_sentence += 1
             else:
                 outcome.discards[reason] = outcome.discards.get(reason, 0) + 1
             failures_in_a_row = failures_in_a_row + 1 if reason == MODEL_ERROR else 0
@@ -318,9 +282,15 @@ def generate(
             pending.cancel()
     outcome.elapsed_s = time.perf_counter() - started
     if outcome.stopped is None and outcome.accepted < count:
+        unasked = (
+            f"; {outcome.no_clear_sentence} of them offered no clear sentence to the offline writer (a chat "
+            "model asks about any page)"
+            if outcome.no_clear_sentence
+            else ""
+        )
         outcome.warnings.append(
             f"Only {outcome.accepted} of the {count} questions requested passed the gate: the sample ran out "
-            f"after {outcome.pages_sampled} pages (see discards)."
+            f"after {outcome.pages_sampled} pages (see discards{unasked})."
         )
     return outcome
 

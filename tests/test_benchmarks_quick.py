@@ -81,6 +81,12 @@ EXPECTED: dict[str, list[str]] = {
         "same metrics and rankings in both settings: True",
     ],
     "golden_import_bench": ["| dry run (preview) |", "| import |", "| the same file again |"],
+    "fluency_bench": [
+        "clapnq: human questions accepted",
+        "clapnq: old 'known about' questions rejected",
+        "seed 1, new writer, new gate:",
+        "clapnq: every page: a clear sentence on",
+    ],
     "import_bench": [
         "| import_beir wall time (s) | pages/s | peak RSS of the import (MB) |",
         "all 3000 documents and their pages in the database: yes",
@@ -102,6 +108,7 @@ LONGEST_FIRST = [
     "import_bench",
     "serve_scale_bench",
     "incremental_bench",
+    "fluency_bench",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")

@@ -246,7 +246,8 @@ class GoldenSetGenerateApi(TenantAPIView):
         "reported), has the chat model (or the offline template writer) write one self-contained question and "
         "reference answer per page, and stores what passes the quality gate as golden entries (origin Generated, "
         "reviewed false). Answers 202 with a job: poll jobs/{job_id}; its result holds the discard counts per "
-        "reason.",
+        "reason and, apart from them, `no_clear_sentence`: the pages on which the offline writer found no clear "
+        "sentence to ask about.",
     )
     def post(self, request):
         body = read(s.GoldenSetGenerateIn, request.data)

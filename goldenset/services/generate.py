@@ -181,8 +181,10 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
         "pages_already_done": len(sampled) - len(remaining),
         "pages_sampled": outcome.pages_sampled,
         "accepted": outcome.accepted,
-        "discarded": outcome.pages_sampled - outcome.accepted,
+        "discarded": outcome.pages_sampled - outcome.accepted - outcome.no_clear_sentence,
         "discards": outcome.discards,
+        # Pages the offline writer found no clear sentence on: not discards (no draft was written).
+        "no_clear_sentence": outcome.no_clear_sentence,
         "warnings": warnings,
         "stopped": outcome.stopped,
         "calls": outcome.calls,

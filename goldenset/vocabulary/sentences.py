@@ -13,8 +13,9 @@ than one rule that would change what those callers produce:
   by whitespace. Where the page is cut matters less than that it is cut somewhere.
 - `FIRST_SENTENCE_END` (goldenset.text.first_sentence: the starter set's expected answers): . ! ? then
   whitespace, then a capital, a digit, a quote or "(" (whatever follows the quote).
-- `TEMPLATE_SENTENCE_END` (goldenset.generation's template writer, on a page with its line breaks folded to
-  spaces): . ! ? then whitespace, then a capital or digit, optionally after one of " ' ( [.
+- `TEMPLATE_SENTENCE_END` (the old offline template writer, kept as it was in benchmarks/fluency_bench.py to
+  measure against; the writer now splits with goldenset.clear_sentences, which also splits lower-case text):
+  . ! ? then whitespace, then a capital or digit, optionally after one of " ' ( [.
 """
 
 from __future__ import annotations

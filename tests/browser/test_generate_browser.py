@@ -26,22 +26,22 @@ USERNAME, PASSWORD = "alice", "alice-generate-secret"
 ACTOR = f"user:{USERNAME}"
 COUNT, SEED = 5, 11
 
-# Pages the offline template writer can question (sentences of 6 to 45 words), one near-duplicate pair and one
-# page without a usable sentence, so that the gate both keeps and discards.
+# Pages the offline template writer can question (each with a clear sentence: goldenset.clear_sentences), one
+# near-duplicate pair, so that the gate both keeps and discards, and one page without a clear sentence.
 DOCUMENTS = {
-    "solar": "Solar panels convert sunlight into electricity using photovoltaic cells made of silicon. "
+    "solar": "Solar panels are used to convert sunlight into electricity with photovoltaic cells made of silicon. "
     "A typical residential installation produces between four and eight kilowatts of peak power. "
     "Panels lose roughly half a percent of their efficiency every year of operation.",
     "tides": "Ocean tides are caused mainly by the gravitational pull of the moon on the rotating earth. "
     "Most coastal places see two high tides and two low tides every lunar day.\n\n"
     "Spring tides happen when the sun and the moon line up during new and full moons.",
-    "bees": "Honey bees communicate the location of flowers through a waggle dance performed inside the hive. "
+    "bees": "The waggle dance of honey bees consists of a figure-eight run performed inside the hive. "
     "The angle of the dance relative to vertical encodes the direction of the food source.",
     "glaciers": "A glacier is a persistent body of dense ice that moves slowly downhill under its own enormous "
     "weight. Ice covers land. It melts in summer and grows in winter.",
     "glaciers-copy": "A glacier is a persistent body of dense ice that moves slowly downhill under its own "
     "enormous weight. Ice covers land. It melts in summer and grows in winter.",
-    "volcanoes": "Volcanic eruptions release molten rock, ash and gases from chambers deep beneath the crust. "
+    "volcanoes": "Volcanic eruptions are driven by molten rock, ash and gases from chambers deep beneath the crust. "
     "Shield volcanoes such as those of Hawaii build gentle slopes from runny basaltic lava flows.",
     "inventory": "inventory " + " ".join(f"item{i} widget{i} gadget{i}" for i in range(30)),
 }
@@ -126,6 +126,8 @@ def test_a_user_generates_questions_and_reviews_them_in_the_browser(
     assert page.locator("[data-accepted]").inner_text() == str(result["accepted"])
     assert page.locator("[data-discarded]").inner_text() == str(result["discarded"])
     assert result["accepted"] >= 3 and result["discarded"] >= 1
+    assert page.locator("[data-no-clear-sentence]").inner_text() == str(result["no_clear_sentence"])
+    assert result["no_clear_sentence"] <= 1  # the inventory page, when the sample reached it
     bars = page.evaluate(
         "(() => { const t = document.getElementById('discard-chart').data[0];"
         " return {type: t.type, orientation: t.orientation, y: t.y, x: t.x}; })()"

@@ -25,15 +25,15 @@ from tests.conftest import add_documents
 ACTOR = "user:alice"
 SLUG = "science"
 
-# Pages the offline template writer can question: sentences of 6 to 45 words with content terms. Two documents
-# say the same thing (the second question is a near duplicate of the first), and one page is a single 90-word
-# run-on list with no sentence to ask about (an empty draft): the gate discards both.
+# Pages the offline template writer can question: each has a clear sentence (goldenset.clear_sentences). Two
+# documents say the same thing (the second question is a near duplicate of the first: the gate discards it), and
+# one page is a single 90-word run-on list with no clear sentence to ask about (counted apart, not discarded).
 DOCUMENTS = {
-    "solar": "Solar panels convert sunlight into electricity using photovoltaic cells made of silicon. "
+    "solar": "Solar panels are used to convert sunlight into electricity with photovoltaic cells made of silicon. "
     "A typical residential installation produces between four and eight kilowatts of peak power.",
     "tides": "Ocean tides are caused mainly by the gravitational pull of the moon on the rotating earth. "
     "Most coastal places see two high tides and two low tides every lunar day.",
-    "bees": "Honey bees communicate the location of flowers through a waggle dance performed inside the hive. "
+    "bees": "The waggle dance of honey bees consists of a figure-eight run performed inside the hive. "
     "Worker bees live for about six weeks during the busy summer season.",
     "glaciers": "A glacier is a persistent body of dense ice that moves slowly downhill under its own enormous "
     "weight. Ice covers land. It melts in summer and grows in winter.",
@@ -42,7 +42,8 @@ DOCUMENTS = {
     "inventory": "inventory " + " ".join(f"item{i} widget{i} gadget{i}" for i in range(30)),
 }
 ELIGIBLE = len(DOCUMENTS)  # every page is long enough to be sampled
-ACCEPTED = 4  # all but the near duplicate and the empty draft
+ACCEPTED = 4  # all but the near duplicate and the page without a clear sentence
+NO_CLEAR_SENTENCE = 1
 
 
 @pytest.fixture
@@ -99,6 +100,7 @@ def test_the_collection_page_offers_the_form_and_names_the_offline_writer(alice,
     assert list(form.fields) == ["count", "model", "seed"]
     assert form.fields["model"].widget.attrs["placeholder"] == "template (offline)"
     assert "offline <strong>template</strong> writer" in html
+    assert "only from pages with a clear sentence" in html and "real generation needs a chat model" in html
     assert page.context["review_pending"] == 0
     assert review_url() not in html  # nothing to review yet
 
@@ -185,7 +187,14 @@ def test_generating_adds_unreviewed_entries_and_the_job_page_reports(alice, gene
     assert (result["seed"], result["backend"], result["requested"]) == (7, "template", 10)
     assert result["pages_available"] == ELIGIBLE and result["pages_sampled"] == ELIGIBLE
     assert result["accepted"] == ACCEPTED
-    assert result["discarded"] == ELIGIBLE - ACCEPTED == sum(result["discards"].values())
+    discarded = ELIGIBLE - ACCEPTED - NO_CLEAR_SENTENCE
+    assert (
+        result["discarded"]
+        == discarded
+        == sum(result["discards"].values())
+        == result["discards"]["near_duplicate"]
+    )
+    assert result["no_clear_sentence"] == NO_CLEAR_SENTENCE  # the run-on list: not a gate discard
 
     entries = generated_entries(job)
     assert len(entries) == ACCEPTED
@@ -206,9 +215,10 @@ def test_generating_adds_unreviewed_entries_and_the_job_page_reports(alice, gene
     assert '<span class="mono" data-seed>7</span>' in html
     assert "run again with this seed to reproduce" in html
     assert f"{generate_url()}?count=10&amp;seed=7" in html
-    assert f"data-accepted>{ACCEPTED}<" in html and f"data-discarded>{ELIGIBLE - ACCEPTED}<" in html
+    assert f"data-accepted>{ACCEPTED}<" in html and f"data-discarded>{discarded}<" in html
+    assert f"data-no-clear-sentence>{NO_CLEAR_SENTENCE}<" in html
     assert "offline template writer" in html
-    assert f"{ELIGIBLE} sampled of {ELIGIBLE} eligible" in html
+    assert f"{ELIGIBLE} sampled of {ELIGIBLE} eligible; {NO_CLEAR_SENTENCE} offered no clear sentence" in html
     for warning in result["warnings"]:
         assert warning in html.replace("&#x27;", "'")
     assert 'id="discard-chart"' in html and "/static/plotly/plotly.min.js" in html

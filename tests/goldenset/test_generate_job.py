@@ -117,8 +117,10 @@ def test_the_offline_job_stores_generated_entries_with_their_page_and_job(world,
     assert job.status == JobStatus.COMPLETED, job.error
     result = job.result
     assert result["accepted"] == 10 == companies.golden_entries.count()
-    assert result["pages_sampled"] == result["accepted"] + sum(result["discards"].values())
-    assert set(result["discards"]) >= {"passage_dependent", "near_duplicate", "unreadable", "model_error"}
+    assert result["pages_sampled"] == (
+        result["accepted"] + sum(result["discards"].values()) + result["no_clear_sentence"]
+    )
+    assert set(result["discards"]) >= {"passage_dependent", "ill_formed", "near_duplicate", "unreadable"}
     assert (result["requested"], result["pages_available"], result["backend"]) == (10, 40, "template")
     assert result["calls"] == 0 and job.progress_done == job.progress_total == result["pages_sampled"]
     for entry in companies.golden_entries.select_related("source_page__document"):
@@ -156,6 +158,19 @@ def test_repeated_calls_grow_the_set_and_skip_pages_already_done(world, companie
     assert len(set(pages)) == 12
 
 
+def test_pages_without_a_clear_sentence_are_counted_apart_in_the_job_s_result(world, gen):
+    collection = services.collection_create(tenant=world.tenant, slug="companies", actor="test")
+    lists = {f"list-{i}": " ".join(f"part{i}x{n} widget{n} gadget{n}" for n in range(20)) for i in range(3)}
+    add_documents(collection, {**synthetic_corpus(4), **lists})
+    job_id = gen(count=7, seed=1).json()["job_id"]
+    body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    result = body["result"]
+    assert (result["pages_sampled"], result["accepted"], result["no_clear_sentence"]) == (7, 4, 3)
+    assert result["discarded"] == 0 == sum(result["discards"].values())
+    assert "no_clear_sentence" not in result["discards"]
+    assert any("3 of them offered no clear sentence" in w for w in result["warnings"])
+
+
 def test_a_short_collection_says_why_fewer_questions_came_back(world, companies, gen):
     result = Job.objects.get(pk=gen(count=60, seed=2).json()["job_id"]).result
     assert result["accepted"] <= 40
@@ -179,6 +194,7 @@ def test_the_llm_job_counts_every_fault_and_caches_its_calls(transactional_db, w
         assert result["discards"][reason] == 1, (reason, result["discards"])
     assert result["discards"]["near_duplicate"] == 1  # the paraphrase of the existing question
     assert result["accepted"] == 12 - len(FAULTS) - 1
+    assert result["no_clear_sentence"] == 0  # a chat model asks about any page
     assert result["calls"] == 12 and result["cache_hits"] == 0
     assert collection.golden_entries.filter(origin=Origin.GENERATED).count() == result["accepted"]
     assert LLMCall.objects.count() == 12

@@ -461,6 +461,16 @@ CASES = [
     (WIDE_QUESTION, "30 days", REFUND_PAGE, "too_long"),
     ("How long do refunds take to arrive?", LONG_ANSWER, REFUND_PAGE, "too_long"),
     ("How long do refunds take to arrive?", WIDE_ANSWER, REFUND_PAGE, "too_long"),
+    # --- ill-formed: the old offline template writer's keyword salad, stray punctuation, no verb
+    (
+        "What is known about Refunds, receiving, packaging (Refund policy)?",
+        "Refunds are processed within 30 days of receiving the returned item.",
+        REFUND_PAGE,
+        "ill_formed",
+    ),
+    ("What is Look at you ! ''?", "Store credit is issued for returns.", REFUND_PAGE, "ill_formed"),
+    ("What refund window for a sale item?", "30 days", REFUND_PAGE, "ill_formed"),
+    ("Who pays for the the return shipping?", "The customer.", REFUND_PAGE, "ill_formed"),
     # --- passage dependent
     ("According to the passage, how long do refunds take?", "30 days", REFUND_PAGE, "passage_dependent"),
     (
@@ -540,11 +550,12 @@ def test_the_cases_cover_every_reason() -> None:
     assert len(CASES) >= 40
 
 
-def test_reasons_are_the_gate_s_seven_in_check_order() -> None:
+def test_reasons_are_the_gate_s_eight_in_check_order() -> None:
     assert REASONS == (
         "empty",
         "too_short",
         "too_long",
+        "ill_formed",
         "passage_dependent",
         "answer_giveaway",
         "unsupported_answer",
@@ -564,6 +575,14 @@ def test_details_say_why() -> None:
     assert check(
         "According to the passage, how long do refunds take?", "30 days", REFUND_PAGE, index
     ).detail == ('question matches "according to the passage"')
+    assert check(
+        "What is known about National, consolidated, catalogue (Primary source)?",
+        "30 days",
+        REFUND_PAGE,
+        index,
+    ).detail == (
+        'question is ill-formed: a keyword list, not a question: "National", "consolidated", "catalogue"'
+    )
     assert check("Is the refund window 30 days long?", "30 days", REFUND_PAGE, index).detail == (
         '2 of 2 answer terms already in the question: "30", "days"'
     )
@@ -597,6 +616,10 @@ def test_checks_run_in_order_the_first_failure_wins() -> None:
     assert check(
         "According to the passage, how long do refunds take?", "5 weeks", REFUND_PAGE, index
     ).reason == ("passage_dependent")
+    # ill-formed AND passage dependent: the form is judged first.
+    assert check(
+        "According to the passage, how long do refunds take ! ''?", "30 days", REFUND_PAGE, index
+    ).reason == ("ill_formed")
     # a giveaway that is also unsupported by the page and a near-duplicate.
     assert check(
         "Do refunds take 90 days?", "90 days", REFUND_PAGE, DuplicateIndex(["Do refunds take 90 days?"])
@@ -639,6 +662,9 @@ def test_limits_are_honoured() -> None:
         index,
         GateLimits(question_min_words=3),
     ).accepted
+    salad = ("What is known about Refunds, receiving, packaging?", "Refunds are processed within 30 days.")
+    assert check(*salad, REFUND_PAGE, index).reason == "ill_formed"
+    assert check(*salad, REFUND_PAGE, index, GateLimits(well_formed=False)).accepted
     paraphrase = ("How long do partial refunds take?", "30 days")
     assert check(*paraphrase, REFUND_PAGE, index).reason == "near_duplicate"  # 3 / 3.75 = 0.8
     assert check(*paraphrase, REFUND_PAGE, index, GateLimits(duplicate_min=0.85)).accepted
