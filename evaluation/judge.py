@@ -355,16 +355,22 @@ def context_relevancy(question: str, passages: Sequence[Passage], reference: str
 
 
 def judge_question(
-    question: str, reference: str, answer: Answer, passages: Sequence[Passage], judge: LLMJudge | None
+    question: str,
+    reference: str,
+    answer: Answer,
+    passages: Sequence[Passage],
+    judge: LLMJudge | None,
+    weights: TermWeights | None = None,
 ) -> dict[str, Score]:
     """The five metrics of one answered question, in METRICS order: by the heuristic when judge is None, else
-    by the judge (one call each, concurrently; a failed call falls back per metric)."""
+    by the judge (one call each, concurrently; a failed call falls back per metric). weights: term rarity in
+    the collection for the heuristic's support (None: over these passages)."""
     if judge is None:
         return {
-            "faithfulness": faithfulness(answer, passages),
-            "context_recall": context_recall(reference, passages),
+            "faithfulness": faithfulness(answer, passages, weights),
+            "context_recall": context_recall(reference, passages, weights),
             "answer_relevancy": answer_relevancy(question, answer),
-            "citation_precision": citation_precision(answer, passages),
+            "citation_precision": citation_precision(answer, passages, weights),
             "context_relevancy": context_relevancy(question, passages, reference),
         }
     calls: dict[str, Callable[[], Score]] = {
