@@ -159,3 +159,49 @@ def test_rare_terms_weigh_more():
 )
 def test_statements_are_not_cut_at_abbreviations(text, expected):
     assert statements(text) == expected
+
+
+# --- the labelled statements and the measurement ------------------------------------------------------------------
+
+
+def _agreement():
+    """benchmarks/judge_agreement.py as a module (benchmarks/ is no package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "judge_agreement" in sys.modules:
+        return sys.modules["judge_agreement"]
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "judge_agreement.py"
+    spec = importlib.util.spec_from_file_location("judge_agreement", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["judge_agreement"] = module  # its dataclasses look their module up while being made
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_labelled_statements_are_well_formed():
+    agreement = _agreement()
+    items = agreement.load(agreement.DEFAULT_DATA)
+    assert len(items) >= 300 and len({i.id for i in items}) == len(items)
+    assert {i.label for i in items} == {"supported", "partially", "not supported"}
+    assert all(i.statement.strip() and i.passages and all(p.text for p in i.passages) for i in items)
+    halves = {i.split for i in items}
+    assert halves == {"dev", "test"}
+    for question in {i.question_id for i in items}:  # a question's statements stay on one side
+        assert len({i.split for i in items if i.question_id == question}) == 1
+
+
+def test_the_new_support_ranks_better_than_plain_recall_on_the_test_half():
+    from evaluation.calibration import roc_auc
+
+    agreement = _agreement()
+    items = agreement.load(agreement.DEFAULT_DATA)
+    weights = agreement.collection_weights(items)
+    test = [i for i in items if i.split == "test"]
+    labels = [i.label == "supported" for i in test]
+    old = roc_auc([agreement.plain_recall(i)[0] for i in test], labels)
+    new = roc_auc([agreement.new_support(weights)(i)[0] for i in test], labels)
+    assert old is not None and new is not None and new > old + 0.02
