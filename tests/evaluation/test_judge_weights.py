@@ -63,3 +63,40 @@ def test_collection_rarity_changes_the_support_score(world):
     over_the_passage = judge.statement_support(statement, passage)
     assert in_collection["coverage"] == over_the_passage["coverage"] == pytest.approx(5 / 6, abs=1e-4)
     assert in_collection["support"] < over_the_passage["support"]
+
+
+def test_an_answer_evaluation_judges_with_the_collections_rarity(world, django_capture_on_commit_callbacks):
+    """The stored per-statement support of a run is the support with the collection's term rarity: with one
+    retrieved passage (top_k 1) rarity over the passages at hand would weigh every term alike."""
+    from evaluation.answer_writer import Passage as P
+    from evaluation.models import EvaluationRun
+    from goldenset import services
+    from goldenset.models import Job, JobStatus
+    from tests.support import add_entries
+
+    add_entries(
+        world.collection,
+        services.EntryInput(
+            question="How quickly do orders ship?",
+            expected_document_ids=["shipping"],
+            reference_answer="Orders ship within two business days from the Denver warehouse.",
+        ),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client.post(
+            "/lmkit/v1/search/evaluate/answers",
+            {"collection_id": "handbook", "configs": [{"search_type": "FullText", "top_k": 1}]},
+            format="json",
+        )
+    assert response.status_code == 202, response.json()
+    job = Job.objects.get(pk=response.json()["job_id"])
+    assert job.status == JobStatus.COMPLETED, job.error
+    run = EvaluationRun.objects.get(pk=job.result["runs"][0]["run_id"])
+    (result,) = run.results.all()
+    passages = [P(c["number"], c["document_id"], 1, c["title"], c["text"]) for c in result.context]
+    assert [p.document_id for p in passages] == ["shipping"]
+    (stored,) = result.judgements["context_recall"]["detail"]["statements"]
+    weights = collection_term_weights([world.collection])
+    with_collection = judge.statement_support(stored["text"], passages, weights)
+    over_the_passage = judge.statement_support(stored["text"], passages)
+    assert stored["support"] == with_collection["support"] != over_the_passage["support"]
