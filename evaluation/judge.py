@@ -30,8 +30,8 @@ Heuristic (deterministic, keyless: lexical overlap; the title of a passage count
   score. Supported = support >= SUPPORT_MIN. Faithfulness and context recall take the best evidence (each
   statement's detail keeps "text", "supported", "support", "passage", and adds "coverage", the plain share of
   terms, and "passages"); citation precision only the cited passage. Measured against 438 human-labelled
-  statements by benchmarks/judge_agreement.py (AUC 0.97 against 0.92 for plain content-word recall on the test
-  half; the README gives the figures and the command).
+  statements by benchmarks/judge_agreement.py (AUC 0.977 against 0.922 for plain content-word recall on the
+  test half; the README gives the figures and the command).
 - answer_relevancy = coverage of the question's content terms by the answer, times a focus factor
   RELEVANCY_FOCUS_FLOOR + (1 - RELEVANCY_FOCUS_FLOOR) * (share of the answer's statements sharing a term with
   the question): padding with off-topic statements costs up to half. Its natural scale is lower than the

@@ -28,6 +28,21 @@ WAR = Passage(
     "The Union finally won the war when General Robert E. Lee surrendered to General Ulysses S. Grant at "
     "Appomattox Court House. Four years of combat left 620,000 to 750,000 people dead. Slavery was abolished.",
 )
+SONG = Passage(
+    4,
+    "song",
+    1,
+    "My Name Is Human",
+    "Some of us are not human at all. The androids , the aliens ... They are n't coming . We are here .",
+)
+ATOM = Passage(
+    5,
+    "mass-number",
+    1,
+    "Mass number",
+    "The mass number is the number of protons and neutrons. This is not the same as the atomic number, which "
+    "denotes the number of protons and identifies an element.",
+)
 SEA = Passage(
     3,
     "dead-sea",
@@ -36,6 +51,8 @@ SEA = Passage(
     "The Dead Sea is a salt lake bordered by Jordan to the east. The Dead Sea is 304 m deep, the deepest "
     "hypersaline lake in the world.",
 )
+
+TWO_PASSAGES = "Lake Kariba lies between Zambia and Zimbabwe, and the Dead Sea is 304 m deep."
 
 CASES = [
     # numbers with separators, units, percentages, money and dates are whole terms
@@ -85,6 +102,10 @@ CASES = [
     # negation: seen as a word in the closest sentence
     ("The Union did not win the war.", [WAR], False, "negation added"),
     ("Slavery was not abolished.", [WAR], False, "short negation added"),
+    ("The androids, the aliens ... they aren't coming.", [SONG], True, "negation in the next sentence"),
+    ("No. Slavery was abolished.", [WAR], True, "a reply's No negates nothing"),
+    ("The atomic number identifies an element.", [ATOM], True, "a negation of another phrase"),
+    ("The atomic number does not identify an element.", [ATOM], False, "a negation of this phrase"),
     # limits: who did what to whom, when every word is there (a known limit of a lexical judge)
     (
         "General Ulysses S. Grant surrendered to General Robert E. Lee at Appomattox Court House.",
@@ -108,9 +129,9 @@ def test_tricky_statements(statement, passages, supported, why):
 
 
 def test_two_passages_are_named_when_they_support_together():
-    row = statement_support(CASES[17][0], [LAKE, SEA])
+    row = statement_support(TWO_PASSAGES, [LAKE, SEA])
     assert sorted(row["passages"]) == [1, 3] and row["passage"] == row["passages"][0]
-    assert statement_support(CASES[17][0], [LAKE])["passages"] == []
+    assert statement_support(TWO_PASSAGES, [LAKE])["passages"] == []
 
 
 def test_numbers_are_kept_whole():
