@@ -17,12 +17,21 @@ context_relevancy
 
 Every Score says how it was made (`method`): HEURISTIC or LLM_JUDGE.
 
-Heuristic (deterministic token overlap on goldenset.lexical content terms; the title of a passage counts as
-part of it):
+Heuristic (deterministic, keyless: lexical overlap; the title of a passage counts as part of it):
 
-- A statement is supported by a passage when the passage holds at least SUPPORT_MIN of the statement's distinct
-  content terms and every number in the statement ("30", "2024"). Faithfulness and context recall take the
-  best passage; citation precision only the cited one.
+- Support (`statement_support`, built in evaluation.judge_support): a statement's support by a passage is the
+  share of its content terms the passage holds, each weighed by its rarity (idf; in the collection when the
+  caller gives `TermWeights`, as answer evaluations do, else over the passages at hand), blended with the share
+  of its word pairs (adjacent content terms) found in order, then cut for a number the passage lacks, for a
+  short statement (SHORT_TERMS terms or fewer) missing any term, and for a negation word the passage's closest
+  sentence does not share. Numbers stay whole ("$1,000", "3.5%", "1,200 km", "March 3, 1998"); statements are
+  not cut at initials and abbreviations ("Robert E. Lee", "U.S. Army"). When no single passage reaches
+  SUPPORT_MIN, the best passage and one of the next two may support it together, at PAIR_DISCOUNT of their joint
+  score. Supported = support >= SUPPORT_MIN. Faithfulness and context recall take the best evidence (each
+  statement's detail keeps "text", "supported", "support", "passage", and adds "coverage", the plain share of
+  terms, and "passages"); citation precision only the cited passage. Measured against 438 human-labelled
+  statements by benchmarks/judge_agreement.py (AUC 0.977 against 0.922 for plain content-word recall on the
+  test half; the README gives the figures and the command).
 - answer_relevancy = coverage of the question's content terms by the answer, times a focus factor
   RELEVANCY_FOCUS_FLOOR + (1 - RELEVANCY_FOCUS_FLOOR) * (share of the answer's statements sharing a term with
   the question): padding with off-topic statements costs up to half. Its natural scale is lower than the
@@ -31,9 +40,11 @@ part of it):
   reference answer's (the reference's vocabulary recognizes a passage that answers without echoing the
   question); its score is the larger of the two shares.
 
-Honest limits of the heuristic: no synonyms or paraphrase ("two weeks" does not support "14 days"), no
-negation or word order ("refunds are not available" supports "refunds are available"), no reasoning across
-passages. A terse correct answer ("30 days") can score 0 on answer relevancy.
+Honest limits of the heuristic: no synonyms or paraphrase without shared words ("two weeks" does not support
+"14 days"); negation only as a word (not, no, never, without, n't) in the statement or the passage's closest
+sentence, so an antonym ("refunds are refused" for "refunds are given") or swapped roles ("Grant surrendered to
+Lee") pass when the words are there; no reasoning beyond two passages side by side. A terse correct answer
+("30 days") can score 0 on answer relevancy.
 
 LLM judge (`evaluation.judge_llm.LLMJudge`): one call per metric, temperature 0, asking for JSON (per-statement, per-citation or
 per-passage verdicts, or a 1-5 rating for relevancy, mapped to 0, .25, .5, .75, 1), validated strictly: a
@@ -64,6 +75,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evaluation.answer_writer import Answer, Passage, split_sentences, strip_markers
+from evaluation.judge_support import Evidence, TermWeights, evidence_of, support_of
 from goldenset import lexical
 
 if TYPE_CHECKING:
@@ -75,7 +87,9 @@ METRICS = JUDGED_METRICS
 HEURISTIC, LLM_JUDGE = "heuristic", "llm-judge"
 NOT_APPLICABLE, UNREADABLE = "not-applicable", "unreadable"
 
-SUPPORT_MIN = 0.6  # share of a statement's content terms a passage must hold to support it
+SUPPORT_MIN = 0.75  # the support score (judge_support.support_of) from which a statement is supported
+PAIR_DISCOUNT = 0.9  # two passages together support a statement at this share of their joint score (0: never)
+PAIR_CANDIDATES = 3  # the best passage is paired with the next best up to this rank
 RELEVANT_MIN = 0.5  # share of the question's (or the reference's) terms a relevant passage holds
 RELEVANCY_FOCUS_FLOOR = 0.5  # answer relevancy keeps at least this share when no statement is on topic
 
@@ -138,11 +152,45 @@ def _clauses(piece: str) -> list[str]:
     return [piece]
 
 
-def statements(text: str) -> list[str]:
-    """The atomic statements of text: its sentences, split further at ";" and at ", and" / ", but" joining two
-    independent clauses (see `_clauses`); citation markers removed; pieces without a content term dropped."""
+# A piece ending in an initial ("Robert E.", "Washington D.C.", "the U.S.") or a common abbreviation, before a
+# word that does not usually start a sentence: split_sentences cut there, the statement goes on.
+_ENDS_IN_ABBREVIATION = re.compile(
+    r"(?:\b[A-Z]\.(?:[A-Z]\.)*|\b(?:Jr|Sr|Inc|Ltd|Co|Corp|Gen|Gov|Sen|Rep|Lt|Col|Capt|Mt|Ft|Jan|Feb|Mar|Apr"
+    r"|Aug|Sept?|Oct|Nov|Dec|U\.S|U\.K)\.)$"
+)
+_STARTER_WORDS = (
+    "a an the he she it its they we i you this that these those there in on at after before when while but and "
+    "however his her their our as by for from if since so then thus"
+)
+_SENTENCE_STARTERS = frozenset(_STARTER_WORDS.split())
+
+
+def _continues(previous: str, following: str) -> bool:
+    if not _ENDS_IN_ABBREVIATION.search(previous):
+        return False
+    words = following.split(maxsplit=1)
+    return bool(words) and words[0].strip("\"'“(").casefold() not in _SENTENCE_STARTERS
+
+
+def statement_sentences(text: str) -> list[str]:
+    """split_sentences, with the cuts after an initial or abbreviation mended: "General Robert E. Lee
+    surrendered." and "It moved to the U.S. Army base." stay one sentence; "He lived in the U.S. He left." is
+    two (a pronoun, an article or a preposition after the stop starts a sentence)."""
     out: list[str] = []
-    for sentence in split_sentences(strip_markers(text)):
+    for sentence in split_sentences(text):
+        if out and _continues(out[-1], sentence):
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
+def statements(text: str) -> list[str]:
+    """The atomic statements of text: its sentences (`statement_sentences`), split further at ";" and at
+    ", and" / ", but" joining two independent clauses (see `_clauses`); citation markers removed; pieces without
+    a content term dropped."""
+    out: list[str] = []
+    for sentence in statement_sentences(strip_markers(text)):
         for part in sentence.split(";"):
             for clause in _clauses(part.strip()):
                 clause = clause.strip(" ,")
@@ -158,34 +206,57 @@ def _terms_of(passage: Passage) -> frozenset[str]:
     return frozenset(lexical.content_terms(f"{passage.title}\n{passage.text}"))
 
 
-def _support(statement: str, terms: frozenset[str]) -> tuple[bool, float]:
-    """(supported, coverage) of statement by a passage's terms: coverage >= SUPPORT_MIN and every number."""
-    own = lexical.content_terms(statement)
-    share = lexical.coverage(own, terms)
-    numbers_found = all(t in terms for t in own if any(c.isdigit() for c in t))
-    return bool(own) and share >= SUPPORT_MIN and numbers_found, share
+def _evidence(passages: Sequence[Passage]) -> list[Evidence]:
+    return [evidence_of(p.number, p.title, p.text) for p in passages]
 
 
-def _best_support(statement: str, passages: Sequence[tuple[Passage, frozenset[str]]]) -> dict[str, Any]:
-    best: tuple[bool, float, int | None] = (False, 0.0, None)
-    for passage, terms in passages:
-        supported, share = _support(statement, terms)
-        if (supported, share) > best[:2]:
-            best = (supported, share, passage.number)
-    supported, share, number = best
+def passage_weights(passages: Sequence[Passage]) -> TermWeights:
+    """Term rarity over the passages at hand, for a caller without collection statistics."""
+    return TermWeights.from_texts(f"{p.title}\n{p.text}" for p in passages)
+
+
+def _verdict(statement: str, evidence: Sequence[Evidence], weights: TermWeights) -> dict[str, Any]:
+    """The best support of statement by one piece of evidence, or by two together (see statement_support)."""
+    scored = sorted(
+        ((*support_of(statement, e, weights), e) for e in evidence), key=lambda row: (-row[0], row[2].numbers)
+    )
+    if not scored:
+        return {
+            "text": statement,
+            "supported": False,
+            "support": 0.0,
+            "coverage": 0.0,
+            "passage": None,
+            "passages": [],
+        }
+    score, coverage, best = scored[0]
+    if PAIR_DISCOUNT > 0 and score < SUPPORT_MIN:
+        for _, _, other in scored[1:PAIR_CANDIDATES]:
+            together, together_coverage = support_of(statement, best + other, weights)
+            if together * PAIR_DISCOUNT > score:
+                score, coverage, best = together * PAIR_DISCOUNT, together_coverage, best + other
+    supported = score >= SUPPORT_MIN
+    numbers = list(best.numbers) if supported else []
     return {
         "text": statement,
         "supported": supported,
-        "support": round(share, 4),
-        "passage": number if supported else None,
+        "support": round(score, 4),
+        "coverage": round(coverage, 4),
+        "passage": numbers[0] if numbers else None,
+        "passages": numbers,
     }
 
 
-def statement_support(statement: str, passages: Sequence[Passage], weights: Any = None) -> dict[str, Any]:
-    """One statement judged against passages: {"text", "supported", "support" (the continuous score),
-    "passage" (the best one, when supported), "passages"}. `weights` is reserved for term weights."""
-    row = _best_support(statement, [(p, _terms_of(p)) for p in passages])
-    return {**row, "passages": [row["passage"]] if row["passage"] is not None else []}
+def statement_support(
+    statement: str, passages: Sequence[Passage], weights: TermWeights | None = None
+) -> dict[str, Any]:
+    """How well passages support one statement, the heuristic's verdict: {"text", "supported", "support" (the
+    continuous score in 0..1; supported when >= SUPPORT_MIN), "coverage" (the plain share of the statement's
+    distinct terms found in the chosen evidence), "passage" (the supporting passage's number, or None),
+    "passages" (every supporting passage's number: two when two passages support it together)}.
+
+    weights: term rarity in the collection (`TermWeights`), or None for rarity over these passages."""
+    return _verdict(statement, _evidence(passages), weights or passage_weights(passages))
 
 
 def share_of(verdicts: Sequence[dict[str, Any]], key: str) -> float:
@@ -205,21 +276,27 @@ def judgeable(answer: Answer) -> tuple[list[str], str | None]:
 # --- heuristic metrics ------------------------------------------------------------------------------------------
 
 
-def faithfulness(answer: Answer, passages: Sequence[Passage]) -> Score:
+def _verdicts(
+    found: Sequence[str], passages: Sequence[Passage], weights: TermWeights | None
+) -> list[dict[str, Any]]:
+    evidence = _evidence(passages)
+    weights = weights or passage_weights(passages)
+    return [_verdict(s, evidence, weights) for s in found]
+
+
+def faithfulness(answer: Answer, passages: Sequence[Passage], weights: TermWeights | None = None) -> Score:
     found, problem = judgeable(answer)
     if problem:
         return excluded_score(HEURISTIC, problem)
-    indexed = [(p, _terms_of(p)) for p in passages]
-    verdicts = [_best_support(s, indexed) for s in found]
+    verdicts = _verdicts(found, passages, weights)
     return Score(share_of(verdicts, "supported"), HEURISTIC, {"statements": verdicts})
 
 
-def context_recall(reference: str, passages: Sequence[Passage]) -> Score:
+def context_recall(reference: str, passages: Sequence[Passage], weights: TermWeights | None = None) -> Score:
     found = statements(reference)
     if not found:
         return excluded_score(HEURISTIC, "no reference answer")
-    indexed = [(p, _terms_of(p)) for p in passages]
-    verdicts = [_best_support(s, indexed) for s in found]
+    verdicts = _verdicts(found, passages, weights)
     return Score(share_of(verdicts, "supported"), HEURISTIC, {"statements": verdicts})
 
 
@@ -235,15 +312,21 @@ def answer_relevancy(question: str, answer: Answer) -> Score:
     return Score(value, HEURISTIC, {"question_coverage": round(coverage, 4), "focus": round(focus, 4)})
 
 
-def citation_precision(answer: Answer, passages: Sequence[Passage]) -> Score:
+def citation_precision(
+    answer: Answer, passages: Sequence[Passage], weights: TermWeights | None = None
+) -> Score:
     problem = judgeable(answer)[1]
     if problem or not answer.citations:
         return excluded_score(HEURISTIC, problem or "the answer cited nothing", citations=[])
     by_number = {p.number: p for p in passages}
+    weights = weights or passage_weights(passages)
     verdicts = []
     for citation in answer.citations:
         passage = by_number.get(citation.number)
-        supported, share = _support(citation.statement, _terms_of(passage)) if passage else (False, 0.0)
+        supported, share = False, 0.0
+        if passage is not None:  # support by the cited passage alone: another passage cannot lend it
+            row = _verdict(citation.statement, _evidence([passage]), weights)
+            supported, share = row["supported"], row["support"]
         verdicts.append(
             {
                 "citation": citation.number,
@@ -283,16 +366,22 @@ def context_relevancy(question: str, passages: Sequence[Passage], reference: str
 
 
 def judge_question(
-    question: str, reference: str, answer: Answer, passages: Sequence[Passage], judge: LLMJudge | None
+    question: str,
+    reference: str,
+    answer: Answer,
+    passages: Sequence[Passage],
+    judge: LLMJudge | None,
+    weights: TermWeights | None = None,
 ) -> dict[str, Score]:
     """The five metrics of one answered question, in METRICS order: by the heuristic when judge is None, else
-    by the judge (one call each, concurrently; a failed call falls back per metric)."""
+    by the judge (one call each, concurrently; a failed call falls back per metric). weights: term rarity in
+    the collection for the heuristic's support (None: over these passages)."""
     if judge is None:
         return {
-            "faithfulness": faithfulness(answer, passages),
-            "context_recall": context_recall(reference, passages),
+            "faithfulness": faithfulness(answer, passages, weights),
+            "context_recall": context_recall(reference, passages, weights),
             "answer_relevancy": answer_relevancy(question, answer),
-            "citation_precision": citation_precision(answer, passages),
+            "citation_precision": citation_precision(answer, passages, weights),
             "context_relevancy": context_relevancy(question, passages, reference),
         }
     calls: dict[str, Callable[[], Score]] = {

@@ -91,6 +91,12 @@ EXPECTED: dict[str, list[str]] = {
         "| import_beir wall time (s) | pages/s | peak RSS of the import (MB) |",
         "all 3000 documents and their pages in the database: yes",
     ],
+    "judge_agreement": [
+        "## dev half: n ",
+        "(a) plain content-word recall (old verdict)",
+        "(c) new support, rarity over the collection",
+        "the hand-written variants alone",
+    ],
 }
 NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl", "vector_quality": DATASETS / "vaswani_npl"}
 BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
@@ -109,6 +115,7 @@ LONGEST_FIRST = [
     "serve_scale_bench",
     "incremental_bench",
     "fluency_bench",
+    "judge_agreement",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")

@@ -32,6 +32,7 @@ from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.calibration import effective_thresholds, judge_name
+from evaluation.services.judge_weights import collection_term_weights
 from evaluation.services.runs import empty_subset, questions_in, run_slices, run_store, run_summary
 from evaluation.services.search import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.services.targets import resolve_targets, target_client
@@ -245,6 +246,8 @@ def evaluate_answers(
         for index, q, keys, scores, page_ids in retrieved
     ]
 
+    # Term rarity in the collections for the heuristic judge (a bounded sample, cached per content version).
+    weights = collection_term_weights(collections)
     cache = DbCallCache()
     needs_client = judging is not None or any(m is not None for m in models)
     client = _client(cache) if needs_client else None
@@ -263,7 +266,12 @@ def evaluate_answers(
         assert pair.answer is not None
         if pair.answer.error is None and pair.question.answerable:
             pair.judged = judge.judge_question(
-                pair.question.question, pair.question.reference, pair.answer, pair.passages, judge_obj
+                pair.question.question,
+                pair.question.reference,
+                pair.answer,
+                pair.passages,
+                judge_obj,
+                weights,
             )
         return pair
 

@@ -30,6 +30,7 @@ from django.utils import timezone
 from evaluation import answer_writer, calibration, judge, verdicts
 from evaluation.labels import STATEMENT, LabelRow
 from evaluation.models import EvaluationRun, HumanLabel, JudgeThreshold, QuestionResult, RunKind
+from evaluation.services.judge_weights import collection_term_weights
 from goldenset.errors import EvalsiteError
 from goldenset.formats import Problems, fail
 from goldenset.models import Collection, GoldenEntry, Tenant
@@ -209,8 +210,9 @@ def _answer(text: str, refused: bool, passages, citations=None) -> answer_writer
     return answer_writer.Answer(text, refused, cited, "labelled", "", -1.0)
 
 
-def _heuristic(item: _Item, result: QuestionResult | None, reference: str) -> float | None:
-    """The heuristic's score of the item now: a statement's support, or the question's metric."""
+def _heuristic(item: _Item, result: QuestionResult | None, reference: str, weights) -> float | None:
+    """The heuristic's score of the item now, with the collection's term rarity as an evaluation has it: a
+    statement's support, or the question's metric."""
     label = item.label
     if result is not None:
         passages = _passages(result.context)
@@ -219,12 +221,12 @@ def _heuristic(item: _Item, result: QuestionResult | None, reference: str) -> fl
         passages = _passages(label.passages)
         answer = _answer(label.answer, False, passages)
     if item.level == STATEMENT:
-        return float(judge.statement_support(item.statement, passages)["support"])
+        return float(judge.statement_support(item.statement, passages, weights)["support"])
     score = {
-        "faithfulness": lambda: judge.faithfulness(answer, passages),
-        "context_recall": lambda: judge.context_recall(reference, passages),
+        "faithfulness": lambda: judge.faithfulness(answer, passages, weights),
+        "context_recall": lambda: judge.context_recall(reference, passages, weights),
         "answer_relevancy": lambda: judge.answer_relevancy(label.question, answer),
-        "citation_precision": lambda: judge.citation_precision(answer, passages),
+        "citation_precision": lambda: judge.citation_precision(answer, passages, weights),
         "context_relevancy": lambda: judge.context_relevancy(label.question, passages, reference),
     }[item.metric]()
     return score.value
@@ -312,6 +314,7 @@ def _build_report(collection: Collection) -> dict[str, Any]:
         ).only("run_id", "entry_id", "answer", "refused", "citations", "context", "judgements")
     }
     raters = sorted({label.rater for label in labels})
+    weights = collection_term_weights([collection]) if items else None
     groups: dict[tuple[str, str, str], tuple[list[float], list[bool]]] = defaultdict(lambda: ([], []))
     ties: dict[tuple[str, str], int] = defaultdict(int)
     warnings = []
@@ -325,7 +328,7 @@ def _build_report(collection: Collection) -> dict[str, Any]:
         if label.run_id and result is None:
             continue  # the golden entry was deleted since: its run result can no longer be found
         reference = label.entry.reference_answer if label.entry is not None else ""
-        scored = [(HEURISTIC, _heuristic(item, result, reference))]
+        scored = [(HEURISTIC, _heuristic(item, result, reference, weights))]
         if result is not None and label.run is not None:
             scored.append((judge_name(label.run.config.get("judge_model")), _stored_llm(item, result)))
         for judge_key, score in scored:

@@ -118,16 +118,28 @@ def test_heuristic_faithfulness_counts_supported_statements():
                 "text": "Customers get a full refund within 30 days.",
                 "supported": True,
                 "support": 1.0,
+                "coverage": 1.0,
                 "passage": 1,
+                "passages": [1],
             },
-            # 5 of its 6 terms are in passage 1, but the number 45 is not:
+            # 5 of its 6 terms are in passage 1, but the number 45 is not: the score is halved, and the pair
+            # (45, day) is missing too.
             {
                 "text": "Customers get a full refund within 45 days.",
                 "supported": False,
-                "support": 0.8333,
+                "support": 0.3735,
+                "coverage": 0.8333,
                 "passage": None,
+                "passages": [],
             },
-            {"text": "The moon is made of cheese.", "supported": False, "support": 0.0, "passage": None},
+            {
+                "text": "The moon is made of cheese.",
+                "supported": False,
+                "support": 0.0,
+                "coverage": 0.0,
+                "passage": None,
+                "passages": [],
+            },
         ]
     }
     assert score.calls == 0
