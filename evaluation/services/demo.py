@@ -4,6 +4,8 @@ so every start prints the same ones. Safe to run again: each part is made only w
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +15,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from evaluation.configs import parse_answer_configs, parse_configs
-from evaluation.models import EvaluationRun, RunKind
+from evaluation.labels import LabelRow, read_rows
+from evaluation.models import EvaluationRun, HumanLabel, RunKind
 from evaluation.services.answers import evaluate_answers
+from evaluation.services.calibration import labels_import
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.search import available_rerankers
 from goldenset import importers, services
@@ -85,6 +89,12 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
                 for r in runs
             )
         )
+    if not HumanLabel.objects.filter(collection=collection).exists():
+        rows = demo_labels()
+        result = labels_import(
+            tenant=tenant, collection=collection, rows=rows, actor=services.actor_command("load_demo")
+        )
+        say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
     password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
     with transaction.atomic():
         user, created = get_user_model().objects.get_or_create(
@@ -103,6 +113,20 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
         key_path.write_text(secret)
         key_path.chmod(0o600)
     return password, secret
+
+
+def demo_labels() -> list[LabelRow]:
+    """The held-out half of the statements labelled for the offline judge (benchmarks/data, its README says how
+    they were made): faithfulness statement labels of ClapNQ questions, each with its passages. Only the test
+    half, the one the judge was not tuned on (the split of benchmarks/judge_agreement.py), so the demo's
+    calibration figures are the honest ones."""
+    path = Path(settings.BASE_DIR) / "benchmarks" / "data" / "judge_statements.jsonl"
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        row = json.loads(line)
+        if hashlib.sha256(f"judge-split:{row['question_id']}".encode()).hexdigest()[0] >= "8":
+            records.append((f"line {number}", {**row, "metric": "faithfulness"}))
+    return read_rows(records)
 
 
 def _secret_file(name: str, make: Callable[[], str]) -> str:

@@ -7,7 +7,8 @@ from io import StringIO
 from django.core.management import call_command
 from django.test import override_settings
 
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationRun, HumanLabel
+from evaluation.services.calibration import run_calibration
 from goldenset.models import ApiKey, Collection, GoldenEntry, Membership, hash_api_key
 
 
@@ -42,6 +43,13 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
     assert "Loaded ClapNQ" in first.getvalue() and "Evaluated the demo golden set" in first.getvalue()
     assert "Evaluated the demo answers offline" in first.getvalue()
     assert "Loaded ClapNQ" not in second.getvalue() and "Evaluated" not in second.getvalue()
+    # The held-out half of the judge's labelled statements, once: the Calibration tab and the run pages show
+    # the heuristic's agreement with them.
+    assert HumanLabel.objects.filter(collection=collection).count() == 265
+    assert "Loaded 265 human statement labels" in first.getvalue() and "labels" not in second.getvalue()
+    shown = run_calibration(answer_runs.get(label="answers fulltext"))
+    assert shown["faithfulness"]["judge"] == "heuristic" and shown["faithfulness"]["level"] == "statement"
+    assert shown["faithfulness"]["n"] == 265 and shown["faithfulness"]["auc"] > 0.9
 
     lines = {out: out.getvalue().strip().splitlines()[-2:] for out in (first, second)}
     assert lines[first] == lines[second]  # the same login and the same key each start
