@@ -47,6 +47,12 @@ def test_a_user_uploads_labels_reads_the_calibration_and_applies_a_threshold(
     assert "Imported labels.json: 16 labels created" in page.inner_text("body")
     page.wait_for_selector("#roc-faithfulness-question .main-svg")
     page.wait_for_selector("#reliability-faithfulness-question .main-svg")
+    # Each chart fits its half of the row (plotly sizes a chart once, when its script runs).
+    fits = page.evaluate(
+        """() => [...document.querySelectorAll('.chart-pair .chart')].map(
+            c => c.querySelector('.main-svg').getBoundingClientRect().width <= c.getBoundingClientRect().width)"""
+    )
+    assert fits == [True, True]
     screenshot(page, "calibration-01-report")
     row = page.inner_text("#calibration-faithfulness-question tbody tr")
     assert row.startswith("heuristic") and "default" in row
