@@ -14,7 +14,9 @@ from evaluation.models import HumanLabel, JudgeThreshold
 from evaluation.services.answers import evaluate_answers
 from evaluation.services.search import available_rerankers
 from goldenset import services
+from tests.answer_support import scripted_rag
 from tests.dashboard.conftest import text_of
+from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import add_entries
 
 REFUNDS = [
@@ -81,3 +83,38 @@ def test_another_tenants_calibration_is_404(alice, world):
         ).status_code
         == 404
     )
+
+
+def test_an_llm_judges_calibration_shows_on_the_tab_and_its_run(alice, world, llm_server, settings):
+    """End to end with the scripted server as the judge: an answer run judged by it, people's statement labels
+    of that run uploaded on the tab, the judge's row and charts on the tab and its AUC on the run's page."""
+    settings.EVALSITE_LLM_BASE_URL = llm_server.url
+    settings.EVALSITE_LLM_MODEL = "scripted"
+    settings.EVALSITE_LLM_MAX_ATTEMPTS = 1
+    llm_server.reply(r".", scripted_rag)  # answers from passage [1]; judges every statement supported
+    add_entries(
+        world.collection,
+        services.EntryInput(question="How many days do customers have to get a full refund?", key="d1",
+                            expected_document_ids=["refunds"]),
+        services.EntryInput(question="How quickly do orders ship?", key="d2", expected_document_ids=["shipping"]),
+    )  # fmt: skip
+    configs = parse_answer_configs([{"label": "judged"}], available_rerankers())
+    _, (run,) = evaluate_answers(
+        tenant=world.tenant, collections=[world.collection], configs=configs, judge_model="scripted"
+    )
+    results = {r.entry_key: r for r in run.results.all()}
+    rows = [
+        {"question_id": key, "rater": "ann", "metric": "faithfulness", "label": label, "run_id": str(run.pk),
+         "statement": results[key].judgements["faithfulness"]["detail"]["statements"][0]["text"]}
+        for key, label in (("d1", "supported"), ("d2", "not supported"))
+    ]  # fmt: skip
+    url = reverse("dashboard:collection-calibration", args=["handbook"])
+    assert alice.post(url, {"file": label_file(rows)}).status_code == 302
+    page = alice.get(url)
+    html = page.content.decode()
+    assert 'id="roc-faithfulness-statement"' in html
+    table = text_of(page)
+    assert "llm-judge:scripted 2 0.50" in table  # supports both: no better than chance on these two
+    assert "heuristic 2" in table  # the heuristic judged the same stored answers
+    run_page = text_of(alice.get(reverse("dashboard:run", args=[run.pk])))
+    assert "AUC 0.50 against 2 human statement labels" in run_page
