@@ -34,22 +34,20 @@ class SearchIn(TenantIn):
     fulltext_weight = serializers.JSONField(required=False, allow_null=True)
 
 
-class EvaluateIn(TenantIn):
-    collection_id = serializers.CharField(required=False, allow_blank=True)
-    collection_ids = serializers.ListField(
-        child=serializers.CharField(), required=False, max_length=MAX_COLLECTIONS_PER_CALL
-    )
-    ks = serializers.JSONField(
+def threshold_sources_field() -> serializers.DictField:
+    """An answer run config's threshold_sources (the same in each of its shapes)."""
+    return serializers.DictField(
+        child=serializers.DictField(),
         required=False,
-        allow_null=True,
-        help_text='Numbers or numeric strings, e.g. [1, 5, 10] or ["10"]; default [1, 5, 10].',
+        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
+        "(a calibrated one with its labels, AUC and best-threshold interval).",
     )
-    configs = serializers.JSONField(
-        required=False,
-        allow_null=True,
-        help_text="[{label, search_type: FullText|Vector|Hybrid, fusion: Rrf|Weighted, rerank, bm25_variant, "
-        "top_k, as_of, include_superseded, tags, origin, reviewed_only, skip_unreviewed_generated}]",
-    )
+
+
+class SubsetIn(TenantIn):
+    """The golden entries an evaluation asks (evaluation.slices.Subset), in a request body; read strictly by
+    evaluation.configs (so values stay JSON here: a bad one is a 400 naming its field there)."""
+
     tags = serializers.JSONField(
         required=False, allow_null=True, help_text="Ask only the golden entries carrying any of these tags."
     )
@@ -65,6 +63,24 @@ class EvaluateIn(TenantIn):
         required=False,
         allow_null=True,
         help_text="Leave out generated entries nobody reviewed yet; manual and imported ones stay (default false).",
+    )
+
+
+class EvaluateIn(SubsetIn):
+    collection_id = serializers.CharField(required=False, allow_blank=True)
+    collection_ids = serializers.ListField(
+        child=serializers.CharField(), required=False, max_length=MAX_COLLECTIONS_PER_CALL
+    )
+    ks = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text='Numbers or numeric strings, e.g. [1, 5, 10] or ["10"]; default [1, 5, 10].',
+    )
+    configs = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="[{label, search_type: FullText|Vector|Hybrid, fusion: Rrf|Weighted, rerank, bm25_variant, "
+        "top_k, as_of, include_superseded, tags, origin, reviewed_only, skip_unreviewed_generated}]",
     )
 
 
@@ -84,7 +100,7 @@ class AnswerIn(SearchIn):
     )
 
 
-class EvaluateAnswersIn(TenantIn):
+class EvaluateAnswersIn(SubsetIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
     collection_ids = serializers.ListField(
         child=serializers.CharField(), required=False, max_length=MAX_COLLECTIONS_PER_CALL
@@ -124,22 +140,6 @@ class EvaluateAnswersIn(TenantIn):
         required=False,
         allow_null=True,
         help_text="{metric: 0..1}; defaults context_relevancy 0.6, faithfulness 0.6, answer_relevancy 0.4.",
-    )
-    tags = serializers.JSONField(
-        required=False, allow_null=True, help_text="Ask only the golden entries carrying any of these tags."
-    )
-    origin = serializers.JSONField(
-        required=False,
-        allow_null=True,
-        help_text="Ask only entries of these origins: Manual, Imported, Generated.",
-    )
-    reviewed_only = serializers.JSONField(
-        required=False, allow_null=True, help_text="Ask only entries marked reviewed (default false)."
-    )
-    skip_unreviewed_generated = serializers.JSONField(
-        required=False,
-        allow_null=True,
-        help_text="Leave out generated entries nobody reviewed yet; manual and imported ones stay (default false).",
     )
 
 
@@ -252,12 +252,7 @@ class RunConfigOut(SearchConfigOut):
         required=False, allow_null=True, help_text=JUDGE_TEMPERATURE_HELP
     )
     thresholds = serializers.DictField(child=serializers.FloatField(), required=False)
-    threshold_sources = serializers.DictField(
-        child=serializers.DictField(),
-        required=False,
-        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
-        "(a calibrated one with its labels, AUC and best-threshold interval).",
-    )
+    threshold_sources = threshold_sources_field()
     subset = SubsetOut(required=False)
 
 
@@ -446,12 +441,7 @@ class AnswerRunConfigOut(AnswerConfigOut):
         required=False, allow_null=True, help_text=JUDGE_TEMPERATURE_HELP
     )
     thresholds = serializers.DictField(child=serializers.FloatField())
-    threshold_sources = serializers.DictField(
-        child=serializers.DictField(),
-        required=False,
-        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
-        "(a calibrated one with its labels, AUC and best-threshold interval).",
-    )
+    threshold_sources = threshold_sources_field()
     subset = SubsetOut(required=False)
 
 
@@ -470,12 +460,7 @@ class AnswerTargetRunConfigOut(serializers.Serializer):
         required=False, allow_null=True, help_text=JUDGE_TEMPERATURE_HELP
     )
     thresholds = serializers.DictField(child=serializers.FloatField())
-    threshold_sources = serializers.DictField(
-        child=serializers.DictField(),
-        required=False,
-        help_text='Where each threshold came from: {"source": "default" | "request" | "calibrated", ...} '
-        "(a calibrated one with its labels, AUC and best-threshold interval).",
-    )
+    threshold_sources = threshold_sources_field()
     subset = SubsetOut(required=False)
 
 

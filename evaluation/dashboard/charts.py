@@ -254,19 +254,22 @@ def latency_figure(points: Sequence[tuple[str, float, float]], metric: str) -> g
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
+def _diagonal(name: str) -> dict[str, Any]:
+    """The reference line from (0, 0) to (1, 1): chance on a ROC plot, a calibrated judge on a reliability one."""
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "x": [0, 1],
+        "y": [0, 1],
+        "name": name,
+        "line": {"dash": "dot", "color": "#999"},
+        "hoverinfo": "skip",
+    }
+
+
 def roc_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """One ROC curve per judge of a metric and level (rows of the calibration report), beside chance."""
-    traces: list[dict[str, Any]] = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "x": [0, 1],
-            "y": [0, 1],
-            "name": "chance",
-            "line": {"dash": "dot", "color": "#999"},
-            "hoverinfo": "skip",
-        }
-    ]
+    traces: list[dict[str, Any]] = [_diagonal("chance")]
     for row in rows:
         name = html.escape(
             f"{row['judge']} (AUC {row['auc']:.2f})" if row["auc"] is not None else row["judge"]
@@ -294,17 +297,7 @@ def roc_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
 def reliability_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Binned judge score against the share of the bin's items people passed; the diagonal is a judge whose
     score means what it says."""
-    traces: list[dict[str, Any]] = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "x": [0, 1],
-            "y": [0, 1],
-            "name": "calibrated",
-            "line": {"dash": "dot", "color": "#999"},
-            "hoverinfo": "skip",
-        }
-    ]
+    traces: list[dict[str, Any]] = [_diagonal("calibrated")]
     for row in rows:
         bins = [b for b in row["reliability"] if b["count"]]
         name = html.escape(row["judge"])
