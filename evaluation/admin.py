@@ -7,10 +7,10 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 
-from evaluation.models import Target
+from evaluation.models import HumanLabel, JudgeThreshold, Target
 from evaluation.services import targets as target_services
 from evaluation.targets import secret_header_lines
-from goldenset.admin.common import PathLabelsMixin, TenantFilter, actor_for
+from goldenset.admin.common import CollectionFilter, PathLabelsMixin, ReadOnlyAdmin, TenantFilter, actor_for
 from goldenset.errors import EvalsiteError
 
 FIELDS = ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit", "options")
@@ -91,3 +91,39 @@ class TargetAdmin(PathLabelsMixin):
         with transaction.atomic():
             for target in queryset:
                 target_services.target_delete(target=target, actor=actor_for(request))
+
+
+# --- human labels and calibrated thresholds: written through their services (import, Calibration tab) ---------
+
+
+@admin.register(HumanLabel)
+class HumanLabelAdmin(ReadOnlyAdmin):
+    """People's verdicts, to browse: imported all or nothing (import_labels, the API, the Calibration tab), so
+    no hand edit here can leave an import half-changed or skip its audit event."""
+
+    list_display = (
+        "collection",
+        "entry_key",
+        "metric",
+        "level",
+        "rater",
+        "verdict",
+        "statement_start",
+        "run",
+    )
+    list_filter = ("metric", "level", "rater", CollectionFilter)
+    list_select_related = ("collection",)
+    search_fields = ("=entry_key", "=rater", "statement")
+
+    @admin.display(description="statement")
+    def statement_start(self, obj: HumanLabel) -> str:
+        return obj.statement[:80]
+
+
+@admin.register(JudgeThreshold)
+class JudgeThresholdAdmin(ReadOnlyAdmin):
+    """Calibrated thresholds in force; applied and reset on the Calibration tab or with manage.py calibration."""
+
+    list_display = ("collection", "judge", "metric", "value", "created_at")
+    list_filter = ("metric", CollectionFilter)
+    list_select_related = ("collection",)

@@ -97,6 +97,11 @@ EXPECTED: dict[str, list[str]] = {
         "(c) new support, rarity over the collection",
         "the hand-written variants alone",
     ],
+    "calibration_bench": [
+        "200 labels (2 raters, 100 items)",
+        "report, cold (every item scored by the heuristic now):",
+        "heuristic faithfulness (statement): n 90, AUC",
+    ],
 }
 NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl", "vector_quality": DATASETS / "vaswani_npl"}
 BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
@@ -116,6 +121,7 @@ LONGEST_FIRST = [
     "incremental_bench",
     "fluency_bench",
     "judge_agreement",
+    "calibration_bench",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")

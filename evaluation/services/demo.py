@@ -89,8 +89,10 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
                 for r in runs
             )
         )
-    if not HumanLabel.objects.filter(collection=collection).exists():
-        rows = demo_labels()
+    keys = set(collection.golden_entries.values_list("key", flat=True))
+    # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
+    rows = [row for row in demo_labels() if row.question_id in keys]
+    if rows and not HumanLabel.objects.filter(collection=collection).exists():
         result = labels_import(
             tenant=tenant, collection=collection, rows=rows, actor=services.actor_command("load_demo")
         )

@@ -144,7 +144,7 @@ def test_a_user_imports_evaluates_compares_and_curates_in_the_browser(
     collection_box.check()
     assert (
         f"clapnq ({CLAPNQ_ANSWERABLE} questions with expected documents)"
-        in page.locator("fieldset").inner_text()
+        in page.get_by_role("group", name="Collections").inner_text()
     )
     page.fill("input[name=ks]", "1,5,10")
     rows = page.locator("table.configs tbody tr")
