@@ -46,10 +46,13 @@ def run_slices(run: EvaluationRun) -> SliceTable | None:
     """The run's slices as its page's table; None for a run without any (failed, or stored before slices)."""
     slices: Mapping[str, Mapping[str, Mapping]] = run.slices or {}
     names = ordered_metrics(slice_metric_names(slices))
+    # In KINDS order and by name: a JSON column's key order is the database's (PostgreSQL's jsonb sorts keys
+    # by length), never the order the breakdown was written in.
+    kinds = dict.fromkeys([*KINDS, *slices])
     lines = [
         SliceLine(kind, name, int(figures.get("n", 0)), [figure_text(m, figures.get(m)) for m in names])
-        for kind, by_name in slices.items()
-        for name, figures in by_name.items()
+        for kind in kinds
+        for name, figures in sorted((slices.get(kind) or {}).items())
     ]
     return SliceTable(names, lines) if lines else None
 
