@@ -52,8 +52,8 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
                 return redirect("dashboard:collection-calibration", slug=collection.slug)
     report = calibration.calibration_report(collection=collection)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in report["judges"]:
-        groups[(row["metric"], row["level"])].append(row)
+    for row in report["judges"]:  # copies: the report is the process's cached one, shared with the API
+        groups[(row["metric"], row["level"])].append(dict(row))
     applied = {(t["judge"], t["metric"]): t for t in calibration.thresholds_list(collection)}
     sections = []
     for (metric, level), rows in groups.items():

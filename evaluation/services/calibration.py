@@ -280,7 +280,7 @@ def calibration_report(
     *, collection: Collection, metric: str | None = None, judge_filter: str | None = None
 ) -> dict[str, Any]:
     """The calibration report of a collection's labels (see the module doc), filtered by metric and judge.
-    Cached per process until a label or a threshold changes."""
+    Cached per process until a label, a threshold or a golden entry changes: callers must not change it."""
     key = _fingerprint(collection)
     with _REPORTS_LOCK:
         report = _REPORTS.get(key)

@@ -118,3 +118,20 @@ def test_an_llm_judges_calibration_shows_on_the_tab_and_its_run(alice, world, ll
     assert "heuristic 2" in table  # the heuristic judged the same stored answers
     run_page = text_of(alice.get(reverse("dashboard:run", args=[run.pk])))
     assert "AUC 0.50 against 2 human statement labels" in run_page
+
+
+def test_the_tab_leaves_the_reports_rows_as_the_api_answers_them(alice, world):
+    """The report is cached per process and shared: the tab's own row fields never leak into the API's."""
+    add_entries(world.collection, services.EntryInput(question="Refund days?", key="e1"), services.EntryInput(
+        question="Shipping days?", key="e2"))  # fmt: skip
+    rows = [
+        {"question_id": q, "rater": "ann", "metric": "faithfulness", "label": label, "answer": answer,
+         "passages": REFUNDS}
+        for q, label, answer in (("e1", "pass", COPY), ("e2", "fail", OFF))
+    ]  # fmt: skip
+    assert alice.post(
+        reverse("dashboard:collection-calibration", args=["handbook"]), {"file": label_file(rows)}
+    )
+    assert "Apply" in text_of(alice.get(reverse("dashboard:collection-calibration", args=["handbook"])))
+    report = world.client.get("/lmkit/v1/search/evaluate/calibration", {"collection_id": "handbook"}).json()
+    assert "can_apply" not in report["judges"][0] and "applied" not in report["judges"][0]
