@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from goldenset.formats import FormatError, Problems, decode, fail
+from goldenset.formats.json_rows import json_records
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 QUESTION, STATEMENT = "question", "statement"
@@ -195,24 +196,6 @@ def read_row(row: dict[str, Any], where: str) -> LabelRow:
     )
 
 
-def _records(text: str) -> list[tuple[str, Any]]:
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise fail(f"line {exc.lineno}", f"not JSON ({exc.msg}).", line=exc.lineno) from None
-        return [(f"record {i}", item) for i, item in enumerate(data, 1)]
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                out.append((f"line {number}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise fail(f"line {number}", f"not JSON ({exc.msg}).", line=number) from None
-    return out
-
-
 def read_labels(data: bytes | str, *, fmt: str | None = None) -> list[LabelRow]:
     """Every label of a file (CSV with a header, a JSON list, or JSON lines; `fmt` "csv" | "json", else told
     apart by the first character), or one FormatError naming every bad row (up to 50)."""
@@ -223,7 +206,7 @@ def read_labels(data: bytes | str, *, fmt: str | None = None) -> list[LabelRow]:
         )
     is_json = fmt == "json" or (fmt is None and text.lstrip()[:1] in ("[", "{"))
     if is_json:
-        records = _records(text)
+        records = json_records(text, first=1)
     else:
         reader = csv.DictReader(io.StringIO(text))
         if not reader.fieldnames or "question_id" not in reader.fieldnames:
@@ -239,6 +222,8 @@ def read_rows(records: list[tuple[str, Any]]) -> list[LabelRow]:
     problems, rows = Problems(), []
     for where, record in records:
         with problems.row():
+            if isinstance(record, FormatError):  # a line that is not JSON
+                raise record
             if not isinstance(record, dict):
                 raise fail(where, "expected an object of label fields.")
             rows.append(read_row(record, where))

@@ -89,14 +89,15 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
                 for r in runs
             )
         )
-    keys = set(collection.golden_entries.values_list("key", flat=True))
-    # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
-    rows = [row for row in demo_labels() if row.question_id in keys]
-    if rows and not HumanLabel.objects.filter(collection=collection).exists():
-        result = labels_import(
-            tenant=tenant, collection=collection, rows=rows, actor=services.actor_command("load_demo")
-        )
-        say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
+    if not HumanLabel.objects.filter(collection=collection).exists():
+        keys = set(collection.golden_entries.values_list("key", flat=True))
+        # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
+        rows = [row for row in demo_labels() if row.question_id in keys]
+        if rows:
+            result = labels_import(
+                tenant=tenant, collection=collection, rows=rows, actor=services.actor_command("load_demo")
+            )
+            say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
     password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
     with transaction.atomic():
         user, created = get_user_model().objects.get_or_create(

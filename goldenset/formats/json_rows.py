@@ -29,8 +29,9 @@ DEEPEVAL_RUN_FIELDS = {"actual_output", "retrieval_context", "tools_called", "ex
 EXTRA_FIELDS = ("key", "expected_document_ids", "grades", "tags", "answerable")
 
 
-def _rows(text: str) -> list[tuple[str, Any]]:
-    """(where, value) of each row of a JSON array or a JSONL file."""
+def json_records(text: str, *, first: int = 0) -> list[tuple[str, Any]]:
+    """(where, value) of each row of a JSON array ("record N", counted from `first`) or a JSONL file ("line N");
+    a line that is not JSON has its FormatError as its value, so every bad line is reported."""
     if not text.strip():
         raise fail("line 1", "the file is empty.", line=1)
     stripped = text.lstrip()
@@ -43,7 +44,7 @@ def _rows(text: str) -> list[tuple[str, Any]]:
             ) from None
         except RecursionError:
             raise fail("line 1", "not JSON (nested too deeply).", line=1) from None
-        return [(f"record {i}", value) for i, value in enumerate(values)]
+        return [(f"record {i}", value) for i, value in enumerate(values, start=first)]
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -126,7 +127,7 @@ def _unknown(row: Mapping[str, Any], known: set[str], where: str) -> None:
 def read_ragas(text: str) -> list[Entry]:
     entries = []
     problems = Problems()
-    for where, value in _rows(text):
+    for where, value in json_records(text):
         with problems.row():
             row = _object(value, where)
             _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids", "evalsite",
@@ -171,7 +172,7 @@ def write_ragas(entries: Sequence[Entry], name: str) -> Written:
 def read_deepeval(text: str) -> list[Entry]:
     entries = []
     problems = Problems()
-    for where, value in _rows(text):
+    for where, value in json_records(text):
         with problems.row():
             row = _object(value, where)
             _unknown(
@@ -214,7 +215,7 @@ def write_deepeval(entries: Sequence[Entry], name: str) -> Written:
 def read_phoenix(text: str) -> list[Entry]:
     entries = []
     problems = Problems()
-    for where, value in _rows(text):
+    for where, value in json_records(text):
         with problems.row():
             row = _object(value, where)
             _unknown(row, {"id", "input", "output", "metadata"}, where)
