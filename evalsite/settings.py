@@ -226,6 +226,21 @@ EVALSITE_TARGET_KEYS = env_list("EVALSITE_TARGET_KEYS", [])
 EVALSITE_TARGET_SYNC_QUESTIONS = env_int("EVALSITE_TARGET_SYNC_QUESTIONS", 200, minimum=0)
 # The dotted paths of the callables `python` targets may load; any other is refused (code execution).
 EVALSITE_PYTHON_TARGETS = env_list("EVALSITE_PYTHON_TARGETS", [])
+# Where URLs a tenant sets (targets) may lead beyond public addresses: networks (10.0.0.0/8, ::1) and host
+# names (es.internal, *.corp.example), comma-separated. Unset: public addresses only (evaluation.egress).
+EVALSITE_OUTBOUND_ALLOW = env_list("EVALSITE_OUTBOUND_ALLOW", [])
+
+
+def _check_outbound_allow(entries: list[str]) -> None:
+    from evaluation.egress import EgressPolicy  # pure: no Django import, safe while settings load
+
+    try:
+        EgressPolicy.parse(entries)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"EVALSITE_OUTBOUND_ALLOW: {exc}") from None
+
+
+_check_outbound_allow(EVALSITE_OUTBOUND_ALLOW)
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.
 EVALSITE_PAGE_CHARS = env_int("EVALSITE_PAGE_CHARS", 2000, minimum=200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_MAX_REQUEST_BYTES

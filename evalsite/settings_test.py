@@ -16,6 +16,10 @@ from evalsite.settings import *  # noqa: E402,F403
 from evalsite.settings import Q_CLUSTER  # noqa: E402
 
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
+
+# The tests' scripted servers listen on loopback: allowed here, as an operator would allow an internal network.
+# Tests of the refusal turn it off (override_settings, or the variable unset for a server subprocess).
+EVALSITE_OUTBOUND_ALLOW = ["127.0.0.0/8", "::1"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Index files of this test process only (the tests' databases reuse primary keys and content versions).

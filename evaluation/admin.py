@@ -45,7 +45,12 @@ class TargetAdminForm(forms.ModelForm):
             return cleaned
         try:  # the services' own checks, before anything is written
             cleaned["options"] = target_services.target_check(
-                cleaned["kind"], cleaned.get("options") or {}, cleaned.get("base_url") or ""
+                cleaned["kind"],
+                cleaned.get("options") or {},
+                cleaned.get("base_url") or "",
+                headers=cleaned.get("headers") or {},
+                secret_headers=cleaned.get("secret_headers") or {},
+                stored=Target.objects.get(pk=self.instance.pk) if self.instance.pk else None,
             )
         except EvalsiteError as exc:
             field = str(exc.details.get("field", "")).split(".", 1)[0]

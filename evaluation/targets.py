@@ -18,7 +18,12 @@ placeholder replaced by the value's text, so a query holding quotes or braces st
 The ids a target returns are mapped through its optional ``id_transform`` (``{"regex": ...}``: the first group,
 or the whole match, of ids that match; ``{"jmespath": ...}``: evaluated on the id), and a document repeated in a
 ranking keeps its first rank. Calls go through the one retry loop of every outbound client (goldenset.llm_http),
-at most ``concurrency`` at once per target and, with ``rate_limit``, no more than that many a second.
+at most ``concurrency`` at once per target and, with ``rate_limit``, no more than that many a second, and only to
+addresses the operator's egress policy allows (evaluation.egress).
+
+Everything a tenant writes here is bounded before it is used (LIMITS): options' size and nesting, header
+counts, names and values, expression lengths; a tenant's regular expression runs on RE2, whose time is linear
+in the id's length (Python's re backtracks: ``^(a+)+$`` doubles its time with each character).
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import jmespath
+import re2
 from jmespath.exceptions import JMESPathError
 
+from evaluation.egress import EgressPolicy, EgressRefused, GuardedTransport
 from goldenset.errors import EvalsiteError
 from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 
@@ -47,6 +55,23 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 MAX_ATTEMPTS = 3
 BACKOFF, BACKOFF_MAX = 0.5, 10.0
 EXCERPT_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a target's fields may hold (README, "Limits"); each is named in the 400 that refuses more."""
+
+    options_bytes: int = 64 * 1024  # the options as JSON
+    depth: int = 32  # nesting of options (a request template is one of them)
+    headers: int = 50  # plain and secret headers together
+    header_name_chars: int = 100
+    header_value_chars: int = 4000
+    expression_chars: int = 1000  # a JMESPath expression or an id_transform pattern
+    expression_nesting: int = 50  # brackets, parentheses and braces open at once in an expression
+    index_chars: int = 255  # an Elasticsearch index (Elasticsearch's own limit)
+
+
+LIMITS = Limits()
 # The options each kind reads; any other is an error naming it (a misspelt option must not be ignored).
 KIND_OPTIONS: dict[str, frozenset[str]] = {
     "lmkit": frozenset({"collection_id", "search_type", "cluster_id", "tenant_id", "params", "id_transform"}),
@@ -123,6 +148,14 @@ class TargetError(Exception):
         self.problem, self.excerpt, self.latency_ms = problem, excerpt, latency_ms
 
 
+class TargetRefused(TargetError):
+    """A call the egress policy refused before anything was sent (evaluation.egress): `rule` names why."""
+
+    def __init__(self, problem: str, *, rule: str):
+        super().__init__(problem)
+        self.rule = rule
+
+
 # --- validation ------------------------------------------------------------------------------------------------
 
 
@@ -141,6 +174,7 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
         raise _fail(
             f"options.{unknown[0]}", f"not an option of kind {kind}.", allowed=sorted(KIND_OPTIONS[kind])
         )
+    _check_size(options)
     out = dict(options)
     if kind == "lmkit":
         for key in ("collection_id", "search_type", "cluster_id", "tenant_id"):
@@ -153,6 +187,7 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
     elif kind == "elasticsearch":
         if not isinstance(out.get("index"), str) or not out["index"].strip():
             raise _fail("options.index", "required for kind elasticsearch: the index (or alias) to search.")
+        out["index"] = check_index(out["index"])
         fields = out.get("fields", ["*"])
         if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f for f in fields):
             raise _fail("options.fields", "expected a non-empty list of field names.")
@@ -181,6 +216,97 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
     if "id_transform" in out:
         id_transform(out["id_transform"])  # raises on a bad one
     return out
+
+
+def _depth(value: Any) -> int:
+    """How deeply a JSON value nests (a scalar is 0), without recursion: a value nested past Python's own
+    recursion limit is measured, not crashed on."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, level + 1) for v in item)
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+    return deepest
+
+
+def _check_size(options: Mapping[str, Any]) -> None:
+    """Options no deeper than LIMITS.depth and no larger, as JSON, than LIMITS.options_bytes."""
+    for key, value in options.items():
+        if _depth(value) > LIMITS.depth - 1:
+            raise _fail(f"options.{key}", f"nested more than {LIMITS.depth} levels deep.", limit=LIMITS.depth)
+    try:
+        size = len(json.dumps(options).encode())
+    except (TypeError, ValueError):
+        raise _fail("options", "expected a JSON object.") from None
+    if size > LIMITS.options_bytes:
+        raise _fail(
+            "options",
+            f"{size} bytes as JSON, over the limit of {LIMITS.options_bytes}.",
+            limit=LIMITS.options_bytes,
+        )
+
+
+# An Elasticsearch index, alias or pattern list ("logs-*,docs", "remote:docs"): what Elasticsearch accepts in a
+# path, and nothing that leaves it ("/", "?", "#", "%", "..").
+_INDEX = re.compile(r"^(?:[A-Za-z0-9_-]+:)?(?:_all|[a-z0-9.*][a-z0-9._*+-]*)$")
+
+
+def check_index(index: str) -> str:
+    """An Elasticsearch `index` option, checked part by part (each error names it); returns it stripped."""
+    index = index.strip()
+    if len(index) > LIMITS.index_chars:
+        raise _fail(
+            "options.index", f"longer than {LIMITS.index_chars} characters.", limit=LIMITS.index_chars
+        )
+    for part in index.split(","):
+        name = part.rpartition(":")[2]
+        if not _INDEX.match(part) or name in (".", "..") or ".." in name:
+            raise _fail(
+                "options.index",
+                f"{part!r} is not an index name: lowercase letters, digits and . _ - + * (a list with commas, "
+                "a remote cluster with cluster:index).",
+            )
+    return index
+
+
+def check_headers(headers: Mapping[str, Any], secret_headers: Mapping[str, Any]) -> None:
+    """Header names (HTTP tokens) and values (visible ASCII and spaces: no CR, LF or other control character,
+    nothing the request cannot encode), within LIMITS; a value of None (a secret removed) is not checked."""
+    if len(headers) + len(secret_headers) > LIMITS.headers:
+        raise _fail(
+            "headers", f"more than {LIMITS.headers} headers (plain and secret).", limit=LIMITS.headers
+        )
+    for where, found in (("headers", headers), ("secret_headers", secret_headers)):
+        for name, value in found.items():
+            if (
+                not isinstance(name, str)
+                or not _HEADER_NAME.match(name)
+                or len(name) > LIMITS.header_name_chars
+            ):
+                raise _fail(
+                    where,
+                    f"{_shown(name)} is not a header name (letters, digits and !#$%&'*+.^_`|~- only, at most "
+                    f"{LIMITS.header_name_chars}).",
+                )
+            if value is None and where == "secret_headers":
+                continue
+            if not isinstance(value, str) or len(value) > LIMITS.header_value_chars:
+                raise _fail(
+                    f"{where}.{name}",
+                    f"expected a text of at most {LIMITS.header_value_chars} characters.",
+                    limit=LIMITS.header_value_chars,
+                )
+            bad = next((c for c in value if not (" " <= c <= "~" or c == "\t")), None)
+            if bad is not None:
+                raise _fail(
+                    f"{where}.{name}",
+                    f"holds {bad!r}: a header value takes visible ASCII characters and spaces only.",
+                )
 
 
 def _check_template(template: Any, field_path: str) -> None:
@@ -225,14 +351,57 @@ def _check_mapping(kind: str, mapping: Any) -> dict[str, str]:
     return dict(mapping)
 
 
+def _check_expression(expression: str, field_path: str) -> None:
+    """An expression within LIMITS: its length, and how many brackets it opens at once (the JMESPath parser
+    recurses once per level)."""
+    if len(expression) > LIMITS.expression_chars:
+        raise _fail(
+            field_path, f"longer than {LIMITS.expression_chars} characters.", limit=LIMITS.expression_chars
+        )
+    level = deepest = 0
+    for c in expression:
+        level += (c in "([{") - (c in ")]}")
+        deepest = max(deepest, level)
+    if deepest > LIMITS.expression_nesting:
+        raise _fail(
+            field_path,
+            f"brackets nested more than {LIMITS.expression_nesting} deep.",
+            limit=LIMITS.expression_nesting,
+        )
+
+
 def _compile(expression: Any, field_path: str):
     if not isinstance(expression, str) or not expression.strip():
         raise _fail(field_path, "expected a JMESPath expression.")
+    _check_expression(expression, field_path)
     try:
         return jmespath.compile(expression)
-    except JMESPathError as exc:
+    except (JMESPathError, RecursionError) as exc:
         message = " ".join(str(exc).split())
         raise _fail(field_path, f"not a JMESPath expression ({message}).", code="invalid-jmespath") from None
+
+
+def _regex_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # a tenant's bad pattern is their 400, not a line in the server's log
+    options.max_mem = 8 << 20  # RE2 refuses a pattern whose program needs more
+    return options
+
+
+def compile_regex(text: Any, field_path: str):
+    """A tenant's pattern on RE2 (linear time; no backreferences or lookaround), or a 400 naming the field."""
+    if not isinstance(text, str):
+        raise _fail(field_path, "expected a pattern.")
+    _check_expression(text, field_path)
+    try:
+        return re2.compile(text, _regex_options())
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise _fail(
+            field_path,
+            f"not a regular expression RE2 runs ({detail}); RE2 takes Python's syntax without backreferences "
+            "or lookaround, and runs in time linear in the id.",
+        ) from None
 
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -260,12 +429,7 @@ def id_transform(raw: Any) -> Callable[[str], str]:
         )
     ((how, text),) = raw.items()
     if how == "regex":
-        if not isinstance(text, str):
-            raise _fail("options.id_transform.regex", "expected a pattern.")
-        try:
-            pattern = re.compile(text)
-        except re.error as exc:
-            raise _fail("options.id_transform.regex", f"not a regular expression ({exc}).") from None
+        pattern = compile_regex(text, "options.id_transform.regex")
 
         def by_regex(doc_id: str) -> str:
             match = pattern.search(doc_id)
@@ -329,7 +493,10 @@ def request_of(spec: TargetSpec, query: str, top_k: int, question_id: str) -> tu
             "query": {"multi_match": {"query": "{{query}}", "fields": list(options.get("fields") or ["*"])}},
             "_source": [options["id_field"]] if options.get("id_field") else False,
         }
-        return _join(spec.base_url, f"{options['index'].strip()}/_search"), fill(template, values)
+        index = quote(
+            check_index(options["index"]), safe=",*:+"
+        )  # checked again: a row stored before the check
+        return _join(spec.base_url, f"{index}/_search"), fill(template, values)
     return spec.base_url, fill(options["request_template"], values)
 
 
@@ -495,7 +662,9 @@ class _RateLimit:
 class TargetClient:
     """Calls one target: thread-safe (one connection pool of `concurrency` connections), closed after use."""
 
-    def __init__(self, spec: TargetSpec, python_allowed: Sequence[str] = ()):
+    def __init__(
+        self, spec: TargetSpec, python_allowed: Sequence[str] = (), policy: EgressPolicy | None = None
+    ):
         self.spec = spec
         self._limit = _RateLimit(spec.rate_limit)
         self._callable: Callable | None = None
@@ -503,12 +672,14 @@ class TargetClient:
         if spec.kind == "python":
             self._callable = load_callable(spec.options["callable"], python_allowed)
         else:
+            limits = httpx.Limits(
+                max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency
+            )
             self._http = httpx.Client(
                 headers={**spec.headers, **spec.secret_headers},
                 timeout=spec.timeout_s,
-                limits=httpx.Limits(
-                    max_connections=spec.concurrency, max_keepalive_connections=spec.concurrency
-                ),
+                transport=GuardedTransport(policy or EgressPolicy(), limits=limits),
+                follow_redirects=False,  # a redirect is an answer (HTTP 3xx), never a second request
             )
 
     def close(self) -> None:
@@ -545,7 +716,10 @@ class TargetClient:
             try:
                 return json.loads(text), text[:EXCERPT_CHARS]
             except (ValueError, RecursionError):
-                raise ValueError(f"not JSON: {text[:120]!r}") from None
+                # Not a byte of a body that is not JSON: what a target answers is shown to the tenant, and a
+                # page that is not a search answer is nothing a mapping could read (README, "Test connection").
+                kind = response.headers.get("content-type", "no content type").split(";")[0]
+                raise ValueError(f"not JSON ({kind}, {len(response.content)} bytes)") from None
 
         try:
             (payload, excerpt), attempts = post_with_retries(
@@ -561,6 +735,8 @@ class TargetClient:
             )
         except RequestFailed as exc:
             raise TargetError(exc.problem) from None
+        except EgressRefused as exc:
+            raise TargetRefused(exc.message, rule=exc.rule) from None
         except (
             httpx.HTTPError,
             httpx.InvalidURL,

@@ -59,6 +59,15 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         "a python target names a callable EVALSITE_PYTHON_TARGETS does not list",
     ),
     "target-exists": (409, "a target with this name exists for the tenant"),
+    "url-not-allowed": (
+        400,
+        "a URL a tenant set leads to an address the operator does not allow (loopback, private, link-local...; "
+        "EVALSITE_OUTBOUND_ALLOW)",
+    ),
+    "target-secrets-origin": (
+        400,
+        "a target's scheme, host or port changes while its secret headers, given for the old one, are not sent again",
+    ),
     "target-secrets-unreadable": (
         409,
         "a target's secret headers cannot be decrypted with the configured keys",

@@ -85,6 +85,8 @@ def manage_env():
         # django-q2 signs queued tasks with SECRET_KEY: the worker must hold the same one.
         "SECRET_KEY": settings.SECRET_KEY,
         "EVALSITE_INDEX_DIR": str(settings.EVALSITE_INDEX_DIR),
+        # Targets the tests point at their own servers on loopback (unset it to test the refusal).
+        "EVALSITE_OUTBOUND_ALLOW": ",".join(settings.EVALSITE_OUTBOUND_ALLOW),
     }
 
 

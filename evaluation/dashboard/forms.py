@@ -441,6 +441,8 @@ class TargetForm(DashboardForm):
         "target-exists": "name",
         "python-target-not-allowed": "options",
         "invalid-jmespath": "options",
+        "url-not-allowed": "base_url",
+        "target-secrets-origin": "secret_headers",
     }
 
     name = forms.RegexField(

@@ -75,7 +75,7 @@ def target_test(request: HttpRequest, tenant: Tenant, name: str) -> HttpResponse
             result = target_services.target_test(
                 target=target, query=test_form.cleaned_data["query"], top_k=test_form.cleaned_data["top_k"]
             )
-        except EvalsiteError as exc:  # secrets that no configured key opens
+        except EvalsiteError as exc:  # secrets no configured key opens, a URL the egress policy refuses
             result = {"ok": False, "error": exc.message, "results": [], "raw": ""}
     return _page(request, tenant, target, TargetForm(initial=_initial(target)), test_form, result)
 

@@ -7,18 +7,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import httpx
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from evaluation.configs import RunConfig
+from evaluation.egress import EgressPolicy, EgressRefused, check_url, origin
 from evaluation.models import Target
 from evaluation.secret_box import SecretBox, derived_key
 from evaluation.targets import (
     RETRIEVAL_KINDS,
     TargetClient,
     TargetError,
+    TargetRefused,
     TargetSpec,
+    check_headers,
     check_options,
     read_answer,
     read_hits,
@@ -44,6 +46,11 @@ SHOWN = ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rat
 def secret_box() -> SecretBox:
     keys: list[str | bytes] = list(settings.EVALSITE_TARGET_KEYS) or [derived_key(settings.SECRET_KEY)]
     return SecretBox(keys)
+
+
+def egress_policy() -> EgressPolicy:
+    """The operator's allowance for the URLs tenants set (EVALSITE_OUTBOUND_ALLOW; checked at start-up)."""
+    return EgressPolicy.parse(settings.EVALSITE_OUTBOUND_ALLOW)
 
 
 def target_get(*, tenant: Tenant, name: str) -> Target:
@@ -116,7 +123,7 @@ def resolve_targets(
 
 
 def target_client(target: Target) -> TargetClient:
-    return TargetClient(target_spec(target), settings.EVALSITE_PYTHON_TARGETS)
+    return TargetClient(target_spec(target), settings.EVALSITE_PYTHON_TARGETS, egress_policy())
 
 
 def snapshot(target: Target) -> dict[str, Any]:
@@ -126,25 +133,50 @@ def snapshot(target: Target) -> dict[str, Any]:
     return data
 
 
-def target_check(kind: str, options: Mapping[str, Any], base_url: str) -> dict[str, Any]:
+def target_check(
+    kind: str,
+    options: Mapping[str, Any],
+    base_url: str,
+    *,
+    headers: Mapping[str, Any] | None = None,
+    secret_headers: Mapping[str, Any] | None = None,
+    stored: Target | None = None,
+) -> dict[str, Any]:
+    """Every check of a target's fields before anything is stored (the API, the dashboard and the admin call
+    this): the kind's options, the headers, the URL against the egress policy, and, for a `stored` target whose
+    scheme, host or port changes, that its secret headers are sent again. Returns the options normalized."""
     options = check_options(kind, options, settings.EVALSITE_PYTHON_TARGETS)
+    kept = {name: "" for name in (stored.secret_header_names or [])} if stored is not None else {}
+    check_headers(headers or {}, {**kept, **(secret_headers or {})})  # the kept ones count too
     if kind != "python":
         try:
-            url = httpx.URL(base_url)
-        except (httpx.InvalidURL, TypeError):
-            url = None
-        if url is None or url.scheme not in ("http", "https") or not url.host:
+            check_url(base_url, egress_policy())
+        except EgressRefused as exc:
+            code = "validation-error" if exc.rule in ("url", "scheme", "userinfo") else "url-not-allowed"
+            raise EvalsiteError(code, exc.message, details={"field": "base_url", "rule": exc.rule}) from None
+    if stored is not None and stored.secret_header_names and origin(base_url) != origin(stored.base_url):
+        # Secrets were given for one server: re-pointing the target must not carry them to another.
+        missing = [name for name in stored.secret_header_names if name not in (secret_headers or {})]
+        if missing:
             raise EvalsiteError(
-                "validation-error",
-                f"base_url: expected an http:// or https:// URL with a host for kind {kind}, got {base_url!r}.",
-                details={"field": "base_url"},
+                "target-secrets-origin",
+                f"secret_headers: the base_url's scheme, host or port changes, and the stored secret headers "
+                f"({', '.join(missing)}) were given for the old one: send each again in the same change (a value "
+                "for the new server, or drop it: null over the API, “Header:” alone on the form).",
+                details={"field": "secret_headers", "names": missing},
             )
     return options
 
 
 def target_create(*, tenant: Tenant, data: Mapping[str, Any], actor: str) -> Target:
     """A new target from validated fields (the serializer checked their types)."""
-    options = target_check(data["kind"], data.get("options") or {}, data.get("base_url") or "")
+    options = target_check(
+        data["kind"],
+        data.get("options") or {},
+        data.get("base_url") or "",
+        headers=data.get("headers") or {},
+        secret_headers=data.get("secret_headers") or {},
+    )
     secrets = dict(data.get("secret_headers") or {})
     target = Target(
         tenant=tenant,
@@ -169,10 +201,18 @@ def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Tar
     kind = data.get("kind", target.kind)
     options = data.get("options", target.options)
     base_url = data.get("base_url", target.base_url)
+    checked = target_check(
+        kind,
+        options or {},
+        base_url or "",
+        headers=data.get("headers", target.headers) or {},
+        secret_headers=data.get("secret_headers") or {},
+        stored=target,
+    )
     for name in ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit"):
         if name in data:
             setattr(target, name, data[name] if name != "base_url" else data[name] or "")
-    target.options = target_check(kind, options or {}, base_url or "")
+    target.options = checked
     if "secret_headers" in data:
         box = secret_box()
         secrets = box.open(target.secret_headers_sealed)
@@ -252,6 +292,10 @@ def target_test(*, target: Target, query: str, top_k: int = 10) -> dict[str, Any
             ]
             out["latency_ms"] = round(hits.latency_ms, 1)
         out["ok"] = True
+    except TargetRefused as exc:  # the URL's host resolved to an address the policy refuses: nothing was sent
+        raise EvalsiteError(
+            "url-not-allowed", exc.problem, details={"field": "base_url", "rule": exc.rule}
+        ) from None
     except TargetError as exc:
         out["error"] = exc.problem
     out["took_ms"] = round((time.perf_counter() - started) * 1000, 1)

@@ -167,3 +167,22 @@ def test_the_answer_launcher_offers_answering_targets_and_the_retrieval_launcher
     retrieval = alice.get(reverse("dashboard:launch")).content.decode()
     assert 'value="rag-prod"' in answers and 'value="prod-search"' not in answers
     assert 'value="prod-search"' in retrieval and 'value="rag-prod"' not in retrieval
+
+
+def test_moving_a_target_to_another_server_asks_for_its_secrets_again_on_the_form(alice, llm_server):
+    new = reverse("dashboard:target-new")
+    assert alice.post(new, target_form(llm_server.url)).status_code == 302
+    page = reverse("dashboard:target", args=["prod-search"])
+    moved = alice.post(page, target_form("http://localhost:1", secret_headers=""))
+    assert moved.status_code == 400
+    assert "send each again in the same change" in text_of(moved) and "(Authorization)" in text_of(moved)
+    assert Target.objects.get().base_url == llm_server.url + "/search"
+    moved = alice.post(page, target_form("http://localhost:1", secret_headers="Authorization: Bearer new-9"))
+    assert moved.status_code == 302 and Target.objects.get().base_url == "http://localhost:1/search"
+
+
+def test_a_url_into_the_servers_network_is_refused_on_the_form(alice, settings):
+    settings.EVALSITE_OUTBOUND_ALLOW = []
+    bad = alice.post(reverse("dashboard:target-new"), target_form("http://169.254.169.254"))
+    assert bad.status_code == 400 and "Link-local address not allowed" in text_of(bad)
+    assert not Target.objects.exists()

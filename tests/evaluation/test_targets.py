@@ -10,6 +10,7 @@ import time
 import pytest
 from cryptography.fernet import Fernet
 
+from evaluation.egress import LOOPBACK_NETWORKS, EgressPolicy
 from evaluation.secret_box import SecretBox, derived_key
 from evaluation.targets import (
     TargetClient,
@@ -22,6 +23,9 @@ from evaluation.targets import (
 )
 from goldenset.errors import EvalsiteError
 from tests.llm_server import llm_server_fixture  # noqa: F401
+
+# The scripted servers listen on loopback, which the default policy refuses (tests/evaluation/test_egress.py).
+LOOPBACK = EgressPolicy.parse(LOOPBACK_NETWORKS)
 
 DOCS = {
     "refunds": "Customers get a full refund within 30 days of purchase.",
@@ -188,7 +192,7 @@ def test_elasticsearch_kind_sends_a_multi_match_and_reads_hits(llm_server):
         secret_headers={"Authorization": "ApiKey s3cret"},
         options=check_options("elasticsearch", {"index": "docs", "fields": ["title", "body"]}, ()),
     )
-    with TargetClient(spec) as client:
+    with TargetClient(spec, policy=LOOPBACK) as client:
         hits = client.search("express shipping", 2)
     assert hits.ids == ["shipping"] and hits.scores == [2.0]
     (request,) = llm_server.requests
@@ -204,7 +208,7 @@ def test_elasticsearch_kind_sends_a_multi_match_and_reads_hits(llm_server):
         name="es", kind="elasticsearch", base_url=llm_server.url,
         options=check_options("elasticsearch", {"index": "docs", "id_field": "doc_id"}, ()),
     )  # fmt: skip
-    with TargetClient(spec) as client:
+    with TargetClient(spec, policy=LOOPBACK) as client:
         assert client.search("refund warranty", 5).ids == ["refunds", "warranty"]
     assert llm_server.requests[-1].body["_source"] == ["doc_id"]
 
@@ -227,7 +231,9 @@ def generic(url: str, **extra) -> TargetSpec:
 def test_http_kind_substitutes_the_template_and_maps_the_answer(llm_server):
     llm_server.documents = dict(DOCS)
     llm_server.id_suffix = "#p1"
-    with TargetClient(generic(llm_server.url, options={"id_transform": {"regex": "^(.*)#p1$"}})) as client:
+    with TargetClient(
+        generic(llm_server.url, options={"id_transform": {"regex": "^(.*)#p1$"}}), policy=LOOPBACK
+    ) as client:
         hits = client.search('defects "warranty" {{x}}', 10, "q-7")
     assert hits.ids == ["warranty"] and hits.texts == [DOCS["warranty"]]
     assert llm_server.requests[0].body == {
@@ -242,7 +248,7 @@ def test_faults_are_retried_and_a_question_that_keeps_failing_is_an_error_not_an
     llm_server.retry_after = "0.2"
     llm_server.hang_seconds = 2.0
     spec = generic(llm_server.url, timeout_s=0.5)
-    with TargetClient(spec) as client:
+    with TargetClient(spec, policy=LOOPBACK) as client:
         for faults in [(500,), (429,), ("malformed",), ("truncated",), ("hang",), (503, "malformed")]:
             llm_server.reset()
             llm_server.fail_next(*faults)
@@ -317,7 +323,7 @@ def test_an_answering_target_is_read_with_its_mapping(llm_server):
         base_url=llm_server.url + "/rag",
         options=check_options("rag-http", options, ()),
     )
-    with TargetClient(spec) as client:
+    with TargetClient(spec, policy=LOOPBACK) as client:
         answer = client.answer("express shipping", 2)
         declined = client.answer("zebra", 2)
     assert answer.text.endswith("[1]") and answer.refused is False and answer.passage_ids == ["shipping"]
@@ -333,7 +339,7 @@ def test_an_answering_target_is_read_with_its_mapping(llm_server):
         options=check_options("rag-http", bad, ()),
     )
     with (
-        TargetClient(spec) as client,
+        TargetClient(spec, policy=LOOPBACK) as client,
         pytest.raises(TargetError, match="refused: `output.text` found .*, not true or false"),
     ):
         client.answer("express shipping", 2)
