@@ -44,7 +44,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.questions, args.latency, args.rounds = 40, 0.02, 1
-    with private_django("evalsite-target-bench-"):
+    # The scripted target listens on loopback, which targets may reach only where the operator allows it.
+    with private_django("evalsite-target-bench-", EVALSITE_OUTBOUND_ALLOW="127.0.0.1"):
         sys.exit(run(args))
 
 
