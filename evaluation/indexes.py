@@ -58,6 +58,7 @@ from django.db import connection, transaction
 from django.db.models import CharField
 from django.db.models.functions import Cast
 
+from evaluation import index_store
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import NO_COMMON, BM25Index, BM25Params
 from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
@@ -366,6 +367,8 @@ def _lookup(
             return index
         path = _path(key)
         with _file_lock(path):
+            if not _whole(path, wanted):
+                _fetch_published(path)  # another machine built it: copied, not built again
             stamp = _stamp(path)
             if stamp is not None and (index is None or stamp != _stamps.get(key)):
                 loaded = _read(path)
@@ -413,6 +416,10 @@ def _peek(
     waiting on any lock (a build holds them for as long as it runs; its saves are atomic renames). None unless
     it has the wanted parts."""
     path = _path(key)
+    if index_store.enabled() and not _whole(path, wanted):
+        with _fetch_lock(path):  # one fetch per machine; the others wait for it and read what it wrote
+            if not _whole(path, wanted):
+                _fetch_published(path)
     stamp = _stamp(path)
     if stamp is not None and (index is None or stamp != _stamps.get(key)):
         loaded = _read(path)
@@ -447,6 +454,8 @@ class _Base:
 
 def _update_base(collection: Collection) -> _Base | None:
     current = collection.content_version
+    if index_store.enabled() and not any(v < current for v, _folder in _saved_versions(collection)):
+        _fetch_older(collection, frozenset({DEFAULT_PART}))  # built elsewhere: updated here all the same
     for version, folder in _saved_versions(collection):
         if version >= current:
             continue
@@ -637,7 +646,56 @@ def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexSt
                 _memory[key] = index
         if all(index.has_part(p) for p in wanted):
             return index
+    if _fetch_older(collection, wanted):  # none here: an older version another machine published
+        return _newest_older_saved(collection, wanted, stats)
     return None
+
+
+def _newest_older_saved(
+    collection: Collection, wanted: frozenset[str], stats: IndexStats
+) -> SearchIndex | None:
+    current = _key(collection)
+    for version, folder in _saved_versions(collection):
+        if version < current[1]:
+            index = _read(folder / "index.pickle")
+            if index is not None and all(index.has_part(p) for p in wanted):
+                stats.loaded += 1
+                with _lock:
+                    _memory[(current[0], version, *current[2:])] = index
+                return index
+    return None
+
+
+# --- the published copies (evaluation.index_store): every machine serves what any machine built -------------
+
+
+def _whole(path: Path, wanted: frozenset[str]) -> bool:
+    """The version saved in this folder has the wanted parts."""
+    return path.is_file() and _saved_parts_of(path.parent) >= wanted
+
+
+def _fetch_published(path: Path) -> bool:
+    """Copy the published files of this version into its folder when they hold more than it has (the caller
+    holds a lock on the folder); True when the folder changed."""
+    if not index_store.enabled():
+        return False
+    manifest = index_store.published(path.parent.name)
+    if manifest is None or (path.is_file() and frozenset(manifest.parts) <= _saved_parts_of(path.parent)):
+        return False
+    return index_store.fetch(manifest, path.parent)
+
+
+def _fetch_older(collection: Collection, wanted: frozenset[str]) -> bool:
+    """The newest older published version with the wanted parts, copied here; True when one was."""
+    if not index_store.enabled():
+        return False
+    key = _key(collection)
+    for manifest in index_store.older_published(_path(key).parent.name, key[1]):
+        if wanted <= frozenset(manifest.parts):
+            folder = Path(settings.EVALSITE_INDEX_DIR) / manifest.key
+            with _fetch_lock(folder / "index.pickle"):
+                return index_store.fetch(manifest, folder)
+    return False
 
 
 def _saved_versions(collection: Collection) -> list[tuple[int, Path]]:
@@ -669,6 +727,10 @@ def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | N
     from goldenset.jobs import job_create  # late: jobs import the models of every app
 
     wanted = sorted({DEFAULT_PART, *parts, *saved_parts(collection)})
+    if index_store.enabled() and set(wanted) <= index_store.published_parts(
+        _path(_key(collection)).parent.name
+    ):
+        return None  # built and published: this machine fetches it (get_index), no build is queued
     active = Job.objects.filter(
         collection=collection,
         kind=JobKind.INDEX_BUILD,
@@ -802,6 +864,8 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
         # them when the last one closes.
         if version < (index.content_version or 0) and _saved_parts_of(stale) <= set(parts):
             shutil.rmtree(stale, ignore_errors=True)
+    if index_store.enabled():
+        index_store.publish(collection, folder, index.content_version or 0, parts)
     return stamp
 
 
@@ -847,6 +911,14 @@ def _file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _fetch_lock(path: Path) -> Iterator[None]:
+    """The lock a machine's processes take to fetch a published version: not the build's lock, which a build
+    holds for as long as it runs, while a request only ever waits for a copy."""
+    with _file_lock(path.with_name("fetch")):
+        yield
 
 
 def _fd_stamp(fd: int) -> tuple[int, int, int]:

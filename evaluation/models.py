@@ -268,3 +268,43 @@ class JudgeThreshold(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection} {self.judge} {self.metric} >= {self.value:g}"
+
+
+class IndexManifest(models.Model):
+    """A search index version published to the database (evaluation.index_store): which files make it, and which
+    parts it has. Every machine that serves fetches the files it lacks into its own index directory, so a
+    machine without a worker (or whose worker did not build it) serves every collection's current index."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="index_manifests")
+    key = models.CharField(max_length=200, unique=True, help_text="The index folder's name.")
+    family = models.CharField(max_length=200, help_text="The key without its version: engine and embedder.")
+    content_version = models.PositiveBigIntegerField()
+    parts = models.JSONField(default=list)
+    files = models.JSONField(default=list, help_text="[[name, sha256, size], ...], index.pickle last.")
+    published_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["family", "content_version"], name="index_manifest_family")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class IndexFile(models.Model):
+    """One chunk of one published index file, by content digest (a version's arrays never change; its
+    description and parts list are rewritten when a part is added, and each revision has a digest of its own)."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="index_files")
+    key = models.CharField(max_length=200)
+    name = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    chunk = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key", "name", "digest", "chunk"], name="index_file_chunk_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}/{self.name}#{self.chunk}"

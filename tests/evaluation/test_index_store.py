@@ -1,0 +1,151 @@
+"""Indexes published to the database (evaluation.index_store): a machine serves what another machine's worker
+built, fetched into its own index directory, and no version is built twice. Each "machine" here is an index
+directory of its own and an empty memory; the builds are queued (django-q2's inline mode off) and run with the
+real job runner, as a worker on one of the machines runs them. The two-server drill on PostgreSQL is in
+tests/evalsite/test_two_machines.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django_q.conf import Conf
+
+from evaluation import index_store, indexes
+from evaluation.models import IndexFile, IndexManifest
+from goldenset import jobs
+from goldenset.models import Job, JobKind, JobStatus
+from tests.conftest import add_documents
+
+
+@pytest.fixture
+def machines(monkeypatch, settings, tmp_path):
+    """Switch between machines by name: each its own index directory, memory emptied on the switch."""
+    monkeypatch.setattr(Conf, "SYNC", False)
+    settings.EVALSITE_INDEX_STORE = "database"
+
+    def on(name: str) -> Path:
+        settings.EVALSITE_INDEX_DIR = tmp_path / name
+        indexes.clear_memory()
+        return tmp_path / name
+
+    yield on
+    indexes.clear_memory()
+
+
+def search(world, query: str = "refund"):
+    body = {"collection_id": "handbook", "query": query, "search_type": "FullText"}
+    return world.client.post("/lmkit/v1/search", body, format="json")
+
+
+def builds(world) -> list[Job]:
+    return list(
+        Job.objects.filter(collection=world.collection, kind=JobKind.INDEX_BUILD).order_by("created_at")
+    )
+
+
+def run_queued(world) -> None:
+    for job in builds(world):
+        if job.status == JobStatus.QUEUED:
+            jobs.job_run(str(job.pk))
+
+
+def test_a_machine_serves_the_index_another_machines_worker_built_without_building_it(world, machines):
+    machines("a")
+    assert search(world).status_code == 503
+    run_queued(world)  # a's worker
+    built = search(world).json()
+    assert [r["document_id"] for r in built["results"]] == ["refunds"]
+
+    folder_b = machines("b")
+    answered = search(world)
+    assert answered.status_code == 200, answered.json()
+    assert answered.json()["results"] == built["results"]
+    assert answered.json()["index"]["built"] == 0
+    assert len(builds(world)) == 1  # nothing queued by b
+    (saved,) = [p for p in folder_b.iterdir() if p.is_dir()]
+    assert (saved / "index.pickle").is_file() and (saved / "postings").is_dir()
+    assert IndexManifest.objects.get().parts == ["bm25:lucene"]
+
+
+def test_a_document_added_on_one_machine_is_built_once_and_searchable_on_both(world, machines):
+    machines("a")
+    search(world)
+    run_queued(world)
+    machines("b")
+    assert search(world).status_code == 200
+
+    add_documents(world.collection, {"returns": "Returned parcels are refunded once they reach our depot."})
+    world.collection.refresh_from_db()
+    for query in ("refunded parcels", "depot", "refund"):  # b asks, again and again: one build queued
+        stale = search(world, query)
+        assert stale.status_code == 200 and stale.json()["index"]["stale"] == ["handbook"]
+    queued = [j for j in builds(world) if j.status == JobStatus.QUEUED]
+    assert len(queued) == 1
+
+    machines("a")
+    run_queued(world)  # a's worker: an update of the version a saved (only the new page tokenized)
+    done = Job.objects.get(pk=queued[0].pk)
+    assert done.result["updated"] == 1 and done.result["pages_tokenized"] == 1
+    for machine in ("a", "b"):
+        machines(machine)
+        found = search(world, "depot").json()
+        assert found["results"][0]["document_id"] == "returns", machine
+        assert found["index"]["stale"] == []
+    assert len(builds(world)) == 2  # one per version
+    # The older version is withdrawn once the new one has its parts, as its folders are.
+    assert list(IndexManifest.objects.values_list("content_version", flat=True)) == [
+        world.collection.content_version
+    ]
+
+
+def test_a_worker_on_a_new_machine_updates_from_the_published_older_version(world, machines):
+    machines("a")
+    search(world)
+    run_queued(world)
+    add_documents(world.collection, {"returns": "Returned parcels are refunded once they reach our depot."})
+    world.collection.refresh_from_db()
+    machines("c")
+    search(world, "depot")  # queues the new version's build; c fetched the older version to answer meanwhile
+    run_queued(world)  # c's worker
+    assert builds(world)[-1].result["updated"] == 1
+
+
+def test_a_published_file_that_does_not_match_its_digest_is_withdrawn_and_built_again(world, machines):
+    machines("a")
+    search(world)
+    run_queued(world)
+    chunk = IndexFile.objects.filter(name="index.pickle").first()
+    assert chunk is not None
+    IndexFile.objects.filter(pk=chunk.pk).update(data=bytes(chunk.data)[:-1] + b"!")
+
+    folder = machines("b")
+    refused = search(world)
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "index-building"
+    assert not IndexManifest.objects.exists() and not IndexFile.objects.exists()
+    assert not list(folder.glob("*/index.pickle"))  # nothing half-written is left to read
+    run_queued(world)  # b's own worker builds it again, and publishes it
+    assert search(world).status_code == 200
+    assert IndexManifest.objects.count() == 1
+
+
+def test_publishing_a_part_later_sends_only_what_changed(world, machines):
+    machines("a")
+    index = indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)
+    first = {(f.name, f.digest) for f in IndexFile.objects.filter(chunk=0)}
+    indexes.get_index(world.collection, parts=["bm25:lucene", "vectors"], build=True)
+    second = {(f.name, f.digest) for f in IndexFile.objects.filter(chunk=0)}
+    arrays = {pair for pair in first if pair[0] not in index_store.REWRITTEN}
+    assert arrays <= second  # kept, not sent again
+    assert "vectors.npy" in {name for name, _ in second}
+    # One revision of the description: the one the manifest names.
+    manifest = IndexManifest.objects.get()
+    assert manifest.parts == ["bm25:lucene", "vectors"]
+    descriptions = [d for n, d in second if n == "index.pickle"]
+    assert descriptions == [d for n, d, _ in manifest.files if n == "index.pickle"]
+    assert index.content_version == manifest.content_version
+
+
+def test_the_family_of_a_key_drops_only_its_version():
+    uid = "0b6f8c1e-4f1a-4c53-9b1e-2f2d7b3c9a10"
+    assert index_store._family(f"{uid}-v12-e4-abc123") == f"{uid}-e4-abc123"
