@@ -400,3 +400,21 @@ class LLMCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model} {self.key[:12]}"
+
+
+class StagedUpload(models.Model):
+    """A file the dashboard previewed and holds until its import (goldenset.services.uploads): in the database,
+    so that the import reads it whichever machine serves the next request."""
+
+    token = models.CharField(max_length=32, unique=True)
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="staged_uploads")
+    name = models.CharField(max_length=300, blank=True)
+    options = models.JSONField(
+        default=dict, help_text="What the import needs besides the bytes (format, ...)."
+    )
+    data = models.BinaryField()
+    qrels = models.BinaryField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.token})"

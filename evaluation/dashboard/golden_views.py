@@ -3,10 +3,7 @@ generation and the review queue of generated entries, and its documents."""
 
 from __future__ import annotations
 
-import shutil
-import time
 import uuid
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -53,6 +50,7 @@ from goldenset.errors import EvalsiteError, NotFound
 from goldenset.formats import detect_format
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, Origin, Tenant
 from goldenset.services.generate import generate_job_create
+from goldenset.services.uploads import upload_stage, upload_take
 
 GOLDEN_PER_PAGE = 50
 DOCUMENTS_PER_PAGE = 50
@@ -495,20 +493,7 @@ def collection_activity(request: HttpRequest, tenant: Tenant, slug: str) -> Http
 
 # --- importing a golden-set file: preview, then all or nothing ------------------------------------------------
 
-_UPLOADS_SESSION = "golden_uploads"
-_UPLOAD_TTL = 3600  # seconds a previewed file waits for its import
-
-
-def _uploads_dir() -> Path:
-    return Path(settings.DATA_DIR) / "uploads"
-
-
-def _sweep_uploads() -> None:
-    """Previewed files never imported are removed after an hour."""
-    cutoff = time.time() - _UPLOAD_TTL
-    for folder in _uploads_dir().glob("*"):
-        if folder.is_dir() and folder.stat().st_mtime < cutoff:
-            shutil.rmtree(folder, ignore_errors=True)
+_UPLOADS_SESSION = "golden_uploads"  # the tokens of the files this session previewed
 
 
 @require_http_methods(["GET", "POST"])
@@ -518,32 +503,32 @@ def golden_import(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
     and left unchanged (a dry run: nothing written), or names the bad line; Import then loads it whole."""
     collection = collection_for(tenant, slug)
     back = reverse("dashboard:collection", args=[collection.slug])
-    uploads: dict[str, dict] = request.session.get(_UPLOADS_SESSION, {})
+    uploads: list[str] = list(request.session.get(_UPLOADS_SESSION, []))
     token = request.POST.get("token", "")
     if request.method == "POST" and token:  # the import of a previewed file
-        meta = uploads.pop(token, None)
-        request.session[_UPLOADS_SESSION] = uploads
-        folder = _uploads_dir() / token
-        if meta is None or meta["collection"] != collection.pk or not (folder / "file").is_file():
+        staged = None
+        if token in uploads:  # only this session's previews
+            uploads.remove(token)
+            request.session[_UPLOADS_SESSION] = uploads
+            staged = upload_take(collection=collection, token=token)
+        if staged is None:
             messages.error(request, "That preview has expired: upload the file again.")
             return redirect("dashboard:golden-import", slug=collection.slug)
         try:
             result = importers.golden_import(
                 collection=collection,
-                fmt=meta["format"],
-                data=(folder / "file").read_bytes(),
-                qrels=(folder / "qrels").read_bytes() if (folder / "qrels").is_file() else None,
-                create_documents=meta["create_documents"],
+                fmt=staged.options["format"],
+                data=bytes(staged.data),
+                qrels=None if staged.qrels is None else bytes(staged.qrels),
+                create_documents=staged.options["create_documents"],
                 actor=_actor(request),
             )
         except EvalsiteError as exc:  # the collection changed since the preview (a document deleted, ...)
             messages.error(request, f"Nothing was imported: {exc.message}")
             return redirect("dashboard:golden-import", slug=collection.slug)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
         messages.success(
             request,
-            f"Imported {meta['name']}: {result['created']} created, {result['updated']} updated, "
+            f"Imported {staged.name}: {result['created']} created, {result['updated']} updated, "
             f"{result['unchanged']} unchanged.",
         )
         return redirect(back)
@@ -573,20 +558,14 @@ def golden_import(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
             else:
                 form.add_service_error(exc.code, exc.message, None)
         else:
-            _sweep_uploads()
-            token = uuid.uuid4().hex
-            folder = _uploads_dir() / token
-            folder.mkdir(parents=True)
-            (folder / "file").write_bytes(data)
-            if qrels_data is not None:
-                (folder / "qrels").write_bytes(qrels_data)
-            uploads[token] = {
-                "collection": collection.pk,
-                "format": fmt,
-                "name": upload.name,
-                "create_documents": form.cleaned_data["create_documents"],
-            }
-            request.session[_UPLOADS_SESSION] = uploads
+            token = upload_stage(
+                collection=collection,
+                name=upload.name or "",
+                data=data,
+                qrels=qrels_data,
+                options={"format": fmt, "create_documents": form.cleaned_data["create_documents"]},
+            )
+            request.session[_UPLOADS_SESSION] = [*uploads, token][-20:]
             preview = {**preview, "token": token, "name": upload.name}
     return render(
         request,

@@ -4,11 +4,13 @@ all or nothing; another tenant's collection is a 404 and a preview cannot be imp
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
-from goldenset.models import GoldenEntry
+from goldenset.models import GoldenEntry, StagedUpload
 from tests.dashboard.conftest import text_of
 
 CSV = (
@@ -35,6 +37,27 @@ def test_a_file_is_previewed_then_imported_whole(alice, world):
     again = alice.post(url, {"token": token})  # a preview imports once
     assert again.status_code == 302 and GoldenEntry.objects.count() == 2
     assert "That preview has expired" in text_of(alice.get(again["Location"]))
+
+
+def test_a_previewed_file_waits_in_the_database_so_any_machine_imports_it(alice, world, settings, tmp_path):
+    """Not on the local disk of the machine that parsed it: the import is served here with another data
+    directory, as a second machine would serve it. A preview left longer than an hour is gone."""
+    url = reverse("dashboard:golden-import", args=["handbook"])
+    preview = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})
+    token = re.search(r'name="token" value="([0-9a-f]+)"', preview.content.decode()).group(1)
+    staged = StagedUpload.objects.get(token=token)
+    assert bytes(staged.data) == CSV.encode() and staged.options == {"format": "csv", "create_documents": False}
+    settings.DATA_DIR = tmp_path / "another-machine"
+    assert alice.post(url, {"token": token}).status_code == 302
+    assert GoldenEntry.objects.count() == 2 and not StagedUpload.objects.exists()
+
+    late = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.replace("30 days", "31 days").encode())})
+    token = re.search(r'name="token" value="([0-9a-f]+)"', late.content.decode()).group(1)
+    StagedUpload.objects.update(created_at=timezone.now() - timedelta(hours=2))
+    expired = alice.post(url, {"token": token})
+    assert "That preview has expired" in text_of(alice.get(expired["Location"]))
+    alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})  # staging sweeps the expired one
+    assert StagedUpload.objects.count() == 1
 
 
 def test_another_tenants_collection_is_404_and_a_token_is_bound_to_its_collection(
