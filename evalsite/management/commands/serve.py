@@ -120,7 +120,7 @@ class Command(BaseCommand):
         web = [
             sys.executable, "-m", "gunicorn", "evalsite.wsgi:application",
             "--bind", bind,
-            "--worker-class", "gthread",
+            "--worker-class", "evalsite.gunicorn_worker.ThreadWorker",  # gthread, stopping cleanly
             "--workers", str(processes),
             "--threads", str(threads),
             "--timeout", str(settings.EVALSITE_REQUEST_TIMEOUT),
