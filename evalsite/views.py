@@ -1,4 +1,6 @@
+from django.db import DatabaseError
 from django.http import JsonResponse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
@@ -10,11 +12,29 @@ from evalsite.api.errors import envelope
 
 
 def healthz(request):
-    """The database, the broker and the workers' heartbeats: 200 when all are up, 503 naming what is down."""
+    """The database, the broker and the workers' heartbeats: 200 when all are up, 503 naming what is down.
+
+    Anyone (a load balancer, a monitor) reads the status names and timings; the details (engine, counts,
+    messages, the exception text that names hosts, ports and databases) are for a signed-in staff user."""
     report = health.system_health()
+    database_up = report["checks"]["database"]["status"] == "ok"
+    if not _staff(request, database_up):
+        report = health.public(report)
     response = JsonResponse(report, status=200 if report["status"] == "ok" else 503)
     response["Cache-Control"] = "no-store"
+    patch_vary_headers(response, ["Cookie"])
     return response
+
+
+def _staff(request, database_up: bool) -> bool:
+    """A signed-in staff user (session auth). The session and the user live in the database: with it down no
+    one can be known to be staff, and asking would raise the very error this page reports."""
+    if not database_up:
+        return False
+    try:
+        return bool(request.user.is_authenticated and request.user.is_staff)
+    except DatabaseError:  # down since the check a moment ago: the public answer
+        return False
 
 
 def _is_api(request) -> bool:
