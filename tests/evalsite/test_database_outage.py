@@ -8,6 +8,7 @@ errors, and the two handlers (DRF's and Django's handler500) in process.
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import time
 
@@ -253,6 +254,31 @@ def _django_error(settings_dict: dict, sql: str | None = None) -> Exception:
 def test_a_refused_postgresql_connection_is_unavailable(django_error):
     exc = django_error(dj_database_url.parse(f"postgres://u@127.0.0.1:{free_port()}/d"))
     assert type(exc).__module__ == "django.db.utils" and type(exc).__name__ == "OperationalError"
+    assert unavailable.database_unavailable(exc)
+
+
+def test_a_postgresql_server_that_never_answers_is_unavailable_within_the_connect_timeout(
+    django_error, monkeypatch
+):
+    """A database host that drops packets would hold a request until the OS gives up (minutes: past gunicorn's
+    timeout, so no answer at all). The settings bound the connection's making (DATABASE_CONNECT_TIMEOUT): here a
+    socket that listens and never speaks, the same wait."""
+    from evalsite.settings import _databases
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        url = f"postgres://u@127.0.0.1:{silent.getsockname()[1]}/d"
+        monkeypatch.setenv("DATABASE_URL", url)
+        monkeypatch.delenv("DATABASE_CONNECT_TIMEOUT", raising=False)
+        assert _databases()["default"]["OPTIONS"]["connect_timeout"] == 5
+        monkeypatch.setenv("DATABASE_URL", url + "?connect_timeout=9")
+        assert _databases()["default"]["OPTIONS"]["connect_timeout"] == 9  # the URL's own wins
+        monkeypatch.setenv("DATABASE_URL", url)
+        monkeypatch.setenv("DATABASE_CONNECT_TIMEOUT", "2")
+        config = _databases()["default"]
+        started = time.monotonic()
+        exc = django_error(config)
+        took = time.monotonic() - started
+    assert type(exc.__cause__).__name__ == "ConnectionTimeout" and 1.5 < took < 5, (exc, took)
     assert unavailable.database_unavailable(exc)
 
 
