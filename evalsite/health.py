@@ -1,6 +1,8 @@
 """The service's health: the database, the broker and the workers' heartbeats, for /healthz and the dashboard.
 
-Each part is "ok" or "down" with a message naming what failed; the whole is "ok" only when every part is.
+Each part is "ok" or "down" with a message naming what failed (and, when a check raised, the exception's text
+as "error"); the whole is "ok" only when every part is. Exception text names hosts, ports, database names and
+file paths, so `public()` keeps only the status names and timings, for callers who are not staff.
 Workers are alive when one beat within 3 heartbeats (goldenset.jobs.worker beats every
 EVALSITE_JOB_HEARTBEAT_SECONDS). With django-q2's sync mode (tests) jobs run inline: no worker is needed.
 The dashboard reads a copy at most STATUS_TTL seconds old, so a page view costs no broker round trip.
@@ -26,7 +28,7 @@ def _timed(check) -> dict[str, Any]:
     try:
         part = check()
     except Exception as exc:  # every failure is a "down" with its reason, never a 500
-        part = {"status": "down", "message": f"{type(exc).__name__}: {exc}".strip()}
+        part = {"status": "down", "error": f"{type(exc).__name__}: {exc}".strip()}
     part["ms"] = round((time.perf_counter() - started) * 1000, 1)
     return part
 
@@ -96,6 +98,19 @@ def system_health() -> dict[str, Any]:
     return {"status": "ok" if not failing else "down", "failing": failing, "checks": parts}
 
 
+def public(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without its details: the overall status, the failing parts, each part's status and timing.
+    No engine, counts, messages or exception text (a connection error names the host, port and database)."""
+    return {
+        "status": report["status"],
+        "failing": list(report["failing"]),
+        "checks": {
+            name: {key: part[key] for key in ("status", "ms") if key in part}
+            for name, part in report["checks"].items()
+        },
+    }
+
+
 _cache: dict[str, Any] = {}
 _cache_lock = threading.Lock()
 
@@ -111,25 +126,32 @@ def cached_health() -> dict[str, Any]:
     return value
 
 
-def status_line(health: dict[str, Any]) -> list[dict[str, str]]:
-    """The dashboard's status line: one short phrase per part."""
+def status_line(health: dict[str, Any], *, detail: bool = False) -> list[dict[str, str]]:
+    """The dashboard's status line: one short phrase per part; exception text only with `detail` (staff)."""
     checks = health["checks"]
     items = []
     database = checks["database"]
-    items.append({"name": "database", "status": database["status"], "text": "Database " + _word(database)})
+    items.append(
+        {"name": "database", "status": database["status"], "text": "Database " + _word(database, detail)}
+    )
     broker = checks["broker"]
     kind = f" ({broker['kind']})" if "kind" in broker else ""
-    items.append({"name": "broker", "status": broker["status"], "text": f"Broker{kind} " + _word(broker)})
+    items.append(
+        {"name": "broker", "status": broker["status"], "text": f"Broker{kind} " + _word(broker, detail)}
+    )
     workers = checks["workers"]
     if workers["status"] == "ok" and workers.get("alive"):
         text = f"Workers: {workers['alive']} alive, last beat {workers['last_beat_age_s']:.0f} s ago"
     elif workers["status"] == "ok":
         text = "Workers: jobs run inline"
     else:
-        text = "Workers " + _word(workers)
+        text = "Workers " + _word(workers, detail)
     items.append({"name": "workers", "status": workers["status"], "text": text})
     return items
 
 
-def _word(part: dict[str, Any]) -> str:
-    return "ok" if part["status"] == "ok" else f"{part['status']}: {part.get('message', '')}".rstrip(": ")
+def _word(part: dict[str, Any], detail: bool) -> str:
+    if part["status"] == "ok":
+        return "ok"
+    said = [part.get("message", ""), part.get("error", "") if detail else ""]
+    return ": ".join([part["status"], *(text for text in said if text)])

@@ -145,6 +145,13 @@ def _databases() -> dict:
         )
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from exc
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # A database host that drops packets instead of refusing them would hold each request until the OS
+        # gives up on the connection (minutes, past gunicorn's timeout: no answer at all); this bounds it, so
+        # the request answers 503 database-unavailable. A connect_timeout in the URL's query wins.
+        config.setdefault("OPTIONS", {}).setdefault(
+            "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=2)
+        )
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # WAL alone still gives "database is locked" under a web process plus qcluster workers;
         # IMMEDIATE transactions with a generous timeout do not (measured, see DESIGN.md).

@@ -119,6 +119,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "mixed-kinds": (400, "compare: retrieval and answer runs in one comparison"),
     "mixed-collections": (400, "compare: runs of different collections"),
     # the server
+    "database-unavailable": (
+        503,
+        "the database cannot be reached (refused, lost or its file gone): retry after the Retry-After seconds",
+    ),
     "internal-error": (500, "a bug: logged with its traceback, answered without one"),
 }
 

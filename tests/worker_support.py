@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -138,7 +139,8 @@ class PrivateRedis:
 
 
 class Serve:
-    """`manage.py serve` (the production command) in a process group of its own, ready when /healthz is 200."""
+    """`manage.py serve` (the production command) in a process group of its own, ready when /healthz is 200
+    (or, with `healthy=False`, when it answers at all: a server started without a database or a worker)."""
 
     def __init__(self, env: dict[str, str], log_path: Path, *, processes: int = 2, threads: int = 4) -> None:
         port = free_port()
@@ -155,7 +157,7 @@ class Serve:
         }
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60.0) -> Serve:
+    def start(self, timeout: float = 60.0, *, healthy: bool = True) -> Serve:
         import httpx
 
         with self.log.open("w") as log:
@@ -170,7 +172,7 @@ class Serve:
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200 or not healthy:
                     return self
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"serve did not become healthy:\n{self.log.read_text()}")
@@ -188,3 +190,70 @@ class Serve:
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
+
+
+class TcpProxy:
+    """A TCP forwarder to a server (PostgreSQL), to play that server going away and coming back: `stop()` closes
+    every connection through it and stops listening (clients see their connections drop, then refused), `start()`
+    listens again on the same port. `upstream_ports()` are the local ports of its connections to the server
+    (the client_port pg_stat_activity shows for them)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.port = free_port()
+        self._sockets: list[socket.socket] = []
+        self._upstream: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+
+    def start(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port))  # SO_REUSEADDR: the same port again
+        listener.settimeout(0.1)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while self._listener is listener:
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._sockets += [client, upstream]
+                self._upstream.append(upstream)
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def upstream_ports(self) -> list[int]:
+        with self._lock:
+            return [s.getsockname()[1] for s in self._upstream if s.fileno() != -1]
+
+    def stop(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+        with self._lock:
+            sockets, self._sockets, self._upstream = self._sockets, [], []
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

@@ -1,7 +1,9 @@
 """The one error envelope: {"error": {"code", "message", "details"}} with stable codes.
 
 Views and services raise goldenset.errors.EvalsiteError (or DRF's own exceptions); this handler turns every one of them, and every unexpected
-exception, into the envelope, so a client never sees an HTML page or a traceback.
+exception, into the envelope, so a client never sees an HTML page or a traceback. A database that cannot be reached
+is a 503 database-unavailable (evalsite.unavailable); exceptions outside DRF's views (middleware) reach
+evalsite.views.server_error, which answers the same.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from evalsite import unavailable
 from goldenset.errors import ERROR_CODES, EvalsiteError
 
 logger = logging.getLogger(__name__)
@@ -110,6 +113,16 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             )
         message = str(exc.detail) if not isinstance(exc.detail, list | dict) else str(exc.default_detail)
         return Response(envelope(code, message), status=exc.status_code, headers=headers)
+
+    # A database that cannot be reached is no bug of ours and no fault of the request: 503, said without a host,
+    # port, name or path (evalsite.unavailable decides which errors are that; the rest stay 500 below).
+    if unavailable.database_unavailable(exc):
+        logger.error("Database unavailable: %s: %s", type(exc).__name__, exc, exc_info=exc)
+        return Response(
+            envelope("database-unavailable", unavailable.MESSAGE),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(unavailable.RETRY_AFTER_SECONDS)},
+        )
 
     # Anything else is a bug: log it with its traceback, answer the envelope without one.
     view = context.get("view")

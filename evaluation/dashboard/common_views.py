@@ -103,10 +103,11 @@ class DashboardContext:
 
     @cached_property
     def system_status(self) -> list[dict[str, str]]:
-        """The footer's status line: database, broker, workers (evalsite.health, at most seconds old)."""
+        """The footer's status line: database, broker, workers (evalsite.health, at most seconds old); the
+        failing checks' exception text (hosts, ports) for staff only, as on /healthz."""
         from evalsite import health
 
-        return health.status_line(health.cached_health())
+        return health.status_line(health.cached_health(), detail=self.request.user.is_staff)
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:

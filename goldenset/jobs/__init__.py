@@ -44,6 +44,8 @@ Handler = Callable[[Job, Progress], dict[str, Any]]
 _HANDLERS: dict[str, Handler] = {}
 # How long a worker keeps retrying a write the database refused (its connection cut, a failover).
 DB_RETRY_SECONDS = 60.0
+# The Retry-After of broker-unavailable: the same as the web's database-unavailable (evalsite.unavailable).
+BROKER_RETRY_AFTER_SECONDS = 5
 
 
 class JobInterrupted(BaseException):  # noqa: N818  (not an error: the worker is stopping)
@@ -118,7 +120,11 @@ def _enqueue_or_fail(job: Job) -> None:
         )
         job.status, job.error = JobStatus.FAILED, error
         raise EvalsiteError(
-            "broker-unavailable", message, details={"job_id": str(job.pk)}, status=503
+            "broker-unavailable",
+            message,
+            details={"job_id": str(job.pk)},
+            status=503,
+            retry_after=BROKER_RETRY_AFTER_SECONDS,
         ) from None
 
 

@@ -174,6 +174,7 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
         redis.stop()
         response = generate(world, "companies", 5, 1)
         assert response.status_code == 503, response.json()
+        assert response["Retry-After"] == "5"
         error = response.json()["error"]
         assert error["code"] == "broker-unavailable"
         orphan = Job.objects.get(pk=error["details"]["job_id"])

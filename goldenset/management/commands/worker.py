@@ -66,6 +66,36 @@ def _signal_all(pids: list[int], signum: int) -> None:
             os.kill(pid, signum)
 
 
+def wait_for_the_database(write) -> None:
+    """Return once the database answers; meanwhile say so every try (1, 2, 4 ... 10 s apart).
+
+    A cluster cannot start without the database (django-q2's broker and the heartbeats read it), and a worker
+    that exits at once, three times in a row, makes `manage.py serve` stop everything, its web server too,
+    which would then answer nothing at all instead of 503 database-unavailable. So a worker started while the
+    database is down waits for it. Only a database that cannot be reached is waited for
+    (evalsite.unavailable); any other database error (no such table: not migrated) fails the start."""
+    from django.db import DatabaseError, connection
+
+    from evalsite.unavailable import database_unavailable
+
+    pause = 1.0
+    while True:
+        try:
+            connection.ensure_connection()
+            connection.close()  # the cluster's processes are forked from this one: none may inherit it
+            return
+        except DatabaseError as exc:
+            if not database_unavailable(exc):
+                raise
+            write(
+                f"evalsite worker {os.getpid()}: the database cannot be reached ({type(exc).__name__}: "
+                f"{' '.join(str(exc).split())}); trying again in {pause:.0f} s"
+            )
+            connection.close()
+        time.sleep(pause)
+        pause = min(pause * 2, 10.0)
+
+
 class Command(QClusterCommand):
     help = "Starts a worker cluster (django-q2's qcluster) that stops cleanly on SIGTERM or Ctrl-C."
 
@@ -94,6 +124,10 @@ class Command(QClusterCommand):
 
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        # Until the cluster exists, SIGTERM or Ctrl-C simply ends the wait.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+        signal.signal(signal.SIGINT, lambda signum, frame: sys.exit(0))
+        wait_for_the_database(lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
         q = Cluster()  # installs django-q2's handlers, which ours replace
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
