@@ -229,6 +229,9 @@ EVALSITE_INDEX_DIR = Path(env_str("EVALSITE_INDEX_DIR") or DATA_DIR / "indexes")
 EVALSITE_INDEX_STORE = env_str("EVALSITE_INDEX_STORE") or (
     "local" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "database"
 )
+# `manage.py serve` loads and searches the saved indexes of this many most recently changed collections before
+# its web processes start (evaluation.warmup); 0: none.
+EVALSITE_WARM_COLLECTIONS = env_int("EVALSITE_WARM_COLLECTIONS", 20, minimum=0)
 if EVALSITE_INDEX_STORE not in ("database", "local"):
     raise ImproperlyConfigured(
         f"EVALSITE_INDEX_STORE: expected database or local, got {EVALSITE_INDEX_STORE!r}"

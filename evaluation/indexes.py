@@ -344,6 +344,16 @@ def get_index(
     return index
 
 
+def warm(collection: Collection) -> SearchIndex | None:
+    """The collection's current index with every part saved for it (here, or published by another machine),
+    loaded into this process's memory; None when it has none yet. Never builds or queues a build."""
+    key = _key(collection)
+    parts = saved_parts(collection)
+    if index_store.enabled():
+        parts |= index_store.published_parts(_path(key).parent.name)
+    return _lookup(collection, frozenset(parts), IndexStats(), build=False)
+
+
 def _lookup(
     collection: Collection, wanted: frozenset[str], stats: IndexStats, build: bool, keep: bool = True
 ) -> SearchIndex | None:

@@ -129,6 +129,7 @@ class Command(BaseCommand):
             # side closes an idle connection first: a server closing it as a request arrives drops that request.
             "--keep-alive", "90",
             "--preload",
+            "--config", "python:evalsite.gunicorn_hooks",  # warms the indexes before the processes fork
             "--forwarded-allow-ips", settings.EVALSITE_FORWARDED_ALLOW_IPS,
             "--no-control-socket",
         ]  # fmt: skip
