@@ -51,3 +51,27 @@ def test_a_target_is_added_and_changed_in_the_admin_through_the_services(admin_c
     assert all(SECRET not in json.dumps(e.changes) for e in events)
     assert admin_client.post(add, form(world)).status_code == 200  # the name is taken: said on the form
     assert Target.objects.count() == 1
+
+
+def test_the_admin_applies_the_egress_rule_and_binds_secrets_to_their_server(admin_client, world, settings):
+    add = reverse("admin:evaluation_target_add")
+    settings.EVALSITE_OUTBOUND_ALLOW = []
+    refused = admin_client.post(add, form(world, base_url="http://169.254.169.254/latest"))
+    assert refused.status_code == 200 and "link-local address not allowed" in refused.content.decode()
+    assert not Target.objects.exists()
+    settings.EVALSITE_OUTBOUND_ALLOW = ["127.0.0.0/8"]
+    assert admin_client.post(add, form(world)).status_code == 302
+    target = Target.objects.get()
+    change = reverse("admin:evaluation_target_change", args=[target.pk])
+    moved = admin_client.post(
+        change, {**form(world), "base_url": "http://127.0.0.2:9/search", "secret_headers": ""}
+    )
+    assert moved.status_code == 200 and "send each again in the same change" in moved.content.decode()
+    target.refresh_from_db()
+    assert target.base_url == "http://127.0.0.1:9/search"
+    moved = admin_client.post(
+        change, {**form(world), "base_url": "http://127.0.0.2:9/search", "secret_headers": "Authorization: x"}
+    )
+    assert moved.status_code == 302
+    target.refresh_from_db()
+    assert target.base_url == "http://127.0.0.2:9/search" and target.secret_header_names == ["Authorization"]
