@@ -69,6 +69,7 @@ class Limits:
     expression_chars: int = 1000  # a JMESPath expression or an id_transform pattern
     expression_nesting: int = 50  # brackets, parentheses and braces open at once in an expression
     index_chars: int = 255  # an Elasticsearch index (Elasticsearch's own limit)
+    answer_bytes: int = 32 << 20  # what one call may answer, decoded
 
 
 LIMITS = Limits()
@@ -709,7 +710,7 @@ class TargetClient:
         def post() -> httpx.Response:
             self._limit.wait()
             started[0] = time.perf_counter()
-            return http.post(url, json=body)
+            return _bounded(http, http.build_request("POST", url, json=body), LIMITS.answer_bytes)
 
         def parse(response: httpx.Response) -> tuple[Any, str]:
             text = response.text
@@ -786,6 +787,24 @@ class TargetClient:
                 raise TargetError(f"result[{i}]: score {item[1]!r} is not a number")
             scores.append(float(item[1]))
         return _ranked(self.spec, ids, scores, None, top_k, latency_ms, 1)
+
+
+def _bounded(http: httpx.Client, request: httpx.Request, limit: int) -> httpx.Response:
+    """The response, its body read (decoded) up to `limit` bytes: a target that answers more is this call's
+    TargetError, never a worker holding gigabytes."""
+    streamed = http.send(request, stream=True)
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in streamed.iter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise TargetError(f"answer larger than {limit} bytes (the limit of a target's answer)")
+            chunks.append(chunk)
+    finally:
+        streamed.close()
+    headers = [(k, v) for k, v in streamed.headers.multi_items() if k.lower() != "content-encoding"]
+    return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks), request=request)
 
 
 def load_callable(path: str, python_allowed: Sequence[str]) -> Callable:

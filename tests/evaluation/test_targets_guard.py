@@ -269,3 +269,32 @@ def test_a_patch_is_bounded_as_a_create_is(world):
     error = refused(response, 400, "validation-error")
     assert error["details"]["field"] == "options.request_template"
     assert Target.objects.get(name="api").options["request_template"] == {"q": "{{query}}"}
+
+
+def test_an_answer_past_the_size_limit_is_the_calls_error_not_a_worker_holding_it(
+    world, llm_server, monkeypatch
+):
+    import dataclasses
+
+    from evaluation import targets
+
+    monkeypatch.setattr(targets, "LIMITS", dataclasses.replace(LIMITS, answer_bytes=2000))
+    llm_server.documents = {f"doc-{i}": "refund " + "word " * 50 for i in range(40)}
+    created = world.client.post(
+        TARGETS,
+        http_target(
+            llm_server.url + "/search",
+            options={
+                "request_template": {"query": "{{query}}", "limit": 40},
+                "response_mapping": {"ids": "data.hits[].id"},
+            },
+        ),
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    body = world.client.post(f"{TARGETS}/api/test", {"query": "refund"}, format="json").json()
+    assert (
+        body["ok"] is False
+        and body["error"] == "answer larger than 2000 bytes (the limit of a target's answer)"
+    )
+    assert len(llm_server.requests) == 1  # not retried: the same answer would come again
