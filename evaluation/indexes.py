@@ -639,7 +639,17 @@ def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats
 
 
 def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex | None:
-    """The newest saved version older than the current one that has the wanted parts."""
+    """The newest saved version older than the current one that has the wanted parts (one another machine
+    published is copied here when this machine has none)."""
+    found = _newest_older_saved(collection, wanted, stats)
+    if found is None and _fetch_older(collection, wanted):
+        found = _newest_older_saved(collection, wanted, stats)
+    return found
+
+
+def _newest_older_saved(
+    collection: Collection, wanted: frozenset[str], stats: IndexStats
+) -> SearchIndex | None:
     current = _key(collection)
     for version, folder in _saved_versions(collection):
         if version >= current[1]:
@@ -656,23 +666,6 @@ def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexSt
                 _memory[key] = index
         if all(index.has_part(p) for p in wanted):
             return index
-    if _fetch_older(collection, wanted):  # none here: an older version another machine published
-        return _newest_older_saved(collection, wanted, stats)
-    return None
-
-
-def _newest_older_saved(
-    collection: Collection, wanted: frozenset[str], stats: IndexStats
-) -> SearchIndex | None:
-    current = _key(collection)
-    for version, folder in _saved_versions(collection):
-        if version < current[1]:
-            index = _read(folder / "index.pickle")
-            if index is not None and all(index.has_part(p) for p in wanted):
-                stats.loaded += 1
-                with _lock:
-                    _memory[(current[0], version, *current[2:])] = index
-                return index
     return None
 
 
