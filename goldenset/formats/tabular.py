@@ -15,7 +15,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from goldenset.formats import Entry, Problems, Written, fail
+from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
@@ -25,11 +25,10 @@ _TRUE, _FALSE = {"true", "1", "yes", ""}, {"false", "0", "no"}
 
 
 def read(text: str, delimiter: str) -> list[Entry]:
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    try:
-        header = next(rows, None)
-    except csv.Error as exc:
-        raise fail("line 1", f"not {_name(delimiter)} ({exc}).", line=1) from None
+    rows = csv_rows(text, delimiter)
+    _, header = next(rows, (1, None))
+    if isinstance(header, FormatError):
+        raise header
     if header is None or not any(cell.strip() for cell in header):
         raise fail("line 1", f"expected a header row naming the columns ({', '.join(COLUMNS)}).", line=1)
     names = [cell.strip().lower() for cell in header]
@@ -43,20 +42,16 @@ def read(text: str, delimiter: str) -> list[Entry]:
     entries = []
     problems = Problems()
     carried = frozenset(names) - set(INFORMATIONAL)
-    try:
-        for row in rows:
-            line = rows.line_num
+    for line, row in rows:
+        with problems.row():
+            if isinstance(row, FormatError):
+                raise row
             if not any(cell.strip() for cell in row):
                 continue
-            with problems.row():
-                if len(row) != len(names):
-                    raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
-                cells = dict(zip(names, row, strict=True))
-                entries.append(_entry(cells, f"line {line}", "grades" in names, carried))
-    except csv.Error as exc:
-        line = rows.line_num
-        with problems.row():
-            raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None
+            if len(row) != len(names):
+                raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
+            cells = dict(zip(names, row, strict=True))
+            entries.append(_entry(cells, f"line {line}", "grades" in names, carried))
     problems.check()
     return entries
 
