@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip
@@ -118,7 +118,7 @@ def _extras(value: Any, where: str, name: str) -> dict[str, Any]:
 def _unknown(row: Mapping[str, Any], known: set[str], where: str) -> None:
     for name in row:
         if name not in known:
-            raise fail(where, f"unknown field {name!r}.", field=name)
+            raise fail(where, f"unknown field {shown(name)}.", field=name)
 
 
 # --- Ragas -----------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import io
 import json
 from collections.abc import Sequence
 
-from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail
+from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail, shown
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
@@ -34,7 +34,9 @@ def read(text: str, delimiter: str) -> list[Entry]:
     names = [cell.strip().lower() for cell in header]
     for name in names:
         if name not in COLUMNS and name not in INFORMATIONAL:
-            raise fail("line 1", f"unknown column {name!r}; the columns are {', '.join(COLUMNS)}.", line=1)
+            raise fail(
+                "line 1", f"unknown column {shown(name)}; the columns are {', '.join(COLUMNS)}.", line=1
+            )
     if "question" not in names:
         raise fail("line 1", "the header has no question column.", line=1)
     if len(set(names)) != len(names):
@@ -60,7 +62,7 @@ def _entry(cells: dict[str, str], where: str, has_grades: bool, carried: frozens
     expected = _list(cells.get("expected_document_ids", ""), where, "expected_document_ids")
     answerable = cells.get("answerable", "").strip().lower()
     if answerable not in _TRUE | _FALSE:
-        raise fail(where, f"answerable: expected true or false, got {cells['answerable']!r}.")
+        raise fail(where, f"answerable: expected true or false, got {shown(cells['answerable'])}.")
     return Entry(
         question=cells["question"],
         key=cells.get("key", "").strip(),
@@ -105,7 +107,7 @@ def _grades(cell: str, where: str) -> dict[str, int]:
     for part in cell.split("|"):
         document, sep, grade = part.rpartition("=")
         if not sep or not document.strip() or not grade.strip().lstrip("-").isdigit():
-            raise fail(where, f"grades: expected document=grade, got {part!r}.")
+            raise fail(where, f"grades: expected document=grade, got {shown(part)}.")
         out[document.strip()] = int(grade)
     return out
 

@@ -224,3 +224,12 @@ def test_expected_documents_past_the_csv_modules_own_limit_import(world):
     response = upload(world, "golden.csv", f"question,expected_document_ids\nMany?,{cell}\n", "csv")
     assert response.status_code == 201, response.json()
     assert GoldenEntry.objects.get().expected_document_ids == ids
+
+
+def test_a_long_cell_in_an_error_is_cut_not_echoed_whole(world):
+    column = "c" * 500_000
+    error = refused(upload(world, "golden.csv", f"question,{column}\nQ,x\n", "csv"), 400, "import-invalid")
+    assert error["message"] == (
+        f"line 1: unknown column '{'c' * 56}...; the columns are key, question, expected_document_ids, grades, "
+        "reference_answer, tags, answerable."
+    )
