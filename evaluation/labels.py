@@ -160,7 +160,9 @@ def read_row(row: dict[str, Any], where: str) -> LabelRow:
         raise fail(where, f"{unknown[0]}: unknown field.", field=unknown[0])
     metric = _text(row.get("metric"), where, "metric", required=True)
     if metric not in JUDGED_METRICS:
-        raise fail(where, f"metric: {metric!r} is not one of {', '.join(JUDGED_METRICS)}.", field="metric")
+        raise fail(
+            where, f"metric: {shown(metric)} is not one of {', '.join(JUDGED_METRICS)}.", field="metric"
+        )
     statement = _text(row.get("statement"), where, "statement", limit=MAX_TEXT)
     if statement and metric not in STATEMENT_METRICS:
         raise fail(

@@ -95,7 +95,10 @@ def parse_run_file(data: bytes) -> RunFile:
         _bounded(number, query, document, tag)
         per_query = out.runs.setdefault(tag, {}).setdefault(query, {})
         if document in per_query:
-            raise _fail(number, f"document {document!r} is listed twice for query {query!r} in run {tag!r}.")
+            raise _fail(
+                number,
+                f"document {shown(document)} is listed twice for query {shown(query)} in run {shown(tag)}.",
+            )
         per_query[document] = score
         if len(out.runs) > MAX_TAGS:
             raise _fail(number, f"more than {MAX_TAGS} runs (tags) in one file.")
