@@ -29,6 +29,7 @@ from typing import Any
 
 from goldenset.formats import FormatError, Problems, csv_rows, decode, fail, shown
 from goldenset.formats.json_rows import json_records
+from goldenset.text import JsonValueError, json_value
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 QUESTION, STATEMENT = "question", "statement"
@@ -133,9 +134,9 @@ def _passages(value: Any, where: str) -> tuple[PassageText, ...]:
         return ()
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise fail(where, f"passages: not JSON ({exc.msg}).", field="passages") from None
+            value = json_value(value)
+        except JsonValueError as exc:
+            raise fail(where, f"passages: not JSON ({exc.message}).", field="passages") from None
     if not isinstance(value, list) or not all(isinstance(p, dict | str) for p in value):
         raise fail(where, "passages: expected a list of {document_id, title, text}.", field="passages")
     out = []

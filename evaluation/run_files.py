@@ -22,7 +22,7 @@ from typing import Any
 
 from goldenset.errors import EvalsiteError
 from goldenset.formats import shown
-from goldenset.text import MAX_ID_CHARS
+from goldenset.text import MAX_ID_CHARS, JsonValueError, json_value
 
 MAX_TAGS = 20  # runs one file may hold (as configurations per evaluation)
 MAX_TAG_CHARS = 200  # a tag is its run's label: the length of EvaluationRun.label
@@ -109,11 +109,9 @@ def parse_run_file(data: bytes) -> RunFile:
 
 def _jsonl_line(raw: str, number: int) -> tuple[str, str, float, str]:
     try:
-        row = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise _fail(number, f"not JSON ({exc.msg} at column {exc.colno}).") from None
-    except RecursionError:
-        raise _fail(number, "not JSON (nested too deeply).") from None
+        row = json_value(raw)
+    except JsonValueError as exc:
+        raise _fail(number, f"not JSON ({exc.message} at column {exc.column}).") from None
     if not isinstance(row, dict):
         raise _fail(number, "expected an object with query_id, document_id and score.")
     for key in ("query_id", "document_id", "score"):

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 
 from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail, shown
+from goldenset.text import json_value
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
@@ -82,7 +83,7 @@ def _list(cell: str, where: str, column: str) -> list[str]:
         return []
     if cell.startswith("["):
         try:
-            values = json.loads(cell)
+            values = json_value(cell)
         except ValueError:
             values = None
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -97,7 +98,7 @@ def _grades(cell: str, where: str) -> dict[str, int]:
         return {}
     if cell.startswith("{"):
         try:
-            grades = json.loads(cell)
+            grades = json_value(cell)
         except ValueError:
             grades = None
         if not isinstance(grades, dict):

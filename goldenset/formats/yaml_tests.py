@@ -69,7 +69,7 @@ class BoundedLoader(yaml.SafeLoader):
         if self._depth > MAX_YAML_DEPTH:
             raise fail(
                 f"line {line}",
-                f"nested more than {MAX_YAML_DEPTH} levels deep (lists and mappings), the limit.",
+                f"lists and mappings nested more than {MAX_YAML_DEPTH} deep, the limit.",
                 line=line,
                 limit=MAX_YAML_DEPTH,
             )

@@ -250,3 +250,33 @@ def test_a_run_tag_of_200_characters_is_stored_as_the_runs_label(golden, form):
 def test_a_jsonl_tag_of_the_wrong_shape_is_named_not_echoed(golden, tag, got):
     error = refused(run_file(golden.client, "run.jsonl", jsonl(tag=tag)), 400, "run-file-invalid")
     assert error["message"] == f"line 2: tag must be a non-empty string or integer, got {got}."
+
+
+# --- JSON in label rows and cells, and run files ---------------------------------------------------------------
+
+
+def test_a_labels_file_row_with_a_nul_escape_is_refused_at_its_line(golden):
+    row = json.dumps({**ROW, "answer": "A full refund.\u0000"})  # a 500 on PostgreSQL before
+    before = db_state()
+    error = refused(labels_file(golden.client, "labels.jsonl", row + "\n"), 400, "import-invalid")
+    column = row.index("\\u0000") + 1
+    assert error["message"] == f"line 1: not JSON (NUL characters are not allowed at column {column})."
+    assert db_state() == before
+
+
+def test_a_labels_csv_passages_cell_nested_100_000_deep_is_refused_naming_the_limit(golden):
+    cell = "[" * 100_000 + "]" * 100_000  # a RecursionError, a 500, before
+    text = CSV_HEADER + f"q1,ann,faithfulness,pass,An answer.,{cell}\n"
+    before = db_state()
+    error = refused(labels_file(golden.client, "labels.csv", text), 400, "import-invalid")
+    assert error["message"] == "line 2: passages: not JSON (arrays and objects nested more than 100 deep)."
+    assert db_state() == before
+
+
+def test_a_run_file_tag_with_a_nul_escape_is_refused_at_its_line(golden):
+    content = jsonl(tag="bm25\u0000")  # stored as a run's label: a 500 on PostgreSQL before
+    column = content.splitlines()[1].index("\\u0000") + 1
+    before = db_state()
+    error = refused(run_file(golden.client, "run.jsonl", content), 400, "run-file-invalid")
+    assert error["message"] == f"line 2: not JSON (NUL characters are not allowed at column {column})."
+    assert db_state() == before

@@ -23,7 +23,7 @@ from tests.support import db_state
         ('{"k": ' + "1" * 5000 + "}", "Line 1, column 7: an integer of 5000 digits is too long."),
         (
             '{"k": ' + "[" * 100_000 + "]" * 100_000 + "}",
-            "Line 1, column 106: nested more than 100 levels deep (arrays and objects).",
+            "Line 1, column 106: arrays and objects nested more than 100 deep.",
         ),
     ],
     ids=["surrogate", "nul", "nan", "overflow", "long-int", "deep"],

@@ -89,9 +89,7 @@ def _nested(path: str, head: str, depth: int, tail: str) -> Bad:
     """A body with arrays `depth` deep at the end of `head`: deeper than 100 is refused at the bracket that
     passes the limit (at 900, under Python's recursion limit, it used to parse, then break a serializer)."""
     column = len(head) + 1 + (100 - head.count("[") - head.count("{"))
-    message = (
-        f"Malformed JSON at line 1, column {column}: nested more than 100 levels deep (arrays and objects)."
-    )
+    message = f"Malformed JSON at line 1, column {column}: arrays and objects nested more than 100 deep."
     raw = head + "[" * depth + "]" * depth + tail
     return Bad("post", path, 400, "invalid-json", message, {"line": 1, "column": column}, raw=raw)
 
@@ -137,7 +135,7 @@ CASES = {
         GS,
         400,
         "invalid-json",
-        "Malformed JSON at line 1, column 112: nested more than 100 levels deep (arrays and objects).",
+        "Malformed JSON at line 1, column 112: arrays and objects nested more than 100 deep.",
         {"line": 1, "column": 112},
         raw='{"entries": ' + "[" * 50_000 + "]" * 50_000 + "}",
     ),

@@ -139,7 +139,7 @@ def test_yaml_nested_100_000_deep_is_refused_naming_the_line_and_the_limit(world
     before = db_state()
     started = time.perf_counter()
     response = upload(world, "deep.yaml", "[" * 100_000 + "]" * 100_000, "promptfoo")
-    message = "nested more than 50 levels deep (lists and mappings), the limit."
+    message = "lists and mappings nested more than 50 deep, the limit."
     import_invalid(response, "line 1", message, line=1, limit=MAX_YAML_DEPTH)
     assert time.perf_counter() - started < 5
     import_invalid(upload(world, "deep.yaml", _nested(51), "promptfoo"), "line 3", message, line=3, limit=50)
@@ -233,3 +233,34 @@ def test_a_long_cell_in_an_error_is_cut_not_echoed_whole(world):
         f"line 1: unknown column '{'c' * 56}...; the columns are key, question, expected_document_ids, grades, "
         "reference_answer, tags, answerable."
     )
+
+
+# --- JSON in golden-set rows and cells -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ('{"user_input": "Refund\\u0000window?"}', "NUL characters are not allowed at column 23"),
+        ('{"user_input": "Refund \\ud800 window?"}', "lone surrogates are not valid Unicode at column 24"),
+        (
+            '{"user_input": "Q?", "response": ' + "[" * 100 + "]" * 100 + "}",
+            "arrays and objects nested more than 100 deep at column 133",
+        ),
+    ],
+    ids=["nul", "lone-surrogate", "101-deep"],
+)
+def test_a_json_row_the_database_cannot_hold_is_refused_at_its_line_and_column(world, row, message):
+    """NUL and a lone surrogate were stored, then a 500 on PostgreSQL; the nesting limit is the API body's."""
+    before = db_state()
+    response = upload(world, "golden.jsonl", '{"user_input": "Fine?"}\n' + row + "\n", "ragas")
+    import_invalid(response, "line 2", f"not JSON ({message}).", line=2)
+    assert db_state() == before
+
+
+def test_a_csv_json_cell_nested_100_000_deep_is_refused_naming_its_line(world):
+    cell = "[" * 100_000 + "]" * 100_000  # a RecursionError, a 500, before
+    before = db_state()
+    response = upload(world, "golden.csv", f"question,tags\nFine?,\nDeep?,{cell}\n", "csv")
+    import_invalid(response, "line 3", "tags: a cell starting with [ must be a JSON array of strings.")
+    assert db_state() == before
