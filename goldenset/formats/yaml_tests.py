@@ -23,6 +23,7 @@ from typing import Any, cast
 import yaml
 
 from goldenset.formats import Entry, Problems, Written, fail, string_list
+from goldenset.text import find_lone_surrogate, find_nul
 
 QUESTION_VARS = ("question", "query", "input")
 REFERENCE_ASSERTIONS = ("factuality", "similar")
@@ -79,6 +80,16 @@ class BoundedLoader(yaml.SafeLoader):
         node = cast(yaml.Node, super().compose_node(parent, index))
         self._open.discard(anchor)
         self._depth -= collection
+        if isinstance(node, yaml.ScalarNode):  # an escape ("\0", "\ud800") makes what no database stores
+            for found, problem in (
+                (find_nul(node.value, json_escapes=False), "NUL characters are not allowed."),
+                (
+                    find_lone_surrogate(node.value, json_escapes=False),
+                    "lone surrogates are not valid Unicode.",
+                ),
+            ):
+                if found is not None:
+                    raise fail(f"line {line}", problem, line=line)
         self._weights[id(node)] = 1 + (
             len(node.value)
             if isinstance(node, yaml.ScalarNode)
@@ -159,7 +170,7 @@ def _entry(test: Any, where: str) -> Entry:
     for index, assertion in enumerate(asserts):
         if isinstance(assertion, dict) and assertion.get("type") in REFERENCE_ASSERTIONS:
             value = assertion.get("value")
-            if not _scalar(value):
+            if _collection(value):
                 raise fail(where, f"assert[{index}].value: expected the reference answer, a text.")
             reference = str(value or "")
             break
@@ -174,7 +185,7 @@ def _entry(test: Any, where: str) -> Entry:
     if not isinstance(answerable, bool):
         raise fail(where, "metadata.answerable: expected true or false.")
     description = test.get("description")
-    if not _scalar(description):
+    if _collection(description):
         raise fail(where, "description: expected a text (the entry's key).")
     carried = {name for name in ("expected_document_ids", "grades", "tags", "answerable") if name in metadata}
     carried |= {"key"} if description is not None else set()
@@ -192,9 +203,10 @@ def _entry(test: Any, where: str) -> Entry:
     )
 
 
-def _scalar(value: Any) -> bool:
-    """A value that reads as a text (a string or a number), or none."""
-    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
+def _collection(value: Any) -> bool:
+    """A list, a mapping or a set: where a text belongs, refused (its text would be Python's repr of it, as
+    large as what its aliases stand for); a number or a date reads as its text."""
+    return isinstance(value, list | dict | set)
 
 
 def write(entries: Sequence[Entry], name: str) -> Written:

@@ -264,3 +264,32 @@ def test_a_csv_json_cell_nested_100_000_deep_is_refused_naming_its_line(world):
     response = upload(world, "golden.csv", f"question,tags\nFine?,\nDeep?,{cell}\n", "csv")
     import_invalid(response, "line 3", "tags: a cell starting with [ must be a JSON array of strings.")
     assert db_state() == before
+
+
+@pytest.mark.parametrize(
+    ("test", "line", "message"),
+    [
+        ('- vars: {question: "Refund\\0window"}\n', 2, "NUL characters are not allowed."),
+        ('- vars: {question: "Refund \\ud800 window"}\n', 2, "lone surrogates are not valid Unicode."),
+        ('- vars: {question: Q}\n  description: "q\\x00"\n', 3, "NUL characters are not allowed."),
+        (
+            '- vars: {question: Q}\n  metadata:\n    tags:\n      - "a\\u0000"\n',
+            5,
+            "NUL characters are not allowed.",
+        ),
+    ],
+    ids=["question-nul", "question-surrogate", "key-nul", "tag-nul"],
+)
+def test_a_yaml_escape_the_database_cannot_hold_is_refused_at_its_line(world, test, line, message):
+    """YAML's escapes make NUL and lone surrogates: stored, then a 500 on PostgreSQL."""
+    before = db_state()
+    response = upload(world, "tests.yaml", "- vars: {question: Fine}\n" + test, "promptfoo")
+    import_invalid(response, f"line {line}", message, line=line)
+    assert db_state() == before
+
+
+def test_a_number_or_date_description_reads_as_its_text(world):
+    text = "- vars: {question: Refund window}\n  description: 2024-01-31\n- vars: {question: Shipping}\n  description: 7\n"
+    response = upload(world, "tests.yaml", text, "promptfoo")
+    assert response.status_code == 201, response.json()
+    assert sorted(GoldenEntry.objects.values_list("key", flat=True)) == ["2024-01-31", "7"]
