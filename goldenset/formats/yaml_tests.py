@@ -78,7 +78,8 @@ class BoundedLoader(yaml.SafeLoader):
         if anchor is not None:
             self._open.add(anchor)
         node = cast(yaml.Node, super().compose_node(parent, index))
-        self._open.discard(anchor)
+        if anchor is not None:
+            self._open.remove(anchor)
         self._depth -= collection
         if isinstance(node, yaml.ScalarNode):  # an escape ("\0", "\ud800") makes what no database stores
             for found, problem in (
