@@ -19,6 +19,8 @@ from evaluation.slices import EVERY, ORIGINS, SUBSET_KEYS, Subset
 from goldenset.errors import EvalsiteError
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
+MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files' tags are labels too)
+
 MAX_K = 1000
 _DIGITS = re.compile(r"[0-9]+")
 MAX_CONFIGS = 20
@@ -228,8 +230,12 @@ def parse_config(
     if not 0 <= weight <= 1:
         raise _fail("validation-error", _f(prefix, "fulltext_weight"), "expected a number from 0 to 1.")
     label = raw.get("label")
-    if label is not None and (not isinstance(label, str) or len(label) > 200):
-        raise _fail("validation-error", _f(prefix, "label"), "expected a string of at most 200 characters.")
+    if label is not None and (not isinstance(label, str) or len(label) > MAX_LABEL_CHARS):
+        raise _fail(
+            "validation-error",
+            _f(prefix, "label"),
+            f"expected a string of at most {MAX_LABEL_CHARS} characters.",
+        )
     config = RunConfig(
         label="",
         search_type=search_type,
@@ -267,8 +273,12 @@ def _parse_target_config(raw: Mapping, prefix: str, subset: Subset = EVERY) -> R
     if not 0 <= rate <= 1:
         raise _fail("validation-error", _f(prefix, "max_error_rate"), "expected a number from 0 to 1.")
     label = raw.get("label")
-    if label is not None and (not isinstance(label, str) or len(label) > 200):
-        raise _fail("validation-error", _f(prefix, "label"), "expected a string of at most 200 characters.")
+    if label is not None and (not isinstance(label, str) or len(label) > MAX_LABEL_CHARS):
+        raise _fail(
+            "validation-error",
+            _f(prefix, "label"),
+            f"expected a string of at most {MAX_LABEL_CHARS} characters.",
+        )
     top_k = raw.get("top_k")
     top_k = None if top_k in (None, "") else parse_positive_int(top_k, _f(prefix, "top_k"))
     default = " ".join(

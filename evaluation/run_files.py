@@ -20,12 +20,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluation.configs import MAX_LABEL_CHARS
 from goldenset.errors import EvalsiteError
 from goldenset.formats import shown
 from goldenset.text import MAX_ID_CHARS, JsonValueError, json_value
 
 MAX_TAGS = 20  # runs one file may hold (as configurations per evaluation)
-MAX_TAG_CHARS = 200  # a tag is its run's label: the length of EvaluationRun.label
+MAX_TAG_CHARS = MAX_LABEL_CHARS  # a tag is its run's label
 
 
 @dataclass
