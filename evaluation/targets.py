@@ -302,11 +302,12 @@ def check_headers(headers: Mapping[str, Any], secret_headers: Mapping[str, Any])
                     f"expected a text of at most {LIMITS.header_value_chars} characters.",
                     limit=LIMITS.header_value_chars,
                 )
-            bad = next((c for c in value if not (" " <= c <= "~" or c == "\t")), None)
-            if bad is not None:
+            bad = next((i for i, c in enumerate(value) if not (" " <= c <= "~" or c == "\t")), None)
+            if bad is not None:  # its position, not the character: a secret value is never echoed, even in part
                 raise _fail(
                     f"{where}.{name}",
-                    f"holds {bad!r}: a header value takes visible ASCII characters and spaces only.",
+                    f"holds a control or non-ASCII character at position {bad + 1}: a header value takes visible "
+                    "ASCII characters and spaces only.",
                 )
 
 

@@ -123,7 +123,11 @@ def resolve_targets(
 
 
 def target_client(target: Target) -> TargetClient:
-    return TargetClient(target_spec(target), settings.EVALSITE_PYTHON_TARGETS, egress_policy())
+    spec = target_spec(target)
+    # A target stored before the header limits (a CR or a non-ASCII value) is a 400 naming the header, to edit,
+    # not a failure inside the HTTP client.
+    check_headers(spec.headers, spec.secret_headers)
+    return TargetClient(spec, settings.EVALSITE_PYTHON_TARGETS, egress_policy())
 
 
 def snapshot(target: Target) -> dict[str, Any]:

@@ -298,3 +298,21 @@ def test_an_answer_past_the_size_limit_is_the_calls_error_not_a_worker_holding_i
         and body["error"] == "answer larger than 2000 bytes (the limit of a target's answer)"
     )
     assert len(llm_server.requests) == 1  # not retried: the same answer would come again
+
+
+def test_a_target_stored_before_the_header_limits_is_a_400_when_called_not_a_500(world, llm_server):
+    from evaluation.services.targets import secret_box
+
+    created = world.client.post(TARGETS, http_target(llm_server.url + "/search"), format="json")
+    assert created.status_code == 201
+    # As the drill left it: a secret value no request can carry, stored before the check existed.
+    Target.objects.filter(name="api").update(
+        secret_headers_sealed=secret_box().seal({"Authorization": "Bearer s\u00e9cret"}),
+        secret_header_names=["Authorization"],
+    )
+    error = refused(
+        world.client.post(f"{TARGETS}/api/test", {"query": "refund"}, format="json"), 400, "validation-error"
+    )
+    assert error["details"]["field"] == "secret_headers.Authorization"
+    assert "s\u00e9cret" not in error["message"]
+    assert llm_server.count() == 0
