@@ -58,10 +58,14 @@ def test_no_tenant_reaches_the_servers_network_or_gets_a_server_error(world, man
                 )  # fmt: skip
                 assert es.status_code == 400 and es.json()["error"]["details"]["field"] == "options.index"
 
+                # Nested 900 deep: past the body's own limit (100), refused before any field is read.
+                deep = create({"base_url": "https://api.example.com/search",
+                               "options": {**http_options, "request_template": _deep(900)}})  # fmt: skip
+                assert deep.status_code == 400 and deep.json()["error"]["code"] == "invalid-json", deep.text
                 attacks = {
-                    "options.request_template": {
+                    "options.request_template": {  # within the body's limit, past the options' (32)
                         "base_url": "https://api.example.com/search",
-                        "options": {**http_options, "request_template": _deep(900)},
+                        "options": {**http_options, "request_template": _deep(60)},
                     },
                     "options.response_mapping.ids": {
                         "base_url": "https://api.example.com/search",
