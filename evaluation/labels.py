@@ -21,16 +21,15 @@ and a file with one bad row stores nothing (goldenset.formats.Problems).
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from goldenset.formats import FormatError, Problems, decode, fail
+from goldenset.formats import FormatError, Problems, csv_rows, decode, fail, shown
 from goldenset.formats.json_rows import json_records
+from goldenset.text import JsonValueError, json_value
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 QUESTION, STATEMENT = "question", "statement"
@@ -111,19 +110,21 @@ def _verdict(row: dict[str, Any], where: str, statement: bool) -> tuple[float, b
         raise fail(where, "label: give a label or a score (one of them).", field="label")
     if score not in (None, ""):
         try:
-            value = float(score)
+            value = float(score) if not isinstance(score, list | dict) else math.nan
         except (TypeError, ValueError):
-            raise fail(where, f"score: {score!r} is not a number.", field="score") from None
+            raise fail(where, f"score: {shown(score)} is not a number.", field="score") from None
         if isinstance(score, bool) or not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise fail(where, f"score: {score!r} is not a number in 0..1.", field="score")
+            raise fail(where, f"score: {shown(score)} is not a number in 0..1.", field="score")
         return value, value >= 0.5, f"{value:g}"
+    allowed = "supported, partially, not supported, pass or fail" if statement else "pass or fail"
+    if not isinstance(label, str | int):  # a bool is an int
+        raise fail(where, f"label: {shown(label)} is not one of {allowed}.", field="label")
     word = " ".join(str(label).strip().lower().replace("-", " ").split())
     if isinstance(label, bool):
         word = "true" if label else "false"
     known = {**_PASS, **_FAIL, **(_SUPPORT if statement else {})}
     if word not in known:
-        allowed = "supported, partially, not supported, pass or fail" if statement else "pass or fail"
-        raise fail(where, f"label: {label!r} is not one of {allowed}.", field="label")
+        raise fail(where, f"label: {shown(label)} is not one of {allowed}.", field="label")
     value = known[word]
     return value, value == 1.0, word
 
@@ -133,9 +134,9 @@ def _passages(value: Any, where: str) -> tuple[PassageText, ...]:
         return ()
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise fail(where, f"passages: not JSON ({exc.msg}).", field="passages") from None
+            value = json_value(value)
+        except JsonValueError as exc:
+            raise fail(where, f"passages: not JSON ({exc.message}).", field="passages") from None
     if not isinstance(value, list) or not all(isinstance(p, dict | str) for p in value):
         raise fail(where, "passages: expected a list of {document_id, title, text}.", field="passages")
     out = []
@@ -160,7 +161,9 @@ def read_row(row: dict[str, Any], where: str) -> LabelRow:
         raise fail(where, f"{unknown[0]}: unknown field.", field=unknown[0])
     metric = _text(row.get("metric"), where, "metric", required=True)
     if metric not in JUDGED_METRICS:
-        raise fail(where, f"metric: {metric!r} is not one of {', '.join(JUDGED_METRICS)}.", field="metric")
+        raise fail(
+            where, f"metric: {shown(metric)} is not one of {', '.join(JUDGED_METRICS)}.", field="metric"
+        )
     statement = _text(row.get("statement"), where, "statement", limit=MAX_TEXT)
     if statement and metric not in STATEMENT_METRICS:
         raise fail(
@@ -205,14 +208,29 @@ def read_labels(data: bytes | str, *, fmt: str | None = None) -> list[LabelRow]:
             "validation-error", f"format: {fmt!r} is not csv or json.", details={"field": "format"}
         )
     is_json = fmt == "json" or (fmt is None and text.lstrip()[:1] in ("[", "{"))
-    if is_json:
-        records = json_records(text, first=1)
-    else:
-        reader = csv.DictReader(io.StringIO(text))
-        if not reader.fieldnames or "question_id" not in reader.fieldnames:
-            raise fail("line 1", "the header must name question_id, rater, metric and label (or score).")
-        records = [(f"line {reader.line_num}", dict(row)) for row in reader]
-    return read_rows(records)
+    return read_rows(json_records(text, first=1) if is_json else _csv_records(text))
+
+
+def _csv_records(text: str) -> list[tuple[str, Any]]:
+    """(where, row as a dict by the header's names) of each row of a CSV file with a header; a row the csv
+    module cannot read, or with more cells than the header names, has its FormatError as its value."""
+    rows = csv_rows(text)
+    _, header = next(rows, (1, None))
+    if isinstance(header, FormatError):
+        raise header
+    if not header or "question_id" not in header:
+        raise fail("line 1", "the header must name question_id, rater, metric and label (or score).")
+    records: list[tuple[str, Any]] = []
+    for line, row in rows:
+        where = f"line {line}"
+        if isinstance(row, FormatError):
+            records.append((where, row))
+        elif len(row) > len(header):
+            problem = fail(where, f"expected {len(header)} cells, found {len(row)}.", line=line)
+            records.append((where, problem))
+        elif any(cell.strip() for cell in row):
+            records.append((where, dict(zip(header, row, strict=False))))
+    return records
 
 
 def read_rows(records: list[tuple[str, Any]]) -> list[LabelRow]:

@@ -78,8 +78,6 @@ def _json_lines(lines: Iterable[str | bytes], name: str) -> Iterator[tuple[int, 
             raise _at(name, number, exc.colno, exc.msg) from None
         except JsonValueError as exc:
             raise _at(name, number, exc.column, exc.message) from None
-        except RecursionError:
-            raise _error(name, number, "JSON is nested too deeply") from None
         if not isinstance(row, dict):
             raise _error(name, number, "expected a JSON object")
         yield number, row

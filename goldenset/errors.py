@@ -13,7 +13,7 @@ from typing import Any
 # (a test holds the two together); an EvalsiteError with a code not listed here is a bug and refuses to exist.
 ERROR_CODES: dict[str, tuple[int, str]] = {
     # the request itself
-    "invalid-json": (400, "the body is not JSON (line and column named)"),
+    "invalid-json": (400, "the body is not JSON, or nests more than 100 deep (line and column named)"),
     "invalid-body": (400, "a form or multipart body that cannot be parsed"),
     "bad-request": (400, "a request refused before any view (a disallowed Host header, say)"),
     "validation-error": (

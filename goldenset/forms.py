@@ -146,8 +146,6 @@ def _json_text_problem(text: str) -> str | None:
         return None  # Django's own "Enter a valid JSON."
     except JsonValueError as exc:
         return f"Line {exc.line}, column {exc.column}: {exc.message}."
-    except RecursionError:
-        return "JSON is nested too deeply."
     return None
 
 

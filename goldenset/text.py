@@ -198,16 +198,28 @@ _JSON_VALUE_TOKEN = re.compile(
 )
 
 
-def json_loads(text: str) -> Any:
-    """json.loads for outside text: NaN and Infinity (not JSON), numbers that overflow a float to infinity
-    and integers too long to convert are refused with a JsonValueError at their line and column.
+# Arrays and objects inside one another, at most. Far past any real body (a search configuration nests 4 deep,
+# a document's metadata a few more), and far below where a value starts to break the recursive code that reads,
+# validates, stores or writes it (serializers, JSONField, json.dumps fail from about 850 levels).
+MAX_JSON_DEPTH = 100
 
-    A syntax error stays json.JSONDecodeError; absurd nesting stays RecursionError.
+# A JSON string (skipped: its brackets are text), or a bracket.
+_JSON_NESTING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def json_loads(text: str) -> Any:
+    """json.loads for outside text: NaN and Infinity (not JSON), numbers that overflow a float to infinity,
+    integers too long to convert and arrays or objects nested more than MAX_JSON_DEPTH deep are refused with a
+    JsonValueError at their line and column.
+
+    A syntax error stays json.JSONDecodeError.
     """
     try:
-        return json.loads(
+        value = json.loads(
             text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_bounded_int
         )
+    except RecursionError:  # nested far deeper than the limit: where it passed the limit
+        raise _too_deep(text) from None
     except _Refused as exc:
         # The decoder reads left to right, so the text before the refused value is valid JSON and the first
         # refused-looking token outside a string is the one it refused.
@@ -225,6 +237,58 @@ def json_loads(text: str) -> Any:
             except _Refused:
                 raise JsonValueError(str(exc), *_position(text, match.start())) from None
         raise JsonValueError(str(exc), 1, 1) from None  # not reached: the decoder saw such a token
+    if _deeper_than(value, text, MAX_JSON_DEPTH):
+        raise _too_deep(text)
+    return value
+
+
+def json_value(text: str) -> Any:
+    """A JSON text from a file, read as json_loads reads it, whose NUL characters (PostgreSQL stores none) and
+    lone surrogates (not UTF-8), literal or escaped, are refused too: every problem, a syntax error included, is
+    one JsonValueError at its line and column (the readers of golden-set rows, labels and run files)."""
+    for found, problem in (
+        (find_nul(text), "NUL characters are not allowed"),
+        (find_lone_surrogate(text), "lone surrogates are not valid Unicode"),
+    ):
+        if found is not None:
+            raise JsonValueError(problem, *found)
+    try:
+        return json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise JsonValueError(exc.msg, exc.lineno, exc.colno) from None
+
+
+def _deeper_than(value: Any, text: str, limit: int) -> bool:
+    """Whether arrays and objects nest more than `limit` deep in the parsed value (level by level, no
+    recursion); a text with no more brackets than that cannot, and is not walked."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    level = [value] if isinstance(value, dict | list) else []
+    for _ in range(limit):
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _too_deep(text: str) -> JsonValueError:
+    """The error for a text nested more than MAX_JSON_DEPTH deep, at the bracket that passes the limit."""
+    message = f"arrays and objects nested more than {MAX_JSON_DEPTH} deep"
+    depth = 0
+    for match in _JSON_NESTING_TOKEN.finditer(text):
+        first = match.group()[0]
+        if first in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return JsonValueError(message, *_position(text, match.start()))
+        elif first in "]}":
+            depth -= 1
+    return JsonValueError(message, 1, 1)  # not reached: the text nests that deep
 
 
 # --- identifiers and golden-entry sizes --------------------------------------------------------------------

@@ -54,5 +54,3 @@ class JSONParser(parsers.JSONParser):
                 f"Malformed JSON at line {exc.line}, column {exc.column}: {exc.message}.",
                 details={"line": exc.line, "column": exc.column},
             ) from None
-        except RecursionError:
-            raise EvalsiteError("invalid-json", "Malformed JSON: nested too deeply.") from None

@@ -48,7 +48,7 @@ class CalibrationIn(TenantIn):
 class ThresholdIn(TenantIn):
     collection_id = serializers.CharField(max_length=200)
     metric = serializers.ChoiceField(choices=list(JUDGED_METRICS))
-    judge = serializers.CharField(default="heuristic")
+    judge = serializers.CharField(default="heuristic", max_length=300)  # JudgeThreshold.judge's length
     value = serializers.FloatField(
         required=False, min_value=0.0, max_value=1.0, help_text="Default: the report's best threshold."
     )
@@ -144,7 +144,9 @@ class LabelsApi(TenantAPIView):
     )
     def post(self, request):
         body = request.data
-        raw = body.dict() if hasattr(body, "dict") else dict(body)
+        # A form's fields (last value wins), or the JSON body as it came: one that is no object (`[null, null]`)
+        # is the serializer's validation-error, as on every endpoint.
+        raw = body.dict() if hasattr(body, "dict") else body
         if "file" in request.FILES:
             raw["file"] = request.FILES["file"]
         data = read_strictly(LabelsIn, raw)

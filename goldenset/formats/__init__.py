@@ -9,6 +9,8 @@ and warnings naming what the format cannot carry (never dropped silently). Each 
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -67,6 +69,15 @@ def string_list(value: Any, where: str, name: str) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+def shown(value: Any, show: Callable[[Any], str] = repr) -> str:
+    """A value from a file for a message, cut to 60 characters; a list or an object only by its kind (it may
+    be large, or nested too deep to write)."""
+    if isinstance(value, list | dict):
+        return "a list" if isinstance(value, list) else "an object"
+    text = show(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 MAX_PROBLEMS = 50  # bad rows listed at most (the preview shows them all)
 
 
@@ -119,6 +130,45 @@ def decode(data: bytes | str, name: str = "the file") -> str:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise fail(f"line {line}", "NUL characters are not allowed.", line=line)
     return text.removeprefix("\ufeff")
+
+
+# A CSV or TSV cell's length, at most: well above the longest a golden entry or a label holds (1,000 expected
+# document ids of 300 characters are about 310,000; a question 4,000; a reference answer, an answer or a
+# statement 20,000), and above the csv module's own default (131,072), which refused such entries.
+MAX_CSV_FIELD_CHARS = 1_000_000
+
+
+def csv_rows(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | FormatError]]:
+    """(line, cells) of each row of a CSV (or, with a tab, TSV) text, `line` where the row ends. A row the csv
+    module cannot read, or one with a cell longer than MAX_CSV_FIELD_CHARS, comes as its FormatError naming the
+    line (and the limit), and is the last: what follows a broken quote cannot be trusted."""
+    # The csv module has one field limit for the whole process: every reader sets it to this one.
+    csv.field_size_limit(MAX_CSV_FIELD_CHARS)
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line = rows.line_num
+            if "field limit" in str(exc):  # "field larger than field limit (N)"
+                yield (
+                    line,
+                    fail(
+                        f"line {line}",
+                        f"a cell is longer than {MAX_CSV_FIELD_CHARS:,} characters, the limit.",
+                        line=line,
+                        limit=MAX_CSV_FIELD_CHARS,
+                    ),
+                )
+            else:
+                yield (
+                    line,
+                    fail(f"line {line}", f"not {'CSV' if delimiter == ',' else 'TSV'} ({exc}).", line=line),
+                )
+            return
+        yield rows.line_num, row
 
 
 def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = None) -> list[Entry]:

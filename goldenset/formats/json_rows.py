@@ -20,7 +20,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
+from goldenset.text import JsonValueError, json_value
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip
@@ -37,27 +38,21 @@ def json_records(text: str, *, first: int = 0) -> list[tuple[str, Any]]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
+            values = json_value(text)
+        except JsonValueError as exc:
             raise fail(
-                f"line {exc.lineno}", f"not JSON ({exc.msg} at column {exc.colno}).", line=exc.lineno
+                f"line {exc.line}", f"not JSON ({exc.message} at column {exc.column}).", line=exc.line
             ) from None
-        except RecursionError:
-            raise fail("line 1", "not JSON (nested too deeply).", line=1) from None
         return [(f"record {i}", value) for i, value in enumerate(values, start=first)]
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            rows.append((f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as exc:  # kept as the row's problem: every bad line is reported
-            problem = fail(f"line {number}", f"not JSON ({exc.msg} at column {exc.colno}).", line=number)
+            rows.append((f"line {number}", json_value(line)))
+        except JsonValueError as exc:  # kept as the row's problem: every bad line is reported
+            problem = fail(f"line {number}", f"not JSON ({exc.message} at column {exc.column}).", line=number)
             rows.append((f"line {number}", problem))
-        except RecursionError:
-            rows.append(
-                (f"line {number}", fail(f"line {number}", "not JSON (nested too deeply).", line=number))
-            )
     return rows
 
 
@@ -118,7 +113,7 @@ def _extras(value: Any, where: str, name: str) -> dict[str, Any]:
 def _unknown(row: Mapping[str, Any], known: set[str], where: str) -> None:
     for name in row:
         if name not in known:
-            raise fail(where, f"unknown field {name!r}.", field=name)
+            raise fail(where, f"unknown field {shown(name)}.", field=name)
 
 
 # --- Ragas -----------------------------------------------------------------------------------------------------

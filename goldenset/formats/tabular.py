@@ -15,7 +15,8 @@ import io
 import json
 from collections.abc import Sequence
 
-from goldenset.formats import Entry, Problems, Written, fail
+from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail, shown
+from goldenset.text import json_value
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
@@ -25,17 +26,18 @@ _TRUE, _FALSE = {"true", "1", "yes", ""}, {"false", "0", "no"}
 
 
 def read(text: str, delimiter: str) -> list[Entry]:
-    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    try:
-        header = next(rows, None)
-    except csv.Error as exc:
-        raise fail("line 1", f"not {_name(delimiter)} ({exc}).", line=1) from None
+    rows = csv_rows(text, delimiter)
+    _, header = next(rows, (1, None))
+    if isinstance(header, FormatError):
+        raise header
     if header is None or not any(cell.strip() for cell in header):
         raise fail("line 1", f"expected a header row naming the columns ({', '.join(COLUMNS)}).", line=1)
     names = [cell.strip().lower() for cell in header]
     for name in names:
         if name not in COLUMNS and name not in INFORMATIONAL:
-            raise fail("line 1", f"unknown column {name!r}; the columns are {', '.join(COLUMNS)}.", line=1)
+            raise fail(
+                "line 1", f"unknown column {shown(name)}; the columns are {', '.join(COLUMNS)}.", line=1
+            )
     if "question" not in names:
         raise fail("line 1", "the header has no question column.", line=1)
     if len(set(names)) != len(names):
@@ -43,20 +45,16 @@ def read(text: str, delimiter: str) -> list[Entry]:
     entries = []
     problems = Problems()
     carried = frozenset(names) - set(INFORMATIONAL)
-    try:
-        for row in rows:
-            line = rows.line_num
+    for line, row in rows:
+        with problems.row():
+            if isinstance(row, FormatError):
+                raise row
             if not any(cell.strip() for cell in row):
                 continue
-            with problems.row():
-                if len(row) != len(names):
-                    raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
-                cells = dict(zip(names, row, strict=True))
-                entries.append(_entry(cells, f"line {line}", "grades" in names, carried))
-    except csv.Error as exc:
-        line = rows.line_num
-        with problems.row():
-            raise fail(f"line {line}", f"not {_name(delimiter)} ({exc}).", line=line) from None
+            if len(row) != len(names):
+                raise fail(f"line {line}", f"expected {len(names)} cells, found {len(row)}.", line=line)
+            cells = dict(zip(names, row, strict=True))
+            entries.append(_entry(cells, f"line {line}", "grades" in names, carried))
     problems.check()
     return entries
 
@@ -65,7 +63,7 @@ def _entry(cells: dict[str, str], where: str, has_grades: bool, carried: frozens
     expected = _list(cells.get("expected_document_ids", ""), where, "expected_document_ids")
     answerable = cells.get("answerable", "").strip().lower()
     if answerable not in _TRUE | _FALSE:
-        raise fail(where, f"answerable: expected true or false, got {cells['answerable']!r}.")
+        raise fail(where, f"answerable: expected true or false, got {shown(cells['answerable'])}.")
     return Entry(
         question=cells["question"],
         key=cells.get("key", "").strip(),
@@ -85,7 +83,7 @@ def _list(cell: str, where: str, column: str) -> list[str]:
         return []
     if cell.startswith("["):
         try:
-            values = json.loads(cell)
+            values = json_value(cell)
         except ValueError:
             values = None
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -100,7 +98,7 @@ def _grades(cell: str, where: str) -> dict[str, int]:
         return {}
     if cell.startswith("{"):
         try:
-            grades = json.loads(cell)
+            grades = json_value(cell)
         except ValueError:
             grades = None
         if not isinstance(grades, dict):
@@ -110,7 +108,7 @@ def _grades(cell: str, where: str) -> dict[str, int]:
     for part in cell.split("|"):
         document, sep, grade = part.rpartition("=")
         if not sep or not document.strip() or not grade.strip().lstrip("-").isdigit():
-            raise fail(where, f"grades: expected document=grade, got {part!r}.")
+            raise fail(where, f"grades: expected document=grade, got {shown(part)}.")
         out[document.strip()] = int(grade)
     return out
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from goldenset.formats import Entry, Problems, Written, fail
+from goldenset.formats import Entry, Problems, Written, fail, shown
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.DOTALL | re.IGNORECASE)
 _FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<(?:num|title|desc|narr)>|$)", re.DOTALL | re.IGNORECASE)
@@ -58,11 +58,14 @@ def _qrels_line(line: str, number: int, topics: dict, grades: dict[str, dict[str
     qid, _, document, grade = parts
     if not grade.lstrip("-").isdigit():
         raise fail(
-            f"qrels line {number}", f"grade {grade!r} is not a whole number.", line=number, file="qrels"
+            f"qrels line {number}", f"grade {shown(grade)} is not a whole number.", line=number, file="qrels"
         )
     if qid not in topics:
         raise fail(
-            f"qrels line {number}", f"topic {qid!r} is not in the topics file.", line=number, file="qrels"
+            f"qrels line {number}",
+            f"topic {shown(qid)} is not in the topics file.",
+            line=number,
+            file="qrels",
         )
     if int(grade) > 0:
         grades.setdefault(qid, {})[document] = int(grade)
@@ -87,7 +90,9 @@ def _topics(text: str) -> dict[str, tuple[str, str]]:
                     file="topics",
                 )
             if qid in out:
-                raise fail(f"topics line {line}", f"topic {qid!r} is listed twice.", line=line, file="topics")
+                raise fail(
+                    f"topics line {line}", f"topic {shown(qid)} is listed twice.", line=line, file="topics"
+                )
             out[qid] = (question, f"topics line {line}")
         if not out:
             raise fail("topics line 1", "no complete <top> ... </top> block.", line=1, file="topics")
@@ -100,7 +105,10 @@ def _topics(text: str) -> dict[str, tuple[str, str]]:
             raise fail(f"topics line {number}", "expected qid<TAB>query.", line=number, file="topics")
         if qid.strip() in out:
             raise fail(
-                f"topics line {number}", f"topic {qid.strip()!r} is listed twice.", line=number, file="topics"
+                f"topics line {number}",
+                f"topic {shown(qid.strip())} is listed twice.",
+                line=number,
+                file="topics",
             )
         out[qid.strip()] = (question.strip(), f"topics line {number}")
     if not out:

@@ -21,7 +21,10 @@ from tests.support import db_state
         ('{"k": NaN}', "Line 1, column 7: NaN is not valid JSON."),
         ('{"k": 1e400}', "Line 1, column 7: the number 1e400 is out of range."),
         ('{"k": ' + "1" * 5000 + "}", "Line 1, column 7: an integer of 5000 digits is too long."),
-        ('{"k": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON is nested too deeply."),
+        (
+            '{"k": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "Line 1, column 106: arrays and objects nested more than 100 deep.",
+        ),
     ],
     ids=["surrogate", "nul", "nan", "overflow", "long-int", "deep"],
 )

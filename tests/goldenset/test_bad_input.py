@@ -85,6 +85,15 @@ def _nul_in(body: dict) -> Bad:
     )
 
 
+def _nested(path: str, head: str, depth: int, tail: str) -> Bad:
+    """A body with arrays `depth` deep at the end of `head`: deeper than 100 is refused at the bracket that
+    passes the limit (at 900, under Python's recursion limit, it used to parse, then break a serializer)."""
+    column = len(head) + 1 + (100 - head.count("[") - head.count("{"))
+    message = f"Malformed JSON at line 1, column {column}: arrays and objects nested more than 100 deep."
+    raw = head + "[" * depth + "]" * depth + tail
+    return Bad("post", path, 400, "invalid-json", message, {"line": 1, "column": column}, raw=raw)
+
+
 NOT_A_DICT = "Invalid data. Expected a dictionary, but got list."
 BAD_DATE = "Expected an ISO 8601 date or datetime, got {!r}."
 NO_CREDENTIALS = "Authentication credentials were not provided."
@@ -126,8 +135,16 @@ CASES = {
         GS,
         400,
         "invalid-json",
-        "Malformed JSON: nested too deeply.",
+        "Malformed JSON at line 1, column 112: arrays and objects nested more than 100 deep.",
+        {"line": 1, "column": 112},
         raw='{"entries": ' + "[" * 50_000 + "]" * 50_000 + "}",
+    ),
+    "json-nested-101-deep": _nested(GS, '{"entries": ', 101, "}"),
+    "json-metadata-nested-900-deep": _nested(
+        DOCS, '{"documents": [{"id": "deep", "text": "x", "metadata": {"k": ', 900, "}}]}"
+    ),
+    "json-grades-nested-900-deep": _nested(
+        GS, '{"collection_id": "handbook", "entries": [{"question": "Q?", "grades": {"refunds": ', 900, "}}]}"
     ),
     "json-array-golden-set": Bad(
         "post",
@@ -765,6 +782,15 @@ def test_a_payload_just_under_the_limit_is_accepted(world):
         response = world.client.post(f"{API}/{GS}", body, content_type="application/json")
     assert response.status_code == 201, response.json()
     assert GoldenEntry.objects.filter(question="Q?").count() == 1
+
+
+def test_a_body_nested_100_deep_is_accepted_and_stored(world):
+    # The body's object, documents, a document, its metadata (4 levels), then 96 arrays: 100 in all.
+    deep = "[" * 96 + '"bottom"' + "]" * 96
+    body = '{"documents": [{"id": "deep", "text": "x", "metadata": {"k": ' + deep + "}}]}"
+    response = world.client.post(f"{API}/{DOCS}", body, content_type="application/json")
+    assert response.status_code == 200, response.json()
+    assert json.dumps(world.client.get(f"{API}/{DOCS}/deep").json()["metadata"]["k"]) == deep
 
 
 def test_entries_at_the_limit_are_accepted(world):

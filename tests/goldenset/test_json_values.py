@@ -258,7 +258,7 @@ def test_a_deeply_nested_jsonl_row_is_beir_invalid_at_its_line(world):
     )
     assert error == {
         "code": "beir-invalid",
-        "message": "corpus.jsonl line 2: JSON is nested too deeply",
-        "details": {"file": "corpus.jsonl", "line": 2},
+        "message": "corpus.jsonl line 2, column 134: arrays and objects nested more than 100 deep",
+        "details": {"file": "corpus.jsonl", "line": 2, "column": 134},
     }
     assert db_state() == before
