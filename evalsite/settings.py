@@ -333,7 +333,7 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
     "DEFAULT_PAGINATION_CLASS": "evalsite.api.pagination.Pagination",
     "EXCEPTION_HANDLER": "evalsite.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "evalsite.api.schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 50,
 }

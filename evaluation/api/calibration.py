@@ -13,7 +13,7 @@ from evaluation.labels import read_labels, read_rows
 from evaluation.services import calibration as services
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
-from goldenset.api.serializers import TenantIn, error_responses
+from goldenset.api.serializers import TenantIn
 from goldenset.errors import EvalsiteError
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
@@ -135,7 +135,7 @@ class LabelsApi(TenantAPIView):
 
     @extend_schema(
         request={"application/json": LabelsIn, "multipart/form-data": LabelsIn},
-        responses={200: LabelsOut, 201: LabelsOut, **error_responses(400, 404, 413, 415)},
+        responses={200: LabelsOut, 201: LabelsOut},
         summary="Imports human labels of answer judgements (JSON rows, or a CSV / JSON file).",
         description="Each row: question_id, rater, metric, label (pass/fail; supported/partially/not supported "
         "for a statement) or score, optional statement, and the answer judged: run_id, or answer with "
@@ -172,7 +172,7 @@ class LabelsApi(TenantAPIView):
 class CalibrationApi(TenantAPIView):
     @extend_schema(
         parameters=[CalibrationIn],
-        responses={200: CalibrationOut, **error_responses(400, 404)},
+        responses=CalibrationOut,
         summary="How well each judge agrees with the collection's human labels, per metric.",
         description="Per judge (heuristic; llm-judge:<model> from the runs the labels name), metric and level "
         "(question or statement): n, AUC, the verdict at the threshold in force (confusion, precision, recall, "
@@ -194,7 +194,7 @@ class CalibrationApi(TenantAPIView):
 class ThresholdApi(TenantAPIView):
     @extend_schema(
         request=ThresholdIn,
-        responses={200: ThresholdOut, **error_responses(400, 404, 415)},
+        responses=ThresholdOut,
         summary="Applies a calibrated pass threshold to the collection's answer evaluations by that judge.",
     )
     def post(self, request):
@@ -217,7 +217,7 @@ class ThresholdApi(TenantAPIView):
 
     @extend_schema(
         parameters=[ThresholdIn],
-        responses={204: None, **error_responses(400, 404)},
+        responses={204: None},
         summary="Returns the metric to its default threshold.",
     )
     def delete(self, request):

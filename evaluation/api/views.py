@@ -58,7 +58,7 @@ class CollectionsApi(TenantAPIView):
 class SearchApi(CollectionsApi):
     @extend_schema(
         request=s.SearchIn,
-        responses={200: s.SearchOut, **error_responses(400, 404, 413, 415, 503)},
+        responses={200: s.SearchOut, **error_responses("index-building", "embeddings-unavailable")},
         summary="Searches one or more collections.",
     )
     def post(self, request):
@@ -81,7 +81,12 @@ class EvaluateApi(CollectionsApi):
                 JobAcceptedOut,
                 description="A large evaluation runs as a job: poll jobs/{job_id}; its result is an EvaluateOut.",
             ),
-            **error_responses(400, 404, 413, 415, 503),
+            **error_responses(
+                "target-secrets-unreadable",
+                "index-building",
+                "embeddings-unavailable",
+                "broker-unavailable",
+            ),
         },
         summary="Evaluates retrieval configurations against the golden set.",
     )
@@ -110,7 +115,7 @@ class EvaluateRunFileApi(TenantAPIView):
 
     @extend_schema(
         request={"multipart/form-data": s.RunFileIn},
-        responses={200: s.EvaluateOut, **error_responses(400, 404, 413, 415)},
+        responses={200: s.EvaluateOut, **error_responses("empty-golden-set")},
         summary="Scores an uploaded TREC or JSONL run file: one run per tag, as a configuration is scored.",
     )
     def post(self, request):
@@ -131,7 +136,15 @@ class EvaluateRunFileApi(TenantAPIView):
 class AnswerApi(CollectionsApi):
     @extend_schema(
         request=s.AnswerIn,
-        responses={200: s.AnswerOut, **error_responses(400, 404, 413, 415, 503)},
+        responses={
+            200: s.AnswerOut,
+            **error_responses(
+                "llm-unreadable",
+                "index-building",
+                "embeddings-unavailable",
+                "llm-unavailable",
+            ),
+        },
         summary="Answers a question from the retrieved pages only, citing them.",
     )
     def post(self, request):
@@ -150,7 +163,7 @@ class EvaluateAnswersApi(CollectionsApi):
             202: OpenApiResponse(
                 JobAcceptedOut, description="Poll jobs/{job_id}; its result is an AnswerEvaluationOut."
             ),
-            **error_responses(400, 404, 413, 415, 503),
+            **error_responses("broker-unavailable"),
         },
         summary="Evaluates the grounded-answer pipeline against the golden set.",
         description="Runs every golden question (and each of unanswerable_questions) through the answer path "
@@ -182,7 +195,7 @@ class EvaluateAnswersApi(CollectionsApi):
 class RunListApi(TenantAPIView):
     @extend_schema(
         parameters=[s.RunFilterIn],
-        responses={200: s.RunOut(many=True), **error_responses(400, 404)},
+        responses=s.RunOut(many=True),
         summary="Lists runs, newest first.",
     )
     def get(self, request):
@@ -202,7 +215,7 @@ class RunListApi(TenantAPIView):
 class RunDetailApi(TenantAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses={200: s.RunDetailOut, **error_responses(404)},
+        responses=s.RunDetailOut,
         summary="One run with its per-question results.",
     )
     def get(self, request, run_id: str):
@@ -216,7 +229,7 @@ class RunDetailApi(TenantAPIView):
 class TargetListApi(TenantAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses={200: s.TargetOut(many=True), **error_responses(404)},
+        responses=s.TargetOut(many=True),
         summary="Lists the tenant's targets by name (secret header values never shown).",
     )
     def get(self, request):
@@ -227,7 +240,7 @@ class TargetListApi(TenantAPIView):
 
     @extend_schema(
         request=s.TargetIn,
-        responses={201: s.TargetOut, **error_responses(400, 404, 409, 415)},
+        responses={201: s.TargetOut, **error_responses("target-exists")},
         summary="Creates a target: an external search or answering system evaluations can call.",
     )
     def post(self, request):
@@ -242,7 +255,7 @@ class TargetDetailApi(TenantAPIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses={200: s.TargetOut, **error_responses(404)},
+        responses=s.TargetOut,
         summary="One target.",
     )
     def get(self, request, name: str):
@@ -250,7 +263,10 @@ class TargetDetailApi(TenantAPIView):
 
     @extend_schema(
         request=s.TargetIn(partial=True),
-        responses={200: s.TargetOut, **error_responses(400, 404, 409, 415)},
+        responses={
+            200: s.TargetOut,
+            **error_responses("target-exists", "target-secrets-unreadable"),
+        },
         summary="Changes the fields sent; secret_headers replaces the values it names (null removes one).",
     )
     def patch(self, request, name: str):
@@ -261,7 +277,7 @@ class TargetDetailApi(TenantAPIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses={204: None, **error_responses(404)},
+        responses={204: None},
         summary="Deletes a target (runs that used it keep its name and kind in their config).",
     )
     def delete(self, request, name: str):
@@ -272,7 +288,7 @@ class TargetDetailApi(TenantAPIView):
 class TargetTestApi(TenantAPIView):
     @extend_schema(
         request=s.TargetTestIn,
-        responses={200: s.TargetTestOut, **error_responses(400, 404, 409, 415)},
+        responses={200: s.TargetTestOut, **error_responses("target-secrets-unreadable")},
         summary="Test connection: one query through the target, the mapped ids beside the raw answer's start.",
     )
     def post(self, request, name: str):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 from goldenset.api.fields import (
@@ -14,6 +15,7 @@ from goldenset.api.fields import (
     reference_answer_field,
     tags_field,
 )
+from goldenset.errors import ERROR_CODES
 from goldenset.formats import FORMATS
 from goldenset.models import Origin
 
@@ -281,6 +283,66 @@ class GoldenFileRecordOut(serializers.Serializer):
     answerable = serializers.BooleanField(required=False, help_text="Present (false) only when unanswerable.")
 
 
+# The other formats of the export, as a client that parses them reads them (JSON and YAML are parsed by clients
+# and by schema checkers alike: a string schema for them would be wrong).
+
+
+class DeepEvalMetadataOut(serializers.Serializer):
+    key = serializers.CharField(required=False, help_text="The entry's key; absent when it has none.")
+    expected_document_ids = serializers.ListField(child=serializers.CharField())
+    grades = serializers.DictField(child=serializers.IntegerField(), required=False)
+    tags = serializers.ListField(child=serializers.CharField())
+    answerable = serializers.BooleanField()
+
+
+class DeepEvalRecordOut(serializers.Serializer):
+    """One golden of a DeepEval dataset file (format deepeval)."""
+
+    input = serializers.CharField()
+    expected_output = serializers.CharField(allow_blank=True)
+    # `context` is a serializer's own attribute: declared below.
+    additional_metadata = DeepEvalMetadataOut()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["context"] = serializers.ListField(
+            child=serializers.CharField(), required=False, help_text="Reference passages, by text."
+        )
+        return fields
+
+
+class PromptfooVarsOut(serializers.Serializer):
+    question = serializers.CharField()
+
+
+class PromptfooAssertOut(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["factuality"])
+    value = serializers.CharField(help_text="The reference answer.")
+
+
+class PromptfooMetadataOut(serializers.Serializer):
+    expected_document_ids = serializers.ListField(child=serializers.CharField())
+    grades = serializers.DictField(child=serializers.IntegerField(), required=False)
+    tags = serializers.ListField(child=serializers.CharField())
+    answerable = serializers.BooleanField()
+
+
+class PromptfooTestOut(serializers.Serializer):
+    """One test of a promptfoo test file (format promptfoo, YAML)."""
+
+    description = serializers.CharField(required=False, help_text="The entry's key; absent when it has none.")
+    vars = PromptfooVarsOut()
+    # `assert` is a Python keyword: declared below.
+    metadata = PromptfooMetadataOut()
+
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["assert"] = PromptfooAssertOut(
+            many=True, required=False, help_text="Absent without an answer."
+        )
+        return fields
+
+
 # --- errors ------------------------------------------------------------------------------------------------
 
 
@@ -296,6 +358,19 @@ class ErrorOut(serializers.Serializer):
     error = ErrorBodyOut()
 
 
-def error_responses(*statuses: int) -> dict[int, type[serializers.Serializer]]:
-    """OpenAPI responses: the envelope for each error status an operation answers."""
-    return dict.fromkeys(statuses, ErrorOut)
+def describe_errors(codes) -> str:
+    """An error response's description: each code it can carry with its meaning (goldenset.errors)."""
+    return "\n".join(f"- `{code}`: {ERROR_CODES[code][1]}" for code in codes)
+
+
+def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
+    """OpenAPI responses for the error codes only this operation answers, each under its status with the
+    envelope. The errors every operation shares (401, 400, 404, 413, 415, 503 database-unavailable) are added
+    to every operation by evalsite.api.schema.AutoSchema."""
+    statuses: dict[int, list[str]] = {}
+    for code in codes:
+        statuses.setdefault(ERROR_CODES[code][0], []).append(code)
+    return {
+        status: OpenApiResponse(ErrorOut, description=describe_errors(listed))
+        for status, listed in sorted(statuses.items())
+    }

@@ -8,7 +8,12 @@ from django.conf import settings
 from django.http import HttpResponse
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -68,7 +73,7 @@ class CollectionListApi(TenantAPIView):
 
     @extend_schema(
         request=s.CollectionIn,
-        responses={201: s.CollectionOut, **s.error_responses(400, 404, 409, 413, 415)},
+        responses={201: s.CollectionOut, **s.error_responses("collection-exists")},
         summary="Creates a collection.",
     )
     def post(self, request):
@@ -131,7 +136,7 @@ class DocumentListApi(TenantAPIView):
         responses={
             200: s.IngestResultOut,
             202: s.JobAcceptedOut,
-            **s.error_responses(400, 404, 413, 415),
+            **s.error_responses("broker-unavailable"),
         },
         summary="Adds or replaces documents (upsert by id).",
     )
@@ -160,7 +165,7 @@ class DocumentUploadApi(TenantAPIView):
         responses={
             200: s.IngestResultOut,
             202: s.JobAcceptedOut,
-            **s.error_responses(400, 404, 413, 415),
+            **s.error_responses("unsupported-file", "broker-unavailable"),
         },
         summary="Uploads .jsonl, .md or .txt files.",
     )
@@ -218,7 +223,10 @@ class GoldenSetApi(TenantAPIView):
 
     @extend_schema(
         request=s.GoldenSetAddIn,
-        responses={201: s.GoldenAddOut, **s.error_responses(400, 404, 409, 413, 415)},
+        responses={
+            201: s.GoldenAddOut,
+            **s.error_responses("duplicate-question", "duplicate-key"),
+        },
         summary="Adds entries.",
     )
     def post(self, request):
@@ -240,7 +248,7 @@ class GoldenSetApi(TenantAPIView):
 class GoldenSetGenerateApi(TenantAPIView):
     @extend_schema(
         request=s.GoldenSetGenerateIn,
-        responses={202: s.GenerateAcceptedOut, **s.error_responses(400, 404, 413, 415)},
+        responses={202: s.GenerateAcceptedOut, **s.error_responses("broker-unavailable")},
         summary="Generates a golden set from a collection's own content.",
         description="Samples at most one page per document in an order given by a seeded hash (the seed is "
         "reported), has the chat model (or the offline template writer) write one self-contained question and "
@@ -286,7 +294,7 @@ class GoldenEntryApi(TenantAPIView):
 
     @extend_schema(
         request=s.GoldenEntryPatchIn,
-        responses={200: s.GoldenEntryOut, **s.error_responses(400, 404, 409, 413, 415)},
+        responses={200: s.GoldenEntryOut, **s.error_responses("duplicate-question", "duplicate-key")},
         summary="Edits one golden-set entry.",
     )
     def patch(self, request, entry_id: str):
@@ -311,7 +319,7 @@ class GoldenSetUploadApi(TenantAPIView):
         responses={
             201: s.GoldenUploadOut,
             200: s.GoldenUploadOut,
-            **s.error_responses(400, 404, 409, 413, 415),
+            **s.error_responses("duplicate-question", "duplicate-key"),
         },
         summary="Imports a golden set (okfsmith, csv, tsv, trec, ragas, deepeval, promptfoo, phoenix): 201 when "
         "it created entries, else 200 (updated, unchanged, or a dry run).",
@@ -353,12 +361,24 @@ class GoldenSetExportApi(TenantAPIView):
             OpenApiParameter("part", str, enum=["topics", "qrels"], description="format trec: which file."),
         ],
         responses={
-            (200, "application/json"): s.GoldenFileRecordOut(many=True),
+            # One content type a format (_CONTENT_TYPES), each documented as a client that parses it reads it.
+            (200, "application/json"): OpenApiResponse(
+                PolymorphicProxySerializer(
+                    component_name="GoldenExportRecord",
+                    serializers=[s.GoldenFileRecordOut, s.DeepEvalRecordOut],
+                    resource_type_field_name=None,
+                    many=True,
+                ),
+                description="The file, by format: okfsmith (the default) and deepeval: a JSON list of records; "
+                "csv and tsv: text/csv and text/tab-separated-values with a header row; ragas and phoenix: JSON "
+                "lines (application/jsonl); promptfoo: a YAML list of tests; trec: text/plain, the topics or the "
+                "qrels (`part`). Content-Disposition names the file.",
+            ),
             (200, "text/csv"): OpenApiTypes.STR,
+            (200, "text/tab-separated-values"): OpenApiTypes.STR,
             (200, "application/jsonl"): OpenApiTypes.STR,
-            (200, "application/yaml"): OpenApiTypes.STR,
+            (200, "application/yaml"): s.PromptfooTestOut(many=True),
             (200, "text/plain"): OpenApiTypes.STR,
-            **s.error_responses(400, 404),
         },
         summary="Exports a collection's golden set (okfsmith golden.json by default, or another format); the "
         "X-Evalsite-Warnings header lists what the format cannot carry.",
@@ -415,7 +435,7 @@ class JobApi(TenantAPIView):
 class JobCancelApi(TenantAPIView):
     @extend_schema(
         request=None,
-        responses={200: s.JobOut, **s.error_responses(404, 409)},
+        responses={200: s.JobOut, **s.error_responses("job-finished")},
         summary="Cancels a job that has not finished.",
     )
     def post(self, request, job_id: str):

@@ -118,7 +118,18 @@ def _load(text: str) -> tuple[yaml.Node | None, Any]:
             line=line,
             limit=MAX_YAML_BYTES,
         )
-    loader = BoundedLoader(text)
+    try:
+        loader = BoundedLoader(text)
+    except yaml.reader.ReaderError as exc:  # PyYAML's reader refuses control characters before any parsing
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        character = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise fail(
+            f"line {line}",
+            f"not YAML (the character U+{character:04X} at column {column}: {exc.reason}).",
+            line=line,
+            column=column,
+        ) from None
     try:
         root = loader.get_single_node()
         return root, (loader.construct_document(root) if root is not None else None)

@@ -8,6 +8,7 @@ errors, and the two handlers (DRF's and Django's handler500) in process.
 
 from __future__ import annotations
 
+import re
 import socket
 import sqlite3
 import time
@@ -15,6 +16,7 @@ import time
 import dj_database_url
 import httpx
 import pytest
+import yaml
 from django.db import IntegrityError, connection
 from django.db.utils import ConnectionHandler
 from django.test import RequestFactory
@@ -88,6 +90,16 @@ def test_a_database_down_from_the_start_is_a_503_everywhere_that_names_nothing(m
                 client.post("/lmkit/v1/collections", json={"collection_id": "x"}, headers=key), *secrets
             )
             assert_api_503(client.get("/lmkit/v1/jobs/00000000-0000-0000-0000-000000000000", headers=key))
+            # Every operation of the schema (served without the database) answers it, and documents it.
+            schema = yaml.safe_load(client.get("/api/schema").text)
+            for path, methods in schema["paths"].items():
+                for method, operation in methods.items():
+                    target = re.sub(r"\{[a-z_]+\}", "x", path)
+                    body = {"json": {}} if method in ("post", "patch") else {}
+                    assert_api_503(client.request(method.upper(), target, headers=key, **body), *secrets)
+                    documented = operation["responses"]["503"]
+                    assert "`database-unavailable`" in documented["description"], (method, path)
+                    assert "Retry-After" in documented["headers"]
             # No key at all needs no database: still the 401 it always is.
             no_key = client.get("/lmkit/v1/collections")
             assert no_key.status_code == 401 and no_key.json()["error"]["code"] == "unauthenticated"

@@ -293,3 +293,24 @@ def test_a_number_or_date_description_reads_as_its_text(world):
     response = upload(world, "tests.yaml", text, "promptfoo")
     assert response.status_code == 201, response.json()
     assert sorted(GoldenEntry.objects.values_list("key", flat=True)) == ["2024-01-31", "7"]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "character"),
+    [
+        ("\x07", 1, 1, "0007"),  # the fuzzer's file (tests/evalsite/test_fuzz_schema.py): a 500 before
+        ("- vars: {question: Fine}\n- vars: {question: a\x01b}\n", 2, 21, "0001"),
+        ("- vars: {question: Fine}\n- vars: {question: \x1b[31mred}\n", 2, 20, "001B"),
+    ],
+    ids=["bel-alone", "soh-in-a-question", "escape-in-a-question"],
+)
+def test_a_control_character_yaml_does_not_allow_is_refused_at_its_line_and_column(
+    world, text, line, column, character
+):
+    before = db_state()
+    response = upload(world, "tests.yaml", text, "promptfoo")
+    message = (
+        f"not YAML (the character U+{character} at column {column}: special characters are not allowed)."
+    )
+    import_invalid(response, f"line {line}", message, line=line, column=column)
+    assert db_state() == before

@@ -3,6 +3,7 @@ it, and every POST operation documents its error envelope."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema
@@ -73,3 +74,34 @@ def test_a_real_error_matches_the_documented_envelope(world, openapi):
     response = world.client.post(f"{API}/collections", {"collection_id": "handbook"}, format="json")
     assert response.status_code == 409
     _validate(openapi, "/lmkit/v1/collections", "post", 409, response.json())
+
+
+def test_every_export_format_answers_a_content_type_and_body_its_schema_documents(world, openapi):
+    """The export answers a file by format: JSON and YAML ones are what clients (and schema checkers) parse, so
+    the schema describes their records; the others are text. Each answer's content type is one documented."""
+    import yaml
+
+    from goldenset.formats import FORMATS
+
+    add_entries(world.collection, "Q?", key="k", tags=["t"], expected_document_ids=["refunds"])
+    add_entries(world.collection, "Unanswerable?", answerable=False)
+    export = "/lmkit/v1/search/golden-set/export"
+    content = openapi["paths"][export]["get"]["responses"]["200"]["content"]
+    components = _json_schema(openapi["components"])
+    seen = set()
+    for fmt in FORMATS:
+        for part in ("topics", "qrels") if fmt == "trec" else ("",):
+            query = {"collection_id": "handbook", "format": fmt, **({"part": part} if part else {})}
+            response = world.client.get(f"{GS}/export", query)
+            assert response.status_code == 200, response.content
+            media_type = response["Content-Type"].split(";")[0]
+            assert media_type in content, (fmt, media_type, sorted(content))
+            seen.add(media_type)
+            schema = {**_json_schema(content[media_type]["schema"]), "components": components}
+            text = response.content.decode()
+            parsed = {"application/json": json.loads, "application/yaml": yaml.safe_load}.get(media_type)
+            instance = parsed(text) if parsed else text
+            jsonschema.validate(instance, schema)
+            if parsed:
+                assert isinstance(instance, list) and len(instance) == 2, (fmt, instance)
+    assert seen == set(content)  # no content type is documented that no format answers

@@ -128,6 +128,9 @@ class Command(BaseCommand):
             # Longer than clients' and proxies' own idle limits (httpx 5 s, browsers, nginx 75 s), so the client
             # side closes an idle connection first: a server closing it as a request arrives drops that request.
             "--keep-alive", "90",
+            # gunicorn's largest request line (its default is 4094 bytes, which 450 CJK characters of a golden-set
+            # text filter pass, percent-encoded); a longer one is its 414, documented on every operation.
+            "--limit-request-line", "8190",
             "--preload",
             "--config", "python:evalsite.gunicorn_hooks",  # warms the indexes before the processes fork
             "--forwarded-allow-ips", settings.EVALSITE_FORWARDED_ALLOW_IPS,
