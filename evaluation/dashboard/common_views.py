@@ -164,8 +164,13 @@ def url_maker(name: str, *args: Any, marker: Any = _URL_MARKER) -> Callable[[Any
     return lambda value: head + quote(str(value), safe=RFC3986_SUBDELIMS + "/~:@") + tail
 
 
-def paginate(request: HttpRequest, items: Any, per_page: int) -> PaginatorPage:
-    return Paginator(items, per_page).get_page(request.GET.get("page"))
+def paginate(request: HttpRequest, items: Any, per_page: int, count: int | None = None) -> PaginatorPage:
+    """The page `?page=` names (the last one past the end); `count`: how many items there are, when the caller
+    knows it already (not counted again)."""
+    paginator = Paginator(items, per_page)
+    if count is not None:
+        paginator.__dict__["count"] = count  # Paginator.count is a cached property
+    return paginator.get_page(request.GET.get("page"))
 
 
 def query_without_page(request: HttpRequest) -> str:

@@ -195,11 +195,13 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
         data["outcome"] = "failed"  # the retrieval page's "failures only" link, kept working
     form = AnswerQuestionFilterForm(data)
     filters = form.cleaned_data if form.is_valid() else {}
-    diagnoses, outcomes = question_counts(run)
-    results = answer_question_results(
-        run=run, diagnosis=filters.get("diagnosis") or None, outcome=filters.get("outcome") or None
+    counts = question_counts(run)
+    diagnoses, outcomes = counts.diagnoses, counts.outcomes
+    diagnosis, outcome = filters.get("diagnosis") or None, filters.get("outcome") or None
+    results = answer_question_results(run=run, diagnosis=diagnosis, outcome=outcome)
+    page = paginate(
+        request, results, ANSWER_QUESTIONS_PER_PAGE, count=counts.kept(diagnosis=diagnosis, outcome=outcome)
     )
-    page = paginate(request, results, ANSWER_QUESTIONS_PER_PAGE)
     params = data.copy()
     params.pop("failures", None)
     params.pop("page", None)

@@ -6,13 +6,19 @@ from __future__ import annotations
 import csv
 import io
 import re
+import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluation.dashboard import runs_views
+from evaluation.models import QuestionResult
 from tests.dashboard.answer_runs_support import (
     JUDGED,
+    make_answer_run,
+    questions,
 )
 from tests.dashboard.conftest import run_url, text_of
 
@@ -177,7 +183,72 @@ def test_an_answer_run_page_costs_a_fixed_number_of_queries(
     alice, world, answer_batch, django_assert_max_num_queries
 ):
     alice.get(reverse("home"))
-    with django_assert_max_num_queries(9):  # one of them: whether the collection has human labels
+    with django_assert_max_num_queries(8):  # one of them: whether the collection has human labels
         alice.get(run_url(answer_batch.judged, "?diagnosis=generation"))
     with django_assert_max_num_queries(10):
         alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 1]))
+
+
+@pytest.fixture
+def long_answer_run(world):
+    """An answer run of 240 questions (the eight of `questions()`, 30 times): more than a page of them."""
+    run = make_answer_run(world.tenant, world.collection, "many", questions())
+    eight = list(QuestionResult.objects.filter(run=run).order_by("position"))
+    fields = [f.attname for f in QuestionResult._meta.concrete_fields if f.attname != "id"]
+    QuestionResult.objects.bulk_create(
+        QuestionResult(
+            **{
+                **{name: getattr(eight[position % 8], name) for name in fields},
+                "position": position,
+                "entry_id": uuid.uuid4(),
+            }
+        )
+        for position in range(8, 240)
+    )
+    return run
+
+
+def test_an_answer_run_page_reads_each_shown_questions_judgements_in_one_expression(
+    alice, world, long_answer_run
+):
+    """The table's exclusion and fallback of every metric come out of the judgements in one expression, not
+    one key transform per metric and flag: on PostgreSQL each of those decompressed the (out-of-line) jsonb
+    value again, ten times a question."""
+    with CaptureQueriesContext(connection) as queries:
+        page = alice.get(run_url(long_answer_run, "?page=2"))
+    assert [q.position for q in page.context["questions"]] == list(range(100, 200))
+    reading = [q["sql"] for q in queries.captured_queries if "judgements" in q["sql"]]
+    assert len(reading) == 1
+    assert reading[0].count("judgements") <= 2  # its type, then its metrics
+    # The same cells as the first eight questions' (see the table test above): the flags survive the read.
+    notes = [
+        (q.position % 8, i, c.note)
+        for q in page.context["questions"]
+        for i, c in enumerate(q.cells)
+        if c.note
+    ]
+    assert (1, 0, "judge failed (timeout after 30 s): scored by the heuristic") in notes
+    assert (7, 0, "excluded: unreadable") in notes
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the plan PostgreSQL chooses")
+def test_an_answer_run_page_reads_the_judgements_of_its_own_page_only(alice, world, long_answer_run):
+    """On a table the planner has no statistics for (a test database, as a fresh one in production until its
+    first ANALYZE), the flags were read out of every question's judgements before the sort kept 100: now the
+    judgements of the page's rows only are decompressed (the subquery runs after ORDER BY and LIMIT)."""
+    with CaptureQueriesContext(connection) as queries:
+        alice.get(run_url(long_answer_run))
+    [reading] = [q["sql"] for q in queries.captured_queries if "judgements" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + reading)
+        plan = cursor.fetchone()[0][0]["Plan"]
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    # The judgements are decompressed where their flags are read out (a subplan per row): for a page of rows.
+    reads = [n for n in nodes(plan) if n.get("Parent Relationship") == "SubPlan"]
+    assert reads
+    assert all(n["Actual Loops"] <= 100 for n in reads), reads
