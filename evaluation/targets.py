@@ -303,7 +303,9 @@ def check_headers(headers: Mapping[str, Any], secret_headers: Mapping[str, Any])
                     limit=LIMITS.header_value_chars,
                 )
             bad = next((i for i, c in enumerate(value) if not (" " <= c <= "~" or c == "\t")), None)
-            if bad is not None:  # its position, not the character: a secret value is never echoed, even in part
+            if (
+                bad is not None
+            ):  # its position, not the character: a secret value is never echoed, even in part
                 raise _fail(
                     f"{where}.{name}",
                     f"holds a control or non-ASCII character at position {bad + 1}: a header value takes visible "

@@ -46,7 +46,10 @@ def test_a_previewed_file_waits_in_the_database_so_any_machine_imports_it(alice,
     preview = alice.post(url, {"file": SimpleUploadedFile("g.csv", CSV.encode())})
     token = re.search(r'name="token" value="([0-9a-f]+)"', preview.content.decode()).group(1)
     staged = StagedUpload.objects.get(token=token)
-    assert bytes(staged.data) == CSV.encode() and staged.options == {"format": "csv", "create_documents": False}
+    assert bytes(staged.data) == CSV.encode() and staged.options == {
+        "format": "csv",
+        "create_documents": False,
+    }
     settings.DATA_DIR = tmp_path / "another-machine"
     assert alice.post(url, {"token": token}).status_code == 302
     assert GoldenEntry.objects.count() == 2 and not StagedUpload.objects.exists()
