@@ -377,14 +377,9 @@ def _lookup(
             return index
         path = _path(key)
         with _file_lock(path):
-            if not _whole(path, wanted):
-                _fetch_published(path)  # another machine built it: copied, not built again
-            stamp = _stamp(path)
-            if stamp is not None and (index is None or stamp != _stamps.get(key)):
-                loaded = _read(path)
-                if loaded is not None:
-                    index, stats.loaded = loaded, stats.loaded + 1
-                    _stamps[key] = stamp
+            index = _newer(key, path, index, stats)
+            if not _has(index, wanted) and _fetch_published(path, index):
+                index = _newer(key, path, index, stats)  # another machine built it: copied, not built again
             if index is not None and all(index.has_part(p) for p in wanted):
                 _remember(key, index)
                 return index
@@ -426,17 +421,12 @@ def _peek(
     waiting on any lock (a build holds them for as long as it runs; its saves are atomic renames). None unless
     it has the wanted parts."""
     path = _path(key)
-    if index_store.enabled() and not _whole(path, wanted):
+    index = _newer(key, path, index, stats)
+    if index_store.enabled() and not _has(index, wanted):
         with _fetch_lock(path):  # one fetch per machine; the others wait for it and read what it wrote
-            if not _whole(path, wanted):
-                _fetch_published(path)
-    stamp = _stamp(path)
-    if stamp is not None and (index is None or stamp != _stamps.get(key)):
-        loaded = _read(path)
-        if loaded is not None:
-            index, stats.loaded = loaded, stats.loaded + 1
-            with _lock:
-                _stamps[key] = stamp
+            index = _newer(key, path, index, stats)
+            if not _has(index, wanted) and _fetch_published(path, index):
+                index = _newer(key, path, index, stats)
     if index is None:
         return None
     _remember(key, index)  # what was loaded serves the parts it has
@@ -672,18 +662,31 @@ def _newest_older_saved(
 # --- the published copies (evaluation.index_store): every machine serves what any machine built -------------
 
 
-def _whole(path: Path, wanted: frozenset[str]) -> bool:
-    """The version saved in this folder has the wanted parts."""
-    return path.is_file() and _saved_parts_of(path.parent) >= wanted
+def _newer(key: tuple, path: Path, index: SearchIndex | None, stats: IndexStats) -> SearchIndex | None:
+    """The index saved at `path` when its file is another than the one `index` was read from, else `index`."""
+    stamp = _stamp(path)
+    if stamp is not None and (index is None or stamp != _stamps.get(key)):
+        loaded = _read(path)
+        if loaded is not None:
+            index, stats.loaded = loaded, stats.loaded + 1
+            with _lock:
+                _stamps[key] = stamp
+    return index
 
 
-def _fetch_published(path: Path) -> bool:
-    """Copy the published files of this version into its folder when they hold more than it has (the caller
-    holds a lock on the folder); True when the folder changed."""
+def _has(index: SearchIndex | None, wanted: frozenset[str]) -> bool:
+    return index is not None and all(index.has_part(p) for p in wanted)
+
+
+def _fetch_published(path: Path, index: SearchIndex | None) -> bool:
+    """Copy the published files of this version into its folder when they hold parts the index read from it
+    lacks (the caller holds a lock on the folder); True when it did. Decided on the index as read, not on the
+    folder's parts list: a list written ahead of its description must not stop a copy for good."""
     if not index_store.enabled():
         return False
     manifest = index_store.published(path.parent.name)
-    if manifest is None or (path.is_file() and frozenset(manifest.parts) <= _saved_parts_of(path.parent)):
+    have = frozenset(p for p in PARTS if index is not None and index.has_part(p))
+    if manifest is None or frozenset(manifest.parts) <= have:
         return False
     return index_store.fetch(manifest, path.parent)
 
