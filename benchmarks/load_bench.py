@@ -3,27 +3,37 @@ for `--seconds` on a mix of golden-set pages, /search (FullText and Hybrid) and 
 on SQLite and on PostgreSQL + Redis, then 30 simultaneous first Hybrid searches on a fresh collection.
 
     .venv/bin/python benchmarks/load_bench.py [--backend sqlite|postgres|both] [--clients 50] [--seconds 60]
-        [--server serve|runserver] [--processes P] [--threads T] [--quick]
+        [--rounds R] [--baseline DIR] [--server serve|runserver|both] [--processes P] [--threads T] [--quick]
 
-Per backend, in one run: a fresh temporary data directory (for PostgreSQL also a fresh database
-evalsite_load_<pid> and an empty Redis database), `manage.py migrate`, `collectstatic` and `load_demo` (whose
-login and API key are read from the data directory, where it keeps them), then the server started as a user
-starts it, DEBUG off, on a free port, in its own process group: `manage.py serve` (gunicorn gthread and a worker
-cluster under the supervisor; --processes / --threads set EVALSITE_WEB_PROCESSES / EVALSITE_WEB_THREADS) or, for
-the before/after comparison, `manage.py runserver --noreload` beside `manage.py worker`.
+Per configuration (a backend, a server mode, this tree's code or --baseline's): a fresh temporary data directory
+(for PostgreSQL also a fresh database evalsite_load_<pid>[_<n>] and an empty Redis database), `manage.py
+migrate`, `collectstatic` and `load_demo` (whose login and API key are read from the data directory, where it
+keeps them), then the server started as a user starts it, DEBUG off, on a free port, in its own process group:
+`manage.py serve` (gunicorn gthread and a worker cluster under the supervisor; --processes / --threads set
+EVALSITE_WEB_PROCESSES / EVALSITE_WEB_THREADS) or, for the before/after comparison, `manage.py runserver
+--noreload` beside `manage.py worker`. Every configuration's server is started before the first load; then the
+loads take turns, `--rounds` of them on each (round 1 in order, round 2 in reverse, ...), the other servers idle
+meanwhile: the machine is shared, and what else runs on it changes from one minute to the next, so
+configurations are compared side by side in one run, never across runs or one after the other.
+`--baseline DIR` runs every configuration a second time on the code in DIR (another commit's tree, e.g.
+`git archive <commit> | tar -x -C DIR`; the same interpreter and packages): a before/after in one run.
 
 Nothing is warmed up beyond what a user's first requests do: one API call fetches the golden questions and
-the run ids, each simulated user logs in once through /accounts/login/ (CSRF token, session cookie), then all
-of them start together. Each user is closed-loop (the next request as soon as the last one answered, no think
+the run ids, each simulated user logs in once through /accounts/login/ (CSRF token, session cookie; LOGINS_AT_ONCE
+at a time), then all of them start together. Each user is closed-loop (the next request as soon as the last one answered, no think
 time) on a keep-alive connection of its own (httpx.AsyncClient, one per user, all in one asyncio loop), and
 picks each request at random by the weights of MIX. The first request of each kind (the first searches load or
-build the index) is reported separately and counted in the distribution too.
+build the index) is reported separately and counted in the distribution too. gunicorn binds a connection to
+the web process that accepted it, so the report gives the connections each process held when the load began
+and each user's mean latency, fastest to slowest.
 
 The load generator shares the machine's cores with the server: its own CPU time (getrusage) is reported beside
-the server's, the database's and the whole machine's, so the figures can be read for what they are. The server
-is stopped with SIGTERM to its process group; how long it took to be gone, process tree included, is reported.
-Everything (processes, temporary directory, database, Redis keys) is removed at the end, also on failure or
-Ctrl-C. Exit status 0 when every target holds on every backend, 1 when one does not.
+the server's, the database's (the backends of its own database and the server's background processes, not other
+databases' on a shared server), the other configurations' idle servers', and the whole machine's, with the
+server's CPU per request answered; the load average before and after the loads. The server is stopped with
+SIGTERM to its process group; how long it took to be gone, process tree included, is reported. Everything
+(processes, temporary directories, databases, Redis keys) is removed at the end, also on failure or Ctrl-C.
+Exit status 0 when every target holds on every backend (this tree's code), 1 when one does not.
 
 `--quick` runs the same steps at a tiny size, in well under a minute: a demo of QUICK_QUESTIONS answerable and as
 many unanswerable ClapNQ questions (imported with `import_beir` before `load_demo`, which then evaluates those
@@ -80,6 +90,7 @@ TARGET_P95_MS = 300.0
 QUICK_QUESTIONS = 15  # --quick: answerable questions in the demo, and as many unanswerable ones
 TARGET_RPS = 4 * 15.5  # 4x the runserver throughput the issue measured
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+LOGINS_AT_ONCE = 4  # simulated users logging in at the same time, before the load
 QUIET_CORES = 0.2  # --wait-quiet waits for the machine (the server idle) to keep fewer cores busy than this
 
 # Set by the run itself: what the caller's environment says of these is dropped.
@@ -137,6 +148,7 @@ class Sample:
     failure: str = ""
     server_ms: float | None = None  # a search's own `took_ms`
     index_waits: int = 0  # 503 index-building answers before this one (the index was being built by a job)
+    user: int = -1  # the simulated user (its keep-alive connection) that sent it
 
 
 async def timed(
@@ -210,7 +222,9 @@ async def simulated_user(
         kind = first.pop(0) if first else rng.choices(kinds, weights)[0]
         method, path, body = request_for(kind, world, rng)
         headers = world.auth if path.startswith(API) else None
-        samples.append(await timed(client, kind, t0, method, path, body, headers=headers))
+        sample = await timed(client, kind, t0, method, path, body, headers=headers)
+        sample.user = seed
+        samples.append(sample)
 
 
 def new_client(world: World, timeout: float) -> httpx.AsyncClient:
@@ -278,6 +292,14 @@ def busy_cores(before: tuple[int, int, int], after: tuple[int, int, int], column
     return (after[column] - before[column]) / max(1, after[2] - before[2]) * (os.cpu_count() or 1)
 
 
+def server_cpu(rows: list[tuple[str, float]]) -> float:
+    """CPU seconds of the server's processes and its database (Redis included) among cpu_report's rows."""
+    return sum(seconds for who, seconds in rows if who.startswith(SERVER_ROLES))
+
+
+SERVER_ROLES = ("supervisor", "web", "worker cluster", "database", "redis")
+
+
 def cpu_report(before: CpuSnapshot, after: CpuSnapshot) -> list[tuple[str, float]]:
     """(who, CPU seconds) over the interval: each server role, the database, the load generator, the machine."""
     spent: dict[str, float] = {}
@@ -305,19 +327,34 @@ def cpu_report(before: CpuSnapshot, after: CpuSnapshot) -> list[tuple[str, float
     ]
 
 
-def database_processes(backend: str) -> Callable[[], dict[int, str]]:
-    names = {"postgres": "database (every postgres process)", "redis-server": "redis"}
-    if backend != "postgres":
-        names = {}
+DATABASE_ROLE = "database (its backends and the server's background processes)"
+
+
+def database_processes(database: str | None) -> Callable[[], dict[int, str]]:
+    """The PostgreSQL processes that work for this run (named PostgreSQL database; None: SQLite, none), found by
+    their process titles: the backends connected to its database and the server's background processes
+    (checkpointer, writers), not the backends of other databases on a shared server, nor the postmaster, whose
+    reaped children's time is everyone's. Redis is counted whole (one server, its databases not told apart)."""
+    ours = re.compile(rf"\b{re.escape(database)}\b") if database else None
+    backend_of_another = re.compile(r"\d+\.\d+\.\d+\.\d+\(\d+\)|\[local\]|\(\d+\)")
 
     def find() -> dict[int, str]:
-        found = {}
+        found: dict[int, str] = {}
+        if ours is None:
+            return found
         for entry in os.listdir("/proc"):
             if entry.isdigit():
                 with contextlib.suppress(OSError):
                     name = Path(f"/proc/{entry}/comm").read_text().strip()
-                    if name in names:
-                        found[int(entry)] = names[name]
+                    if name == "redis-server":
+                        found[int(entry)] = "redis (the whole server)"
+                    elif name == "postgres":
+                        title = command_line(int(entry))
+                        if not title.startswith("postgres: "):
+                            continue  # the postmaster
+                        another = backend_of_another.search(title) or "autovacuum worker" in title
+                        if ours.search(title) or not another:
+                            found[int(entry)] = DATABASE_ROLE
         return found
 
     return find
@@ -336,7 +373,8 @@ class Stopped:
 class Server:
     """`manage.py serve`, or runserver beside a worker, each root in a process group of its own."""
 
-    def __init__(self, mode: str, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, mode: str, env: dict[str, str], log_path: Path, root: Path = ROOT) -> None:
+        self.root = root  # the code it runs
         self.mode = mode
         self.env = env
         self.log_path = log_path
@@ -355,7 +393,7 @@ class Server:
                 self.roots.append(
                     subprocess.Popen(
                         argv,
-                        cwd=ROOT,
+                        cwd=self.root,
                         env=self.env,
                         stdout=log,
                         stderr=subprocess.STDOUT,
@@ -447,12 +485,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def postgres_database(server_url: str) -> Iterator[str]:
-    """A new database on the server, dropped (connections and all) afterwards."""
+def postgres_database(server_url: str, number: int = 0) -> Iterator[str]:
+    """A new database on the server, dropped (connections and all) afterwards; `number` tells apart the
+    databases of one run."""
     import psycopg
     from psycopg import sql
 
-    name = f"evalsite_load_{os.getpid()}"
+    name = f"evalsite_load_{os.getpid()}" + (f"_{number}" if number else "")
     statement = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
     with psycopg.connect(f"{server_url}/postgres", autocommit=True) as connection:
         connection.execute(statement)
@@ -465,11 +504,14 @@ def postgres_database(server_url: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def redis_database(server_url: str) -> Iterator[str]:
-    """An empty Redis database (14 down to 1: 15 is CI's, 0 everyone's default), emptied afterwards."""
+def redis_database(server_url: str, taken: set[str] | frozenset[str] = frozenset()) -> Iterator[str]:
+    """An empty Redis database (14 down to 1: 15 is CI's, 0 everyone's default) that this run has not taken yet,
+    emptied afterwards."""
     import redis
 
     for number in range(14, 0, -1):
+        if f"{server_url}/{number}" in taken:
+            continue
         client = redis.Redis.from_url(f"{server_url}/{number}")
         if client.dbsize() == 0:
             break
@@ -483,9 +525,9 @@ def redis_database(server_url: str) -> Iterator[str]:
         client.close()
 
 
-def manage(env: dict[str, str], *argv: str) -> str:
+def manage(env: dict[str, str], *argv: str, root: Path = ROOT) -> str:
     result = subprocess.run(
-        [sys.executable, "manage.py", *argv], cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "manage.py", *argv], cwd=root, env=env, capture_output=True, text=True
     )
     if result.returncode:
         raise RuntimeError(
@@ -592,6 +634,8 @@ class Outcome:
     targets: list[tuple[str, str, bool]]
     server: str = "serve"
     throughput: float = 0.0
+    name: str = ""
+    baseline: bool = False  # ran --baseline's code
 
 
 async def fetch_world(world: World) -> None:
@@ -616,8 +660,48 @@ class LoadResult:
     samples: list[Sample]
     elapsed: float  # seconds from the start until the last answer
     logins: list[float]  # milliseconds, sorted
-    idle_cores: float  # cores busy on average in the 2 s before the load, the server idle
+    idle_cores: float  # cores busy on average in the 2 s before the load, the server idle (pooled: the mean)
     cpu: list[tuple[str, float]]  # (who, CPU seconds) during the load
+    rounds: int = 1  # loads pooled into this one
+    # Keep-alive connections each web process held when the load began (gunicorn binds a connection to the
+    # process that accepted it: its requests queue behind that process's threads alone), most first.
+    connections: list[tuple[int, ...]] = field(default_factory=list)  # one tuple per round
+
+
+def connections_by_process(server: Server, port: int) -> tuple[int, ...]:
+    """Established connections to `port` that each web process of the server holds (from /proc/net/tcp and
+    each process's socket descriptors), most first; [] when there is a single web process."""
+    inodes: dict[str, int] = {}
+    for name in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if (
+                    int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01"
+                ):  # local port; ESTABLISHED
+                    inodes[fields[9]] = inodes.get(fields[9], 0) + 1
+    counts = []
+    for pid, role in server.roles().items():
+        if not role.startswith("web: gunicorn worker"):
+            continue
+        held = 0
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        held += inodes.get(target[8:-1], 0)
+        counts.append(held)
+    return tuple(sorted(counts, reverse=True)) if len(counts) > 1 else ()
+
+
+def user_means(samples: list[Sample]) -> list[float]:
+    """Each simulated user's mean latency (ms), sorted: how evenly the server served its connections."""
+    by_user: dict[int, list[float]] = {}
+    for sample in samples:
+        if sample.status and sample.user >= 0:
+            by_user.setdefault(sample.user, []).append(sample.ms)
+    return sorted(sum(values) / len(values) for values in by_user.values())
 
 
 async def machine_at_rest(wait: float) -> float:
@@ -633,16 +717,33 @@ async def machine_at_rest(wait: float) -> float:
 
 
 async def run_load(
-    world: World, args: argparse.Namespace, server: Server, database: Callable[[], dict[int, str]]
+    world: World,
+    args: argparse.Namespace,
+    server: Server,
+    database: Callable[[], dict[int, str]],
+    idle: Callable[[], dict[int, str]] = dict,
 ) -> LoadResult:
+    """One load on `server`; `idle`: the processes of the run's other servers (idle meanwhile), by role."""
     async with contextlib.AsyncExitStack() as stack:
         clients = [
             await stack.enter_async_context(new_client(world, args.timeout)) for _ in range(args.clients)
         ]
-        logins = sorted(await asyncio.gather(*(log_in(c, world) for c in clients)))
+        # A few at a time: each login hashes the password (PBKDF2, most of a second of CPU here); 50 at once
+        # queued behind the server's threads past the request timeout on a busy machine.
+        gate = asyncio.Semaphore(LOGINS_AT_ONCE)
+
+        async def gated_login(client: httpx.AsyncClient) -> float:
+            async with gate:
+                return await log_in(client, world)
+
+        logins = sorted(await asyncio.gather(*(gated_login(c) for c in clients)))
         idle_cores = await machine_at_rest(args.wait_quiet)
+        connections = [connections_by_process(server, int(world.base.rsplit(":", 1)[1]))]
         samples: list[Sample] = []
-        before = cpu_snapshot(server.roles(), database)
+        roles = {**idle(), **server.roles()}
+        before = cpu_snapshot(roles, database)
+        seen: dict[int, tuple[str, float]] = {}
+        sampler = asyncio.create_task(last_seen_cpu(roles, database, seen))
         t0 = time.perf_counter()
         await asyncio.gather(
             *(
@@ -651,8 +752,23 @@ async def run_load(
             )
         )
         elapsed = time.perf_counter() - t0
-        after = cpu_snapshot(server.roles(), database)
-    return LoadResult(samples, elapsed, logins, idle_cores, cpu_report(before, after))
+        sampler.cancel()
+        after = cpu_snapshot({**idle(), **server.roles()}, database)
+        # A process that ended during the load (a database connection past its CONN_MAX_AGE, a restarted
+        # worker) keeps the CPU it was last seen with.
+        after.by_pid = {**seen, **after.by_pid}
+    return LoadResult(
+        samples, elapsed, logins, idle_cores, cpu_report(before, after), connections=connections
+    )
+
+
+async def last_seen_cpu(
+    roles: dict[int, str], database: Callable[[], dict[int, str]], seen: dict[int, tuple[str, float]]
+) -> None:
+    """Every second until cancelled: each process's CPU seconds so far, by pid, into `seen`."""
+    while True:
+        seen.update(cpu_snapshot(roles, database).by_pid)
+        await asyncio.sleep(1.0)
 
 
 async def fresh_first_searches(world: World, args: argparse.Namespace) -> list[Sample]:
@@ -727,69 +843,230 @@ def server_log_findings(log: Path) -> str:
     return found
 
 
-def run_backend(backend: str, args: argparse.Namespace) -> Outcome:
+@dataclass
+class Config:
+    """One server to measure: a backend and a server mode, its data and world, and its loads (one per round)."""
+
+    backend: str
+    args: argparse.Namespace  # with args.server this configuration's own mode
+    number: int  # its place among the run's configurations (names its PostgreSQL database)
+    name: str = ""
+    server: Server | None = None
+    world: World | None = None
+    database: str | None = None  # the PostgreSQL database's name; None on SQLite
+    loads: list[LoadResult] = field(default_factory=list)
+    root: Path = ROOT  # the code it runs: this tree's, or --baseline's
+    env: dict[str, str] = field(default_factory=dict)  # set for its server and commands, over the run's
+
+
+def start(config: Config, stack: contextlib.ExitStack, redis_taken: set[str]) -> None:
+    """A fresh data directory (and database), the demo loaded, the server started and answering, the world
+    fetched. Everything is undone by `stack`."""
+    backend, args = config.backend, config.args
     database = "PostgreSQL + Redis" if backend == "postgres" else "SQLite, ORM broker"
-    print(f"\n## {backend}: {database}, {args.server}\n")
-    with contextlib.ExitStack() as stack:
-        data_dir = Path(tempfile.mkdtemp(prefix=f"evalsite-load-{backend}-"))
-        stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
-        port = free_port()
-        env = server_environment(data_dir, f"127.0.0.1:{port}", args)
-        if backend == "postgres":
-            env["DATABASE_URL"] = stack.enter_context(postgres_database(args.postgres_url))
-            env["EVALSITE_REDIS_URL"] = stack.enter_context(redis_database(args.redis_url))
-        print(
-            f"data directory {data_dir}; database {env.get('DATABASE_URL', 'SQLite in the data directory')}; "
-            f"broker {env.get('EVALSITE_REDIS_URL', 'the database (ORM)')}"
+    print(f"\n## {config.name}: {database}, {args.server}\n")
+    data_dir = Path(tempfile.mkdtemp(prefix=f"evalsite-load-{backend}-"))
+    stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
+    port = free_port()
+    env = {**server_environment(data_dir, f"127.0.0.1:{port}", args), **config.env}
+    if backend == "postgres":
+        env["DATABASE_URL"] = stack.enter_context(postgres_database(args.postgres_url, config.number))
+        config.database = env["DATABASE_URL"].rsplit("/", 1)[1]
+        env["EVALSITE_REDIS_URL"] = stack.enter_context(redis_database(args.redis_url, redis_taken))
+        redis_taken.add(env["EVALSITE_REDIS_URL"])
+    print(
+        f"data directory {data_dir}; database {env.get('DATABASE_URL', 'SQLite in the data directory')}; "
+        f"broker {env.get('EVALSITE_REDIS_URL', 'the database (ORM)')}"
+    )
+    started = time.perf_counter()
+    root = config.root
+    manage(env, "migrate", "--noinput", root=root)
+    manage(env, "collectstatic", "--noinput", "-v0", root=root)
+    if args.quick:  # load_demo finds the collection there and evaluates these questions only
+        folder = quick_demo(data_dir / "quick-demo")
+        manage(env, "import_beir", str(folder), "--cluster", "demo", "--tenant", "demo",
+               "--collection", COLLECTION, "--name", "ClapNQ", root=root)  # fmt: skip
+    manage(env, "load_demo", root=root)
+    world = World(
+        base=f"http://127.0.0.1:{port}",
+        api_key=(data_dir / "demo_api_key").read_text().strip(),
+        password=(data_dir / "demo_password").read_text().strip(),
+    )
+    print(f"migrate + collectstatic + load_demo: {time.perf_counter() - started:.1f} s")
+
+    server = Server(args.server, env, data_dir / "server.log", root)
+    if args.keep_log:  # after the stop, before the directory goes
+        stack.callback(
+            shutil.copy,
+            server.log_path,
+            Path(args.keep_log)
+            / f"server-{backend}-{args.server}{'-baseline' if config.root != ROOT else ''}.log",
         )
-        started = time.perf_counter()
-        manage(env, "migrate", "--noinput")
-        manage(env, "collectstatic", "--noinput", "-v0")
-        if args.quick:  # load_demo finds the collection there and evaluates these questions only
-            folder = quick_demo(data_dir / "quick-demo")
-            manage(env, "import_beir", str(folder), "--cluster", "demo", "--tenant", "demo",
-                   "--collection", COLLECTION, "--name", "ClapNQ")  # fmt: skip
-        manage(env, "load_demo")
-        world = World(
-            base=f"http://127.0.0.1:{port}",
-            api_key=(data_dir / "demo_api_key").read_text().strip(),
-            password=(data_dir / "demo_password").read_text().strip(),
-        )
-        print(f"migrate + collectstatic + load_demo: {time.perf_counter() - started:.1f} s")
-
-        server = Server(args.server, env, data_dir / "server.log")
-        if args.keep_log:  # after the stop, before the directory goes
-            stack.callback(
-                shutil.copy, server.log_path, Path(args.keep_log) / f"server-{backend}-{args.server}.log"
-            )
-        stack.callback(server.stop)  # on failure or Ctrl-C too; a no-op after the measured stop
-        server.start(f"127.0.0.1:{port}")
-        try:
-            load, fresh, stopped = measure(server, world, args, backend)
-        except Exception:
-            print(f"\nthe server's log, last lines:\n{server.log_tail()}", file=sys.stderr)
-            raise
-        findings = server_log_findings(server.log_path)
-
-    return report(args, load, fresh, stopped, findings, backend)
+    stack.callback(server.stop)  # on failure or Ctrl-C too; a no-op after the measured stop
+    server.start(f"127.0.0.1:{port}")
+    with logged_on_failure(server):
+        ready = server.wait_ready(world.base)
+        banner = [line for line in server.log_tail(200).splitlines() if "evalsite serve:" in line]
+        print(f"server ready in {ready:.1f} s: {banner[0] if banner else args.server}")
+        roles = Counter(server.roles().values())
+        print("server processes: " + ", ".join(f"{role} x{n}" for role, n in sorted(roles.items())))
+        asyncio.run(fetch_world(world))
+    config.server, config.world = server, world
 
 
-def measure(
-    server: Server, world: World, args: argparse.Namespace, backend: str
-) -> tuple[LoadResult, list[Sample], Stopped]:
-    """The load, then the fresh collection's first searches, then the stop, on a started server."""
-    ready = server.wait_ready(world.base)
-    banner = [line for line in server.log_tail(200).splitlines() if "evalsite serve:" in line]
-    print(f"server ready in {ready:.1f} s: {banner[0] if banner else args.server}")
-    roles = Counter(server.roles().values())
-    print("server processes: " + ", ".join(f"{role} x{n}" for role, n in sorted(roles.items())))
-    asyncio.run(fetch_world(world))
-    load = asyncio.run(run_load(world, args, server, database_processes(backend)))
+@contextlib.contextmanager
+def logged_on_failure(server: Server) -> Iterator[None]:
     try:
-        fresh = asyncio.run(fresh_first_searches(world, args))
-    except httpx.HTTPError as exc:  # creating the collection failed: reported, the load's figures kept
-        fresh = [Sample("fresh Hybrid", 0.0, 0.0, failure=f"setup failed ({type(exc).__name__}: {exc})")]
-    return load, fresh, server.stop()
+        yield
+    except Exception:
+        print(f"\nthe server's log, last lines:\n{server.log_tail()}", file=sys.stderr)
+        raise
+
+
+def load_once(config: Config, turn: str, configs: list[Config]) -> None:
+    """One round of the load on this configuration's server, the others' idle."""
+    assert config.server is not None and config.world is not None
+
+    def idle() -> dict[int, str]:
+        return {
+            pid: f"idle meanwhile: {other.name}'s server (all its processes)"
+            for other in configs
+            if other is not config and other.server is not None
+            for pid in other.server.roles()
+        }
+
+    print(
+        f"\n{turn}: {config.name}, {config.args.clients} users x {config.args.seconds:.0f} s ...", flush=True
+    )
+    with logged_on_failure(config.server):
+        load = asyncio.run(
+            run_load(config.world, config.args, config.server, database_processes(config.database), idle)
+        )
+    config.loads.append(load)
+    print(f"  {round_line(load)}\n  {spread_line(load)}", flush=True)
+
+
+def finish(config: Config) -> Outcome:
+    """The fresh collection's first searches, the stop, and the report of every round's load."""
+    assert config.server is not None and config.world is not None
+    with logged_on_failure(config.server):
+        try:
+            fresh = asyncio.run(fresh_first_searches(config.world, config.args))
+        except httpx.HTTPError as exc:  # creating the collection failed: reported, the load's figures kept
+            fresh = [Sample("fresh Hybrid", 0.0, 0.0, failure=f"setup failed ({type(exc).__name__}: {exc})")]
+    stopped = config.server.stop()
+    findings = server_log_findings(config.server.log_path)
+    print(
+        f"\n## {config.name}: the load ({len(config.loads)} round(s) pooled), the fresh collection, the stop"
+    )
+    outcome = report(config.args, pooled(config.loads), fresh, stopped, findings, config.backend)
+    outcome.name, outcome.baseline = config.name, config.root != ROOT
+    return outcome
+
+
+def pooled(loads: list[LoadResult]) -> LoadResult:
+    """Several rounds' loads as one: their samples, their time, their CPU added up."""
+    if len(loads) == 1:
+        return loads[0]
+    cpu: dict[str, float] = {}
+    for load in loads:
+        for who, seconds in load.cpu:
+            cpu[who] = cpu.get(who, 0.0) + seconds
+    return LoadResult(
+        samples=[s for load in loads for s in load.samples],
+        elapsed=sum(load.elapsed for load in loads),
+        logins=sorted(t for load in loads for t in load.logins),
+        idle_cores=sum(load.idle_cores for load in loads) / len(loads),
+        cpu=list(cpu.items()),
+        rounds=len(loads),
+        connections=[held for load in loads for held in load.connections],
+    )
+
+
+def cpu_of(load: LoadResult, prefix: str) -> float:
+    return sum(seconds for who, seconds in load.cpu if who.startswith(prefix))
+
+
+def round_line(load: LoadResult) -> str:
+    overall = Row("all", load.samples)
+    server = server_cpu(load.cpu)
+    return (
+        f"{len(load.samples) / load.elapsed:.1f} requests/s, p50 {ms(overall.p(0.5))} ms, p95 {ms(overall.p(0.95))} "
+        f"ms, {overall.server_errors} 5xx, {overall.dropped} dropped; server CPU {server:.1f} s "
+        f"({server / max(1, len(load.samples)) * 1000:.1f} ms a request); machine "
+        f"{cpu_of(load, 'whole machine') / load.elapsed:.2f} cores busy, of which other processes "
+        f"{others_cpu(load) / load.elapsed:.2f}"
+    )
+
+
+def held_text(load: LoadResult) -> str:
+    """The connections each web process held, e.g. 22/14/8/6 (each round's, separated by ;)."""
+    return "; ".join("/".join(map(str, held)) for held in load.connections if held) or "-"
+
+
+def user_spread(load: LoadResult) -> str:
+    means = user_means(load.samples)
+    return " / ".join(ms(v) for v in (means[0], percentile(means, 0.5), means[-1])) if means else "-"
+
+
+def spread_line(load: LoadResult) -> str:
+    """How evenly the server served its users: the keep-alive connections each web process held, and each
+    user's mean latency (a user on a process holding many connections waits behind all of theirs)."""
+    means = user_means(load.samples)
+    held = (
+        f"keep-alive connections per web process when the load began: {held_text(load)}; "
+        if any(load.connections)
+        else ""
+    )
+    if not means:
+        return held + "no user answered"
+    return (
+        f"{held}each user's mean latency: fastest {ms(means[0])} ms, median {ms(percentile(means, 0.5))} ms, "
+        f"slowest {ms(means[-1])} ms"
+    )
+
+
+def others_cpu(load: LoadResult) -> float:
+    """CPU seconds of everything on the machine but the server (and its database) and the load generator."""
+    return cpu_of(load, "whole machine") - server_cpu(load.cpu) - cpu_of(load, "load generator")
+
+
+def side_by_side(configs: list[Config], order: list[tuple[int, Config]]) -> str:
+    """Per-round figures of every configuration, in the order the rounds ran."""
+    columns = [(f"{config.name}, round {number + 1}", config.loads[number]) for number, config in order]
+    lines = [
+        "| p50 / p95 ms | " + " | ".join(name for name, _ in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for kind in [*MIX, "all"]:
+        cells = []
+        for _, load in columns:
+            row = Row(kind, [s for s in load.samples if kind == "all" or s.kind == kind])
+            cells.append(f"{ms(row.p(0.5))} / {ms(row.p(0.95))}")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    figures: list[tuple[str, Callable[[LoadResult], str]]] = [
+        ("requests/s", lambda load: f"{len(load.samples) / load.elapsed:.1f}"),
+        (
+            "5xx, dropped",
+            lambda load: f"{Row('all', load.samples).server_errors}, {Row('all', load.samples).dropped}",
+        ),
+        (
+            "server + database CPU ms a request",
+            lambda load: f"{server_cpu(load.cpu) / max(1, len(load.samples)) * 1000:.1f}",
+        ),
+        ("server + database cores busy", lambda load: f"{server_cpu(load.cpu) / load.elapsed:.2f}"),
+        ("load generator cores busy", lambda load: f"{cpu_of(load, 'load generator') / load.elapsed:.2f}"),
+        (
+            "other processes' cores busy (the shared machine)",
+            lambda load: f"{others_cpu(load) / load.elapsed:.2f}",
+        ),
+        ("machine cores busy before the load (server idle)", lambda load: f"{load.idle_cores:.2f}"),
+        ("keep-alive connections per web process", held_text),
+        ("users' mean latency ms: fastest / median / slowest", user_spread),
+    ]
+    for name, figure in figures:
+        lines.append(f"| {name} | " + " | ".join(figure(load) for _, load in columns) + " |")
+    return "\n".join(lines)
 
 
 def report(
@@ -806,14 +1083,17 @@ def report(
     print(
         f"\n{args.clients} users logged in (one POST /accounts/login/ each, before the clock): "
         f"p50 {ms(percentile(load.logins, 0.5))} ms, max {ms(load.logins[-1])} ms\n"
-        f"\n### Load: {args.clients} closed-loop users x {args.seconds:.0f} s "
-        f"({load.elapsed:.1f} s until the last answer)\n"
+        f"\n### Load: {args.clients} closed-loop users x {args.seconds:.0f} s"
+        + (f" x {load.rounds} rounds, pooled" if load.rounds > 1 else "")
+        + f" ({load.elapsed:.1f} s until the last answer)\n"
     )
     print(load_table([*rows, overall], load.elapsed))
+    print(f"\n{spread_line(load)}")
     print(
         "\n### CPU during the load (the load generator shares the cores with the server)\n\n"
         "| who | CPU s | cores busy on average |\n|---|---|---|\n"
-        f"| machine in the 2 s before the load (server idle) | - | {load.idle_cores:.2f} |"
+        f"| machine in the 2 s before the load (server idle){'; the mean of the rounds' if load.rounds > 1 else ''} "
+        f"| - | {load.idle_cores:.2f} |"
     )
     for who, seconds in load.cpu:
         print(f"| {who} | {seconds:.1f} | {seconds / load.elapsed:.2f} |")
@@ -919,6 +1199,8 @@ def header(args: argparse.Namespace) -> str:
             f"- server: {server}, DEBUG off",
             f"- settings from the environment: {', '.join(passed) or 'none (the defaults)'}",
             f"- backend: {args.backend}; {args.clients} users, {args.seconds:.0f} s, request timeout {args.timeout:.0f} s",
+            f"- {max(1, args.rounds)} round(s); every server started first, then the loads taking turns"
+            + (f"; beside this tree, the code in {args.baseline} (baseline)" if args.baseline else ""),
             f"- mix: {', '.join(f'{kind} {weight}%' for kind, weight in MIX.items())}",
             f"- machine: {os.cpu_count()} cores, shared by the server, its database and this load generator (one "
             "asyncio loop, httpx): see the CPU tables",
@@ -927,6 +1209,15 @@ def header(args: argparse.Namespace) -> str:
             "each kind)",
         ]
     )
+
+
+def uptime() -> str:
+    """The load average, as `uptime` prints it: how busy the shared machine was."""
+    try:
+        one, five, fifteen = Path("/proc/loadavg").read_text().split()[:3]
+    except (OSError, ValueError):
+        return "load average unknown"
+    return f"load average {one}, {five}, {fifteen}"
 
 
 def interrupt(signum: int, frame: object) -> None:
@@ -959,6 +1250,18 @@ def main() -> None:
         metavar="SECONDS",
         help="before each load, wait up to this long for the rest of the machine to be idle (a shared machine)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also run every configuration on the code in DIR (another commit's tree, e.g. `git archive <commit> "
+        "| tar -x -C DIR`), taking turns with this tree's: a before/after in one run",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="loads on each configuration, taking turns (ABBA...); every server is started before the first",
+    )
     parser.add_argument("--postgres-url", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
     parser.add_argument("--keep-log", metavar="DIR", help="copy each server's log (access log included) here")
@@ -977,17 +1280,45 @@ def main() -> None:
     print(header(args))
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     servers = ["serve", "runserver"] if args.server == "both" else [args.server]
+    roots = [ROOT, Path(args.baseline).resolve()] if args.baseline else [ROOT]
+    configs = [
+        Config(backend, argparse.Namespace(**{**vars(args), "server": server}), number, root=root)
+        for number, (backend, server, root) in enumerate(
+            (b, s, r) for b in backends for s in servers for r in roots
+        )
+    ]
+    for config in configs:
+        config.name = config.backend if len(servers) == 1 else f"{config.backend} {config.args.server}"
+        if args.baseline:
+            config.name += ", baseline" if config.root != ROOT else ", this tree"
+    # Every server is up before the first load, and the loads take turns (round 1 in order, round 2 in reverse,
+    # ...): a busy spell of the shared machine falls on every configuration, not on whichever ran then.
+    order = [
+        (number, config)
+        for number in range(max(1, args.rounds))
+        for config in (configs if number % 2 == 0 else configs[::-1])
+    ]
     try:
-        outcomes = [
-            run_backend(backend, argparse.Namespace(**{**vars(args), "server": server}))
-            for backend in backends
-            for server in servers
-        ]
+        with contextlib.ExitStack() as stack:
+            redis_taken: set[str] = set()
+            for config in configs:
+                start(config, stack, redis_taken)
+            print(f"\n## The loads, taking turns ({uptime()})")
+            for turn, (number, config) in enumerate(order):
+                load_once(config, f"turn {turn + 1} of {len(order)} (round {number + 1})", configs)
+            print(f"\nafter the loads: {uptime()}")
+            outcomes = [finish(config) for config in configs]
     except KeyboardInterrupt:
         print("\ninterrupted: what the run started is stopped and removed", file=sys.stderr)
         sys.exit(130)
+    if len(order) > 1:
+        print(
+            "\n## Side by side, in the order the loads ran (CPU: the server's processes and its database's, per "
+            "request answered; other processes: the rest of the shared machine)\n"
+        )
+        print(side_by_side(configs, order))
     if len(outcomes) > 1:
-        names = [o.backend if len(servers) == 1 else f"{o.backend} {o.server}" for o in outcomes]
+        names = [o.name for o in outcomes]
         print("\n## Summary\n\n| target | " + " | ".join(names) + " |")
         print("|---|" + "---|" * len(outcomes))
         for number, (name, _, _) in enumerate(outcomes[0].targets):
@@ -998,13 +1329,14 @@ def main() -> None:
     if len(servers) > 1:
         print()
         for backend in backends:
-            by_server = {o.server: o.throughput for o in outcomes if o.backend == backend}
+            by_server = {o.server: o.throughput for o in outcomes if o.backend == backend and not o.baseline}
             ratio = by_server["serve"] / by_server["runserver"] if by_server["runserver"] else float("inf")
             print(
                 f"{backend}: serve {by_server['serve']:.1f} req/s, runserver {by_server['runserver']:.1f} req/s: "
                 f"{ratio:.1f}x"
             )
-    served = [o for o in outcomes if o.server == "serve"] or outcomes
+    ours = [o for o in outcomes if not o.baseline]
+    served = [o for o in ours if o.server == "serve"] or ours
     sys.exit(0 if all(holds for o in served for _, _, holds in o.targets) else 1)
 
 
