@@ -7,13 +7,39 @@ its request on one reads an error instead of an answer (measured: 12 of 20 keep-
 on a SIGTERM under load). Here a stopping worker takes in what the backlog already holds (those requests are
 answered, with "Connection: close") and closes its listening socket at once: once every process has, a new
 connection is refused, which clients treat as the server being down, and nothing is reset mid-request.
+
+A request the HTTP layer refuses before the application sees it (a request line past 8,190 bytes, too many or
+too long header fields, a line that is not HTTP) gets the API's error envelope, not gunicorn's HTML page.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 
+from gunicorn import util
+from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
+
+from goldenset.errors import envelope
+
+# gunicorn's refusals of a malformed request, answered with the envelope: (status, reason, code).
+_REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (
+    (http_errors.LimitRequestLine, 414, "URI Too Long", "uri-too-long"),
+    (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large", "headers-too-large"),
+    (http_errors.InvalidRequestLine, 400, "Bad Request", "bad-request"),
+    (http_errors.InvalidRequestMethod, 400, "Bad Request", "bad-request"),
+    (http_errors.InvalidHTTPVersion, 400, "Bad Request", "bad-request"),
+    (http_errors.InvalidHeader, 400, "Bad Request", "bad-request"),
+    (http_errors.InvalidHeaderName, 400, "Bad Request", "bad-request"),
+    (http_errors.ObsoleteFolding, 400, "Bad Request", "bad-request"),
+)
+
+_MESSAGES = {
+    "uri-too-long": "The request line (method, path and query) is longer than 8,190 bytes.",
+    "headers-too-large": "Too many header fields (more than 100), or one longer than 8,190 bytes.",
+    "bad-request": "The request is not valid HTTP.",
+}
 
 
 class ThreadWorker(gthread.ThreadWorker):
@@ -38,3 +64,19 @@ class ThreadWorker(gthread.ThreadWorker):
             self.nr_conns += 1
             client.setblocking(True)
             self.enqueue_req(gthread.TConn(self.cfg, client, address, listener.getsockname()))
+
+    def handle_error(self, req, client, addr, exc):
+        refusal = next((r for r in _REFUSALS if isinstance(exc, r[0])), None)
+        if refusal is None:
+            return super().handle_error(req, client, addr, exc)
+        _, status, reason, code = refusal
+        self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
+        body = json.dumps(envelope(code, _MESSAGES[code], {"reason": str(exc)[:200]})).encode()
+        head = (
+            f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode("latin-1")
+        try:
+            util.write_nonblock(client, head + body)
+        except Exception:
+            self.log.debug("Failed to send error message.")

@@ -21,6 +21,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         "a field is missing or invalid; details name the field (and the entry's index)",
     ),
     "payload-too-large": (413, "the body exceeds EVALSITE_MAX_REQUEST_BYTES"),
+    "uri-too-long": (414, "the request line (method, path, query) is longer than 8,190 bytes"),
+    "headers-too-large": (431, "more than 100 header fields, or one longer than 8,190 bytes"),
     "unsupported-media-type": (415, "a Content-Type the endpoint does not read"),
     "method-not-allowed": (405, "a method the endpoint does not have"),
     "not-acceptable": (406, "an Accept header no renderer satisfies"),
@@ -125,6 +127,13 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     ),
     "internal-error": (500, "a bug: logged with its traceback, answered without one"),
 }
+
+
+def envelope(code: str, message: str, details: dict | None = None) -> dict:
+    """The API's error body: {"error": {"code", "message", "details"}}."""
+    if code not in ERROR_CODES:
+        raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
+    return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
 class EvalsiteError(Exception):

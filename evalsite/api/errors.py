@@ -17,7 +17,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from evalsite import unavailable
-from goldenset.errors import ERROR_CODES, EvalsiteError
+from goldenset.errors import EvalsiteError, envelope
 
 logger = logging.getLogger(__name__)
 
@@ -63,12 +63,6 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     else:
         out[prefix or "non_field_errors"] = [str(detail)]
     return out
-
-
-def envelope(code: str, message: str, details: dict | None = None) -> dict:
-    if code not in ERROR_CODES:
-        raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
-    return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
 def exception_handler(exc: Exception, context: dict) -> Response:

@@ -62,14 +62,6 @@ _HEADERS = {
 }
 
 
-# Said by the HTTP server (gunicorn, `manage.py serve`) before the API sees the request, so not the envelope.
-_URI_TOO_LONG = {
-    "description": "URI Too Long: the request line (the method, the path with its ids, the query) is longer "
-    "than 8190 bytes. The HTTP server answers it, before the API, with a short HTML page.",
-    "content": {"text/html": {"schema": {"type": "string"}}},
-}
-
-
 class AutoSchema(openapi.AutoSchema):
     """drf-spectacular's schema, with every error answer an operation can give documented once for all: each
     status with the envelope (ErrorOut) and, in its description, the codes it carries.
@@ -78,8 +70,9 @@ class AutoSchema(openapi.AutoSchema):
     every tenant-scoped view (its path and query values are checked, its cluster_id / tenant_id and path ids
     looked up), 413 and 415 where a body is read, 503 database-unavailable everywhere. What only one operation
     can answer (a 409 conflict, a 503 of a dependency it calls) it declares itself with
-    goldenset.api.serializers.error_responses(*codes); both are merged here. And 414, which is not the API's
-    but the HTTP server's answer to a request line too long."""
+    goldenset.api.serializers.error_responses(*codes); both are merged here. And what the HTTP server refuses
+    before any view, with the same envelope (evalsite.gunicorn_worker): 400 bad-request (not HTTP), 414 and
+    431 (a request line or header fields past its limits)."""
 
     def get_operation(self, path, path_regex, path_prefix, method, registry):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
@@ -101,7 +94,6 @@ class AutoSchema(openapi.AutoSchema):
                 "the field, line or record in `details`"
             if status in _HEADERS:
                 documented.setdefault("headers", {}).update(_HEADERS[status])
-        responses["414"] = _URI_TOO_LONG
         operation["responses"] = dict(sorted(responses.items()))
         return operation
 
@@ -131,6 +123,11 @@ class AutoSchema(openapi.AutoSchema):
             errors[401] = ["unauthenticated"]
         # Every request may need the database (the key is looked up in it, to begin with).
         errors[503] = ["database-unavailable"]
+        # Refused by the HTTP server before any view (evalsite.gunicorn_worker), whatever the operation.
+        if "bad-request" not in errors.get(400, []):
+            errors.setdefault(400, []).append("bad-request")
+        errors[414] = ["uri-too-long"]
+        errors[431] = ["headers-too-large"]
         return dict(sorted(errors.items()))
 
 

@@ -4,8 +4,10 @@ job runs. (benchmarks/load_bench.py measures the same server under load.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -133,6 +135,44 @@ def test_sigterm_to_the_process_group_stops_everything_within_10_s_and_requeues_
     assert [e["event"] for e in job.history] == ["interrupted"]
     log = server.log.read_text()
     assert "evalsite serve: SIGTERM; stopping" in log and "did not stop" not in log
+
+
+def _raw(server, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """One request written as bytes (httpx refuses to send what is malformed), its answer read to the close."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (f.partition(":") for f in fields)}
+    return int(status_line.split()[1]), headers, body
+
+
+def test_what_the_http_server_refuses_before_any_view_is_answered_in_the_error_envelope(world, server):
+    too_long = b"GET /lmkit/v1/search/golden-set?text=" + b"a" * 8200 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+    many = b"".join(b"X-F%d: 1\r\n" % i for i in range(120))
+    cases = {
+        "uri-too-long": (414, too_long),
+        "headers-too-large": (431, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n"),
+        "bad-request": (400, b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n"),
+    }
+    for code, (status, request) in cases.items():
+        got, headers, body = _raw(server, request)
+        assert (got, headers["content-type"]) == (status, "application/json"), (code, got, headers, body)
+        error = json.loads(body)["error"]
+        assert error["code"] == code and error["message"] and "reason" in error["details"], error
+        assert int(headers["content-length"]) == len(body)
+    # A garbled request line too; and the server goes on answering.
+    assert _raw(server, b"\x16\x03\x01 nonsense\r\n\r\n")[0] == 400
+    answer = httpx.get(
+        f"{server.url}/lmkit/v1/search/golden-set",
+        params={"text": "a" * 8000},
+        headers={"Authorization": f"Bearer {world.key}"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert "Traceback" not in server.log.read_text()
 
 
 def _descendant_groups(server) -> list[int]:
