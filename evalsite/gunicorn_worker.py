@@ -8,6 +8,10 @@ on a SIGTERM under load). Here a stopping worker takes in what the backlog alrea
 answered, with "Connection: close") and closes its listening socket at once: once every process has, a new
 connection is refused, which clients treat as the server being down, and nothing is reset mid-request.
 
+The processes share out the keep-alive connections (evalsite.connection_shares): a process accepts only while
+it holds no more than the least-loaded one plus one, and one holding more than the least plus two answers with
+"Connection: close" so that its client reconnects to a process with room.
+
 A request the HTTP layer refuses before the application sees it (a request line past 8,190 bytes, too many or
 too long header fields, a line that is not HTTP) gets the API's error envelope, not gunicorn's HTML page.
 """
@@ -21,6 +25,7 @@ from gunicorn import util
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
 
+from evalsite.connection_shares import ConnectionShares
 from goldenset.errors import envelope
 
 # gunicorn's refusals of a malformed request, answered with the envelope: (status, reason, code).
@@ -42,11 +47,43 @@ _MESSAGES = {
 }
 
 
+# Made in the arbiter, by the first worker object it creates, before any fork: every web process shares it.
+_shares: ConnectionShares | None = None
+
+
 class ThreadWorker(gthread.ThreadWorker):
+    def __init__(self, *args, **kwargs) -> None:
+        global _shares
+        if _shares is None:
+            _shares = ConnectionShares()
+        self._shares = _shares
+        super().__init__(*args, **kwargs)
+
+    def init_process(self) -> None:
+        self._shares.claim()
+        super().init_process()
+
+    @property
+    def worker_connections(self) -> int:
+        """The connections this process may hold now: its configured cap while it has no more than its share,
+        none more otherwise (gthread's loop reads this before each wait, so the count is published as often)."""
+        self._shares.publish(self.nr_conns)
+        return self._cap if self._shares.may_accept(self.nr_conns) else 0
+
+    @worker_connections.setter
+    def worker_connections(self, value: int) -> None:
+        self._cap = value
+
+    def handle_request(self, req, conn):
+        if self.alive and self._shares.should_shed(self.nr_conns):
+            req.must_close = True  # answered with "Connection: close": the client reconnects elsewhere
+        return super().handle_request(req, conn)
+
     def set_accept_enabled(self, enabled: bool) -> None:
         super().set_accept_enabled(enabled)
         if enabled or self.alive:
             return
+        self._shares.release()
         for listener in self.sockets:
             self._drain(listener)
             listener.close()
