@@ -264,6 +264,7 @@ def _threshold(collection: Collection, judge_key: str, metric: str, level: str) 
 
 _REPORTS: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
 _REPORTS_LOCK = threading.Lock()
+_BUILDING: dict[tuple, threading.Lock] = {}  # a report being built, by its key
 
 
 def _fingerprint(collection: Collection) -> tuple:
@@ -280,16 +281,26 @@ def calibration_report(
     *, collection: Collection, metric: str | None = None, judge_filter: str | None = None
 ) -> dict[str, Any]:
     """The calibration report of a collection's labels (see the module doc), filtered by metric and judge.
-    Cached per process until a label, a threshold or a golden entry changes: callers must not change it."""
+    Cached per process until a label, a threshold or a golden entry changes: callers must not change it. One
+    thread builds it while the process's others asking wait; `manage.py serve` builds it once in gunicorn's
+    master for the collections it warms, and the web processes inherit it (evaluation.warmup)."""
     key = _fingerprint(collection)
     with _REPORTS_LOCK:
         report = _REPORTS.get(key)
-    if report is None:
-        report = _build_report(collection)
-        with _REPORTS_LOCK:
-            _REPORTS[key] = report
-            while len(_REPORTS) > 16:
-                _REPORTS.popitem(last=False)
+        building = _BUILDING.setdefault(key, threading.Lock()) if report is None else None
+    if building is not None:
+        # One thread builds (0.7-2 s of CPU); the process's others asking meanwhile wait for it.
+        with building:
+            with _REPORTS_LOCK:
+                report = _REPORTS.get(key)
+            if report is None:
+                report = _build_report(collection)
+                with _REPORTS_LOCK:
+                    _REPORTS[key] = report
+                    _BUILDING.pop(key, None)
+                    while len(_REPORTS) > 16:
+                        _REPORTS.popitem(last=False)
+    assert report is not None
     judges = [
         j
         for j in report["judges"]

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from evaluation.models import EvaluationRun, HumanLabel, JudgeThreshold
+from evaluation.services import calibration
+from evaluation.warmup import warm_up
 from goldenset import services
 from goldenset.models import AuditEvent, Job, JobStatus
 from tests.answer_support import scripted_rag
@@ -299,3 +303,43 @@ def test_a_sampled_judges_statement_scores_are_the_share_of_samples_that_agreed(
     (row,) = report["judges"]
     (filled,) = [b for b in row["reliability"] if b["count"]]
     assert (filled["count"], filled["mean_score"]) == (2, 0.6667)  # 2 of 3 samples said supported, twice
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_asking_at_once_wait_for_one_build_and_a_warmed_server_inherits_the_report(
+    golden, monkeypatch
+):
+    rows = [faithful(q, "ann", label, answer) for q, label, answer in ITEMS]
+    assert post_labels(golden.client, rows).status_code == 201
+    built: list[str] = []
+    real_build = calibration._build_report
+
+    def counted(collection):  # the real build, counted
+        built.append(collection.slug)
+        return real_build(collection)
+
+    monkeypatch.setattr(calibration, "_build_report", counted)
+    calibration._REPORTS.clear()
+    barrier = threading.Barrier(4)
+    reports: list[dict] = []
+
+    def ask() -> None:
+        try:
+            barrier.wait()
+            reports.append(calibration.calibration_report(collection=golden.collection))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert built == ["handbook"] and len(reports) == 4
+    assert all(report["judges"] == reports[0]["judges"] for report in reports)
+
+    calibration._REPORTS.clear()  # what gunicorn's master does before it forks the web processes
+    warmed = warm_up(collections=5)
+    assert warmed["calibrated"] == [f"{golden.tenant.pk}/handbook"] and built == ["handbook"] * 2
+    assert calibration.calibration_report(collection=golden.collection)["judges"] == reports[0]["judges"]
+    assert built == ["handbook"] * 2  # served from what the warm-up built
