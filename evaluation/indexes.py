@@ -397,14 +397,14 @@ def _lookup(
             for part in missing:  # BM25's first ("bm25:..." < "vectors")
                 if part == VECTORS and dirty:
                     # FullText is served from now on (by every process) while the vectors are built.
-                    _stamps[key] = _write(collection, path, index)
+                    index.saved_stamp = _write(collection, path, index)
                 started = time.perf_counter()
                 index.build_part(part)
                 stats.parts_built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
             if dirty:
-                _stamps[key] = _write(collection, path, index)
+                index.saved_stamp = _write(collection, path, index)
                 if not keep:
                     return index
                 # Search the saved copy: its arrays are mapped (shared with the other processes), the ones
@@ -561,7 +561,6 @@ def _remember(key: tuple, index: SearchIndex) -> None:
 def _forget(key: tuple) -> None:
     _memory.pop(key, None)
     _key_locks.pop(key, None)
-    _stamps.pop(key, None)
 
 
 # --- builds off the request path ------------------------------------------------------------------------------
@@ -663,14 +662,15 @@ def _newest_older_saved(
 
 
 def _newer(key: tuple, path: Path, index: SearchIndex | None, stats: IndexStats) -> SearchIndex | None:
-    """The index saved at `path` when its file is another than the one `index` was read from, else `index`."""
+    """The index saved at `path` when its file is another than the one `index` was read from, else `index`.
+    The stamp is the index's own (`saved_stamp`, set where it was read or written), never the process's last
+    read: a thread that read an older file and keeps it after another thread read the new one would
+    otherwise make the new file look read already, and the process would serve the older index for good."""
     stamp = _stamp(path)
-    if stamp is not None and (index is None or stamp != _stamps.get(key)):
+    if stamp is not None and (index is None or stamp != getattr(index, "saved_stamp", None)):
         loaded = _read(path)
         if loaded is not None:
             index, stats.loaded = loaded, stats.loaded + 1
-            with _lock:
-                _stamps[key] = stamp
     return index
 
 
@@ -785,9 +785,11 @@ def _read(path: Path) -> SearchIndex | None:
     folder = path.parent
     try:
         with path.open("rb") as handle:
+            stamp = _fd_stamp(handle.fileno())  # the file read, whatever is renamed over its name meanwhile
             state = pickle.load(handle)
         index = SearchIndex.__new__(SearchIndex)
         index.__setstate__(state)
+        index.saved_stamp = stamp
         postings = Postings.open(folder / "postings") if index.postings == _SAVED else None
         index.postings = postings
         variants, index.bm25_indexes = list(index.bm25_indexes), {}
@@ -849,6 +851,7 @@ def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int,
     parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
     (folder / "parts.json").write_text(json.dumps(parts))
     state = index.__getstate__()
+    state.pop("saved_stamp", None)
     state["postings"] = _SAVED if postings is not None else None
     state["bm25_indexes"] = dict.fromkeys(variants, _SAVED)
     state["page_vectors"] = _SAVED if vectors is not None else None
@@ -898,8 +901,6 @@ def _save_array(path: Path, array: np.ndarray) -> None:
 
 
 _key_locks: dict[tuple, threading.Lock] = {}
-# Which version of its file (_stamp) each index in memory was read from or written as.
-_stamps: dict[tuple, tuple[int, int, int]] = {}
 
 
 def _key_lock(key: tuple) -> threading.Lock:
@@ -945,4 +946,3 @@ def clear_memory() -> None:
     with _lock:
         _memory.clear()
         _key_locks.clear()
-        _stamps.clear()

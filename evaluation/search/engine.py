@@ -167,6 +167,7 @@ class SearchIndex:
     embedder: Embedder | None = None
     postings: Postings | None = None  # shared by the BM25 variants
     content_version: int | None = None  # the caller's name for the content indexed
+    saved_stamp: tuple | None = None  # the caller's name for the saved file this was read from or written as
     # Parts built so far and the time spent on them: callers tell "built now" from "found cached".
     builds: int = 0
     build_seconds: float = 0.0

@@ -146,6 +146,30 @@ def test_publishing_a_part_later_sends_only_what_changed(world, machines):
     assert index.content_version == manifest.content_version
 
 
+@pytest.mark.parametrize("store", ["database", "local"])
+def test_a_thread_keeping_an_older_read_never_hides_the_newer_saved_file_from_its_process(
+    world, machines, settings, store
+):
+    """Two threads of one web process: one read the FullText-only file, then the vectors were saved and the
+    other read the new file; the first, later, keeps its older index in memory. The process must still see
+    the new file (before: it took the new file as read, served FullText only for good, and a Hybrid search
+    answered 503 index-building, with no job, for as long as the process lived)."""
+    machines("a")
+    settings.EVALSITE_INDEX_STORE = store
+    wanted = frozenset({"bm25:lucene", "vectors"})
+    indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)
+    key = indexes._key(world.collection)
+    path = indexes._path(key)
+    older = indexes._read(path)  # the first thread's read
+    assert older is not None and not older.has_part("vectors")
+    indexes.get_index(world.collection, parts=sorted(wanted), build=True)  # the worker saves the vectors
+    newer = indexes._lookup(world.collection, wanted, indexes.IndexStats(), build=False)  # the second's read
+    assert newer is not None and newer.has_part("vectors")
+    indexes._remember(key, older)  # the first thread, late
+    served = indexes._lookup(world.collection, wanted, indexes.IndexStats(), build=False)
+    assert served is not None and served.has_part("vectors")
+
+
 def test_the_family_of_a_key_drops_only_its_version():
     uid = "0b6f8c1e-4f1a-4c53-9b1e-2f2d7b3c9a10"
     assert index_store._family(f"{uid}-v12-e4-abc123") == f"{uid}-e4-abc123"
