@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextmanager
-def private_django(prefix: str, **environ: str) -> Iterator[str]:
-    """Set up Django in a new temporary data directory (migrated), and remove the directory afterwards."""
+def private_django(prefix: str, *, database_url: str | None = None, **environ: str) -> Iterator[str]:
+    """Set up Django in a new temporary data directory (migrated), and remove the directory afterwards; on a
+    temporary SQLite database there, or on `database_url` (a database the caller made for this run)."""
     data_dir = tempfile.mkdtemp(prefix=prefix)
     try:
         os.environ.update(
@@ -36,6 +37,8 @@ def private_django(prefix: str, **environ: str) -> Iterator[str]:
         )
         for name in ("DATABASE_URL", "EVALSITE_REDIS_URL", "EVALSITE_LLM_BASE_URL"):
             os.environ.pop(name, None)
+        if database_url:
+            os.environ["DATABASE_URL"] = database_url
         if str(ROOT) not in sys.path:
             sys.path.insert(0, str(ROOT))
         import django

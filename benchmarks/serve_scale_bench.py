@@ -1,8 +1,10 @@
 """A collection of a million pages through the product: import, index build, and the memory of a serving process.
 
-    .venv/bin/python benchmarks/serve_scale_bench.py [--pages 1000000] [--queries 300] [--hybrid] [--quick]
+    .venv/bin/python benchmarks/serve_scale_bench.py [--pages 1000000] [--queries 300] [--hybrid]
+        [--postgres [URL]] [--quick]
 
-On a temporary SQLite database (DEBUG off), each step a process of its own, as in production:
+On a temporary SQLite database (or with --postgres a new database on that server, postgres://postgres@127.0.0.1:5432
+by default), DEBUG off, each step a process of its own, as in production:
 1. `manage.py import_beir` of a synthetic BEIR corpus with real word statistics (import_bench.write_corpus);
    its content change queues an IndexBuild job, left queued (no worker runs here);
 2. `manage.py build_index`: what that job does (read the pages, tokenize, postings, weights, saved files);
@@ -10,6 +12,10 @@ On a temporary SQLite database (DEBUG off), each step a process of its own, as i
    service with builds off (as a web request does): queries per second, and its memory (RSS, split into
    private pages and mapped files, which every process mapping the same index shares);
 4. with --hybrid: `manage.py build_index --parts vectors`, then the same process kind answering Hybrid searches.
+5. with --postgres: the builds publish the index to the database (EVALSITE_INDEX_STORE=database, the default
+   there), and a second machine is played by a serving process with an empty index directory of its own: its
+   first search fetches the published files, then maps them. The publication's and the fetch's own times and
+   sizes are read from their log lines.
 Each build's wall time and peak RSS (VmHWM) are printed beside the issue's targets. `--quick`: 3,000 pages, Hybrid included.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -27,6 +34,7 @@ from pathlib import Path
 from bench_django import private_django
 from import_bench import run_measured as run
 from import_bench import write_corpus
+from load_bench import postgres_database
 
 ROOT = Path(__file__).resolve().parent.parent
 SCOPE = ["--cluster", "bench", "--tenant", "bench", "--collection", "synthetic"]
@@ -72,7 +80,17 @@ print(json.dumps({"opened": opened, "seconds": seconds, "queries": len(queries),
 def serve(search_type: str, count: int, queries: Path, env: dict[str, str]) -> dict:
     argv = [sys.executable, "-c", SERVE, search_type, str(count), str(queries)]
     _, _, output = run(argv, env)
-    return json.loads(output.strip().splitlines()[-1])
+    found = json.loads(output.strip().splitlines()[-1])
+    found["log"] = output
+    return found
+
+
+STORE_LINE = re.compile(r"index \S+: (published|fetched) ([\d.]+) MB(?: of \d+ files)? in ([\d.]+) s")
+
+
+def store_lines(output: str) -> list[str]:
+    """What the index store said it published or fetched, and how long it took (its log lines)."""
+    return [f"{m[1]} {float(m[2]):,.1f} MB in {float(m[3]):.1f} s" for m in STORE_LINE.finditer(output)]
 
 
 def report_serving(name: str, served: dict, pages: int, limit_gib: float) -> None:
@@ -93,12 +111,33 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--hybrid", action="store_true", help="also build the vectors and serve Hybrid")
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const="postgres://postgres@127.0.0.1:5432",
+        metavar="URL",
+        help="on a new database of this PostgreSQL server, the index published to it and fetched by a second "
+        "machine's serving process",
+    )
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_PAGES} pages, in seconds")
     args = parser.parse_args()
     pages = QUICK_PAGES if args.quick else args.pages
     args.hybrid = args.hybrid or args.quick
-    with private_django("evalsite-serve-scale-", DEBUG="0") as data_dir:
-        env = {**os.environ, "EVALSITE_Q_SYNC": "0", "EVALSITE_INDEX_DIR": str(Path(data_dir) / "indexes")}
+    if not args.postgres:
+        return measure(args, pages, None)
+    with postgres_database(args.postgres) as database:
+        return measure(args, pages, database)
+
+
+def measure(args: argparse.Namespace, pages: int, database: str | None) -> int:
+    second = None
+    with private_django("evalsite-serve-scale-", database_url=database, DEBUG="0") as data_dir:
+        env = {
+            **os.environ,
+            "EVALSITE_Q_SYNC": "0",
+            "EVALSITE_INDEX_DIR": str(Path(data_dir) / "indexes"),
+            "LOG_LEVEL": "INFO" if database else "WARNING",  # the index store's lines
+        }
         folder = Path(tempfile.mkdtemp(prefix="evalsite-serve-scale-corpus-"))
         try:
             started = time.perf_counter()
@@ -127,9 +166,12 @@ def main() -> int:
                     )
                 )
                 hybrid = serve("Hybrid", max(20, args.queries // 10), queries, env)
+            if database:  # a second machine: its own, empty, index directory; the database shared
+                other = {**env, "EVALSITE_INDEX_DIR": str(Path(data_dir) / "second-machine")}
+                second = serve("Hybrid" if args.hybrid else "FullText", args.queries, queries, other)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f"\n## {pages:,} pages, SQLite, one process per step\n")
+    print(f"\n## {pages:,} pages, {'PostgreSQL' if database else 'SQLite'}, one process per step\n")
     print("| step | wall time s | target | peak RSS MiB | target |\n|---|---|---|---|---|")
     for name, (seconds, peak, output), limit_s, limit_gib in steps:
         print(
@@ -139,6 +181,8 @@ def main() -> int:
         last = [line for line in output.splitlines() if line.strip()][-1:]
         if name.startswith("build_index"):
             print(f"|  | {last[0] if last else ''} | | | |")
+            for line in store_lines(output):
+                print(f"|  | the index store: {line} | | | |")
     print(
         "\n| serving process | first search s (maps the index) | qps | RSS MiB | private MiB | mapped files MiB | "
         "private bytes a page |\n|---|---|---|---|---|---|---|"
@@ -146,6 +190,9 @@ def main() -> int:
     report_serving("FullText", fulltext, pages, 2.0)
     if hybrid is not None:
         report_serving("Hybrid", hybrid, pages, 4.0)
+    if second is not None:
+        report_serving(f"second machine, {'Hybrid' if args.hybrid else 'FullText'}", second, pages, 4.0)
+        print(f"\nthe second machine's first search (fetch and map): {'; '.join(store_lines(second['log']))}")
     print(f"\nFullText answered {fulltext['results']} results; index {fulltext['index']}")
     return 0
 

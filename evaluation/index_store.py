@@ -31,6 +31,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def _digest(path: Path) -> str:
 def publish(collection: Collection, folder: Path, version: int, parts: list[str]) -> None:
     """Publish a saved index folder: the files not published yet, then its manifest. Older versions of the
     collection whose parts this one has are removed, as the index directory removes their folders."""
+    started = time.perf_counter()
+    written = 0
     key = folder.name
     family = _family(key)
     known = set(IndexFile.objects.filter(key=key, chunk=0).values_list("name", "digest"))
@@ -89,6 +92,7 @@ def publish(collection: Collection, folder: Path, version: int, parts: list[str]
         listed.append([name, digest, size])
         if (name, digest) in known:
             continue
+        written += size
         with transaction.atomic(), path.open("rb") as handle:
             number = 0
             while True:
@@ -123,6 +127,13 @@ def publish(collection: Collection, folder: Path, version: int, parts: list[str]
             with transaction.atomic():
                 IndexFile.objects.filter(key=older.key).delete()
                 older.delete()
+    logger.info(
+        "index %s: published %.1f MB of %d files in %.1f s",
+        key,
+        written / 1e6,
+        len(listed),
+        time.perf_counter() - started,
+    )
 
 
 def published(key: str) -> IndexManifest | None:
@@ -147,6 +158,8 @@ def fetch(manifest: IndexManifest, folder: Path) -> bool:
     """Bring a published version into `folder` (the caller holds its file lock): each file the folder lacks or
     holds in another revision, then the description. False when the publication changed under the fetch (a
     chunk gone): the caller serves what it has and tries again later."""
+    started = time.perf_counter()
+    copied = 0
     folder.mkdir(parents=True, exist_ok=True)
     for name, digest, size in manifest.files:
         path = folder / name
@@ -157,6 +170,7 @@ def fetch(manifest: IndexManifest, folder: Path) -> bool:
         ):
             continue  # a version's arrays never change: the same name and size is the same file
         fetched = _fetch_file(manifest.key, name, digest, size, path)
+        copied += size
         if fetched is None:
             logger.info("index %s: %s changed while it was fetched; later", manifest.key, name)
             return False
@@ -168,6 +182,9 @@ def fetch(manifest: IndexManifest, folder: Path) -> bool:
                 IndexFile.objects.filter(key=manifest.key).delete()
                 IndexManifest.objects.filter(pk=manifest.pk).delete()
             return False
+    logger.info(
+        "index %s: fetched %.1f MB in %.1f s", manifest.key, copied / 1e6, time.perf_counter() - started
+    )
     return True
 
 

@@ -3,8 +3,9 @@ cannot rot unnoticed. Each runs as a subprocess of this interpreter and must exi
 
 The runs start when the first of these tests runs, PARALLEL at a time (most of their time is spent waiting on a
 server starting, a scripted model's latency or a database), and each test waits for its own. Deselect them with
-`-m "not benchmark"`. The load benchmark runs on the backend of this suite: PostgreSQL + Redis when DATABASE_URL
-names a PostgreSQL server (a database of its own on that server, dropped afterwards), SQLite otherwise. The others
+`-m "not benchmark"`. The load and serving-scale benchmarks run on the backend of this suite: PostgreSQL (+ Redis)
+when DATABASE_URL names a PostgreSQL server (a database of its own on that server, dropped afterwards; the
+serving-scale one then also publishes its index there and fetches it as a second machine), SQLite otherwise. The others
 use a temporary SQLite database whatever the suite's backend: they run with the suite on SQLite only (CI runs it
 on both), not twice.
 """
@@ -103,8 +104,17 @@ EXPECTED: dict[str, list[str]] = {
         "heuristic faithfulness (statement): n 90, AUC",
     ],
 }
+# Printed besides on PostgreSQL.
+EXPECTED_ON_POSTGRES: dict[str, list[str]] = {
+    "serve_scale_bench": [
+        "## 3,000 pages, PostgreSQL",
+        "| the index store: published ",
+        "| second machine, Hybrid | ",
+        "the second machine's first search (fetch and map): fetched ",
+    ],
+}
 NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl", "vector_quality": DATASETS / "vaswani_npl"}
-BACKEND_BOUND = {"load_bench"}  # the others always run on a temporary SQLite database
+BACKEND_BOUND = {"load_bench", "serve_scale_bench"}  # the others always run on a temporary SQLite database
 # Started longest first (as measured), so that the longest does not run alone at the end.
 LONGEST_FIRST = [
     "load_bench",
@@ -152,6 +162,8 @@ def command(name: str) -> list[str]:
         argv += ["--backend", "postgres", "--postgres-url", server_url(database)]
         if os.environ.get("EVALSITE_REDIS_URL"):
             argv += ["--redis-url", server_url(os.environ["EVALSITE_REDIS_URL"])]
+    if name == "serve_scale_bench" and on_postgres():
+        argv += ["--postgres", server_url(database)]
     return argv
 
 
@@ -222,7 +234,8 @@ def test_quick_benchmark_runs_and_prints_its_figures(
     finished = launched[name].result()
     print(f"{name} --quick: {finished.seconds:.1f} s")
     assert finished.returncode == 0, f"exit {finished.returncode}:\n{finished.output[-6000:]}"
-    missing = [text for text in EXPECTED[name] if text not in finished.output]
+    expected = EXPECTED[name] + (EXPECTED_ON_POSTGRES.get(name, []) if on_postgres() else [])
+    missing = [text for text in expected if text not in finished.output]
     assert not missing, f"not printed: {missing}\n{finished.output[-6000:]}"
     if name == "load_bench":
         data_dirs = [
