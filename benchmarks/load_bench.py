@@ -505,11 +505,11 @@ def postgres_database(server_url: str, number: int = 0) -> Iterator[str]:
 
 @contextlib.contextmanager
 def redis_database(server_url: str, taken: set[str] | frozenset[str] = frozenset()) -> Iterator[str]:
-    """An empty Redis database (14 down to 1: 15 is CI's, 0 everyone's default) that this run has not taken yet,
-    emptied afterwards."""
+    """An empty Redis database (12 down to 1: 13-15 are CI's parallel test processes', 0 everyone's default) that
+    this run has not taken yet, emptied afterwards."""
     import redis
 
-    for number in range(14, 0, -1):
+    for number in range(12, 0, -1):
         if f"{server_url}/{number}" in taken:
             continue
         client = redis.Redis.from_url(f"{server_url}/{number}")
@@ -517,7 +517,7 @@ def redis_database(server_url: str, taken: set[str] | frozenset[str] = frozenset
             break
         client.close()
     else:
-        raise RuntimeError(f"no empty Redis database among 1..14 on {server_url}")
+        raise RuntimeError(f"no empty Redis database among 1..12 on {server_url}")
     try:
         yield f"{server_url}/{number}"
     finally:

@@ -12,6 +12,21 @@ from pathlib import Path
 
 os.environ.setdefault("DEBUG", "1")
 
+# Parallel test processes (pytest-xdist: PYTEST_XDIST_WORKER gw0, gw1, ...) share nothing a test writes: each
+# its own data directory (the demo's key file, collected static files, the SQLite test database) and its own
+# Redis database, the worker number below the one given (CI: 15 for gw0, 14 for gw1). Set in the environment,
+# so that the servers and workers the tests start as subprocesses (tests.conftest.manage_env) use the same.
+_xdist = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _xdist.startswith("gw") and _xdist[2:].isdigit() and os.environ.get("EVALSITE_TEST_WORKER") != _xdist:
+    os.environ["EVALSITE_TEST_WORKER"] = _xdist  # once: a process started from this one inherits the result
+    _number = int(_xdist[2:])
+    _base = Path(os.environ.get("EVALSITE_DATA_DIR") or Path(__file__).resolve().parent.parent / "var")
+    os.environ["EVALSITE_DATA_DIR"] = str(_base / f"xdist-{_xdist}")
+    _redis = os.environ.get("EVALSITE_REDIS_URL", "")
+    _head, _, _db = _redis.rpartition("/")
+    if _redis.startswith("redis://") and _db.isdigit() and _head.count("/") == 2:
+        os.environ["EVALSITE_REDIS_URL"] = f"{_head}/{int(_db) - _number}"
+
 from evalsite.settings import *  # noqa: E402,F403
 from evalsite.settings import Q_CLUSTER  # noqa: E402
 
