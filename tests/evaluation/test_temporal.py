@@ -199,7 +199,7 @@ def test_include_superseded_returns_stale_documents_but_never_future_ones(rules)
     ("as_of", "visible"),
     [
         # a document superseded today was current last year; its successor did not exist yet
-        ((timezone.now() - timedelta(days=365)).isoformat(), ["policy-2019"]),
+        pytest.param((timezone.now() - timedelta(days=365)).isoformat(), ["policy-2019"], id="a-year-ago"),
         ("2024-06-15", ["policy-2019", "summer-sale"]),
         ("2024-06-30T23:59:59Z", ["policy-2019", "summer-sale"]),  # a date-only valid_until covers its day
         ("2024-07-01", ["policy-2019"]),
