@@ -117,10 +117,15 @@ def parse_positive_int(value, field: str, *, maximum: int = MAX_K) -> int:
     return value
 
 
+# The cutoffs an evaluation reports when none are asked (the API, the commands, the dashboard's forms, the demo).
+DEFAULT_KS = (1, 5, 10)
+DEFAULT_KS_TEXT = ",".join(map(str, DEFAULT_KS))  # as the commands and the forms take them: "1,5,10"
+
+
 def parse_ks(raw, field: str = "ks") -> list[int]:
-    """ks as numbers or numeric strings; sorted, without repeats. Default [1, 5, 10]."""
+    """ks as numbers or numeric strings; sorted, without repeats. Default DEFAULT_KS."""
     if raw is None:
-        return [1, 5, 10]
+        return list(DEFAULT_KS)
     if isinstance(raw, str):
         raw = [part for part in raw.split(",") if part.strip()]
     if not isinstance(raw, list) or not raw:

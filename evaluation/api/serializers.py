@@ -4,7 +4,7 @@ from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_fiel
 from rest_framework import serializers
 
 from evaluation import answer_writer, judge, judge_votes, verdicts
-from evaluation.configs import GROUNDEDNESS
+from evaluation.configs import DEFAULT_KS, DEFAULT_KS_TEXT, GROUNDEDNESS
 from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
@@ -74,7 +74,7 @@ class EvaluateIn(SubsetIn):
     ks = serializers.JSONField(
         required=False,
         allow_null=True,
-        help_text='Numbers or numeric strings, e.g. [1, 5, 10] or ["10"]; default [1, 5, 10].',
+        help_text=f'Numbers or numeric strings, e.g. [1, 5, 10] or ["10"]; default {list(DEFAULT_KS)}.',
     )
     configs = serializers.JSONField(
         required=False,
@@ -388,7 +388,9 @@ class RunFileIn(TenantIn):
         allow_empty_file=True,
         help_text="TREC (qid Q0 docid rank score tag) or JSONL (query_id, document_id, score).",
     )
-    ks = serializers.CharField(required=False, help_text="Comma-separated cutoffs; default 1,5,10.")
+    ks = serializers.CharField(
+        required=False, help_text=f"Comma-separated cutoffs; default {DEFAULT_KS_TEXT}."
+    )
 
 
 class EvaluateOut(serializers.Serializer):

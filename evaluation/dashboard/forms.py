@@ -13,7 +13,7 @@ from typing import Any
 
 from django import forms
 
-from evaluation.configs import DEFAULT_ANSWER_TOP_K, GROUNDEDNESS, MAX_CONFIGS
+from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind, TargetKind
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES
@@ -235,7 +235,9 @@ class LaunchForm(SubsetFields):
         help_text="Several collections are searched as one (document ids become collection/id).",
     )
     ks = forms.CharField(
-        label="Cutoffs (k)", initial="1,5,10", help_text="Comma-separated, e.g. 1,5,10: recall@k and nDCG@k."
+        label="Cutoffs (k)",
+        initial=DEFAULT_KS_TEXT,
+        help_text="Comma-separated, e.g. 1,5,10: recall@k and nDCG@k.",
     )
 
     def __init__(self, *args, collections: list[tuple[str, str]], **kwargs):
@@ -516,7 +518,9 @@ class RunFileForm(DashboardForm):
     }
 
     collection = forms.ChoiceField(label="Collection")
-    ks = forms.CharField(label="Cutoffs (k)", initial="1,5,10", help_text="Comma-separated, e.g. 1,5,10.")
+    ks = forms.CharField(
+        label="Cutoffs (k)", initial=DEFAULT_KS_TEXT, help_text="Comma-separated, e.g. 1,5,10."
+    )
     file = forms.FileField(
         label="Run file",
         allow_empty_file=True,

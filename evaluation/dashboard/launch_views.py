@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evaluation.configs import parse_answer_configs, parse_configs, parse_ks, parse_subset
+from evaluation.configs import DEFAULT_KS_TEXT, parse_answer_configs, parse_configs, parse_ks, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
 from evaluation.dashboard.forms import (
     ANSWER_LAUNCH_PRESETS,
@@ -152,7 +152,7 @@ _RETRIEVAL = _Launcher(
     "collection's page (or import a golden.json) first.",
     create=_create_retrieval,
     formset_kwargs=lambda tenant: {"targets": target_names(tenant=tenant, kinds=RETRIEVAL_KINDS)},
-    initial=lambda: {"ks": "1,5,10"},
+    initial=lambda: {"ks": DEFAULT_KS_TEXT},
     context=lambda: {"sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT},
     prepare=_ks_valid,
     has_questions=lambda form, counts: any(counts.get(slug) for slug in form.cleaned_data["collections"]),

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evaluation.configs import parse_answer_configs, parse_configs
+from evaluation.configs import DEFAULT_KS, parse_answer_configs, parse_configs
 from evaluation.labels import LabelRow, read_rows
 from evaluation.models import EvaluationRun, HumanLabel, RunKind
 from evaluation.services.answers import evaluate_answers
@@ -68,7 +68,9 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
         # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
         rerankers = available_rerankers()
         configs = parse_configs(demo_configs(rerankers), rerankers)
-        _, runs = evaluate_retrieval(tenant=tenant, collections=[collection], ks=[1, 5, 10], configs=configs)
+        _, runs = evaluate_retrieval(
+            tenant=tenant, collections=[collection], ks=list(DEFAULT_KS), configs=configs
+        )
         say(
             "Evaluated the demo golden set: "
             + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)

@@ -36,6 +36,7 @@ from django.core.management.base import CommandError, CommandParser
 from evaluation import configs as config_parser
 from evaluation import metrics, selectors
 from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
+from evaluation.configs import DEFAULT_KS_TEXT
 from evaluation.judge_votes import parse_judge_sampling
 from evaluation.models import EvaluationRun, RunStatus
 from evaluation.reports import slice_table, text_table
@@ -190,7 +191,9 @@ class Command(EvalsiteCommand):
             help="An external target's name (POST /lmkit/v1/targets), evaluated beside the --config ones; repeat "
             "for several. A target's run that failed (more failed questions than max_error_rate) fails the gate.",
         )
-        parser.add_argument("--ks", default="1,5,10", help="Cutoffs, comma-separated (default 1,5,10).")
+        parser.add_argument(
+            "--ks", default=DEFAULT_KS_TEXT, help=f"Cutoffs, comma-separated (default {DEFAULT_KS_TEXT})."
+        )
         parser.add_argument(
             "--metric", default="ndcg@10", help="The gated metric: recall@K, ndcg@K or mrr (default ndcg@10)."
         )

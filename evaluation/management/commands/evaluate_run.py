@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluation import configs as config_parser
+from evaluation.configs import DEFAULT_KS_TEXT
 from evaluation.management.commands.evaluate import (
     OUTPUTS,
     parse_fail_under,
@@ -33,7 +34,9 @@ class Command(EvaluateCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="The run file: TREC (qid Q0 docid rank score tag) or JSONL.")
         self.add_scope_arguments(parser)
-        parser.add_argument("--ks", default="1,5,10", help="Cutoffs, comma-separated (default 1,5,10).")
+        parser.add_argument(
+            "--ks", default=DEFAULT_KS_TEXT, help=f"Cutoffs, comma-separated (default {DEFAULT_KS_TEXT})."
+        )
         parser.add_argument("--metric", default="ndcg@10", help="The gated metric (default ndcg@10).")
         parser.add_argument(
             "--fail-under", help="The bar from 0 to 1: exit 1 when a run's metric is below it."

@@ -1,0 +1,140 @@
+"""The floors the code keeps (the import contract): the golden-set app never reaches into evaluation, and the
+pure cores (search and ranking, metrics, the quality gate, the heuristic judge, the file formats, the text
+vocabularies, the outbound-call guard) load without Django, so they run and are tested as plain Python.
+
+A module listed in PURE that starts importing Django, or any goldenset module importing evaluation, fails here
+with the chain that does it. A new pure module is added to PURE by hand."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FRAMEWORKS = ("django", "rest_framework", "django_q", "drf_spectacular")
+
+PURE = [
+    "evalsite.connection_shares",
+    "evaluation.answer_writer",
+    "evaluation.calibration",
+    "evaluation.configs",
+    "evaluation.dashboard.charts",
+    "evaluation.egress",
+    "evaluation.judge",
+    "evaluation.judge_llm",
+    "evaluation.judge_support",
+    "evaluation.judge_votes",
+    "evaluation.labels",
+    "evaluation.metrics",
+    "evaluation.reports",
+    "evaluation.run_files",
+    "evaluation.search.bm25",
+    "evaluation.search.embeddings",
+    "evaluation.search.engine",
+    "evaluation.search.fusion",
+    "evaluation.search.kernels",
+    "evaluation.search.postings",
+    "evaluation.search.rerank",
+    "evaluation.secret_box",
+    "evaluation.slices",
+    "evaluation.stats",
+    "evaluation.targets",
+    "evaluation.verdicts",
+    "goldenset.beir",
+    "goldenset.clear_sentences",
+    "goldenset.duplicates",
+    "goldenset.errors",
+    "goldenset.fluency",
+    "goldenset.formats.json_rows",
+    "goldenset.formats.tabular",
+    "goldenset.formats.trec",
+    "goldenset.formats.yaml_tests",
+    "goldenset.generation",
+    "goldenset.golden_files",
+    "goldenset.lexical",
+    "goldenset.llm",
+    "goldenset.llm_http",
+    "goldenset.llm_json",
+    "goldenset.passage_phrasing",
+    "goldenset.quality",
+    "goldenset.sample",
+    "goldenset.temporal",
+    "goldenset.text",
+    "goldenset.vocabulary.chunks",
+    "goldenset.vocabulary.golden_fields",
+    "goldenset.vocabulary.groundedness",
+    "goldenset.vocabulary.metric_names",
+    "goldenset.vocabulary.sentences",
+    "goldenset.vocabulary.stopwords",
+]
+
+# Imports every module named in argv, then prints the framework modules loaded, by the module that loaded them.
+PROBE = f"""
+import importlib, json, sys
+FRAMEWORKS = {FRAMEWORKS!r}
+found = {{}}
+for name in sys.argv[1:]:
+    before = set(sys.modules)
+    importlib.import_module(name)
+    loaded = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in FRAMEWORKS)
+    if loaded:
+        found[name] = loaded[:3]
+print(json.dumps(found))
+"""
+
+
+def test_the_pure_cores_load_without_django():
+    # One interpreter for all (each module charged with what it loads first); no settings configured.
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, *PURE],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert json.loads(probe.stdout) == {}, probe.stdout
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import in a file, inside functions too; relative ones resolved."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                found.append((node.lineno, ".".join([*base, *([node.module] if node.module else [])])))
+            else:
+                found.append((node.lineno, node.module or ""))
+    return found
+
+
+def test_the_golden_set_app_never_imports_evaluation():
+    crossing = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted((ROOT / "goldenset").rglob("*.py"))
+        for line, module in _imports(path)
+        if module == "evaluation" or module.startswith("evaluation.")
+    ]
+    assert crossing == []
+
+
+def test_the_probe_sees_a_module_that_loads_django():
+    """The check above can fail: a module that loads Django is named with what it loaded."""
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, "goldenset.errors", "django.conf"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = json.loads(probe.stdout)
+    assert list(found) == ["django.conf"] and found["django.conf"][0].startswith("django"), probe.stdout
