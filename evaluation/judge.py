@@ -72,14 +72,11 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evaluation.answer_writer import Answer, Passage, split_sentences, strip_markers
 from evaluation.judge_support import Evidence, TermWeights, evidence_of, support_of
 from goldenset import lexical
-
-if TYPE_CHECKING:
-    from evaluation.judge_llm import LLMJudge
 from goldenset.llm import map_concurrent
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
@@ -365,12 +362,23 @@ def context_relevancy(question: str, passages: Sequence[Passage], reference: str
     return Score(share_of(rows, "relevant"), HEURISTIC, {"passages": rows})
 
 
+class MetricJudge(Protocol):
+    """What judges the five metrics in place of the heuristic (evaluation.judge_llm.LLMJudge): named here, so
+    that this module does not import the judge that imports it."""
+
+    def faithfulness(self, answer: Answer, passages: Sequence[Passage]) -> Score: ...
+    def context_recall(self, reference: str, passages: Sequence[Passage]) -> Score: ...
+    def answer_relevancy(self, question: str, answer: Answer, reference: str = "") -> Score: ...
+    def citation_precision(self, answer: Answer, passages: Sequence[Passage]) -> Score: ...
+    def context_relevancy(self, question: str, passages: Sequence[Passage], reference: str = "") -> Score: ...
+
+
 def judge_question(
     question: str,
     reference: str,
     answer: Answer,
     passages: Sequence[Passage],
-    judge: LLMJudge | None,
+    judge: MetricJudge | None,
     weights: TermWeights | None = None,
 ) -> dict[str, Score]:
     """The five metrics of one answered question, in METRICS order: by the heuristic when judge is None, else
