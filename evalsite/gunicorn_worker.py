@@ -26,7 +26,7 @@ from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
 
 from evalsite.connection_shares import ConnectionShares
-from goldenset.errors import envelope
+from evalsite.errors import envelope
 
 # gunicorn's refusals of a malformed request, answered with the envelope: (status, reason, code).
 _REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (

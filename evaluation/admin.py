@@ -7,11 +7,11 @@ from django import forms
 from django.contrib import admin
 from django.db import transaction
 
+from evalsite.errors import EvalsiteError
 from evaluation.models import HumanLabel, JudgeThreshold, Target
 from evaluation.services import targets as target_services
 from evaluation.targets import secret_header_lines
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, ReadOnlyAdmin, TenantFilter, actor_for
-from goldenset.errors import EvalsiteError
 
 FIELDS = ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit", "options")
 

@@ -38,8 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.errors import EvalsiteError
 from goldenset import lexical
-from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient
 from goldenset.llm_json import extract_json, validate
 from goldenset.vocabulary.chunks import cut_at_word

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, time
 from typing import TypeVar
 
+from evalsite.errors import EvalsiteError
 from evaluation.search.bm25 import VARIANTS
 from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
 from evaluation.slices import EVERY, ORIGINS, SUBSET_KEYS, Subset
-from goldenset.errors import EvalsiteError
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files' tags are labels too)

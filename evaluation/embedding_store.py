@@ -17,11 +17,11 @@ import numpy as np
 from django.conf import settings
 from django.utils import timezone
 
+from evalsite.errors import EvalsiteError
 from evaluation.models import PageEmbedding
 from evaluation.search import embeddings
 from evaluation.search.embeddings import EndpointEmbedder, EndpointSettings, MiniLMEmbedder, ModelEmbedder
 from evaluation.search.engine import Corpus, Embedder, SearchIndex
-from goldenset.errors import EvalsiteError
 from goldenset.vocabulary.chunks import chunks
 
 LOOKUP_CHUNK = 900  # ids per IN (...) query: below every backend's parameter limit

@@ -58,12 +58,12 @@ from django.db import connection, transaction
 from django.db.models import CharField
 from django.db.models.functions import Cast
 
+from evalsite.errors import ERROR_CODES, EvalsiteError
 from evaluation import index_store
 from evaluation.embedding_store import configured_embedder, embedder_identity
 from evaluation.search.bm25 import NO_COMMON, BM25Index, BM25Params
 from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
 from evaluation.search.postings import MergeRefused, Postings, load_mapped, merge_postings, open_first_order
-from goldenset.errors import ERROR_CODES, EvalsiteError
 from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
 from goldenset.temporal import Validity
 from goldenset.text import tokenize

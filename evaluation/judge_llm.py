@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from evalsite.errors import EvalsiteError
 from evaluation.answer_writer import Answer, Passage, format_passages, strip_markers
 from evaluation.judge import (
     LLM_JUDGE,
@@ -51,7 +52,6 @@ from evaluation.judge_votes import (
     tally,
 )
 from goldenset import lexical
-from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient, ChatResult, map_concurrent
 from goldenset.llm_json import extract_json, validate
 

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.errors import EvalsiteError
 from evaluation.judge import HEURISTIC
-from goldenset.errors import EvalsiteError
 
 MAX_SAMPLES = 9
 DEFAULT_SAMPLING_TEMPERATURE = 0.7

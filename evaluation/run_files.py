@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalsite.errors import EvalsiteError
 from evaluation.configs import MAX_LABEL_CHARS
-from goldenset.errors import EvalsiteError
 from goldenset.formats import shown
 from goldenset.text import MAX_ID_CHARS, JsonValueError, json_value
 

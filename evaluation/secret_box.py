@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 
 
 def derived_key(secret_key: str) -> bytes:

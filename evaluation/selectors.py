@@ -9,10 +9,10 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import Prefetch, QuerySet
 
+from evalsite.errors import EvalsiteError, NotFound
 from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.slices import EVERY, Subset
 from goldenset import selectors as golden_selectors
-from goldenset.errors import EvalsiteError, NotFound
 from goldenset.models import Collection, GoldenEntry, Job, Tenant
 from goldenset.vocabulary.chunks import chunks
 

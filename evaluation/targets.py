@@ -43,8 +43,8 @@ import jmespath
 import re2
 from jmespath.exceptions import JMESPathError
 
+from evalsite.errors import EvalsiteError
 from evaluation.egress import EgressPolicy, EgressRefused, GuardedTransport
-from goldenset.errors import EvalsiteError
 from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 
 KINDS = ("lmkit", "elasticsearch", "http", "rag-http", "python")

@@ -15,8 +15,8 @@ from typing import Any
 from django import forms
 from django.forms.fields import InvalidJSONInput
 
+from evalsite.errors import EvalsiteError
 from goldenset import services
-from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Document, GoldenEntry
 from goldenset.services.golden import ENTRY_INPUT_FIELDS
 from goldenset.text import (

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from evalsite.errors import EvalsiteError
 from goldenset.clear_sentences import clear_question
 from goldenset.duplicates import DuplicateIndex
-from goldenset.errors import EvalsiteError
 from goldenset.llm import ChatClient
 from goldenset.llm_json import extract_json, validate
 from goldenset.quality import REASONS, GateLimits, Verdict, check

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 from goldenset.text import (
     JsonValueError,
     expected_documents_problem,

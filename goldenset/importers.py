@@ -18,8 +18,8 @@ from typing import Any, Protocol
 from django.db import transaction
 from django.db.models import QuerySet
 
+from evalsite.errors import EvalsiteError
 from goldenset import beir
-from goldenset.errors import EvalsiteError
 from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, write_entries
 from goldenset.golden_files import GoldenRecord, dump_golden
 from goldenset.models import Collection, GoldenEntry, Job, Origin, Page, Tenant

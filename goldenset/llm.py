@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 from goldenset.llm_json import extract_json, storable, validate
 

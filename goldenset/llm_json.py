@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 
 __all__ = ["extract_json", "storable", "validate"]
 

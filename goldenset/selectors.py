@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db.models import Count, IntegerField, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from goldenset.errors import NotFound
+from evalsite.errors import NotFound
 from goldenset.generation import PageText
 from goldenset.models import ApiKey, AuditEvent, Collection, Document, GoldenEntry, Job, Page, Tenant
 from goldenset.temporal import CURRENT, Validity, statuses

@@ -18,6 +18,7 @@ FRAMEWORKS = ("django", "rest_framework", "django_q", "drf_spectacular")
 
 PURE = [
     "evalsite.connection_shares",
+    "evalsite.errors",
     "evaluation.answer_writer",
     "evaluation.calibration",
     "evaluation.configs",
@@ -46,7 +47,6 @@ PURE = [
     "goldenset.beir",
     "goldenset.clear_sentences",
     "goldenset.duplicates",
-    "goldenset.errors",
     "goldenset.fluency",
     "goldenset.formats.json_rows",
     "goldenset.formats.tabular",
@@ -129,7 +129,7 @@ def test_the_golden_set_app_never_imports_evaluation():
 def test_the_probe_sees_a_module_that_loads_django():
     """The check above can fail: a module that loads Django is named with what it loaded."""
     probe = subprocess.run(
-        [sys.executable, "-c", PROBE, "goldenset.errors", "django.conf"],
+        [sys.executable, "-c", PROBE, "evalsite.errors", "django.conf"],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
         capture_output=True,

@@ -1,6 +1,6 @@
 """The one error envelope: {"error": {"code", "message", "details"}} with stable codes.
 
-Views and services raise goldenset.errors.EvalsiteError (or DRF's own exceptions); this handler turns every one of them, and every unexpected
+Views and services raise evalsite.errors.EvalsiteError (or DRF's own exceptions); this handler turns every one of them, and every unexpected
 exception, into the envelope, so a client never sees an HTML page or a traceback. A database that cannot be reached
 is a 503 database-unavailable (evalsite.unavailable); exceptions outside DRF's views (middleware) reach
 evalsite.views.server_error, which answers the same.
@@ -17,7 +17,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from evalsite import unavailable
-from goldenset.errors import EvalsiteError, envelope
+from evalsite.errors import EvalsiteError, envelope
 
 logger = logging.getLogger(__name__)
 

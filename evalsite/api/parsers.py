@@ -5,7 +5,7 @@ import json
 from django.conf import settings
 from rest_framework import parsers
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 from goldenset.text import JsonValueError, find_lone_surrogate, find_nul, json_loads
 
 

@@ -8,13 +8,13 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from evalsite.api.parsers import JSONParser
+from evalsite.errors import EvalsiteError
 from evaluation.api.views import read_strictly
 from evaluation.labels import read_labels, read_rows
 from evaluation.services import calibration as services
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import TenantIn
-from goldenset.errors import EvalsiteError
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 

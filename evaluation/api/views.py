@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from evalsite.errors import EvalsiteError
 from evaluation import configs as config_parser
 from evaluation import selectors
 from evaluation.api import serializers as s
@@ -21,7 +22,6 @@ from evaluation.services.search import available_rerankers, search
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
-from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, Tenant
 
 

@@ -11,13 +11,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evalsite.errors import EvalsiteError
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.labels import read_labels
 from evaluation.services import calibration
 from evaluation.verdicts import DEFAULT_THRESHOLDS
 from goldenset import services as golden_services
-from goldenset.errors import EvalsiteError
 from goldenset.models import Tenant
 
 MAX_UPLOAD_ERRORS_SHOWN = 10

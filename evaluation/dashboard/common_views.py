@@ -17,9 +17,9 @@ from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from evalsite.errors import NotFound
 from evaluation.dashboard.common_reads import tenant_key, tenants_for_user
 from goldenset import selectors as golden_selectors
-from goldenset.errors import NotFound
 from goldenset.models import Collection, Tenant
 
 SESSION_TENANT = "dashboard_tenant"

@@ -8,12 +8,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from evalsite.errors import EvalsiteError
 from evaluation.dashboard.common_views import (
     tenant_page,
 )
 from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch, series_names
 from evaluation.dashboard.slices_reads import compare_slices
-from goldenset.errors import EvalsiteError
 from goldenset.models import Tenant
 
 

@@ -16,11 +16,11 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 
+from evalsite.errors import EvalsiteError
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
-from goldenset.errors import EvalsiteError
 from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, Origin, Page, Tenant
 from goldenset.selectors import collections_list, count_of, golden_entries_list
 from goldenset.services.generate import generate_backend

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalsite.errors import EvalsiteError, NotFound
 from evaluation.dashboard.common_views import (
     collection_for,
     paginate,
@@ -46,7 +47,6 @@ from evaluation.dashboard.golden_reads import (
 )
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
-from goldenset.errors import EvalsiteError, NotFound
 from goldenset.formats import detect_format
 from goldenset.models import Collection, GoldenEntry, Job, JobKind, Origin, Tenant
 from goldenset.services.generate import generate_job_create

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalsite.errors import EvalsiteError, NotFound
 from evaluation.configs import DEFAULT_KS_TEXT, parse_answer_configs, parse_configs, parse_ks, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
 from evaluation.dashboard.forms import (
@@ -45,7 +46,6 @@ from evaluation.services.targets import target_names
 from evaluation.slices import Subset
 from evaluation.targets import ANSWER_KINDS, RETRIEVAL_KINDS
 from goldenset import selectors as golden_selectors
-from goldenset.errors import EvalsiteError, NotFound
 from goldenset.jobs import job_cancel, jobs_recover
 from goldenset.models import Collection, Job, JobKind, JobStatus, Tenant
 from goldenset.services.audit import actor_user

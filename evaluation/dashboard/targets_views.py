@@ -8,11 +8,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalsite.errors import EvalsiteError
 from evaluation.dashboard.common_views import tenant_page
 from evaluation.dashboard.forms import TargetForm, TargetTestForm
 from evaluation.models import Target
 from evaluation.services import targets as target_services
-from goldenset.errors import EvalsiteError
 from goldenset.models import Tenant
 from goldenset.services.audit import actor_user
 

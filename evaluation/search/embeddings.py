@@ -28,8 +28,8 @@ import httpx
 import numpy as np
 from scipy import sparse
 
+from evalsite.errors import EvalsiteError
 from evaluation.search.engine import Embedder, Reranker
-from goldenset.errors import EvalsiteError
 from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks

@@ -27,6 +27,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite.errors import EvalsiteError
 from evaluation import answer_writer, judge, judge_llm, judge_votes, selectors, stats, verdicts
 from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
@@ -38,7 +39,6 @@ from evaluation.services.search import CollectionSearch, available_rerankers, re
 from evaluation.services.targets import resolve_targets, target_client
 from evaluation.slices import EVERY, Subset
 from evaluation.targets import ANSWER_KINDS, TargetClient, TargetError
-from goldenset.errors import EvalsiteError
 from goldenset.generation import PageText
 from goldenset.jobs import job_cancelled, job_create
 from goldenset.llm import ChatClient

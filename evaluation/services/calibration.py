@@ -27,11 +27,11 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
+from evalsite.errors import EvalsiteError
 from evaluation import answer_writer, calibration, judge, verdicts
 from evaluation.labels import STATEMENT, LabelRow
 from evaluation.models import EvaluationRun, HumanLabel, JudgeThreshold, QuestionResult, RunKind
 from evaluation.services.judge_weights import collection_term_weights
-from goldenset.errors import EvalsiteError
 from goldenset.formats import Problems, fail
 from goldenset.models import Collection, GoldenEntry, Tenant
 from goldenset.services.audit import audit_record

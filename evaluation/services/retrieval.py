@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite.errors import EvalsiteError
 from evaluation import metrics, selectors, stats
 from evaluation.configs import RunConfig, parse_configs
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, Target
@@ -26,7 +27,6 @@ from evaluation.services.search import CollectionSearch, available_rerankers, re
 from evaluation.services.targets import resolve_targets, target_client
 from evaluation.slices import Subset
 from evaluation.targets import Hits, TargetError
-from goldenset.errors import EvalsiteError
 from goldenset.jobs import job_create
 from goldenset.models import Collection, Job, JobKind, Tenant
 

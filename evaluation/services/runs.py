@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evalsite.errors import EvalsiteError
 from evaluation.judge import METRICS as ANSWER_METRICS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.selectors import GoldenQuestion
 from evaluation.slices import SliceRow, Subset, breakdown
-from goldenset.errors import EvalsiteError
 from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
 

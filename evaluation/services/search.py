@@ -9,13 +9,13 @@ from datetime import datetime
 
 import numpy as np
 
+from evalsite.errors import EvalsiteError
 from evaluation import embedding_store, indexes
 from evaluation.configs import RunConfig
 from evaluation.search import embeddings
 from evaluation.search.embeddings import EmbeddingReranker
 from evaluation.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
 from evaluation.search.rerank import ProximityReranker
-from goldenset.errors import EvalsiteError
 from goldenset.models import Collection
 from goldenset.selectors import pages_by_id
 

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from evalsite.errors import EvalsiteError, NotFound
 from evaluation.configs import RunConfig
 from evaluation.egress import EgressPolicy, EgressRefused, check_url, origin
 from evaluation.models import Target
@@ -25,7 +26,6 @@ from evaluation.targets import (
     read_answer,
     read_hits,
 )
-from goldenset.errors import EvalsiteError, NotFound
 from goldenset.models import Collection, Tenant
 from goldenset.services.audit import audit_record
 

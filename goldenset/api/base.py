@@ -8,8 +8,8 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from evalsite.errors import EvalsiteError
 from goldenset import selectors, services
-from goldenset.errors import EvalsiteError
 from goldenset.models import ApiKey, Tenant
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
+from evalsite.errors import ERROR_CODES
 from goldenset.api.fields import (
     PageTextField,
     StringListField,
@@ -15,7 +16,6 @@ from goldenset.api.fields import (
     reference_answer_field,
     tags_field,
 )
-from goldenset.errors import ERROR_CODES
 from goldenset.formats import FORMATS
 from goldenset.models import Origin
 
@@ -359,7 +359,7 @@ class ErrorOut(serializers.Serializer):
 
 
 def describe_errors(codes) -> str:
-    """An error response's description: each code it can carry with its meaning (goldenset.errors)."""
+    """An error response's description: each code it can carry with its meaning (evalsite.errors)."""
     return "\n".join(f"- `{code}`: {ERROR_CODES[code][1]}" for code in codes)
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 
 FORMATS = ("okfsmith", "csv", "tsv", "trec", "ragas", "deepeval", "promptfoo", "phoenix")
 ENTRY_FIELDS = frozenset({"key", "expected_document_ids", "grades", "reference_answer", "tags", "answerable"})

@@ -32,7 +32,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.models import F
 from django.utils import timezone
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 from goldenset.jobs import processes, worker
 from goldenset.jobs.recovery import jobs_recover
 from goldenset.models import AuditAction, AuditObject, Collection, Job, JobStatus, Tenant

@@ -1,7 +1,7 @@
 """Writes: tenancy, API keys, collections, documents and pages, golden entries, and the audit trail of them all.
 
 Every function is keyword-only, takes model instances already scoped to a tenant (selectors do the scoping),
-and raises goldenset.errors.EvalsiteError with a stable code on bad input, leaving the database unchanged.
+and raises evalsite.errors.EvalsiteError with a stable code on bad input, leaving the database unchanged.
 """
 
 from goldenset.services.audit import (

@@ -13,7 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
-from goldenset.errors import EvalsiteError, NotFound
+from evalsite.errors import EvalsiteError, NotFound
 from goldenset.models import (
     ApiKey,
     AuditAction,

@@ -13,9 +13,9 @@ from django.conf import settings
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from evalsite.errors import EvalsiteError
 from goldenset import generation
 from goldenset.duplicates import DuplicateIndex
-from goldenset.errors import EvalsiteError
 from goldenset.jobs import Progress, job_cancelled, job_create
 from goldenset.llm import ChatClient
 from goldenset.llm_cache import DbCallCache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 
 
 def resolve_model(requested: str | None, *, field: str, offline: str) -> str | None:

@@ -1,4 +1,4 @@
-"""One list of error codes: goldenset.errors.ERROR_CODES, the README's table, and every code the source raises
+"""One list of error codes: evalsite.errors.ERROR_CODES, the README's table, and every code the source raises
 agree; an empty upload is the same error over HTTP and on the command line."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from goldenset.errors import ERROR_CODES, EvalsiteError
+from evalsite.errors import ERROR_CODES, EvalsiteError
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| `([a-z-]+)` \| (\d{3}) \| (.+) \|$")
@@ -69,7 +69,7 @@ def test_every_code_the_source_raises_is_registered():
 
 
 def test_an_unregistered_code_cannot_be_raised():
-    with pytest.raises(ValueError, match="not in goldenset.errors.ERROR_CODES"):
+    with pytest.raises(ValueError, match="not in evalsite.errors.ERROR_CODES"):
         EvalsiteError("made-up-code", "nothing")
 
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from evalsite.errors import EvalsiteError
 from evaluation.configs import (
     MAX_CONFIGS,
     RunConfig,
@@ -19,7 +20,6 @@ from evaluation.configs import (
     parse_positive_int,
     resolve_rerank,
 )
-from goldenset.errors import EvalsiteError
 
 RERANKERS = ["proximity"]
 

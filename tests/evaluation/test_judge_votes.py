@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from evalsite.errors import EvalsiteError
 from evaluation.judge_votes import (
     DEFAULT_SAMPLING_TEMPERATURE,
     JudgeSampling,
@@ -19,7 +20,6 @@ from evaluation.judge_votes import (
     summarize_sampling,
     tally,
 )
-from goldenset.errors import EvalsiteError
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from django.test import override_settings
 
+from evalsite.errors import EvalsiteError
 from evaluation import embedding_store, indexes
 from evaluation.models import EvaluationRun, PageEmbedding
 from evaluation.search import embeddings
 from evaluation.services import search as services
-from goldenset.errors import EvalsiteError
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import handbook_entries
 

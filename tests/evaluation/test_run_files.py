@@ -10,10 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
+from evalsite.errors import EvalsiteError
 from evaluation.dashboard.runs_reads import run_trec
 from evaluation.models import EvaluationRun
 from evaluation.run_files import parse_run_file
-from goldenset.errors import EvalsiteError
 from tests.support import handbook_entries, refused
 
 URL = "/lmkit/v1/search/evaluate/run-file"

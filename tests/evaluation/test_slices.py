@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.errors import EvalsiteError
 from evaluation import configs
 from evaluation.reports import slice_table, text_table
 from evaluation.slices import EVERY, ORIGINS, SliceRow, Subset, breakdown, slice_metric_names
-from goldenset.errors import EvalsiteError
 from goldenset.models import Origin
 
 

@@ -10,6 +10,7 @@ import time
 import pytest
 from cryptography.fernet import Fernet
 
+from evalsite.errors import EvalsiteError
 from evaluation.egress import LOOPBACK_NETWORKS, EgressPolicy
 from evaluation.secret_box import SecretBox, derived_key
 from evaluation.targets import (
@@ -21,7 +22,6 @@ from evaluation.targets import (
     id_transform,
     read_hits,
 )
-from goldenset.errors import EvalsiteError
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 # The scripted servers listen on loopback, which the default policy refuses (tests/evaluation/test_egress.py).

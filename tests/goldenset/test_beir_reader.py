@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from evalsite.errors import EvalsiteError
 from goldenset.beir import CorpusRow, QueryRow, read_corpus, read_qrels, read_queries
-from goldenset.errors import EvalsiteError
 
 
 def _jsonl(*rows) -> list[str]:

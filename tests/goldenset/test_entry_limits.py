@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
+from evalsite.errors import EvalsiteError
 from goldenset import services
-from goldenset.errors import EvalsiteError
 from goldenset.models import AuditEvent, GoldenEntry
 from goldenset.services import EntryInput
 from goldenset.text import normalize_question

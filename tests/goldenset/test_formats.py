@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 from goldenset.formats import FORMATS, Entry, detect_format, read_entries, write_entries
 
 ENTRIES = [

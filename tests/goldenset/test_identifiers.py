@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.utils.http import content_disposition_header
 
+from evalsite.errors import EvalsiteError
 from goldenset import importers
 from goldenset.beir import read_corpus
-from goldenset.errors import EvalsiteError
 from goldenset.models import Collection, GoldenEntry
 from goldenset.text import (
     collection_id_problem,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.errors import EvalsiteError
 from goldenset.beir import read_qrels, read_queries
-from goldenset.errors import EvalsiteError
 from goldenset.golden_files import GoldenFileError, parse_golden
 from goldenset.text import (
     JsonValueError,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 from goldenset.llm import ChatClient, map_concurrent
 from goldenset.llm_json import extract_json, validate
 from tests.llm_server import llm_server_fixture  # noqa: F401

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from evalsite.errors import EvalsiteError
 from goldenset import importers, services
-from goldenset.errors import EvalsiteError
 from goldenset.models import AuditEvent, Collection, Document, GoldenEntry, Page
 from goldenset.services import content
 

@@ -10,8 +10,8 @@ metric: later answer evaluations use it and say so in their config; --reset retu
 
 import json
 
+from evalsite.errors import EvalsiteError
 from evaluation.services import calibration
-from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from django.core.management.base import CommandError, CommandParser
 
+from evalsite.errors import EvalsiteError
 from evaluation import configs as config_parser
 from evaluation import metrics, selectors
 from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
@@ -46,7 +47,6 @@ from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
 from evaluation.slices import Subset
-from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalsite.errors import EvalsiteError
 from evaluation import configs as config_parser
 from evaluation.configs import DEFAULT_KS_TEXT
 from evaluation.management.commands.evaluate import (
@@ -23,7 +24,6 @@ from evaluation.management.commands.evaluate import (
 from evaluation.management.commands.evaluate import Command as EvaluateCommand
 from evaluation.run_files import parse_run_file
 from evaluation.services.retrieval import evaluate_run_file
-from goldenset.errors import EvalsiteError
 
 
 class Command(EvaluateCommand):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from evalsite.errors import EvalsiteError
 from evaluation.models import Target
 from evaluation.services.targets import secret_box
-from goldenset.errors import EvalsiteError
 from goldenset.management.commands._base import EvalsiteCommand
 
 

@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from goldenset.errors import EvalsiteError
+from evalsite.errors import EvalsiteError
 
 
 class EvalsiteCommand(BaseCommand):

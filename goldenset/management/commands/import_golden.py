@@ -11,8 +11,8 @@ stops it (exit 2, the line or record named) and nothing is written.
 
 from pathlib import Path
 
+from evalsite.errors import EvalsiteError
 from goldenset import importers
-from goldenset.errors import EvalsiteError
 from goldenset.formats import FORMATS, detect_format
 from goldenset.management.commands._base import EvalsiteCommand
 

@@ -132,7 +132,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
 def envelope(code: str, message: str, details: dict | None = None) -> dict:
     """The API's error body: {"error": {"code", "message", "details"}}."""
     if code not in ERROR_CODES:
-        raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
+        raise ValueError(f"error code {code!r} is not in evalsite.errors.ERROR_CODES")
     return {"error": {"code": code, "message": message, "details": details or {}}}
 
 
@@ -149,7 +149,7 @@ class EvalsiteError(Exception):
         retry_after: int | None = None,
     ):
         if code not in ERROR_CODES:
-            raise ValueError(f"error code {code!r} is not in goldenset.errors.ERROR_CODES")
+            raise ValueError(f"error code {code!r} is not in evalsite.errors.ERROR_CODES")
         super().__init__(message)
         self.code = code
         self.message = message
