@@ -247,12 +247,12 @@ EVALSITE_TARGET_SYNC_QUESTIONS = env_int("EVALSITE_TARGET_SYNC_QUESTIONS", 200, 
 # The dotted paths of the callables `python` targets may load; any other is refused (code execution).
 EVALSITE_PYTHON_TARGETS = env_list("EVALSITE_PYTHON_TARGETS", [])
 # Where URLs a tenant sets (targets) may lead beyond public addresses: networks (10.0.0.0/8, ::1) and host
-# names (es.internal, *.corp.example), comma-separated. Unset: public addresses only (evaluation.egress).
+# names (es.internal, *.corp.example), comma-separated. Unset: public addresses only (evalsite.egress).
 EVALSITE_OUTBOUND_ALLOW = env_list("EVALSITE_OUTBOUND_ALLOW", [])
 
 
 def _check_outbound_allow(entries: list[str]) -> None:
-    from evaluation.egress import EgressPolicy  # pure: no Django import, safe while settings load
+    from evalsite.egress import EgressPolicy  # pure: no Django import, safe while settings load
 
     try:
         EgressPolicy.parse(entries)

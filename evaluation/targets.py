@@ -17,9 +17,9 @@ placeholder replaced by the value's text, so a query holding quotes or braces st
 
 The ids a target returns are mapped through its optional ``id_transform`` (``{"regex": ...}``: the first group,
 or the whole match, of ids that match; ``{"jmespath": ...}``: evaluated on the id), and a document repeated in a
-ranking keeps its first rank. Calls go through the one retry loop of every outbound client (goldenset.llm_http),
+ranking keeps its first rank. Calls go through the one retry loop of every outbound client (evalsite.http_retries),
 at most ``concurrency`` at once per target and, with ``rate_limit``, no more than that many a second, and only to
-addresses the operator's egress policy allows (evaluation.egress).
+addresses the operator's egress policy allows (evalsite.egress).
 
 Everything a tenant writes here is bounded before it is used (LIMITS): options' size and nesting, header
 counts, names and values, expression lengths; a tenant's regular expression runs on RE2, whose time is linear
@@ -43,9 +43,9 @@ import jmespath
 import re2
 from jmespath.exceptions import JMESPathError
 
+from evalsite.egress import EgressPolicy, EgressRefused, GuardedTransport
 from evalsite.errors import EvalsiteError
-from evaluation.egress import EgressPolicy, EgressRefused, GuardedTransport
-from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
+from evalsite.http_retries import RequestFailed, post_with_retries, retry_delay
 
 KINDS = ("lmkit", "elasticsearch", "http", "rag-http", "python")
 RETRIEVAL_KINDS = ("lmkit", "elasticsearch", "http", "python")
@@ -150,7 +150,7 @@ class TargetError(Exception):
 
 
 class TargetRefused(TargetError):
-    """A call the egress policy refused before anything was sent (evaluation.egress): `rule` names why."""
+    """A call the egress policy refused before anything was sent (evalsite.egress): `rule` names why."""
 
     def __init__(self, problem: str, *, rule: str):
         super().__init__(problem)

@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from evalsite.errors import EvalsiteError
-from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
+from evalsite.http_retries import RequestFailed, post_with_retries, retry_delay
 from goldenset.llm_json import extract_json, storable, validate
 
 logger = logging.getLogger(__name__)

@@ -18,12 +18,13 @@ FRAMEWORKS = ("django", "rest_framework", "django_q", "drf_spectacular")
 
 PURE = [
     "evalsite.connection_shares",
+    "evalsite.egress",
     "evalsite.errors",
+    "evalsite.http_retries",
     "evaluation.answer_writer",
     "evaluation.calibration",
     "evaluation.configs",
     "evaluation.dashboard.charts",
-    "evaluation.egress",
     "evaluation.judge",
     "evaluation.judge_llm",
     "evaluation.judge_support",
@@ -56,7 +57,6 @@ PURE = [
     "goldenset.golden_files",
     "goldenset.lexical",
     "goldenset.llm",
-    "goldenset.llm_http",
     "goldenset.llm_json",
     "goldenset.passage_phrasing",
     "goldenset.quality",

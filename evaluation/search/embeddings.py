@@ -29,8 +29,8 @@ import numpy as np
 from scipy import sparse
 
 from evalsite.errors import EvalsiteError
+from evalsite.http_retries import RequestFailed, post_with_retries, retry_delay
 from evaluation.search.engine import Embedder, Reranker
-from goldenset.llm_http import RequestFailed, post_with_retries, retry_delay
 from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks
 

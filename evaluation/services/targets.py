@@ -10,9 +10,9 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from evalsite.egress import EgressPolicy, EgressRefused, check_url, origin
 from evalsite.errors import EvalsiteError, NotFound
 from evaluation.configs import RunConfig
-from evaluation.egress import EgressPolicy, EgressRefused, check_url, origin
 from evaluation.models import Target
 from evaluation.secret_box import SecretBox, derived_key
 from evaluation.targets import (

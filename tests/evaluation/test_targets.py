@@ -10,8 +10,8 @@ import time
 import pytest
 from cryptography.fernet import Fernet
 
+from evalsite.egress import LOOPBACK_NETWORKS, EgressPolicy
 from evalsite.errors import EvalsiteError
-from evaluation.egress import LOOPBACK_NETWORKS, EgressPolicy
 from evaluation.secret_box import SecretBox, derived_key
 from evaluation.targets import (
     TargetClient,

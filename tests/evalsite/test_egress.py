@@ -1,4 +1,4 @@
-"""evaluation.egress without Django: the decision over resolved addresses (every range, every spelling), the
+"""evalsite.egress without Django: the decision over resolved addresses (every range, every spelling), the
 URL check, the operator's allowance, and the guarded transport against a real server on 127.0.0.1, its host
 resolved by a resolver the test scripts (so no name or address outside this machine is ever looked up or
 called: private and link-local answers are refused before any connection)."""
@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from evaluation.egress import (
+from evalsite.egress import (
     LOOPBACK_NETWORKS,
     EgressPolicy,
     EgressRefused,
