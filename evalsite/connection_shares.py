@@ -37,8 +37,10 @@ class ConnectionShares:
         self._lock = multiprocessing.get_context("fork").Lock()
         self._mine: int | None = None
 
-    def claim(self, pid: int | None = None, now: float | None = None) -> int:
-        """Take a free slot for this process (a slot never written, or one whose process stopped beating)."""
+    def claim(self, pid: int | None = None, now: float | None = None) -> int | None:
+        """Take a free slot for this process (a slot never written, or one whose process stopped beating). None
+        when every slot is taken: the process then runs as gunicorn's own, accepting whatever comes (it is not
+        counted, and sheds nothing), rather than failing to start."""
         pid = os.getpid() if pid is None else pid
         now = time.monotonic() if now is None else now
         # A bounded wait: a process killed while holding the lock must not keep the next one from starting.
@@ -53,7 +55,7 @@ class ConnectionShares:
         finally:
             if locked:
                 self._lock.release()
-        raise RuntimeError(f"no free slot among {self._slots} for process {pid}")
+        return None
 
     def publish(self, connections: int, now: float | None = None) -> None:
         """This process's connection count, and that it is alive and accepting."""
@@ -82,7 +84,9 @@ class ConnectionShares:
         return fewest
 
     def may_accept(self, mine: int, now: float | None = None) -> bool:
-        return mine <= self.least(mine, now) + ACCEPT_SLACK
+        """Whether this process takes a new connection now (always, for a process that holds no slot)."""
+        return self._mine is None or mine <= self.least(mine, now) + ACCEPT_SLACK
 
     def should_shed(self, mine: int, now: float | None = None) -> bool:
-        return mine > self.least(mine, now) + SHED_SLACK
+        """Whether this process asks a client to reconnect elsewhere (never, for a process that holds no slot)."""
+        return self._mine is not None and mine > self.least(mine, now) + SHED_SLACK

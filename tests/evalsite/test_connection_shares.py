@@ -38,10 +38,16 @@ def test_a_process_that_stopped_beating_or_released_its_slot_no_longer_counts_an
     assert shares.claim(pid=202, now=100.0) == 1
     assert not shares.may_accept(3, now=100.0 + STALE_SECONDS - 0.1)
     assert shares.may_accept(3, now=100.0 + STALE_SECONDS + 0.1)  # the dead one no longer holds others back
-    assert _view(shares).claim(pid=203, now=100.0 + STALE_SECONDS + 0.1) == 0  # its slot is taken again
+    replacement = _view(shares)
+    assert replacement.claim(pid=203, now=100.0 + STALE_SECONDS + 0.1) == 0  # its slot is taken again
+    replacement.publish(4, now=100.0 + STALE_SECONDS + 0.1)
     shares.publish(3, now=100.0 + STALE_SECONDS)  # alive: its slot is not free
-    with pytest.raises(RuntimeError, match="no free slot"):
-        _view(shares).claim(pid=204, now=100.0 + STALE_SECONDS + 0.2)
+    full = _view(shares)
+    assert full.claim(pid=204, now=100.0 + STALE_SECONDS + 0.2) is None  # every slot taken: not counted
+    assert full.may_accept(99, now=100.0 + STALE_SECONDS + 0.2)  # it runs as gunicorn's own worker
+    assert not full.should_shed(99, now=100.0 + STALE_SECONDS + 0.2)
+    full.publish(1, now=100.0 + STALE_SECONDS + 0.2)
+    assert shares.least(7, now=100.0 + STALE_SECONDS + 0.2) == 4  # its count is written nowhere
     shares.release()  # a stopping process gives its slot back at once
     assert _view(shares).claim(pid=205, now=106.0) == 1
 
