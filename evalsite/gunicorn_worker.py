@@ -28,7 +28,7 @@ from gunicorn.workers import gthread
 from evalsite.connection_shares import ConnectionShares
 from evalsite.errors import envelope
 
-# gunicorn's refusals of a malformed request, answered with the envelope: (status, reason, code).
+# gunicorn's refusals of a malformed request, answered with the envelope: (its exception, status, reason, code).
 _REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (
     (http_errors.LimitRequestLine, 414, "URI Too Long", "uri-too-long"),
     (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large", "headers-too-large"),
