@@ -201,3 +201,28 @@ def test_no_module_imports_itself_back_through_others():
                     seen.add(following)
                     stack.append((following, [*trail, following]))
     assert circles == []
+
+
+# The platform floor as far as it has moved out of goldenset (docs/architecture.md, "Moving"): it knows no domain.
+PLATFORM = [
+    "evalsite.connection_shares",
+    "evalsite.egress",
+    "evalsite.env",
+    "evalsite.errors",
+    "evalsite.gunicorn_worker",
+    "evalsite.http_retries",
+    "evalsite.unavailable",
+    "evalsite.api.errors",
+    "evalsite.api.pagination",
+]  # not yet: evalsite.api.schema (it documents goldenset's and evaluation's serializers and base view)
+
+
+def test_the_platform_knows_no_domain():
+    modules = _modules()
+    reaching = [
+        f"{name}:{line} imports {module}"
+        for name in PLATFORM
+        for line, module in _imports(modules[name])
+        if module.split(".")[0] in ("goldenset", "evaluation")
+    ]
+    assert reaching == []
