@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,18 +28,13 @@ import time
 from pathlib import Path
 
 import httpx
+from bench_django import free_port
 from import_bench import run_measured as run
 from import_bench import write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SCOPE = ["--cluster", "bench", "--tenant", "bench", "--collection", "synthetic"]
 TARGET_MS = 200.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def searches(url: str, key: str, queries: list[str]) -> list[float]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench_django import private_django
+from bench_django import free_port, private_django
 
 ROOT = Path(__file__).resolve().parent.parent
 LABELS = ["fulltext", "fulltext okapi", "vector lsi", "hybrid rrf", "hybrid rrf + rerank"]
@@ -166,12 +165,6 @@ def measure(base: str, paths: dict[str, list[str]], requests: int) -> None:
             print(
                 f"| {name}, {len(set(urls[: len(urls) - 3]))} distinct URLs | {requests} | {statistics.median(times):.0f} | {p95:.0f} | {times[-1]:.0f} |"
             )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_ready(server: subprocess.Popen, base: str, log: Path, timeout: float = 60.0) -> None:

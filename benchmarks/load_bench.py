@@ -58,7 +58,6 @@ import secrets
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -70,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_django import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CORPUS = ROOT / "demo" / "clapnq" / "corpus.jsonl"
@@ -473,12 +473,6 @@ class Server:
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # --- fresh data: directory, database, Redis -----------------------------------------------------------------
