@@ -20,24 +20,26 @@ from __future__ import annotations
 
 import errno
 import json
+from http import HTTPStatus
 
 from gunicorn import util
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
 
 from evalsite.connection_shares import ConnectionShares
-from evalsite.errors import envelope
+from evalsite.errors import ERROR_CODES, envelope
 
-# gunicorn's refusals of a malformed request, answered with the envelope: (its exception, status, reason, code).
-_REFUSALS: tuple[tuple[type[Exception], int, str, str], ...] = (
-    (http_errors.LimitRequestLine, 414, "URI Too Long", "uri-too-long"),
-    (http_errors.LimitRequestHeaders, 431, "Request Header Fields Too Large", "headers-too-large"),
-    (http_errors.InvalidRequestLine, 400, "Bad Request", "bad-request"),
-    (http_errors.InvalidRequestMethod, 400, "Bad Request", "bad-request"),
-    (http_errors.InvalidHTTPVersion, 400, "Bad Request", "bad-request"),
-    (http_errors.InvalidHeader, 400, "Bad Request", "bad-request"),
-    (http_errors.InvalidHeaderName, 400, "Bad Request", "bad-request"),
-    (http_errors.ObsoleteFolding, 400, "Bad Request", "bad-request"),
+# gunicorn's refusals of a malformed request, by exception, and the error code each is answered with (its
+# status from evalsite.errors.ERROR_CODES).
+_REFUSALS: tuple[tuple[type[Exception], str], ...] = (
+    (http_errors.LimitRequestLine, "uri-too-long"),
+    (http_errors.LimitRequestHeaders, "headers-too-large"),
+    (http_errors.InvalidRequestLine, "bad-request"),
+    (http_errors.InvalidRequestMethod, "bad-request"),
+    (http_errors.InvalidHTTPVersion, "bad-request"),
+    (http_errors.InvalidHeader, "bad-request"),
+    (http_errors.InvalidHeaderName, "bad-request"),
+    (http_errors.ObsoleteFolding, "bad-request"),
 )
 
 _MESSAGES = {
@@ -103,10 +105,11 @@ class ThreadWorker(gthread.ThreadWorker):
             self.enqueue_req(gthread.TConn(self.cfg, client, address, listener.getsockname()))
 
     def handle_error(self, req, client, addr, exc):
-        refusal = next((r for r in _REFUSALS if isinstance(exc, r[0])), None)
-        if refusal is None:
+        code = next((code for kind, code in _REFUSALS if isinstance(exc, kind)), None)
+        if code is None:
             return super().handle_error(req, client, addr, exc)
-        _, status, reason, code = refusal
+        status = ERROR_CODES[code][0]
+        reason = HTTPStatus(status).phrase
         self.log.warning("Invalid request from ip=%s: %s", (addr or ("",))[0], exc)
         body = json.dumps(envelope(code, _MESSAGES[code], {"reason": str(exc)[:200]})).encode()
         head = (
