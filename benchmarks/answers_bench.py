@@ -104,16 +104,17 @@ def main() -> None:
 def run_bench(args: argparse.Namespace, data_dir: str) -> None:
     from django.conf import settings
 
+    from evalsite.llm.models import LLMCall
+    from evalsite.tenancy.services import tenant_get_or_create
     from evaluation.configs import parse_answer_configs
     from evaluation.services.answers import evaluate_answers
     from evaluation.services.search import available_rerankers
     from goldenset import services
-    from goldenset.models import LLMCall
     from tests.answer_support import scripted_rag
     from tests.generation_support import synthetic_corpus
     from tests.llm_server import ScriptedLLMServer
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="companies", actor="command:benchmark")
     corpus = synthetic_corpus(max(100, args.questions))
     services.documents_upsert(

@@ -49,12 +49,13 @@ def label_rows(n: int) -> list[tuple[str, dict]]:
 
 
 def run(n: int) -> int:
+    from evalsite.tenancy.services import tenant_get_or_create
     from evaluation.labels import read_rows
     from evaluation.services import calibration
     from goldenset import services
     from goldenset.services import EntryInput
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="companies", actor="bench")
     entries = golden_entries(max(1, n // 4))
     services.golden_entries_add(

@@ -40,11 +40,12 @@ def build(data_dir: str, runs: int, questions: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
+    from evalsite.tenancy.models import Membership
+    from evalsite.tenancy.services import tenant_get_or_create
     from evaluation.models import EvaluationRun, QuestionResult
     from goldenset import services
-    from goldenset.models import Membership
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="docs", actor="command:benchmark")
     services.documents_upsert(
         collection=collection,

@@ -39,13 +39,14 @@ def main() -> None:
 def run(args: argparse.Namespace, data_dir: str) -> None:
     from django.conf import settings
 
+    from evalsite.llm.models import LLMCall
+    from evalsite.tenancy.services import tenant_get_or_create
     from goldenset import services
-    from goldenset.models import LLMCall
     from goldenset.services.generate import generate_job_create
     from tests.generation_support import scripted_writer, synthetic_corpus
     from tests.llm_server import ScriptedLLMServer
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     corpus = synthetic_corpus(args.pages)
     print(f"{args.pages} pages, scripted server latency {args.latency * 1000:.0f} ms per call")
 

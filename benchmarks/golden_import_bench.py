@@ -33,11 +33,12 @@ def main() -> None:
 def run(args) -> int:
     from django.conf import settings
 
+    from evalsite.tenancy.services import tenant_get_or_create
     from goldenset import importers, services
     from goldenset.formats import Entry, write_entries
     from goldenset.models import GoldenEntry
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="c", actor="bench")
     services.documents_upsert(
         collection=collection,

@@ -41,11 +41,12 @@ def _setup(pages: int, seed: int):
     import synthetic
     from django.db.models import F
 
+    from evalsite.tenancy.services import tenant_get_or_create
     from goldenset import services
     from goldenset.models import Collection, Document, Page
     from goldenset.text import tokenize
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="big", actor="bench")
     documents = (pages + PAGES_PER_DOCUMENT - 1) // PAGES_PER_DOCUMENT
     Document.objects.bulk_create(
@@ -77,8 +78,8 @@ def _setup(pages: int, seed: int):
 
 def _build(collection, full: bool = False) -> tuple[float, dict]:
     """Run the IndexBuild job of the collection's current version (inline); (seconds, its result)."""
+    from evalsite.jobs.models import Job
     from evaluation import indexes
-    from goldenset.models import Job
 
     indexes.clear_memory()
     share = indexes.UPDATE_MAX_SHARE
@@ -120,11 +121,11 @@ def _add_one(collection, name: str, with_searches: bool) -> tuple[dict, list[str
     (builds off) until it is found; with_searches: another thread searches without pause meanwhile."""
     from django.db import connection
 
+    from evalsite.jobs.models import Job
     from evaluation import indexes
     from evaluation.configs import RunConfig
     from evaluation.services.search import search
     from goldenset import services
-    from goldenset.models import Job
 
     config = RunConfig(label="FullText", search_type="FullText")
     stop = threading.Event()

@@ -317,12 +317,13 @@ def django_part(dataset: Path, repeat: int) -> bool:
     from evaluation import indexes
     from evaluation.configs import parse_configs
     from evaluation.services.search import CollectionSearch, available_rerankers
-    from goldenset import services
     from goldenset.models import Collection
 
     call_command("import_beir", str(dataset), "--cluster", "bench", "--tenant", "bench", "--collection", "c")
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
-    _, key = services.api_key_create(tenant=tenant, actor="command:benchmark")
+    from evalsite.tenancy.services import api_key_create, tenant_get_or_create
+
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    _, key = api_key_create(tenant=tenant, actor="command:benchmark")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     collection = Collection.objects.get(tenant=tenant, slug="c")

@@ -84,6 +84,7 @@ def scripted_server(corpus: dict[str, str], latency: float) -> Iterator[str]:
 
 
 def run(args) -> int:
+    from evalsite.tenancy.services import tenant_get_or_create
     from evaluation.configs import parse_configs
     from evaluation.models import QuestionResult
     from evaluation.services.retrieval import evaluate_retrieval
@@ -92,7 +93,7 @@ def run(args) -> int:
     from goldenset.services import EntryInput
     from tests.generation_support import synthetic_corpus
 
-    tenant = services.tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
+    tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
     collection = services.collection_create(tenant=tenant, slug="companies", actor="bench")
     corpus = synthetic_corpus(max(args.questions, 200))
     services.documents_upsert(

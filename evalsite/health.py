@@ -3,7 +3,7 @@
 Each part is "ok" or "down" with a message naming what failed (and, when a check raised, the exception's text
 as "error"); the whole is "ok" only when every part is. Exception text names hosts, ports, database names and
 file paths, so `public()` keeps only the status names and timings, for callers who are not staff.
-Workers are alive when one beat within 3 heartbeats (goldenset.jobs.worker beats every
+Workers are alive when one beat within 3 heartbeats (evalsite.jobs.worker beats every
 EVALSITE_JOB_HEARTBEAT_SECONDS). With django-q2's sync mode (tests) jobs run inline: no worker is needed.
 The dashboard reads a copy at most STATUS_TTL seconds old, so a page view costs no broker round trip.
 """
@@ -62,7 +62,7 @@ def _broker() -> dict[str, Any]:
 def _workers() -> dict[str, Any]:
     from django_q.conf import Conf
 
-    from goldenset.models import Worker
+    from evalsite.jobs.models import Worker
 
     if Conf.SYNC:
         return {"status": "ok", "alive": 0, "message": "jobs run inline (sync mode)"}

@@ -1,4 +1,4 @@
-"""The HTTP request loop every outbound client shares (the chat client, goldenset.llm, and the embeddings
+"""The HTTP request loop every outbound client shares (the chat client, evalsite.llm.client, and the embeddings
 endpoint client): retries on timeouts, connection errors and RETRY_STATUSES, with full-jitter exponential
 backoff that honours Retry-After. Plain Python + httpx: no Django import.
 """
@@ -15,7 +15,7 @@ import httpx
 
 __all__ = ["RETRY_STATUSES", "RequestFailed", "post_with_retries", "retry_after_seconds", "retry_delay"]
 
-logger = logging.getLogger("goldenset.llm")  # where these warnings have always been logged
+logger = logging.getLogger(__name__)
 
 # Answers worth another try from any OpenAI-compatible server (chat and embeddings clients alike).
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})

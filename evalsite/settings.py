@@ -94,6 +94,12 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
+    # The platform (evalsite/): what every domain app stands on.
+    "evalsite.tenancy",
+    "evalsite.audit",
+    "evalsite.jobs",
+    "evalsite.llm",
+    # The domains: golden sets, then evaluation, which is built on them.
     "goldenset",
     "evaluation",
 ]
@@ -366,7 +372,7 @@ Q_CLUSTER = {
     "workers": _workers,
     "timeout": _task_timeout,
     # django-q2 wants retry > timeout; our brokers lease tasks for EVALSITE_TASK_LEASE_SECONDS instead
-    # (goldenset.jobs.brokers), renewed while their worker lives, so a dead worker's tasks come back soon.
+    # (evalsite.jobs.brokers), renewed while their worker lives, so a dead worker's tasks come back soon.
     "retry": _task_timeout + 600,
     "max_attempts": 1,
     "catch_up": False,
@@ -379,10 +385,10 @@ Q_CLUSTER = {
 }
 if _redis_url:
     Q_CLUSTER["redis"] = _redis_url
-    Q_CLUSTER["broker_class"] = "goldenset.jobs.brokers.LeasedRedis"
+    Q_CLUSTER["broker_class"] = "evalsite.jobs.brokers.LeasedRedis"
 else:
     Q_CLUSTER["orm"] = "default"
-    Q_CLUSTER["broker_class"] = "goldenset.jobs.brokers.LeasedOrm"
+    Q_CLUSTER["broker_class"] = "evalsite.jobs.brokers.LeasedOrm"
 
 # Serving (`manage.py serve`, scripts/serve and scripts/run): gunicorn with threads in front, worker clusters
 # beside it, under one supervisor.

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalsite.errors import EvalsiteError
+from evalsite.llm.client import ChatClient
+from evalsite.llm.json_replies import extract_json, validate
 from goldenset import lexical
-from goldenset.llm import ChatClient
-from goldenset.llm_json import extract_json, validate
 from goldenset.vocabulary.chunks import cut_at_word
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 from goldenset.vocabulary.sentences import split_sentences

@@ -59,12 +59,14 @@ from django.db.models import CharField
 from django.db.models.functions import Cast
 
 from evalsite.errors import ERROR_CODES, EvalsiteError
+from evalsite.jobs.models import Job, JobStatus
 from evaluation import index_store
 from evaluation.embedding_store import configured_embedder, embedder_identity
+from evaluation.models import EvaluationJobKind
 from evaluation.search.bm25 import NO_COMMON, BM25Index, BM25Params
 from evaluation.search.engine import VECTORS, Corpus, Embedder, SearchIndex
 from evaluation.search.postings import MergeRefused, Postings, load_mapped, merge_postings, open_first_order
-from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
+from goldenset.models import Collection, Document, Page
 from goldenset.temporal import Validity
 from goldenset.text import tokenize
 from goldenset.vocabulary.chunks import chunks
@@ -730,7 +732,7 @@ def saved_parts(collection: Collection) -> frozenset[str]:
 def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | None:
     """Queue an IndexBuild job for the collection's current version, unless one is queued or running; returns
     its id. The parts: those asked, those its newest saved index had, and FullText's always."""
-    from goldenset.jobs import job_create  # late: jobs import the models of every app
+    from evalsite.jobs.services import job_create  # late: jobs import the models of every app
 
     wanted = sorted({DEFAULT_PART, *parts, *saved_parts(collection)})
     if index_store.enabled() and set(wanted) <= index_store.published_parts(
@@ -739,7 +741,7 @@ def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | N
         return None  # built and published: this machine fetches it (get_index), no build is queued
     active = Job.objects.filter(
         collection=collection,
-        kind=JobKind.INDEX_BUILD,
+        kind=EvaluationJobKind.INDEX_BUILD,
         status__in=[JobStatus.QUEUED, JobStatus.RUNNING],
         input__content_version=collection.content_version,
     ).first()
@@ -747,7 +749,7 @@ def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | N
         return str(active.pk)
     job = job_create(
         tenant=collection.tenant,
-        kind=JobKind.INDEX_BUILD,
+        kind=EvaluationJobKind.INDEX_BUILD,
         input={"content_version": collection.content_version, "parts": wanted},
         collection=collection,
         now=True,

@@ -74,10 +74,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evalsite.llm.client import map_concurrent
 from evaluation.answer_writer import Answer, Passage, split_sentences, strip_markers
 from evaluation.judge_support import Evidence, TermWeights, evidence_of, support_of
 from goldenset import lexical
-from goldenset.llm import map_concurrent
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 METRICS = JUDGED_METRICS

@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalsite.errors import EvalsiteError
+from evalsite.llm.client import ChatClient, ChatResult, map_concurrent
+from evalsite.llm.json_replies import extract_json, validate
 from evaluation.answer_writer import Answer, Passage, format_passages, strip_markers
 from evaluation.judge import (
     LLM_JUDGE,
@@ -52,8 +54,6 @@ from evaluation.judge_votes import (
     tally,
 )
 from goldenset import lexical
-from goldenset.llm import ChatClient, ChatResult, map_concurrent
-from goldenset.llm_json import extract_json, validate
 
 _JSON_ONLY = "Use no outside knowledge. Reply with JSON only, one verdict per item, in order: "
 FAITHFULNESS_PROMPT = (

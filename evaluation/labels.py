@@ -27,9 +27,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.bounded_json import JsonValueError, json_value
 from goldenset.formats import FormatError, Problems, csv_rows, decode, fail, shown
 from goldenset.formats.json_rows import json_records
-from goldenset.text import JsonValueError, json_value
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 QUESTION, STATEMENT = "question", "statement"

@@ -6,7 +6,25 @@ from collections.abc import Sequence
 import numpy as np
 from django.db import models
 
-from goldenset.models import Collection, Job, Page, Tenant
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
+from goldenset.models import Collection, Page
+
+
+class EvaluationJobKind(models.TextChoices):
+    """The jobs evaluation runs (registered with their handlers in EvaluationConfig.ready)."""
+
+    EVALUATE = "Evaluate"
+    EVALUATE_ANSWERS = "EvaluateAnswers"
+    INDEX_BUILD = "IndexBuild"
+
+
+class EvaluationAuditObject(models.TextChoices):
+    """What evaluation's writes name in the audit trail (registered in EvaluationConfig.ready)."""
+
+    TARGET = "target"
+    THRESHOLD = "threshold", "judge threshold"
+    LABELS = "labels", "human labels"
 
 
 class RunKind(models.TextChoices):

@@ -20,10 +20,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalsite.bounded_json import JsonValueError, json_value
 from evalsite.errors import EvalsiteError
 from evaluation.configs import MAX_LABEL_CHARS
 from goldenset.formats import shown
-from goldenset.text import MAX_ID_CHARS, JsonValueError, json_value
+from goldenset.text import MAX_ID_CHARS
 
 MAX_TAGS = 20  # runs one file may hold (as configurations per evaluation)
 MAX_TAG_CHARS = MAX_LABEL_CHARS  # a tag is its run's label

@@ -10,10 +10,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.db.models import Prefetch, QuerySet
 
 from evalsite.errors import EvalsiteError, NotFound
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
 from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.slices import EVERY, Subset
 from goldenset import selectors as golden_selectors
-from goldenset.models import Collection, GoldenEntry, Job, Tenant
+from goldenset.models import Collection, GoldenEntry
 from goldenset.vocabulary.chunks import chunks
 
 

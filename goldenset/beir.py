@@ -11,17 +11,9 @@ from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalsite.bounded_json import JsonValueError, find_lone_surrogate, find_nul, json_loads
 from evalsite.errors import EvalsiteError
-from goldenset.text import (
-    JsonValueError,
-    document_id_problem,
-    find_lone_surrogate,
-    find_nul,
-    json_loads,
-    key_problem,
-    question_problem,
-    reference_answer_problem,
-)
+from goldenset.text import document_id_problem, key_problem, question_problem, reference_answer_problem
 
 
 @dataclass(frozen=True)

@@ -15,18 +15,12 @@ from typing import Any
 from django import forms
 from django.forms.fields import InvalidJSONInput
 
+from evalsite.bounded_json import JsonValueError, find_lone_surrogate, find_nul, json_loads
 from evalsite.errors import EvalsiteError
 from goldenset import services
 from goldenset.models import Collection, Document, GoldenEntry
 from goldenset.services.golden import ENTRY_INPUT_FIELDS
-from goldenset.text import (
-    JsonValueError,
-    collection_id_problem,
-    document_id_problem,
-    find_lone_surrogate,
-    find_nul,
-    json_loads,
-)
+from goldenset.text import collection_id_problem, document_id_problem
 from goldenset.vocabulary.golden_fields import ADMIN_FORM_FIELDS
 
 

@@ -8,7 +8,7 @@ it accepts through its `on_page` callback.
   depends on the seed and the ids only (not on database order), so a seed reproduces a sample exactly, and a
   different seed gives a different one.
 - Writers turn one page into a `Draft` (question, reference answer, or why there is none):
-  `ChatQuestionWriter` asks a chat model through goldenset.llm.ChatClient (temperature 0, the seed sent along,
+  `ChatQuestionWriter` asks a chat model through evalsite.llm.client.ChatClient (temperature 0, the seed sent along,
   the call cache making a re-run free and identical); `TemplateQuestionWriter` is the offline fallback: a
   simple factual question from one of the page's clear sentences (goldenset.clear_sentences),
   deterministically, or "no_clear_sentence" when the page has none. A writer never raises for a model
@@ -34,10 +34,10 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from evalsite.errors import EvalsiteError
+from evalsite.llm.client import ChatClient
+from evalsite.llm.json_replies import extract_json, validate
 from goldenset.clear_sentences import clear_question
 from goldenset.duplicates import DuplicateIndex
-from goldenset.llm import ChatClient
-from goldenset.llm_json import extract_json, validate
 from goldenset.quality import REASONS, GateLimits, Verdict, check
 from goldenset.vocabulary.chunks import cut_at_word
 
@@ -189,7 +189,7 @@ class TemplateQuestionWriter:
         return Draft(question=found.question, answer=found.sentence)
 
 
-# (NUL and lone surrogates are gone already: goldenset.llm_json.storable)
+# (NUL and lone surrogates are gone already: evalsite.llm.json_replies.storable)
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 

@@ -14,13 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from evalsite.bounded_json import JsonValueError, find_lone_surrogate, find_nul, json_loads
 from evalsite.errors import EvalsiteError
 from goldenset.text import (
-    JsonValueError,
     expected_documents_problem,
-    find_lone_surrogate,
-    find_nul,
-    json_loads,
     key_problem,
     normalize_question,
     question_problem,

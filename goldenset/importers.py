@@ -18,11 +18,14 @@ from typing import Any, Protocol
 from django.db import transaction
 from django.db.models import QuerySet
 
+from evalsite.bounded_json import find_nul
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
 from goldenset import beir
 from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, write_entries
 from goldenset.golden_files import GoldenRecord, dump_golden
-from goldenset.models import Collection, GoldenEntry, Job, Origin, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, Origin, Page
 from goldenset.sample import SamplePage, starter_records
 from goldenset.services import (
     DocumentInput,
@@ -35,7 +38,7 @@ from goldenset.services import (
     ingest_as_job,
     ingest_job_create,
 )
-from goldenset.text import document_id_problem, find_nul, question_hash
+from goldenset.text import document_id_problem, question_hash
 from goldenset.vocabulary.chunks import chunks
 
 _HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)

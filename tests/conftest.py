@@ -7,8 +7,10 @@ from dataclasses import dataclass
 import pytest
 from rest_framework.test import APIClient
 
+from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from goldenset import services
-from goldenset.models import Collection, Tenant
+from goldenset.models import Collection
 
 
 @dataclass
@@ -39,10 +41,10 @@ def add_documents(collection: Collection, docs: dict[str, str]) -> None:
 
 @pytest.fixture
 def world(db) -> World:
-    tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    _, key = services.api_key_create(tenant=tenant, name="tests", actor="test")
-    other = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="rival")
-    _, other_key = services.api_key_create(tenant=other, name="rival", actor="test")
+    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    _, key = api_key_create(tenant=tenant, name="tests", actor="test")
+    other = tenant_get_or_create(cluster_slug="acme", tenant_slug="rival")
+    _, other_key = api_key_create(tenant=other, name="rival", actor="test")
     collection = services.collection_create(tenant=tenant, slug="handbook", name="Handbook", actor="test")
     add_documents(
         collection,

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from goldenset.models import ApiKey, hash_api_key
+from evalsite.tenancy.models import ApiKey, hash_api_key
 
 # last_used_at is written at most this often per key, so a busy client does not turn reads into writes.
 _LAST_USED_RESOLUTION = timedelta(minutes=1)

@@ -5,8 +5,8 @@ import json
 from django.conf import settings
 from rest_framework import parsers
 
+from evalsite.bounded_json import JsonValueError, find_lone_surrogate, find_nul, json_loads
 from evalsite.errors import EvalsiteError
-from goldenset.text import JsonValueError, find_lone_surrogate, find_nul, json_loads
 
 
 class JSONParser(parsers.JSONParser):

@@ -9,6 +9,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser
 from evaluation import selectors
 from evaluation.api import serializers as s
@@ -22,7 +23,7 @@ from evaluation.services.search import available_rerankers, search
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses
-from goldenset.models import Collection, Tenant
+from goldenset.models import Collection
 
 
 def read_strictly(serializer_class: type[serializers.Serializer], data, *, partial: bool = False) -> dict:

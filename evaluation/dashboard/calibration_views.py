@@ -11,14 +11,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.labels import read_labels
 from evaluation.services import calibration
 from evaluation.verdicts import DEFAULT_THRESHOLDS
-from goldenset import services as golden_services
-from goldenset.models import Tenant
 
 MAX_UPLOAD_ERRORS_SHOWN = 10
 
@@ -36,7 +36,7 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
             try:
                 result = calibration.labels_import(
                     tenant=tenant, collection=collection, rows=read_labels(upload.read()),
-                    actor=golden_services.actor_user(request.user),
+                    actor=actor_user(request.user),
                 )  # fmt: skip
             except EvalsiteError as exc:
                 upload_errors = exc.details.get("errors") or [
@@ -88,7 +88,7 @@ def calibration_threshold(request: HttpRequest, tenant: Tenant, slug: str) -> Ht
     """Apply the best threshold of a judge's metric to the collection, or reset it (`reset`)."""
     collection = collection_for(tenant, slug)
     metric, judge_key = request.POST.get("metric", ""), request.POST.get("judge", calibration.HEURISTIC)
-    actor = golden_services.actor_user(request.user)
+    actor = actor_user(request.user)
     try:
         if request.POST.get("reset"):
             calibration.threshold_reset(

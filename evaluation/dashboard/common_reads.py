@@ -12,7 +12,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from goldenset.models import Collection, Tenant
+from evalsite.tenancy.models import Tenant
+from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_METRICS, ANSWER_SCORE, RETRIEVAL_METRICS
 
 # --- tenancy -----------------------------------------------------------------------------------------------

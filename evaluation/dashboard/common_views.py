@@ -18,9 +18,10 @@ from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from evalsite.errors import NotFound
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_reads import tenant_key, tenants_for_user
 from goldenset import selectors as golden_selectors
-from goldenset.models import Collection, Tenant
+from goldenset.models import Collection
 
 SESSION_TENANT = "dashboard_tenant"
 

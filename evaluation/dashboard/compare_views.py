@@ -9,12 +9,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import (
     tenant_page,
 )
 from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch, series_names
 from evaluation.dashboard.slices_reads import compare_slices
-from goldenset.models import Tenant
 
 
 @require_GET

@@ -16,12 +16,15 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 
+from evalsite.audit.models import AuditEvent
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
-from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, Origin, Page, Tenant
+from goldenset.models import Collection, GoldenAuditObject, GoldenEntry, GoldenJobKind, Origin, Page
 from goldenset.selectors import collections_list, count_of, golden_entries_list
 from goldenset.services.generate import generate_backend
 from goldenset.vocabulary.golden_fields import GOLDEN_CSV_COLUMNS
@@ -158,7 +161,7 @@ def golden_csv(entries: QuerySet[GoldenEntry]) -> str:
 def audit_trail(*, tenant: Tenant, entry_id: Any, limit: int = AUDIT_TRAIL_LENGTH) -> list[AuditEvent]:
     return list(
         AuditEvent.objects.filter(
-            tenant=tenant, object_type="golden-entry", object_id=str(entry_id)
+            tenant=tenant, object_type=GoldenAuditObject.GOLDEN_ENTRY, object_id=str(entry_id)
         ).order_by("-at", "-id")[:limit]
     )
 
@@ -250,7 +253,7 @@ DISCARD_CHART_ID = "discard-chart"
 
 def generate_report(job: Job) -> GenerateReport | None:
     """What a Generate job did: its result (when it completed), the discard chart, and its entries now."""
-    if job.kind != JobKind.GENERATE:
+    if job.kind != GoldenJobKind.GENERATE:
         return None
     counts = GoldenEntry.objects.filter(job=job).aggregate(
         total=Count("pk"), pending=Count("pk", filter=Q(reviewed=False))

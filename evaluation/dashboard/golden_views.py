@@ -16,7 +16,10 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError, NotFound
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import (
     collection_for,
     paginate,
@@ -48,7 +51,7 @@ from evaluation.dashboard.golden_reads import (
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
 from goldenset.formats import detect_format
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, Origin, Tenant
+from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin
 from goldenset.services.generate import generate_job_create
 from goldenset.services.uploads import upload_stage, upload_take
 
@@ -60,7 +63,7 @@ ACTIVITY_PER_PAGE = 50
 
 
 def _actor(request: HttpRequest) -> str:
-    return services.actor_user(request.user)
+    return actor_user(request.user)
 
 
 # --- home --------------------------------------------------------------------------------------------------
@@ -366,7 +369,7 @@ def _review_job(tenant: Tenant, collection: Collection, job_id: str | None) -> J
     if not job_id:
         return None
     job = golden_selectors.job_get(tenant=tenant, job_id=job_id)
-    if job.kind != JobKind.GENERATE or job.collection_id != collection.pk:
+    if job.kind != GoldenJobKind.GENERATE or job.collection_id != collection.pk:
         raise NotFound("Job", job_id)
     return job
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from goldenset.models import Collection, GoldenEntry, Job, Tenant
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
+from goldenset.models import Collection, GoldenEntry
 
 
 def launch_collections(*, tenant: Tenant) -> list[tuple[str, int]]:

@@ -18,7 +18,11 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError, NotFound
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.jobs.services import job_cancel, jobs_recover
+from evalsite.tenancy.models import Tenant
 from evaluation.configs import DEFAULT_KS_TEXT, parse_answer_configs, parse_configs, parse_ks, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
 from evaluation.dashboard.forms import (
@@ -38,6 +42,7 @@ from evaluation.dashboard.launch_reads import (
     launch_collections,
 )
 from evaluation.judge_votes import parse_judge_sampling
+from evaluation.models import EvaluationJobKind
 from evaluation.run_files import parse_run_file
 from evaluation.services.answers import answers_job_create
 from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
@@ -46,9 +51,7 @@ from evaluation.services.targets import target_names
 from evaluation.slices import Subset
 from evaluation.targets import ANSWER_KINDS, RETRIEVAL_KINDS
 from goldenset import selectors as golden_selectors
-from goldenset.jobs import job_cancel, jobs_recover
-from goldenset.models import Collection, Job, JobKind, JobStatus, Tenant
-from goldenset.services.audit import actor_user
+from goldenset.models import Collection, GoldenJobKind
 
 POLL_MS = 500
 
@@ -326,9 +329,9 @@ def _job_result_url(job: Job) -> str | None:
     if job.status != JobStatus.COMPLETED:
         return None
     batch = job_result_batch(job)
-    if job.kind in (JobKind.EVALUATE, JobKind.EVALUATE_ANSWERS) and batch:
+    if job.kind in (EvaluationJobKind.EVALUATE, EvaluationJobKind.EVALUATE_ANSWERS) and batch:
         return reverse("dashboard:compare") + "?" + urlencode({"batch": batch})
-    if job.kind == JobKind.GENERATE:
+    if job.kind == GoldenJobKind.GENERATE:
         return reverse("dashboard:job", args=[job.pk])  # the job's page shows its report
     if job.collection_id:
         return reverse("dashboard:collection", args=[job.collection.slug])  # type: ignore[union-attr]
@@ -359,7 +362,7 @@ def _job(tenant: Tenant, job_id: str) -> Job:
 def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
     job = _job(tenant, job_id)
     state = _job_state(job)
-    if state["result_url"] and job.kind != JobKind.GENERATE and request.GET.get("stay") != "1":
+    if state["result_url"] and job.kind != GoldenJobKind.GENERATE and request.GET.get("stay") != "1":
         return redirect(state["result_url"])  # finished already: straight to the results
     return render(
         request,
@@ -371,7 +374,7 @@ def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpRespons
             "poll_ms": POLL_MS,
             "report": generate_report(job),
             # A generation belongs to its collection's pages in the header, an evaluation to the launcher's.
-            "nav_section": "collection" if job.kind == JobKind.GENERATE else None,
+            "nav_section": "collection" if job.kind == GoldenJobKind.GENERATE else None,
         },
     )
 

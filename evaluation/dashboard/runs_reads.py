@@ -16,12 +16,13 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
+from evalsite.tenancy.models import Tenant
 from evaluation import selectors
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.reports import retrieval_diagnosis
-from goldenset.models import Collection, Document, Tenant
+from goldenset.models import Collection, Document
 
 RUNS_PER_PAGE = 50
 RUN_QUESTIONS_PER_PAGE = 100  # a retrieval run's questions, as ANSWER_QUESTIONS_PER_PAGE an answer run's

@@ -14,6 +14,7 @@ from django.utils.safestring import mark_safe
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
+from evalsite.tenancy.models import Tenant
 from evaluation import selectors as run_selectors
 from evaluation.dashboard import charts
 from evaluation.dashboard.answer_question_reads import answer_view
@@ -58,7 +59,6 @@ from evaluation.dashboard.slices_reads import config_rows, run_slices, subset_te
 from evaluation.models import EvaluationRun, RunKind
 from evaluation.reports import DIAGNOSES
 from evaluation.services.reports import ragas_rows, runs_junit
-from goldenset.models import Tenant
 
 # --- runs --------------------------------------------------------------------------------------------------
 

@@ -8,13 +8,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import tenant_page
 from evaluation.dashboard.forms import TargetForm, TargetTestForm
 from evaluation.models import Target
 from evaluation.services import targets as target_services
-from goldenset.models import Tenant
-from goldenset.services.audit import actor_user
 
 
 @require_GET

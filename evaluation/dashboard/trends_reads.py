@@ -14,6 +14,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, RowNumber
 from django.utils import timezone
 
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import (
     Memo,
@@ -23,7 +24,7 @@ from evaluation.dashboard.common_reads import (
     ordered_metrics,
 )
 from evaluation.models import EvaluationRun
-from goldenset.models import Collection, Tenant
+from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_METRICS
 
 TREND_DAYS = 90

@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_reads import collection_slugs
 from evaluation.dashboard.common_views import (
     collection_for,
@@ -18,7 +19,6 @@ from evaluation.dashboard.common_views import (
 )
 from evaluation.dashboard.forms import TrendsForm
 from evaluation.dashboard.trends_reads import TREND_DAYS, latest_run_collection, trend_report, trend_window
-from goldenset.models import Tenant
 
 
 @require_GET

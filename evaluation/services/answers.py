@@ -28,9 +28,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.models import Job
+from evalsite.jobs.services import job_cancelled, job_create
+from evalsite.llm.cache import DbCallCache
+from evalsite.llm.client import ChatClient
+from evalsite.llm.model_choice import resolve_model
+from evalsite.tenancy.models import Tenant
 from evaluation import answer_writer, judge, judge_llm, judge_votes, selectors, stats, verdicts
 from evaluation.configs import AnswerConfig, parse_answer_configs
-from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
+from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.calibration import effective_thresholds, judge_name
 from evaluation.services.judge_weights import collection_term_weights
@@ -40,12 +46,8 @@ from evaluation.services.targets import resolve_targets, target_client
 from evaluation.slices import EVERY, Subset
 from evaluation.targets import ANSWER_KINDS, TargetClient, TargetError
 from goldenset.generation import PageText
-from goldenset.jobs import job_cancelled, job_create
-from goldenset.llm import ChatClient
-from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, Job, JobKind, Page, Tenant
+from goldenset.models import Collection, Page
 from goldenset.selectors import pages_by_id
-from goldenset.services.llm import resolve_model
 from goldenset.vocabulary.chunks import chunks
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
@@ -601,7 +603,7 @@ def answers_job_create(
             raise empty_subset(config.run.subset, collections)
     return job_create(
         tenant=tenant,
-        kind=JobKind.EVALUATE_ANSWERS,
+        kind=EvaluationJobKind.EVALUATE_ANSWERS,
         collection=collections[0],
         input={
             "collection_pks": [c.pk for c in collections],

@@ -27,14 +27,23 @@ from django.db import transaction
 from django.db.models import Count, Max
 from django.utils import timezone
 
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.models import Tenant
 from evaluation import answer_writer, calibration, judge, verdicts
 from evaluation.labels import STATEMENT, LabelRow
-from evaluation.models import EvaluationRun, HumanLabel, JudgeThreshold, QuestionResult, RunKind
+from evaluation.models import (
+    EvaluationAuditObject,
+    EvaluationRun,
+    HumanLabel,
+    JudgeThreshold,
+    QuestionResult,
+    RunKind,
+)
 from evaluation.services.judge_weights import collection_term_weights
 from goldenset.formats import Problems, fail
-from goldenset.models import Collection, GoldenEntry, Tenant
-from goldenset.services.audit import audit_record
+from goldenset.models import Collection, GoldenEntry
 
 HEURISTIC = judge.HEURISTIC
 NO_THRESHOLD = 0.5  # the verdict cut of a metric the pass rule does not threshold (context recall, citations)
@@ -163,7 +172,7 @@ def labels_import(
             label.updated_at = now
         HumanLabel.objects.bulk_update(updates, fields, batch_size=500)
         audit_record(
-            tenant=tenant, action="create", object_type="labels", object_id=collection.slug, actor=actor,
+            tenant=tenant, action=AuditAction.CREATE, object_type=EvaluationAuditObject.LABELS, object_id=collection.slug, actor=actor,
             collection=collection, changes={k: v for k, v in summary.items() if k != "dry_run"},
         )  # fmt: skip
     return summary
@@ -487,7 +496,7 @@ def threshold_apply(
             defaults={"value": chosen, "source": source},
         )
         audit_record(
-            tenant=collection.tenant, action="update", object_type="threshold",
+            tenant=collection.tenant, action=AuditAction.UPDATE, object_type=EvaluationAuditObject.THRESHOLD,
             object_id=f"{collection.slug}/{judge_key}/{metric}", actor=actor, collection=collection,
             changes={"value": chosen, **source},
         )  # fmt: skip
@@ -501,7 +510,7 @@ def threshold_reset(*, collection: Collection, metric: str, judge_key: str, acto
         ).delete()
         if deleted:
             audit_record(
-                tenant=collection.tenant, action="delete", object_type="threshold",
+                tenant=collection.tenant, action=AuditAction.DELETE, object_type=EvaluationAuditObject.THRESHOLD,
                 object_id=f"{collection.slug}/{judge_key}/{metric}", actor=actor, collection=collection,
             )  # fmt: skip
     return bool(deleted)

@@ -14,6 +14,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from evalsite.audit.services import actor_command
+from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
+from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from evaluation.configs import DEFAULT_KS, parse_answer_configs, parse_configs
 from evaluation.labels import LabelRow, read_rows
 from evaluation.models import EvaluationRun, HumanLabel, RunKind
@@ -21,8 +24,8 @@ from evaluation.services.answers import evaluate_answers
 from evaluation.services.calibration import labels_import
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.search import available_rerankers
-from goldenset import importers, services
-from goldenset.models import ApiKey, Collection, Membership, hash_api_key
+from goldenset import importers
+from goldenset.models import Collection
 
 DEMO_ANSWER_CONFIGS = [
     {"label": "answers fulltext", "search_type": "FullText", "groundedness": "Off"},
@@ -52,7 +55,7 @@ def demo_folder() -> Path:
 
 def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
     """Load what is missing of the demo, saying what it did; (dashboard password, API key)."""
-    tenant = services.tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
     collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
     if collection is None or not collection.golden_entries.exists():
         result = importers.beir_import(
@@ -97,7 +100,7 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
         rows = [row for row in demo_labels() if row.question_id in keys]
         if rows:
             result = labels_import(
-                tenant=tenant, collection=collection, rows=rows, actor=services.actor_command("load_demo")
+                tenant=tenant, collection=collection, rows=rows, actor=actor_command("load_demo")
             )
             say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
     password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
@@ -112,9 +115,7 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
     key_path = Path(settings.DATA_DIR) / "demo_api_key"
     secret = key_path.read_text().strip() if key_path.exists() else ""
     if not secret or not ApiKey.objects.filter(key_hash=hash_api_key(secret), revoked_at=None).exists():
-        _, secret = services.api_key_create(
-            tenant=tenant, name="demo", actor=services.actor_command("load_demo")
-        )
+        _, secret = api_key_create(tenant=tenant, name="demo", actor=actor_command("load_demo"))
         key_path.write_text(secret)
         key_path.chmod(0o600)
     return password, secret

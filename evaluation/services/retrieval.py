@@ -17,9 +17,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.models import Job
+from evalsite.jobs.services import job_create
+from evalsite.tenancy.models import Tenant
 from evaluation import metrics, selectors, stats
 from evaluation.configs import RunConfig, parse_configs
-from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, Target
+from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult, RunKind, RunStatus, Target
 from evaluation.run_files import RunFile
 from evaluation.selectors import GoldenQuestion
 from evaluation.services.runs import empty_subset, questions_in, run_slices, run_store, run_summary
@@ -27,8 +30,7 @@ from evaluation.services.search import CollectionSearch, available_rerankers, re
 from evaluation.services.targets import resolve_targets, target_client
 from evaluation.slices import Subset
 from evaluation.targets import Hits, TargetError
-from goldenset.jobs import job_create
-from goldenset.models import Collection, Job, JobKind, Tenant
+from goldenset.models import Collection
 
 
 def retrieval_questions(collections: Sequence[Collection]) -> tuple[list[GoldenQuestion], list[str]]:
@@ -399,7 +401,7 @@ def evaluation_job_create(
             raise empty_subset(config.subset, collections)
     return job_create(
         tenant=tenant,
-        kind=JobKind.EVALUATE,
+        kind=EvaluationJobKind.EVALUATE,
         collection=collections[0],
         input={
             "collection_pks": [c.pk for c in collections],

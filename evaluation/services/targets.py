@@ -10,10 +10,13 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record
 from evalsite.egress import EgressPolicy, EgressRefused, check_url, origin
 from evalsite.errors import EvalsiteError, NotFound
+from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig
-from evaluation.models import Target
+from evaluation.models import EvaluationAuditObject, Target
 from evaluation.secret_box import SecretBox, derived_key
 from evaluation.targets import (
     RETRIEVAL_KINDS,
@@ -26,8 +29,7 @@ from evaluation.targets import (
     read_answer,
     read_hits,
 )
-from goldenset.models import Collection, Tenant
-from goldenset.services.audit import audit_record
+from goldenset.models import Collection
 
 FIELDS = (
     "name",
@@ -195,7 +197,7 @@ def target_create(*, tenant: Tenant, data: Mapping[str, Any], actor: str) -> Tar
         rate_limit=data.get("rate_limit"),
         options=options,
     )
-    return _save(target, "create", lambda: snapshot(target), actor)
+    return _save(target, AuditAction.CREATE, lambda: snapshot(target), actor)
 
 
 def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Target:
@@ -235,7 +237,7 @@ def target_update(*, target: Target, data: Mapping[str, Any], actor: str) -> Tar
             changed.setdefault("secret_headers", [before["secret_headers"], after["secret_headers"]])
         return changed
 
-    return _save(target, "update", changes, actor)
+    return _save(target, AuditAction.UPDATE, changes, actor)
 
 
 def _save(target: Target, action: str, changes: Callable[[], dict[str, Any]], actor: str) -> Target:
@@ -244,7 +246,7 @@ def _save(target: Target, action: str, changes: Callable[[], dict[str, Any]], ac
         with transaction.atomic():
             target.save()
             audit_record(
-                tenant=target.tenant, action=action, object_type="target", object_id=target.name, actor=actor,
+                tenant=target.tenant, action=action, object_type=EvaluationAuditObject.TARGET, object_id=target.name, actor=actor,
                 changes=changes(),
             )  # fmt: skip
     except IntegrityError:
@@ -260,7 +262,7 @@ def _save(target: Target, action: str, changes: Callable[[], dict[str, Any]], ac
 def target_delete(*, target: Target, actor: str) -> None:
     with transaction.atomic():
         audit_record(
-            tenant=target.tenant, action="delete", object_type="target", object_id=target.name, actor=actor,
+            tenant=target.tenant, action=AuditAction.DELETE, object_type=EvaluationAuditObject.TARGET, object_id=target.name, actor=actor,
             changes=snapshot(target),
         )  # fmt: skip
         target.delete()

@@ -9,13 +9,14 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from goldenset import services
+from evalsite.audit.services import actor_user
+from evalsite.tenancy.models import Tenant
 from goldenset.forms import CollectionChoiceField, collection_label
-from goldenset.models import Collection, Tenant
+from goldenset.models import Collection
 
 
 def actor_for(request: HttpRequest) -> str:
-    return services.actor_user(request.user)
+    return actor_user(request.user)
 
 
 # --- shared pieces -----------------------------------------------------------------------------------------

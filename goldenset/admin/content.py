@@ -8,10 +8,12 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils.text import Truncator
 
+from evalsite.tenancy.models import ApiKey, Cluster, Membership, Tenant
+from evalsite.tenancy.services import api_key_create, api_key_rename, api_key_revoke, api_keys_delete
 from goldenset import services
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, TenantFilter, actor_for
 from goldenset.forms import CollectionAdminForm, DocumentAdminForm, collection_label
-from goldenset.models import ApiKey, Cluster, Collection, Document, GoldenEntry, Membership, Page, Tenant
+from goldenset.models import Collection, Document, GoldenEntry, Page
 from goldenset.selectors import count_of
 
 # --- documents and pages -----------------------------------------------------------------------------------
@@ -181,7 +183,7 @@ class ApiKeyAdmin(PathLabelsMixin):
         return ("tenant", "name") if obj is None else self.change_fields
 
     def get_readonly_fields(self, request, obj=None):
-        # Revoking goes through the action (services.api_key_revoke), and a revoked key stays revoked.
+        # Revoking goes through the action (api_key_revoke), and a revoked key stays revoked.
         return () if obj is None else ("prefix", "tenant", "created_at", "last_used_at", "revoked_at")
 
     @admin.display(description="active", boolean=True)
@@ -190,9 +192,9 @@ class ApiKeyAdmin(PathLabelsMixin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            services.api_key_rename(key=obj, name=obj.name, actor=actor_for(request))
+            api_key_rename(key=obj, name=obj.name, actor=actor_for(request))
             return
-        key, secret = services.api_key_create(tenant=obj.tenant, name=obj.name, actor=actor_for(request))
+        key, secret = api_key_create(tenant=obj.tenant, name=obj.name, actor=actor_for(request))
         # The admin goes on with obj (log entry, redirect): make it the stored key.
         for field in ApiKey._meta.concrete_fields:
             setattr(obj, field.attname, getattr(key, field.attname))
@@ -215,13 +217,13 @@ class ApiKeyAdmin(PathLabelsMixin):
     def revoke_selected(self, request, queryset):
         with transaction.atomic():
             revoked = sum(
-                services.api_key_revoke(key=key, actor=actor_for(request))
+                api_key_revoke(key=key, actor=actor_for(request))
                 for key in queryset.filter(revoked_at__isnull=True)
             )
         self.message_user(request, f"Revoked {revoked} keys.", messages.SUCCESS)
 
     def delete_model(self, request, obj):
-        services.api_keys_delete(keys=[obj], actor=actor_for(request))
+        api_keys_delete(keys=[obj], actor=actor_for(request))
 
     def delete_queryset(self, request, queryset):
-        services.api_keys_delete(keys=list(queryset), actor=actor_for(request))
+        api_keys_delete(keys=list(queryset), actor=actor_for(request))

@@ -9,10 +9,11 @@ from django.utils.formats import date_format
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, slugify
 
+from evalsite.audit.models import AuditEvent
 from goldenset import importers, services
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, actor_for
 from goldenset.forms import GoldenEntryAdminForm, collection_label
-from goldenset.models import AuditEvent, AuditObject, Collection, GoldenEntry
+from goldenset.models import Collection, GoldenAuditObject, GoldenEntry
 
 AUDIT_TRAIL_LENGTH = 20
 TAG_CHOICES_LIMIT = 200
@@ -117,7 +118,7 @@ class GoldenEntryAdmin(PathLabelsMixin):
     @admin.display(description="last changes")
     def audit_trail(self, obj: GoldenEntry) -> str:
         events = AuditEvent.objects.filter(
-            object_type=AuditObject.GOLDEN_ENTRY, object_id=str(obj.pk)
+            object_type=GoldenAuditObject.GOLDEN_ENTRY, object_id=str(obj.pk)
         ).order_by("-at", "-id")[:AUDIT_TRAIL_LENGTH]
         rows = format_html_join(
             "",
@@ -130,7 +131,7 @@ class GoldenEntryAdmin(PathLabelsMixin):
             "<table><thead><tr><th>when</th><th>who</th><th>action</th><th>what</th></tr></thead>"
             '<tbody>{}</tbody></table><p><a href="{}">All events of this entry</a></p>',
             rows,
-            reverse("admin:goldenset_auditevent_changelist") + f"?q={obj.pk}",
+            reverse("admin:audit_auditevent_changelist") + f"?q={obj.pk}",
         )
 
     # Writes: each one audited as the signed-in user.

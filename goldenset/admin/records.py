@@ -7,16 +7,31 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
+from evalsite.audit.models import AuditEvent, audit_objects
+from evalsite.jobs.models import Job
 from goldenset.admin.common import ReadOnlyAdmin, TenantFilter
-from goldenset.models import AuditEvent, Job
 
 # --- system records ----------------------------------------------------------------------------------------
+
+
+class AuditObjectFilter(admin.SimpleListFilter):
+    """The kinds of object the apps registered, with their labels (the field has no choices of its own)."""
+
+    title = "object type"
+    parameter_name = "object_type__exact"
+
+    def lookups(self, request, model_admin):
+        return audit_objects()
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset if value is None else queryset.filter(object_type=value)
 
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ("at", "actor", "action", "object_type", "object_id", "collection_slug", "what", "tenant")
-    list_filter = ("action", "object_type", TenantFilter, "actor")
+    list_filter = ("action", AuditObjectFilter, TenantFilter, "actor")
     list_select_related = ("tenant__cluster",)
     # "=": exact ids (an entry's trail links here with its id), collection slugs and actors.
     search_fields = ("=object_id", "=collection_slug", "=actor")

@@ -8,9 +8,10 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from evalsite.audit.services import actor_api_key
 from evalsite.errors import EvalsiteError
-from goldenset import selectors, services
-from goldenset.models import ApiKey, Tenant
+from evalsite.tenancy.models import ApiKey, Tenant
+from evalsite.tenancy.selectors import tenant_for_key
 
 
 class TenantAPIView(APIView):
@@ -33,7 +34,7 @@ class TenantAPIView(APIView):
     def tenant(self, data=None) -> Tenant:
         """The key's tenant; cluster_id / tenant_id from the body (or the query) must name it, or 404."""
         source = data if data is not None else self.request.query_params
-        return selectors.tenant_for_key(
+        return tenant_for_key(
             api_key=self.api_key,
             cluster_id=_as_str(source.get("cluster_id"), "cluster_id"),
             tenant_id=_as_str(source.get("tenant_id"), "tenant_id"),
@@ -47,7 +48,7 @@ class TenantAPIView(APIView):
     @property
     def actor(self) -> str:
         """Who the audit trail names for this request."""
-        return services.actor_api_key(self.api_key)
+        return actor_api_key(self.api_key)
 
 
 def _as_str(value, name: str) -> str | None:

@@ -19,11 +19,11 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.services import job_cancel, jobs_recover
 from goldenset import importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.formats import FORMATS, detect_format
-from goldenset.jobs import job_cancel, jobs_recover
 from goldenset.services.generate import generate_job_create
 
 

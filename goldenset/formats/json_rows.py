@@ -20,8 +20,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evalsite.bounded_json import JsonValueError, json_value
 from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
-from goldenset.text import JsonValueError, json_value
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip

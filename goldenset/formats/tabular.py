@@ -15,8 +15,8 @@ import io
 import json
 from collections.abc import Sequence
 
+from evalsite.bounded_json import json_value
 from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail, shown
-from goldenset.text import json_value
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):

@@ -22,8 +22,8 @@ from typing import Any, cast
 
 import yaml
 
+from evalsite.bounded_json import find_lone_surrogate, find_nul
 from goldenset.formats import Entry, Problems, Written, fail, string_list
-from goldenset.text import find_lone_surrogate, find_nul
 
 QUESTION_VARS = ("question", "query", "input")
 REFERENCE_ASSERTIONS = ("factuality", "similar")

@@ -1,4 +1,4 @@
-"""Writes: tenancy, API keys, collections, documents and pages, golden entries, and the audit trail of them all.
+"""Writes: collections, documents and pages, golden entries, and the audit trail of them all.
 
 Every function is keyword-only, takes model instances already scoped to a tenant (selectors do the scoping),
 and raises evalsite.errors.EvalsiteError with a stable code on bad input, leaving the database unchanged.
@@ -6,19 +6,12 @@ and raises evalsite.errors.EvalsiteError with a stable code on bad input, leavin
 
 from goldenset.services.audit import (
     AUDITED_FIELDS,
-    actor_api_key,
-    actor_command,
-    actor_user,
     audit_entries,
     entry_snapshot,
 )
 from goldenset.services.content import (
     DocumentInput,
     IngestOutcome,
-    api_key_create,
-    api_key_rename,
-    api_key_revoke,
-    api_keys_delete,
     collection_create,
     collection_delete,
     collection_save,
@@ -31,7 +24,6 @@ from goldenset.services.content import (
     documents_upsert,
     ingest_as_job,
     ingest_job_create,
-    tenant_get_or_create,
 )
 from goldenset.services.golden import (
     EntryInput,
@@ -48,13 +40,6 @@ __all__ = [
     "DocumentInput",
     "EntryInput",
     "IngestOutcome",
-    "actor_api_key",
-    "actor_command",
-    "actor_user",
-    "api_key_create",
-    "api_key_rename",
-    "api_key_revoke",
-    "api_keys_delete",
     "audit_entries",
     "collection_create",
     "collection_delete",
@@ -75,5 +60,4 @@ __all__ = [
     "golden_entry_check",
     "golden_entry_save",
     "golden_entry_update",
-    "tenant_get_or_create",
 ]

@@ -13,88 +13,18 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record, diff
 from evalsite.errors import EvalsiteError, NotFound
-from goldenset.models import (
-    ApiKey,
-    AuditAction,
-    AuditObject,
-    Cluster,
-    Collection,
-    Document,
-    Job,
-    JobKind,
-    Page,
-    Tenant,
-    hash_api_key,
-)
-from goldenset.services.audit import ID_SAMPLE, audit_entries, audit_record, diff
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Tenant
+from goldenset.models import Collection, Document, GoldenAuditObject, GoldenJobKind, Page
+from goldenset.services.audit import audit_entries
 from goldenset.text import collection_id_problem, split_pages
 from goldenset.vocabulary.chunks import CHUNK, chunks
 
 logger = logging.getLogger(__name__)
-
-# --- tenancy -----------------------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def tenant_get_or_create(*, cluster_slug: str, tenant_slug: str) -> Tenant:
-    cluster, _ = Cluster.objects.get_or_create(slug=cluster_slug)
-    tenant, _ = Tenant.objects.get_or_create(cluster=cluster, slug=tenant_slug)
-    return tenant
-
-
-@transaction.atomic
-def api_key_create(*, tenant: Tenant, name: str = "", actor: str) -> tuple[ApiKey, str]:
-    """A new key; the secret is returned once and only its hash is stored (the audit trail has neither)."""
-    secret = ApiKey.new_secret()
-    key = ApiKey.objects.create(
-        tenant=tenant, name=name, prefix=secret[: ApiKey.PREFIX_LENGTH], key_hash=hash_api_key(secret)
-    )
-    _audit_key(key, AuditAction.CREATE, actor, {"name": name})
-    return key, secret
-
-
-@transaction.atomic
-def api_key_rename(*, key: ApiKey, name: str, actor: str) -> None:
-    before = ApiKey.objects.filter(pk=key.pk).values_list("name", flat=True).first()
-    if before is None:
-        raise NotFound("API key", key.prefix)
-    key.name = name
-    ApiKey.objects.filter(pk=key.pk).update(name=name)
-    if before != name:
-        _audit_key(key, AuditAction.UPDATE, actor, {"name": [before, name]})
-
-
-@transaction.atomic
-def api_key_revoke(*, key: ApiKey, actor: str) -> bool:
-    """Revoke a key; False (and no event) when it was revoked already."""
-    now = timezone.now()
-    if not ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now):
-        return False
-    key.revoked_at = now
-    _audit_key(key, AuditAction.REVOKE, actor, {"name": key.name})
-    return True
-
-
-@transaction.atomic
-def api_keys_delete(*, keys: Sequence[ApiKey], actor: str) -> int:
-    keys = list(keys)
-    for key in keys:
-        _audit_key(key, AuditAction.DELETE, actor, {"name": key.name, "revoked": key.revoked_at is not None})
-    ApiKey.objects.filter(pk__in=[k.pk for k in keys]).delete()
-    return len(keys)
-
-
-def _audit_key(key: ApiKey, action: str, actor: str, changes: dict[str, Any]) -> None:
-    audit_record(
-        tenant=key.tenant_id,
-        action=action,
-        object_type=AuditObject.API_KEY,
-        object_id=key.prefix,
-        actor=actor,
-        changes=changes,
-    )
-
+ID_SAMPLE = 20  # document ids an ingest event lists per kind of change; the counts are always whole
 
 # --- collections -------------------------------------------------------------------------------------------
 
@@ -193,7 +123,7 @@ def _audit_collection(collection: Collection, action: str, actor: str, changes: 
         tenant=collection.tenant_id,
         collection=collection,
         action=action,
-        object_type=AuditObject.COLLECTION,
+        object_type=GoldenAuditObject.COLLECTION,
         object_id=collection.slug,
         actor=actor,
         changes=changes,
@@ -356,7 +286,7 @@ def documents_upsert(
                 tenant=collection.tenant_id,
                 collection=collection,
                 action=AuditAction.INGEST,
-                object_type=AuditObject.DOCUMENT,
+                object_type=GoldenAuditObject.DOCUMENT,
                 object_id=_documents_label(written.created + written.updated),
                 actor=actor,
                 changes={
@@ -461,12 +391,12 @@ def ingest_as_job(count: int) -> bool:
 
 def ingest_job_create(*, collection: Collection, input: dict[str, Any], actor: str) -> Job:
     """Queue an Ingest job of validated input (its launch audited now, its writes when it runs)."""
-    from goldenset.jobs import job_create  # goldenset.jobs audits through this package
+    from evalsite.jobs.services import job_create  # goldenset.jobs audits through this package
 
     with transaction.atomic():
         return job_create(
             tenant=collection.tenant,
-            kind=JobKind.INGEST,
+            kind=GoldenJobKind.INGEST,
             collection=collection,
             input={**input, "actor": actor},
             actor=actor,
@@ -561,7 +491,7 @@ def _audit_document(
         tenant=collection.tenant_id,
         collection=collection,
         action=action,
-        object_type=AuditObject.DOCUMENT,
+        object_type=GoldenAuditObject.DOCUMENT,
         object_id=document.external_id,
         actor=actor,
         changes=changes,

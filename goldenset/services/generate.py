@@ -14,16 +14,18 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.jobs.services import Progress, job_cancelled, job_create
+from evalsite.llm.cache import DbCallCache
+from evalsite.llm.client import ChatClient
+from evalsite.llm.model_choice import resolve_model
+from evalsite.tenancy.models import Tenant
 from goldenset import generation
 from goldenset.duplicates import DuplicateIndex
-from goldenset.jobs import Progress, job_cancelled, job_create
-from goldenset.llm import ChatClient
-from goldenset.llm_cache import DbCallCache
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, JobStatus, Origin, Page, Tenant
+from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin, Page
 from goldenset.quality import Verdict
 from goldenset.selectors import documents_in_force, pages_by_id
 from goldenset.services.golden import EntryInput, golden_entries_add
-from goldenset.services.llm import resolve_model
 
 MIN_PAGE_CHARS = 120  # shorter pages hold no question worth asking
 
@@ -55,7 +57,7 @@ def generate_job_create(
     seed = generation.new_seed() if seed is None else seed
     return job_create(
         tenant=tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         collection=collection,
         input={
             "count": count,
@@ -74,7 +76,11 @@ def _earlier_runs(collection: Collection, *, count: int, model: str, seed: int) 
     new one continues them, asking only for what they did not accept. A request repeated after a completed
     run asks for `count` more (repeated calls grow the set)."""
     same = Job.objects.filter(
-        collection=collection, kind=JobKind.GENERATE, input__count=count, input__model=model, input__seed=seed
+        collection=collection,
+        kind=GoldenJobKind.GENERATE,
+        input__count=count,
+        input__model=model,
+        input__seed=seed,
     )
     last_completed = same.filter(status=JobStatus.COMPLETED).order_by("-created_at").values("created_at")[:1]
     failed = same.filter(status=JobStatus.FAILED)

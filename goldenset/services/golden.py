@@ -9,15 +9,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from evalsite.audit.models import AuditAction, AuditEvent
 from evalsite.errors import EvalsiteError
-from goldenset.models import (
-    AuditAction,
-    AuditEvent,
-    Collection,
-    GoldenEntry,
-    Job,
-    Origin,
-)
+from evalsite.jobs.models import Job
+from goldenset.models import Collection, GoldenEntry, Origin
 from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
 from goldenset.text import (

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from evalsite.tenancy.services import tenant_get_or_create
+
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -102,12 +104,12 @@ HANDBOOK_USER, HANDBOOK_PASSWORD, HANDBOOK = "alice", "alice-handbook-secret", "
 
 @pytest.fixture
 def handbook_member(django_user_model):
+    from evalsite.tenancy.models import Membership
     from goldenset import services
-    from goldenset.models import Membership
     from tests.conftest import add_documents
     from tests.dashboard.answer_runs_support import PASSAGES
 
-    tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
     user = django_user_model.objects.create_user(HANDBOOK_USER, password=HANDBOOK_PASSWORD)
     Membership.objects.create(user=user, tenant=tenant)
     collection = services.collection_create(tenant=tenant, slug=HANDBOOK, name="Handbook", actor="test")

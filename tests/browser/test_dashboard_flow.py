@@ -20,13 +20,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.core.management import call_command
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.tenancy.models import Membership
+from evalsite.tenancy.services import tenant_get_or_create
 from evaluation.configs import parse_configs
 from evaluation.dashboard.runs_reads import RUN_QUESTIONS_PER_PAGE
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationJobKind, EvaluationRun
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.search import available_rerankers
-from goldenset import services
-from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, JobStatus, Membership
+from goldenset.models import Collection, GoldenEntry
 from tests.browser.pages import assert_clean, is_local, log_in, overflow, watch_requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +48,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def member(django_user_model):
     """alice, a member of tenant acme/search (which has no collection yet)."""
-    tenant = services.tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
+    tenant = tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
     user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
     Membership.objects.create(user=user, tenant=tenant)
     return user
@@ -179,7 +182,7 @@ def test_a_user_imports_evaluates_compares_and_curates_in_the_browser(
     job_div = page.locator("#job[data-progress-url]")
     assert job_div.get_attribute("data-finished") == "false"
     assert page.locator("#job progress[data-job-bar]").count() == 1
-    job = Job.objects.get(kind=JobKind.EVALUATE)  # (the import queued its index build too)
+    job = Job.objects.get(kind=EvaluationJobKind.EVALUATE)  # (the import queued its index build too)
     assert job.input["ks"] == [1, 5, 10]
     assert [c["label"] for c in job.input["configs"]] == LABELS
     screenshot(page, "04-job")

@@ -15,9 +15,14 @@ import re
 import pytest
 from django.utils import timezone
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.tenancy.models import Membership
+from evalsite.tenancy.services import tenant_get_or_create
+from evaluation.models import EvaluationJobKind
 from goldenset import services
 from goldenset.generation import DISCARD_REASONS
-from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, JobStatus, Membership, Origin
+from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin
 from tests.browser.pages import assert_clean, log_in, watch_requests
 from tests.conftest import add_documents
 
@@ -52,7 +57,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def member(django_user_model):
     """alice, a member of tenant acme/search, which has the collection "science" with documents and no entries."""
-    tenant = services.tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
+    tenant = tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
     user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
     Membership.objects.create(user=user, tenant=tenant)
     collection = services.collection_create(tenant=tenant, slug=SLUG, name="Science", actor="test")
@@ -101,7 +106,9 @@ def test_a_user_generates_questions_and_reviews_them_in_the_browser(
     assert page.locator(".field.has-error input").get_attribute("name") == "model"
     assert page.locator("input[name=seed]").input_value() == str(SEED)  # what was typed stays
     screenshot(page, "gen-01b-generate-error")
-    assert not Job.objects.exclude(kind=JobKind.INDEX_BUILD).exists()  # (the upload queued its index build)
+    assert not Job.objects.exclude(
+        kind=EvaluationJobKind.INDEX_BUILD
+    ).exists()  # (the upload queued its index build)
     # Chromium logs the form's 400 answer as a failed load; that one is expected, nothing else may be there.
     assert page.errors == ["Failed to load resource: the server responded with a status of 400 (Bad Request)"]
     page.errors.clear()
@@ -112,8 +119,8 @@ def test_a_user_generates_questions_and_reviews_them_in_the_browser(
     page.click("form.generate-form button[type=submit]")
     page.wait_for_url(re.compile(r"/jobs/[0-9a-f-]+/$"))
     job_url = page.url
-    job = Job.objects.get(kind=JobKind.GENERATE)  # (the upload queued its index build too)
-    assert job.kind == JobKind.GENERATE and job.input["seed"] == SEED and job.input["count"] == COUNT
+    job = Job.objects.get(kind=GoldenJobKind.GENERATE)  # (the upload queued its index build too)
+    assert job.kind == GoldenJobKind.GENERATE and job.input["seed"] == SEED and job.input["count"] == COUNT
     assert page.locator("h1").inner_text() == f"Question generation of {SLUG}"
     page.wait_for_selector("#discard-chart .main-svg", timeout=90_000)
     assert page.url == job_url
@@ -232,7 +239,7 @@ def test_the_job_page_reloads_into_its_report_when_the_job_ends(live_server, pag
     collection = Collection.objects.get(slug=SLUG)
     job = Job.objects.create(
         tenant=collection.tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         collection=collection,
         input={"count": 3, "model": "template", "backend": "template", "seed": 5, "actor": ACTOR},
     )

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
+from evalsite.tenancy.models import Membership
+from evalsite.tenancy.services import tenant_get_or_create
 from goldenset import services
-from goldenset.models import Membership
 from tests.browser.pages import assert_clean, log_in, watch_requests
 from tests.worker_support import Serve
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_status_line_shows_a_live_worker_behind_the_production_server(
     manage_env, tmp_path, page, screenshot, django_user_model
 ):
-    tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
     services.collection_create(tenant=tenant, slug="handbook", name="Handbook", actor="test")
     # Hashed as the server hashes (the test settings use a fast hasher the server does not accept).
     password = PBKDF2PasswordHasher().encode("ann-secret-123", PBKDF2PasswordHasher().salt())

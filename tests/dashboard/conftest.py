@@ -13,12 +13,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from evalsite.tenancy.models import Membership
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.search import available_rerankers
 from goldenset import services
-from goldenset.models import Collection, GoldenEntry, Membership
+from goldenset.models import Collection, GoldenEntry
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
 from tests.dashboard.answer_runs_support import make_answer_run, questions

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from evaluation.models import EvaluationRun
-from goldenset.models import GoldenEntry, Job, JobKind, JobStatus
+from evalsite.jobs.models import Job, JobStatus
+from evaluation.models import EvaluationJobKind, EvaluationRun
+from goldenset.models import GoldenEntry
 from tests.dashboard.conftest import SEARCH_CONFIG, launch_data, question_url, run_url
 
 # --- launching an answer evaluation ------------------------------------------------------------------------
@@ -49,7 +50,7 @@ def test_launching_an_answer_evaluation_runs_it_and_opens_the_comparison(
     job = Job.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("dashboard:job", args=[job.pk])
-    assert job.kind == JobKind.EVALUATE_ANSWERS and job.tenant == world.tenant
+    assert job.kind == EvaluationJobKind.EVALUATE_ANSWERS and job.tenant == world.tenant
     assert job.input["collection_pks"] == [world.collection.pk]
     assert [c["label"] for c in job.input["configs"]] == ["fulltext extractive", "grounded"]
     assert job.input["configs"][1]["groundedness"] == "High" and job.input["configs"][1]["top_k"] == 2
@@ -112,7 +113,7 @@ def test_an_empty_collection_cannot_be_launched_without_questions(alice, world, 
 def test_a_finished_answer_evaluation_job_opens_its_comparison(alice, world, answer_batch):
     job = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.EVALUATE_ANSWERS,
+        kind=EvaluationJobKind.EVALUATE_ANSWERS,
         collection=world.collection,
         status=JobStatus.COMPLETED,
         result={"batch_id": str(answer_batch.batch_id), "runs": []},
@@ -123,7 +124,7 @@ def test_a_finished_answer_evaluation_job_opens_its_comparison(alice, world, ans
     progress = alice.get(reverse("dashboard:job-progress", args=[job.pk])).json()
     assert progress["result_url"] == response["Location"]
     running = Job.objects.create(
-        tenant=world.tenant, kind=JobKind.EVALUATE_ANSWERS, collection=world.collection
+        tenant=world.tenant, kind=EvaluationJobKind.EVALUATE_ANSWERS, collection=world.collection
     )
     page = alice.get(reverse("dashboard:job", args=[running.pk]))
     assert b"Answer evaluation of handbook" in page.content

@@ -6,13 +6,17 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import Membership
 from evaluation.dashboard.common_views import SESSION_TENANT
-from goldenset.models import Job, JobKind, Membership
+from evaluation.models import EvaluationJobKind
 
 
 @pytest.fixture
 def job(world):
-    return Job.objects.create(tenant=world.tenant, kind=JobKind.EVALUATE, collection=world.collection)
+    return Job.objects.create(
+        tenant=world.tenant, kind=EvaluationJobKind.EVALUATE, collection=world.collection
+    )
 
 
 @pytest.fixture
@@ -99,7 +103,7 @@ def test_login_is_required(db, client, url):
 
 
 def test_progress_json_answers_401_without_a_session(world, client):
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.EVALUATE)
+    job = Job.objects.create(tenant=world.tenant, kind=EvaluationJobKind.EVALUATE)
     response = client.get(reverse("dashboard:job-progress", args=[job.pk]))
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthenticated"

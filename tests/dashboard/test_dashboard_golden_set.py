@@ -9,8 +9,9 @@ import json
 
 from django.urls import reverse
 
+from evalsite.audit.models import AuditEvent
 from goldenset.golden_files import parse_golden
-from goldenset.models import AuditEvent, GoldenEntry
+from goldenset.models import GoldenEntry
 from goldenset.services.golden import EntryInput
 from tests.support import add_entries
 

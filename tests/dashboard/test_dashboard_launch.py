@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from evaluation.models import EvaluationRun
-from goldenset.models import Job, JobKind, JobStatus
+from evalsite.jobs.models import Job, JobStatus
+from evaluation.models import EvaluationJobKind, EvaluationRun
 from tests.dashboard import conftest
 
 
@@ -38,7 +38,11 @@ def test_launching_creates_a_job_that_runs_to_completed(
     job = Job.objects.get()
     assert response.status_code == 302
     assert response["Location"] == reverse("dashboard:job", args=[job.pk])
-    assert job.kind == JobKind.EVALUATE and job.tenant == world.tenant and job.collection == world.collection
+    assert (
+        job.kind == EvaluationJobKind.EVALUATE
+        and job.tenant == world.tenant
+        and job.collection == world.collection
+    )
     # The API's job input, so evaluation.services.retrieval.evaluate_job runs both alike.
     assert job.input["collection_pks"] == [world.collection.pk]
     assert job.input["ks"] == [1, 3]
@@ -71,7 +75,9 @@ def test_launching_creates_a_job_that_runs_to_completed(
 
 
 def test_a_queued_job_shows_a_progress_bar_that_polls(alice, world):
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.EVALUATE, progress_done=3, progress_total=12)
+    job = Job.objects.create(
+        tenant=world.tenant, kind=EvaluationJobKind.EVALUATE, progress_done=3, progress_total=12
+    )
     Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING)
     page = alice.get(reverse("dashboard:job", args=[job.pk]))
     assert page.status_code == 200
@@ -85,7 +91,7 @@ def test_a_queued_job_shows_a_progress_bar_that_polls(alice, world):
 def test_a_failed_job_shows_its_error(alice, world):
     job = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.EVALUATE,
+        kind=EvaluationJobKind.EVALUATE,
         status=JobStatus.FAILED,
         error={
             "code": "empty-golden-set",
@@ -101,7 +107,7 @@ def test_a_failed_job_shows_its_error(alice, world):
 
 
 def test_a_job_can_be_cancelled(alice, world):
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.EVALUATE)
+    job = Job.objects.create(tenant=world.tenant, kind=EvaluationJobKind.EVALUATE)
     response = alice.post(reverse("dashboard:job-cancel", args=[job.pk]))
     assert response.status_code == 302
     job.refresh_from_db()

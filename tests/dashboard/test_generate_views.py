@@ -14,11 +14,14 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import charts
 from evaluation.dashboard.golden_views import REVIEW_PER_PAGE
+from evaluation.models import EvaluationJobKind
 from goldenset import services
 from goldenset.generation import DISCARD_REASONS, TEMPLATE_MODEL
-from goldenset.models import AuditEvent, Collection, GoldenEntry, Job, JobKind, JobStatus, Origin
+from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
 
@@ -71,7 +74,7 @@ def generate(client: Client, capture, **data):
 @pytest.fixture
 def generated(alice, science, django_capture_on_commit_callbacks) -> Job:
     response = generate(alice, django_capture_on_commit_callbacks, seed="7")
-    job = Job.objects.get(kind=JobKind.GENERATE)
+    job = Job.objects.get(kind=GoldenJobKind.GENERATE)
     assert response.status_code == 302 and response["Location"] == reverse("dashboard:job", args=[job.pk])
     return job
 
@@ -239,7 +242,7 @@ def test_the_same_seed_samples_the_same_pages(alice, science, generated, django_
     first = generated_entries(generated)
     GoldenEntry.objects.filter(job=generated).delete()
     generate(alice, django_capture_on_commit_callbacks, seed="7")
-    again = Job.objects.filter(kind=JobKind.GENERATE).exclude(pk=generated.pk).get()
+    again = Job.objects.filter(kind=GoldenJobKind.GENERATE).exclude(pk=generated.pk).get()
     assert [(e.question, e.source_page_id) for e in generated_entries(again)] == [
         (e.question, e.source_page_id) for e in first
     ]
@@ -248,7 +251,7 @@ def test_the_same_seed_samples_the_same_pages(alice, science, generated, django_
 def test_a_running_generate_job_polls_and_counts_pages(alice, science):
     job = Job.objects.create(
         tenant=science.tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         collection=science,
         status=JobStatus.RUNNING,
         progress_done=2,
@@ -268,7 +271,7 @@ def test_a_job_whose_worker_died_too_often_is_failed_with_its_message_and_keeps_
     alice, science, settings
 ):
     settings.EVALSITE_JOB_MAX_RETRIES = 1
-    job = Job.objects.create(tenant=science.tenant, kind=JobKind.GENERATE, collection=science)
+    job = Job.objects.create(tenant=science.tenant, kind=GoldenJobKind.GENERATE, collection=science)
     Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING,
         heartbeat_at=timezone.now() - timedelta(days=1),
@@ -298,7 +301,7 @@ def test_a_job_whose_worker_died_too_often_is_failed_with_its_message_and_keeps_
 
 
 def test_the_job_page_itself_puts_a_stale_job_back_in_the_queue_and_says_so(alice, science):
-    job = Job.objects.create(tenant=science.tenant, kind=JobKind.GENERATE, collection=science)
+    job = Job.objects.create(tenant=science.tenant, kind=GoldenJobKind.GENERATE, collection=science)
     Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING, heartbeat_at=timezone.now() - timedelta(days=1), owner="elsewhere:42:7"
     )
@@ -351,7 +354,7 @@ def test_the_review_queue_shows_each_entry_with_its_page(alice, world, golden, g
 
 
 def test_the_review_queue_filters_by_job_and_pages(alice, science, generated):
-    other = Job.objects.create(tenant=science.tenant, kind=JobKind.GENERATE, collection=science)
+    other = Job.objects.create(tenant=science.tenant, kind=GoldenJobKind.GENERATE, collection=science)
     services.golden_entries_add(
         collection=science,
         entries=[
@@ -538,9 +541,9 @@ def test_a_member_cannot_switch_to_another_tenant_on_these_pages(alice, generate
 
 def test_the_queue_refuses_a_job_of_another_collection(alice, world, science, generated):
     # A Generate job of the same tenant but of handbook: not this collection's.
-    other = Job.objects.create(tenant=world.tenant, kind=JobKind.GENERATE, collection=world.collection)
+    other = Job.objects.create(tenant=world.tenant, kind=GoldenJobKind.GENERATE, collection=world.collection)
     assert alice.get(review_url(query=f"?job={other.pk}")).status_code == 404
     assert alice.get(review_url("handbook", f"?job={generated.pk}")).status_code == 404
-    evaluate = Job.objects.create(tenant=world.tenant, kind=JobKind.EVALUATE, collection=science)
+    evaluate = Job.objects.create(tenant=world.tenant, kind=EvaluationJobKind.EVALUATE, collection=science)
     assert alice.get(review_url(query=f"?job={evaluate.pk}")).status_code == 404
     assert alice.get(review_url(query="?job=nonsense")).status_code == 404

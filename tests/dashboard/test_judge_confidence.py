@@ -7,7 +7,7 @@ import re
 
 from django.urls import reverse
 
-from goldenset.models import Job
+from evalsite.jobs.models import Job
 from tests.dashboard.conftest import SEARCH_CONFIG, launch_data, question_url, run_url, text_of
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.test import override_settings
 from django.urls import reverse
 
-from goldenset.models import AuditEvent, Job
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job
 from tests.dashboard import conftest
 
 API_EVALUATE = "/lmkit/v1/search/evaluate"

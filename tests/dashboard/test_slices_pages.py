@@ -9,11 +9,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun
 from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.slices import Subset
-from goldenset.models import GoldenEntry, Job, JobStatus, Origin
+from goldenset.models import GoldenEntry, Origin
 from tests.dashboard.conftest import compare_url, launch_data, run_url, text_of
 from tests.dashboard.test_answer_launch import answer_launch_data
 

@@ -9,8 +9,8 @@ import time
 import pytest
 from django.urls import reverse
 
+from evalsite.jobs.models import Job
 from evaluation.models import EvaluationRun, Target
-from goldenset.models import Job
 from tests.dashboard.conftest import launch_data, text_of
 from tests.llm_server import llm_server_fixture  # noqa: F401
 

@@ -9,11 +9,12 @@ import re
 import pytest
 from django.urls import reverse
 
+from evalsite.audit.models import AuditEvent
 from evaluation.dashboard import charts
 from evaluation.dashboard.golden_reads import HOME_LABELS
 from evaluation.dashboard.runs_reads import RUN_QUESTIONS_PER_PAGE
 from goldenset import services
-from goldenset.models import AuditEvent, GoldenEntry, Origin
+from goldenset.models import GoldenEntry, Origin
 from goldenset.services import EntryInput
 from tests.dashboard.conftest import make_runs
 

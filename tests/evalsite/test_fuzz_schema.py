@@ -26,8 +26,8 @@ import pytest
 import yaml
 from django.db import connection
 
+from evalsite.jobs.models import Job
 from goldenset import services
-from goldenset.models import Job
 from tests.conftest import add_documents
 from tests.support import handbook_entries
 from tests.worker_support import Serve, free_port

@@ -12,7 +12,8 @@ from django.utils import timezone
 from django_q.conf import Conf
 
 from evalsite import health
-from goldenset.models import Worker
+from evalsite.jobs.models import Worker
+from evalsite.tenancy.services import tenant_get_or_create
 
 
 @pytest.fixture
@@ -103,14 +104,11 @@ def test_inline_jobs_need_no_worker(db, staff):
 
 
 def test_the_dashboard_shows_the_same_status_line(db, real_queue, settings, django_user_model):
-    from goldenset import services
-    from goldenset.models import Membership
+    from evalsite.tenancy.models import Membership
 
     settings.EVALSITE_JOB_HEARTBEAT_SECONDS = 10
     user = django_user_model.objects.create_user("ann", password="pw-123456789")
-    Membership.objects.create(
-        user=user, tenant=services.tenant_get_or_create(cluster_slug="c", tenant_slug="t")
-    )
+    Membership.objects.create(user=user, tenant=tenant_get_or_create(cluster_slug="c", tenant_slug="t"))
     client = Client()
     client.force_login(user)
     html = client.get("/").content.decode()
@@ -128,12 +126,11 @@ def test_the_dashboard_shows_the_same_status_line(db, real_queue, settings, djan
 def test_the_status_line_shows_a_check_s_exception_text_to_staff_only(
     db, real_queue, settings, django_user_model
 ):
-    from goldenset import services
-    from goldenset.models import Membership
+    from evalsite.tenancy.models import Membership
 
     beat("h:1:1", 1)
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:9/0"}
-    tenant = services.tenant_get_or_create(cluster_slug="c", tenant_slug="t")
+    tenant = tenant_get_or_create(cluster_slug="c", tenant_slug="t")
     pages = {}
     for name, is_staff in (("ann", False), ("op", True)):
         user = django_user_model.objects.create_user(name, password="pw-123456789", is_staff=is_staff)

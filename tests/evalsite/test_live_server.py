@@ -15,8 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from evalsite.jobs.models import Job, JobStatus
+from evaluation.models import EvaluationJobKind
 from goldenset import services
-from goldenset.models import Job, JobKind, JobStatus
 from tests.conftest import add_documents
 from tests.generation_support import scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
@@ -96,7 +97,7 @@ def test_thirty_first_hybrid_searches_at_once_never_build_in_a_request_and_all_a
     # at the same instant, finds them built).
     builds = Job.objects.filter(
         collection=world.collection,
-        kind=JobKind.INDEX_BUILD,
+        kind=EvaluationJobKind.INDEX_BUILD,
         input__content_version=world.collection.content_version,
     )
     assert {job.status for job in builds} == {JobStatus.COMPLETED}

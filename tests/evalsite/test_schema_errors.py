@@ -17,8 +17,9 @@ import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.services.retrieval import evaluate_retrieval
-from goldenset.models import Job, JobKind, JobStatus
+from goldenset.models import GoldenJobKind
 from tests.conftest import api_client
 from tests.evaluation.test_response_schema import to_json_schema
 from tests.support import handbook_entries
@@ -66,7 +67,7 @@ def ids(world) -> dict[str, str]:
     job = Job.objects.create(
         tenant=world.tenant,
         collection=world.collection,
-        kind=JobKind.INGEST,
+        kind=GoldenJobKind.INGEST,
         status=JobStatus.COMPLETED,
         input={},
     )

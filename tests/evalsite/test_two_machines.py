@@ -12,7 +12,8 @@ import httpx
 import pytest
 from django.db import connection
 
-from goldenset.models import Job, JobKind
+from evalsite.jobs.models import Job
+from evaluation.models import EvaluationJobKind
 from tests.worker_support import Serve
 
 pytestmark = [
@@ -98,7 +99,7 @@ def test_two_machines_serve_every_collection_and_build_each_version_once(world, 
                 assert ok, f"{doc} not searchable after {took:.1f} s"
 
         versions = list(
-            Job.objects.filter(collection__slug="fresh", kind=JobKind.INDEX_BUILD).values_list(
+            Job.objects.filter(collection__slug="fresh", kind=EvaluationJobKind.INDEX_BUILD).values_list(
                 "input__content_version", flat=True
             )
         )

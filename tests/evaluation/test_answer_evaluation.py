@@ -10,9 +10,9 @@ import json
 import pytest
 from django.core.management import call_command
 
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from goldenset import services
-from goldenset.models import Job, JobStatus
 from tests.answer_support import decline_everything, scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import add_entries
@@ -325,7 +325,7 @@ def test_the_answer_gate_writes_json(golden, tmp_path):
 
 
 def test_a_bad_bar_is_exit_2(golden, capsys):
-    from goldenset.management.commands._base import EvalsiteCommand  # noqa: F401  (one-line errors)
+    from evalsite.management.base import EvalsiteCommand  # noqa: F401  (one-line errors)
 
     with pytest.raises(SystemExit) as exit_info:
         call_command(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evalsite.llm.client import ChatClient, MemoryCallCache
 from evaluation.answer_writer import (
     GROUNDEDNESS,
     GROUNDEDNESS_MIN_SUPPORT,
@@ -25,7 +26,6 @@ from evaluation.answer_writer import (
     split_sentences,
     unknown_citations,
 )
-from goldenset.llm import ChatClient, MemoryCallCache
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 PASSAGES = [

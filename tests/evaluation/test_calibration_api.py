@@ -12,11 +12,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, HumanLabel, JudgeThreshold
 from evaluation.services import calibration
 from evaluation.warmup import warm_up
 from goldenset import services
-from goldenset.models import AuditEvent, Job, JobStatus
 from tests.answer_support import scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import add_entries

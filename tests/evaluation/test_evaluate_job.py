@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from evaluation.models import EvaluationRun, QuestionResult
-from goldenset.models import Job, JobKind, JobStatus
+from evalsite.jobs.models import Job, JobStatus
+from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult
 from tests.support import handbook_entries
 
 API = "/lmkit/v1"
@@ -54,7 +54,7 @@ def test_a_big_evaluation_answers_202_and_the_job_completes_with_the_runs(
         assert body.pop(stamp) is not None
     assert body == {
         "job_id": job_id,
-        "kind": JobKind.EVALUATE.value,
+        "kind": EvaluationJobKind.EVALUATE.value,
         "status": "Completed",
         "progress": 1.0,
         "progress_done": 4,
@@ -147,7 +147,7 @@ def test_nothing_runs_in_the_request_itself(world, golden, django_capture_on_com
     job = Job.objects.get(pk=response.json()["job_id"])
     assert (job.status, job.kind, job.tenant, job.collection) == (
         JobStatus.QUEUED,
-        JobKind.EVALUATE,
+        EvaluationJobKind.EVALUATE,
         world.tenant,
         world.collection,
     )
@@ -192,5 +192,5 @@ def test_at_the_limit_the_call_is_answered_inline(world, golden):
     with override_settings(EVALSITE_EVALUATE_SYNC_LIMIT=4):
         response = world.client.post(URL, BODY, format="json")
     assert response.status_code == 200
-    assert not Job.objects.filter(kind=JobKind.EVALUATE).exists()
+    assert not Job.objects.filter(kind=EvaluationJobKind.EVALUATE).exists()
     assert [run.job_id for run in EvaluationRun.objects.all()] == [None, None]  # one run per configuration

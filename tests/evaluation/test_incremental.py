@@ -11,8 +11,10 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
+from evalsite.jobs.models import Job
 from evaluation import indexes
 from evaluation.configs import RunConfig
+from evaluation.models import EvaluationJobKind
 from evaluation.search.bm25 import BM25Index, BM25Params
 from evaluation.search.engine import SearchIndex
 from evaluation.search.postings import (
@@ -24,7 +26,7 @@ from evaluation.search.postings import (
 )
 from evaluation.services.search import search
 from goldenset import services
-from goldenset.models import Document, Job, JobKind, Page
+from goldenset.models import Document, Page
 from tests.conftest import add_documents
 
 VARIANTS = ("lucene", "okapi")
@@ -142,7 +144,9 @@ QUERIES = ["refunds card", "shipping express", "warranty defects", "quokka", "po
 def _last_build(collection) -> Job:
     collection.refresh_from_db()
     return Job.objects.filter(
-        collection=collection, kind=JobKind.INDEX_BUILD, input__content_version=collection.content_version
+        collection=collection,
+        kind=EvaluationJobKind.INDEX_BUILD,
+        input__content_version=collection.content_version,
     ).latest("queued_at")
 
 

@@ -10,9 +10,10 @@ import pytest
 from django.core.management import call_command
 from django_q.conf import Conf
 
+from evalsite.jobs import services as jobs
+from evalsite.jobs.models import Job, JobStatus
 from evaluation import indexes
-from goldenset import jobs
-from goldenset.models import Job, JobKind, JobStatus
+from evaluation.models import EvaluationJobKind
 from tests.conftest import add_documents
 
 
@@ -29,7 +30,9 @@ def search(world, query: str = "refund", search_type: str = "FullText"):
 
 def builds(world) -> list[Job]:
     return list(
-        Job.objects.filter(collection=world.collection, kind=JobKind.INDEX_BUILD).order_by("created_at")
+        Job.objects.filter(collection=world.collection, kind=EvaluationJobKind.INDEX_BUILD).order_by(
+            "created_at"
+        )
     )
 
 

@@ -10,11 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection
 
+from evalsite.jobs.models import Job, JobStatus
 from evaluation import indexes
 from evaluation.configs import RunConfig
+from evaluation.models import EvaluationJobKind
 from evaluation.search.engine import VECTORS, SearchConfig, SearchIndex
 from evaluation.services.search import search
-from goldenset.models import Job, JobKind, JobStatus
 from tests.conftest import add_documents
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the threads read what the test wrote
@@ -37,7 +38,7 @@ def test_thirty_concurrent_first_hybrid_searches_build_each_part_once(world):
     world.collection.refresh_from_db()
     build = Job.objects.get(
         collection=world.collection,
-        kind=JobKind.INDEX_BUILD,
+        kind=EvaluationJobKind.INDEX_BUILD,
         input__content_version=world.collection.content_version,
     )
     assert (build.status, build.result["parts"]) == (JobStatus.COMPLETED, ["bm25:lucene"])

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from django_q.conf import Conf
 
+from evalsite.jobs import services as jobs
+from evalsite.jobs.models import Job, JobStatus
 from evaluation import index_store, indexes
-from evaluation.models import IndexFile, IndexManifest
-from goldenset import jobs
-from goldenset.models import Job, JobKind, JobStatus
+from evaluation.models import EvaluationJobKind, IndexFile, IndexManifest
 from tests.conftest import add_documents
 
 
@@ -40,7 +40,9 @@ def search(world, query: str = "refund"):
 
 def builds(world) -> list[Job]:
     return list(
-        Job.objects.filter(collection=world.collection, kind=JobKind.INDEX_BUILD).order_by("created_at")
+        Job.objects.filter(collection=world.collection, kind=EvaluationJobKind.INDEX_BUILD).order_by(
+            "created_at"
+        )
     )
 
 

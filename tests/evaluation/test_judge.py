@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import pytest
 
+from evalsite.llm.client import ChatClient, ChatResult, MemoryCallCache
 from evaluation import judge, judge_llm
 from evaluation.answer_writer import REFUSAL, Answer, Citation, Passage, parse_citations
 from evaluation.judge import (
@@ -23,7 +24,6 @@ from evaluation.judge import (
     statements,
 )
 from evaluation.judge_llm import LLMJudge
-from goldenset.llm import ChatClient, ChatResult, MemoryCallCache
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 PASSAGES = [

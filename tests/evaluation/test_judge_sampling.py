@@ -9,11 +9,11 @@ import json
 
 import pytest
 
+from evalsite.llm.client import ChatClient, ChatResult, MemoryCallCache
 from evaluation import judge_llm
 from evaluation.answer_writer import Answer, Citation, Passage, parse_citations
 from evaluation.judge import HEURISTIC, LLM_JUDGE, METRICS, UNREADABLE, faithfulness, judge_question
 from evaluation.judge_llm import LLMJudge
-from goldenset.llm import ChatClient, ChatResult, MemoryCallCache
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 PASSAGES = [

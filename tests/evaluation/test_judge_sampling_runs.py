@@ -10,9 +10,9 @@ import json
 import pytest
 from django.core.management import call_command
 
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun
 from goldenset import services
-from goldenset.models import Job, JobStatus
 from tests.answer_support import scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import add_entries
@@ -189,7 +189,7 @@ def test_the_cli_takes_judge_samples_and_records_them(golden, llm):
     [(("--judge-samples", "4"), "judge_samples"), (("--judge-temperature", "0.5"), "judge_temperature")],
 )
 def test_bad_cli_judge_sampling_is_exit_2_naming_the_field(golden, capsys, args, field):
-    from goldenset.management.commands._base import EvalsiteCommand  # noqa: F401  (one-line errors)
+    from evalsite.management.base import EvalsiteCommand  # noqa: F401  (one-line errors)
 
     with pytest.raises(SystemExit) as exit_info:
         call_command(

@@ -68,10 +68,10 @@ def test_collection_rarity_changes_the_support_score(world):
 def test_an_answer_evaluation_judges_with_the_collections_rarity(world, django_capture_on_commit_callbacks):
     """The stored per-statement support of a run is the support with the collection's term rarity: with one
     retrieved passage (top_k 1) rarity over the passages at hand would weigh every term alike."""
+    from evalsite.jobs.models import Job, JobStatus
     from evaluation.answer_writer import Passage as P
     from evaluation.models import EvaluationRun
     from goldenset import services
-    from goldenset.models import Job, JobStatus
     from tests.support import add_entries
 
     add_entries(

@@ -7,9 +7,10 @@ from io import StringIO
 from django.core.management import call_command
 from django.test import override_settings
 
+from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
 from evaluation.models import EvaluationRun, HumanLabel
 from evaluation.services.calibration import run_calibration
-from goldenset.models import ApiKey, Collection, GoldenEntry, Membership, hash_api_key
+from goldenset.models import Collection, GoldenEntry
 
 
 def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp_path):

@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from evalsite.tenancy.models import Membership
 from evaluation.models import EvaluationRun
 from evaluation.reports import Case, Suite, junit_xml, markdown_table
-from goldenset.models import Membership
 from tests.support import handbook_entries
 
 SCOPE = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]

@@ -10,8 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.test import override_settings
 
+from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, QuestionResult
-from goldenset.models import GoldenEntry, Job, JobStatus, Origin
+from goldenset.models import GoldenEntry, Origin
 from goldenset.services import EntryInput, golden_entries_add
 from tests.support import db_state, refused
 

@@ -7,8 +7,8 @@ import json
 
 from django.urls import reverse
 
+from evalsite.audit.models import AuditEvent
 from evaluation.models import Target
-from goldenset.models import AuditEvent
 
 SECRET = "sk-admin-never-shown-4242"
 OPTIONS = {"request_template": {"q": "{{query}}"}, "response_mapping": {"ids": "hits[].id"}}

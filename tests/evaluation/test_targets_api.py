@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
+from evalsite.audit.models import AuditEvent
 from evaluation.models import EvaluationRun, QuestionResult, Target
-from goldenset.models import AuditEvent
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import HANDBOOK_QUESTIONS, handbook_entries, refused
 

@@ -11,9 +11,9 @@ import threading
 import pytest
 from django.test import override_settings
 
+from evalsite.audit.models import AuditEvent
 from evaluation.models import QuestionResult, Target
 from evaluation.targets import LIMITS, id_transform
-from goldenset.models import AuditEvent
 from tests.llm_server import ScriptedLLMServer, llm_server_fixture  # noqa: F401
 from tests.support import handbook_entries, refused
 

@@ -10,23 +10,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job
+from evalsite.tenancy.models import ApiKey, Cluster, Membership, Tenant, hash_api_key
+from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from goldenset import services
 from goldenset.golden_files import GoldenRecord, parse_golden
-from goldenset.models import (
-    ApiKey,
-    AuditEvent,
-    Cluster,
-    Collection,
-    Document,
-    GoldenEntry,
-    Job,
-    JobKind,
-    Membership,
-    Origin,
-    Page,
-    Tenant,
-    hash_api_key,
-)
+from goldenset.models import Collection, Document, GoldenEntry, GoldenJobKind, Origin, Page
 from goldenset.services import EntryInput
 from tests.goldenset.conftest import document_form, new_document_form
 from tests.support import add_entries
@@ -47,11 +37,11 @@ def refund_entry(collection: Collection, **kwargs) -> GoldenEntry:
 
 
 def change_url(obj) -> str:
-    return reverse(f"admin:goldenset_{obj._meta.model_name}_change", args=[obj.pk])
+    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
 
 
 def changelist_url(model) -> str:
-    return reverse(f"admin:goldenset_{model._meta.model_name}_changelist")
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
 
 
 def entry_form(entry: GoldenEntry, **overrides) -> dict:
@@ -83,7 +73,7 @@ def entry_events(entry: GoldenEntry, action: str | None = None):
 def full_world(world, admin_user):
     """The world plus one row of every admin'd model, so every change page has something to show."""
     entry = refund_entry(world.collection)
-    job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=JobKind.GENERATE)
+    job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=GoldenJobKind.GENERATE)
     Membership.objects.create(user=admin_user, tenant=world.tenant)
     services.golden_entry_update(entry=entry, changes={"reviewed": True}, actor="test")
     return {"entry": entry, "job": job}
@@ -104,7 +94,7 @@ def test_changelist_and_change_page_render(admin_client, full_world, model):
 
 @pytest.mark.parametrize("model", [GoldenEntry, Document, Collection, Cluster, Tenant, Membership, ApiKey])
 def test_add_page_renders(admin_client, world, model):
-    response = admin_client.get(reverse(f"admin:goldenset_{model._meta.model_name}_add"))
+    response = admin_client.get(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add"))
     assert response.status_code == 200
 
 
@@ -183,7 +173,7 @@ def test_other_changelists_do_not_grow_with_rows(admin_client, world, model):
     before = queries()
     # More of everything: tenants, collections, documents, keys, jobs, events, memberships.
     for n in range(5):
-        tenant = services.tenant_get_or_create(cluster_slug=f"c{n}", tenant_slug=f"t{n}")
+        tenant = tenant_get_or_create(cluster_slug=f"c{n}", tenant_slug=f"t{n}")
         collection = services.collection_create(tenant=tenant, slug=f"col{n}", actor="test")
         services.documents_upsert(
             collection=collection,
@@ -191,8 +181,8 @@ def test_other_changelists_do_not_grow_with_rows(admin_client, world, model):
             actor="test",
         )
         refund_entry(collection, expected_document_ids=[f"d{n}"])
-        services.api_key_create(tenant=tenant, actor="test")
-        Job.objects.create(tenant=tenant, collection=collection, kind=JobKind.INGEST)
+        api_key_create(tenant=tenant, actor="test")
+        Job.objects.create(tenant=tenant, collection=collection, kind=GoldenJobKind.INGEST)
         user = get_user_model().objects.create_user(f"user{n}")
         Membership.objects.create(user=user, tenant=tenant)
     assert queries() == before
@@ -591,7 +581,7 @@ def test_deleting_a_collection_audits_its_entries(admin_client, world):
 
 def test_adding_an_api_key_shows_the_secret_once_and_stores_its_hash(admin_client, world):
     response = admin_client.post(
-        reverse("admin:goldenset_apikey_add"),
+        reverse("admin:tenancy_apikey_add"),
         {"tenant": str(world.tenant.pk), "name": "ci", "_save": "Save"},
         follow=True,
     )
@@ -632,9 +622,9 @@ def test_revoke_action_revokes_selected_keys(admin_client, world):
 @pytest.mark.parametrize("model", [AuditEvent, Job])
 def test_system_records_are_read_only(admin_client, full_world, model):
     obj = model.objects.first()
-    assert admin_client.get(reverse(f"admin:goldenset_{model._meta.model_name}_add")).status_code == 403
+    assert admin_client.get(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add")).status_code == 403
     assert admin_client.post(change_url(obj), {}).status_code == 403
-    delete = reverse(f"admin:goldenset_{model._meta.model_name}_delete", args=[obj.pk])
+    delete = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_delete", args=[obj.pk])
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403
     assert model.objects.filter(pk=obj.pk).exists()
     response = admin_client.get(changelist_url(model))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from goldenset.models import ApiKey, AuditEvent, Collection, Document
+from evalsite.audit.models import AuditEvent
+from evalsite.tenancy.models import ApiKey
+from goldenset.models import Collection, Document
 from tests.goldenset.conftest import new_document_form
 from tests.goldenset.test_admin import change_url, changelist_url, document_form
 
@@ -107,7 +109,7 @@ def test_deleting_documents_in_bulk_audits_each(admin_client, world):
 def test_api_key_writes_in_the_admin_are_audited(admin_client, world):
     since = last_id()
     response = admin_client.post(
-        reverse("admin:goldenset_apikey_add"), {"tenant": str(world.tenant.pk), "name": "ci", "_save": "Save"}
+        reverse("admin:tenancy_apikey_add"), {"tenant": str(world.tenant.pk), "name": "ci", "_save": "Save"}
     )
     assert response.status_code == 302
     key = ApiKey.objects.get(name="ci")
@@ -117,7 +119,7 @@ def test_api_key_writes_in_the_admin_are_audited(admin_client, world):
         changelist_url(ApiKey), {"action": "revoke_selected", "_selected_action": [str(key.pk)]}
     )
     assert response.status_code == 302
-    response = admin_client.post(reverse("admin:goldenset_apikey_delete", args=[key.pk]), {"post": "yes"})
+    response = admin_client.post(reverse("admin:tenancy_apikey_delete", args=[key.pk]), {"post": "yes"})
     assert response.status_code == 302
     assert not ApiKey.objects.filter(pk=key.pk).exists()
     assert events_since(since) == [
@@ -154,10 +156,8 @@ def test_the_audit_list_renders_with_its_filters_and_is_read_only(admin_client, 
     detail = admin_client.get(change_url(event))
     assert detail.status_code == 200
     assert "Refunds" in detail.content.decode() and 'name="_save"' not in detail.content.decode()
-    assert admin_client.get(reverse("admin:goldenset_auditevent_add")).status_code == 403
+    assert admin_client.get(reverse("admin:audit_auditevent_add")).status_code == 403
     assert admin_client.post(change_url(event), {"actor": "nobody"}).status_code == 403
-    response = admin_client.post(
-        reverse("admin:goldenset_auditevent_delete", args=[event.pk]), {"post": "yes"}
-    )
+    response = admin_client.post(reverse("admin:audit_auditevent_delete", args=[event.pk]), {"post": "yes"})
     assert response.status_code == 403
     assert AuditEvent.objects.filter(pk=event.pk).exists()

@@ -14,8 +14,10 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
 from evalsite.api.errors import envelope
+from evalsite.tenancy.models import ApiKey
+from evalsite.tenancy.services import api_key_create, api_key_revoke
 from goldenset import services
-from goldenset.models import ApiKey, GoldenEntry
+from goldenset.models import GoldenEntry
 from tests.support import add_entries, db_state, uploaded
 
 API = "/lmkit/v1"
@@ -731,8 +733,8 @@ def _client(world, auth: str | None):
     if auth == "key":
         return world.client
     if auth == "revoked":
-        key, secret = services.api_key_create(tenant=world.tenant, name="old", actor="test")
-        services.api_key_revoke(key=key, actor="test")
+        key, secret = api_key_create(tenant=world.tenant, name="old", actor="test")
+        api_key_revoke(key=key, actor="test")
         assert ApiKey.objects.get(pk=key.pk).revoked_at is not None
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from goldenset.models import AuditEvent, Cluster, Collection, Document, GoldenEntry, Origin, Page, Tenant
+from evalsite.audit.models import AuditEvent
+from evalsite.tenancy.models import Cluster, Tenant
+from goldenset.models import Collection, Document, GoldenEntry, Origin, Page
 
 DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
 # Only the tests that read the real datasets are skipped without them; the broken-folder tests always run.

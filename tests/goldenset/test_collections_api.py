@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from goldenset.models import AuditEvent, Collection, Document, GoldenEntry, Job, JobKind, Page
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job
+from goldenset.models import Collection, Document, GoldenEntry, GoldenJobKind, Page
 from goldenset.services import EntryInput
 from tests.support import add_entries, iso
 
@@ -122,7 +124,7 @@ def test_it_deletes_a_collection_with_its_content(world):
     (entry,) = add_entries(
         world.collection, EntryInput(question="Refund window?", expected_document_ids=["refunds"])
     )
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST, collection=world.collection)
+    job = Job.objects.create(tenant=world.tenant, kind=GoldenJobKind.INGEST, collection=world.collection)
     rival = Collection.objects.get(tenant=world.other_tenant, slug="handbook")
     rival_documents = Document.objects.filter(collection=rival).count()
     audit_events = AuditEvent.objects.count()

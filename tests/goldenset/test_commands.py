@@ -8,18 +8,11 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from evalsite.audit.models import AuditEvent
+from evalsite.tenancy.models import ApiKey, Cluster, Tenant, hash_api_key
 from goldenset import services
 from goldenset.golden_files import GoldenRecord, parse_golden
-from goldenset.models import (
-    ApiKey,
-    AuditEvent,
-    Cluster,
-    Collection,
-    GoldenEntry,
-    Origin,
-    Tenant,
-    hash_api_key,
-)
+from goldenset.models import Collection, GoldenEntry, Origin
 from tests.conftest import add_documents, api_client
 
 SCOPE = {"cluster": "acme", "tenant": "search", "collection": "handbook"}

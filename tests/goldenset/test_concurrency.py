@@ -18,6 +18,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from rest_framework.test import APIClient
 
+from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from goldenset import services
 from goldenset.models import Collection, Document, GoldenEntry
 
@@ -34,8 +35,8 @@ THREADS = 8
 
 @pytest.fixture
 def key() -> str:
-    tenant = services.tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    _, secret = services.api_key_create(tenant=tenant, name="tests", actor="test")
+    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    _, secret = api_key_create(tenant=tenant, name="tests", actor="test")
     collection = services.collection_create(tenant=tenant, slug="handbook", actor="test")
     services.documents_upsert(
         collection=collection,

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.test import override_settings
 
-from goldenset.models import Collection, Document, Job, JobKind, JobStatus, Page
+from evalsite.jobs.models import Job, JobStatus
+from evaluation.models import EvaluationJobKind
+from goldenset.models import Collection, Document, GoldenJobKind, Page
 from tests.support import iso, uploaded
 
 URL = "/lmkit/v1/collections/handbook/documents"
@@ -403,15 +405,17 @@ def test_a_large_ingest_runs_as_a_job(world, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = post(world, documents)
     assert response.status_code == 202, response.json()
-    job = Job.objects.get(kind=JobKind.INGEST)
+    job = Job.objects.get(kind=GoldenJobKind.INGEST)
     assert response.json() == {"job_id": str(job.pk), "status": "Queued"}
     assert len(callbacks) == 2  # queueing the job; then, as it ran, the content change's hook
     # The content changed: the build of the new version's search index was queued (and ran: sync mode).
     world.collection.refresh_from_db()
-    build = Job.objects.get(kind=JobKind.INDEX_BUILD, input__content_version=world.collection.content_version)
+    build = Job.objects.get(
+        kind=EvaluationJobKind.INDEX_BUILD, input__content_version=world.collection.content_version
+    )
     assert build.status == JobStatus.COMPLETED and build.result["parts"] == ["bm25:lucene"]
     assert (job.kind, job.status, job.tenant, job.collection) == (
-        JobKind.INGEST,
+        GoldenJobKind.INGEST,
         JobStatus.COMPLETED,
         world.tenant,
         world.collection,

@@ -13,9 +13,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
+from evalsite.audit.models import AuditEvent
 from evalsite.errors import EvalsiteError
 from goldenset import services
-from goldenset.models import AuditEvent, GoldenEntry
+from goldenset.models import GoldenEntry
 from goldenset.services import EntryInput
 from goldenset.text import normalize_question
 from tests.support import db_state

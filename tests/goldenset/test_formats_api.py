@@ -179,7 +179,7 @@ def test_the_dashboards_csv_export_imports_back(world, django_user_model):
     from django.test import Client
     from django.urls import reverse
 
-    from goldenset.models import Membership
+    from evalsite.tenancy.models import Membership
 
     upload(world.client, "golden.csv", CSV)
     before = snapshot()

@@ -9,9 +9,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs import processes
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.llm.models import LLMCall
 from goldenset import services
-from goldenset.jobs import processes
-from goldenset.models import AuditEvent, Collection, Job, JobKind, JobStatus, LLMCall, Origin
+from goldenset.models import Collection, GoldenJobKind, Origin
 from tests.conftest import add_documents
 from tests.generation_support import FAULTS, company_name, scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
@@ -63,7 +66,7 @@ def test_it_answers_202_with_the_job_the_seed_and_the_backend(world, companies, 
     body = response.json()
     assert (body["seed"], body["model"], body["backend"]) == (123, "template", "template")
     job = Job.objects.get(pk=body["job_id"])
-    assert job.kind == JobKind.GENERATE and job.collection == companies
+    assert job.kind == GoldenJobKind.GENERATE and job.collection == companies
     assert job.input["count"] == 5 and job.input["actor"].startswith("api-key:")
 
 
@@ -92,7 +95,7 @@ def test_bad_input_is_a_400_naming_the_field(world, companies, body, field, gen)
     assert response.status_code == 400, response.json()
     error = response.json()["error"]
     assert field in error["message"]
-    assert not Job.objects.filter(kind=JobKind.GENERATE).exists()
+    assert not Job.objects.filter(kind=GoldenJobKind.GENERATE).exists()
 
 
 def test_another_tenants_collection_is_not_found(world, companies):
@@ -235,7 +238,7 @@ def test_a_running_job_without_a_heartbeat_is_requeued_when_polled(
     settings.EVALSITE_JOB_STALE_SECONDS = 60
     stale = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         collection=companies,
         status=JobStatus.RUNNING,
         input={"seed": 4, "count": 3, "model": "template", "backend": "template", "actor": "test"},
@@ -245,7 +248,7 @@ def test_a_running_job_without_a_heartbeat_is_requeued_when_polled(
     )
     alive = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         collection=companies,
         status=JobStatus.RUNNING,
         owner="elsewhere:124:456",
@@ -270,7 +273,7 @@ def test_a_job_whose_worker_died_too_often_fails_job_stale(world, companies, set
     settings.EVALSITE_JOB_MAX_RETRIES = 2
     stale = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         collection=companies,
         status=JobStatus.RUNNING,
         input={"seed": 4, "count": 3},

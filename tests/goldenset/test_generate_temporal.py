@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from evalsite.jobs.models import Job, JobStatus
 from goldenset import services
-from goldenset.models import Collection, Document, Job, JobStatus
+from goldenset.models import Collection, Document
 from tests.conftest import add_documents
 from tests.generation_support import synthetic_corpus
 

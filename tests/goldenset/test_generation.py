@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.llm.client import ChatClient, MemoryCallCache
 from goldenset import generation
 from goldenset.duplicates import DuplicateIndex
 from goldenset.generation import (
@@ -17,7 +18,6 @@ from goldenset.generation import (
     generate,
     sample_pages,
 )
-from goldenset.llm import ChatClient, MemoryCallCache
 from goldenset.quality import Verdict
 from tests.generation_support import FAULTS, company_name, scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401

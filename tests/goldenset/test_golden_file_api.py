@@ -6,8 +6,9 @@ import json
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evalsite.audit.models import AuditEvent
 from goldenset.golden_files import GoldenRecord, parse_golden
-from goldenset.models import AuditEvent, GoldenEntry, Origin
+from goldenset.models import GoldenEntry, Origin
 from goldenset.services import EntryInput, collection_create
 from tests.conftest import add_documents
 from tests.support import add_entries

@@ -7,7 +7,7 @@ import json
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from goldenset.models import AuditEvent
+from evalsite.audit.models import AuditEvent
 
 UPLOAD = "/lmkit/v1/search/golden-set/upload"
 RECORDS = [

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from goldenset.models import AuditEvent, GoldenEntry, Origin
+from evalsite.audit.models import AuditEvent
+from goldenset.models import GoldenEntry, Origin
 from goldenset.services import EntryInput, golden_entries_add
 from tests.support import add_entries
 

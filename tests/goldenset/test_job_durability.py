@@ -14,10 +14,12 @@ from django.db import connection
 from django_q.brokers import get_broker
 from django_q.conf import Conf
 
+from evalsite.jobs.brokers import job_ids_in_broker
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.jobs.services import jobs_recover
+from evaluation.models import EvaluationJobKind
 from goldenset import services
-from goldenset.jobs import jobs_recover
-from goldenset.jobs.brokers import job_ids_in_broker
-from goldenset.models import Collection, GoldenEntry, Job, JobKind, JobStatus
+from goldenset.models import Collection, GoldenEntry
 from tests.conftest import add_documents
 from tests.generation_support import scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
@@ -165,7 +167,7 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
     redis = PrivateRedis(tmp_path)
     redis.start()
     monkeypatch.setattr(Conf, "REDIS", redis.url)
-    monkeypatch.setattr(Conf, "BROKER_CLASS", "goldenset.jobs.brokers.LeasedRedis")
+    monkeypatch.setattr(Conf, "BROKER_CLASS", "evalsite.jobs.brokers.LeasedRedis")
     broker_env = {"EVALSITE_REDIS_URL": redis.url}
     try:
         corpus(world, "companies", 30)
@@ -181,7 +183,11 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
         orphan = Job.objects.get(pk=error["details"]["job_id"])
         assert orphan.status == JobStatus.FAILED and orphan.error["code"] == "broker-unavailable"
         # (the builds of the new collections' search indexes wait in the queue too: no worker yet)
-        assert not Job.objects.filter(status=JobStatus.QUEUED).exclude(kind=JobKind.INDEX_BUILD).exists()
+        assert (
+            not Job.objects.filter(status=JobStatus.QUEUED)
+            .exclude(kind=EvaluationJobKind.INDEX_BUILD)
+            .exists()
+        )
 
         redis.start()
         cluster = clusters.start("worker", **broker_env)
@@ -190,7 +196,10 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
         waiting = [generate(world, slug, 3, 4).json()["job_id"] for slug in slugs]
         time.sleep(1.0)  # the cluster takes some of them (prefetch); the others wait in Redis
         broker = get_broker()
-        builds = {str(pk) for pk in Job.objects.filter(kind=JobKind.INDEX_BUILD).values_list("pk", flat=True)}
+        builds = {
+            str(pk)
+            for pk in Job.objects.filter(kind=EvaluationJobKind.INDEX_BUILD).values_list("pk", flat=True)
+        }
         in_queue = {
             str(_load(p)["args"][0]) for p in broker.connection.lrange(broker.list_key, 0, -1)
         } - builds

@@ -6,7 +6,8 @@ import time
 
 from django.test import override_settings
 
-from goldenset.models import Document, Job, JobStatus
+from evalsite.jobs.models import Job, JobStatus
+from goldenset.models import Document
 
 
 @override_settings(EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS=5)

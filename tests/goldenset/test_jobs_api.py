@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from goldenset.models import Job, JobKind, JobStatus
+from evalsite.jobs.models import Job, JobStatus
+from goldenset.models import GoldenJobKind
 from tests.support import iso
 
 URL = "/lmkit/v1/jobs"
@@ -38,7 +39,7 @@ def test_it_polls_a_running_job(world):
     started = timezone.now() - timedelta(seconds=5)
     job = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.INGEST,
+        kind=GoldenJobKind.INGEST,
         collection=world.collection,
         status=JobStatus.RUNNING,
         progress_done=1,
@@ -69,7 +70,7 @@ def test_it_polls_a_failed_job_without_a_collection(world):
     error = {"code": "collection-gone", "message": "The collection was deleted.", "details": {}}
     job = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.GENERATE,
+        kind=GoldenJobKind.GENERATE,
         status=JobStatus.FAILED,
         error=error,
         started_at=timezone.now(),
@@ -88,7 +89,7 @@ def test_it_polls_a_failed_job_without_a_collection(world):
 def test_it_polls_a_completed_job(world):
     job = Job.objects.create(
         tenant=world.tenant,
-        kind=JobKind.INGEST,
+        kind=GoldenJobKind.INGEST,
         collection=world.collection,
         status=JobStatus.COMPLETED,
         progress_done=2,
@@ -110,7 +111,7 @@ def test_it_polls_a_completed_job(world):
 @pytest.mark.parametrize("status", [JobStatus.QUEUED, JobStatus.RUNNING])
 def test_it_cancels_a_job_that_has_not_finished(world, status):
     job = Job.objects.create(
-        tenant=world.tenant, kind=JobKind.INGEST, collection=world.collection, status=status
+        tenant=world.tenant, kind=GoldenJobKind.INGEST, collection=world.collection, status=status
     )
     response = world.client.post(f"{URL}/{job.pk}/cancel")
     assert response.status_code == 200, response.json()
@@ -122,7 +123,7 @@ def test_it_cancels_a_job_that_has_not_finished(world, status):
 
 
 def test_it_cancels_with_the_tenant_named_in_the_body(world):
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST)
+    job = Job.objects.create(tenant=world.tenant, kind=GoldenJobKind.INGEST)
     response = world.client.post(
         f"{URL}/{job.pk}/cancel", {"cluster_id": "acme", "tenant_id": "search"}, format="json"
     )
@@ -132,7 +133,7 @@ def test_it_cancels_with_the_tenant_named_in_the_body(world):
 
 
 def test_a_cancel_naming_another_tenant_in_the_body_is_not_found(world):
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST)
+    job = Job.objects.create(tenant=world.tenant, kind=GoldenJobKind.INGEST)
     response = world.client.post(f"{URL}/{job.pk}/cancel", {"tenant_id": "rival"}, format="json")
     assert response.status_code == 404
     assert response.json() == {
@@ -149,7 +150,9 @@ def test_a_cancel_naming_another_tenant_in_the_body_is_not_found(world):
 @pytest.mark.parametrize("status", [JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED])
 def test_it_refuses_to_cancel_a_finished_job(world, status):
     finished = timezone.now() - timedelta(minutes=1)
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST, status=status, finished_at=finished)
+    job = Job.objects.create(
+        tenant=world.tenant, kind=GoldenJobKind.INGEST, status=status, finished_at=finished
+    )
     response = world.client.post(f"{URL}/{job.pk}/cancel")
     assert response.status_code == 409
     assert response.json() == {
@@ -180,7 +183,7 @@ def test_an_unknown_or_malformed_job_id_is_not_found(world, method, job_id):
 
 
 def test_another_tenants_job_is_not_found(world):
-    job = Job.objects.create(tenant=world.other_tenant, kind=JobKind.INGEST)
+    job = Job.objects.create(tenant=world.other_tenant, kind=GoldenJobKind.INGEST)
     missing = world.client.get(f"{URL}/{uuid.uuid4()}").json()
     for response in (world.client.get(f"{URL}/{job.pk}"), world.client.post(f"{URL}/{job.pk}/cancel")):
         assert response.status_code == 404

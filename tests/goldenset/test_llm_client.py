@@ -1,4 +1,4 @@
-"""goldenset.llm.ChatClient against the scripted OpenAI-compatible server over real HTTP: answers, JSON reading
+"""evalsite.llm.client.ChatClient against the scripted OpenAI-compatible server over real HTTP: answers, JSON reading
 and validation, retries on 429/5xx/timeouts/bad bodies, no retry on other 4xx, bounded concurrency."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 import pytest
 
 from evalsite.errors import EvalsiteError
-from goldenset.llm import ChatClient, map_concurrent
-from goldenset.llm_json import extract_json, validate
+from evalsite.llm.client import ChatClient, map_concurrent
+from evalsite.llm.json_replies import extract_json, validate
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 KEY = "sk-very-secret-key"

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 
-from goldenset.jobs import processes
+from evalsite.jobs import processes
 
 
 def test_this_process_is_alive_and_named_by_host_namespace_pid_and_start():

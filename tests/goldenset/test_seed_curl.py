@@ -10,8 +10,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from evalsite.tenancy.models import Tenant
 from goldenset import services
-from goldenset.models import GoldenEntry, Tenant
+from goldenset.models import GoldenEntry
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")

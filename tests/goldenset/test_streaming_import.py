@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from evalsite.audit.models import AuditEvent
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.services import tenant_get_or_create
 from goldenset import importers, services
-from goldenset.models import AuditEvent, Collection, Document, GoldenEntry, Page
+from goldenset.models import Collection, Document, GoldenEntry, Page
 from goldenset.services import content
 
 pytestmark = pytest.mark.django_db
@@ -39,7 +41,7 @@ def test_the_corpus_is_written_a_batch_at_a_time_as_it_is_read(tmp_path, small_b
     """At each progress report the batches so far are in the database and the file is not yet read through:
     the importer holds one batch, never the corpus."""
     folder = beir_folder(tmp_path / "big", [corpus_row(i) for i in range(1, 36)])
-    tenant = services.tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
     seen = []
 
     def progress(documents: int, read: int, size: int) -> None:
@@ -118,7 +120,7 @@ def test_an_id_repeated_in_a_later_batch_replaces_the_earlier(tmp_path, small_ba
     corpus = [corpus_row(i) for i in range(1, 16)]
     corpus.append(json.dumps({"_id": "d2", "title": "Doc 2 again", "text": "The last one wins."}))
     folder = beir_folder(tmp_path / "repeated", corpus)
-    tenant = services.tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
     result = importers.beir_import(folder=folder, tenant=tenant, collection_id="c", actor="test")
     assert (result["documents"], result["documents_created"], result["documents_updated"]) == (16, 15, 1)
     document = Document.objects.get(external_id="d2")
@@ -147,7 +149,7 @@ def test_a_corpus_of_several_default_batches_imports_whole(tmp_path):
     assert Document.objects.count() == count and Page.objects.count() == count
     version = Collection.objects.get(slug="large").content_version
 
-    tenant = services.tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
     again = importers.beir_import(folder=folder, tenant=tenant, collection_id="large", actor="test")
     assert (again["documents_created"], again["documents_updated"], again["pages_written"]) == (0, 0, 0)
     assert Collection.objects.get(slug="large").content_version == version

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evalsite.jobs.models import Job
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset import services
-from goldenset.models import Collection, Document, GoldenEntry, Job, JobKind
+from goldenset.models import Collection, Document, GoldenEntry, GoldenJobKind
 from tests.support import add_entries, db_state, uploaded
 
 API = "/lmkit/v1"
@@ -68,9 +69,9 @@ def scene(world) -> Scene:
     (entry,) = add_entries(world.collection, "Refund window?", expected_document_ids=["refunds"])
     rival_collection = Collection.objects.get(tenant=world.other_tenant, slug="handbook")
     (rival_entry,) = add_entries(rival_collection, "Rival question?")
-    job = Job.objects.create(tenant=world.tenant, kind=JobKind.INGEST, collection=world.collection)
+    job = Job.objects.create(tenant=world.tenant, kind=GoldenJobKind.INGEST, collection=world.collection)
     rival_job = Job.objects.create(
-        tenant=world.other_tenant, kind=JobKind.INGEST, collection=rival_collection
+        tenant=world.other_tenant, kind=GoldenJobKind.INGEST, collection=rival_collection
     )
     return Scene(
         entry, job, _run(world.collection, entry), rival_entry, rival_job, _run(rival_collection, rival_entry)

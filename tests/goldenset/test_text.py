@@ -8,7 +8,8 @@ import string
 
 import pytest
 
-from goldenset.text import find_nul, first_sentence, normalize_question, split_pages, tokenize
+from evalsite.bounded_json import find_nul
+from goldenset.text import first_sentence, normalize_question, split_pages, tokenize
 
 # ---------------------------------------------------------------- split_pages
 

@@ -8,8 +8,10 @@ import json
 import pytest
 from django.test import override_settings
 
+from evalsite.audit.models import AuditEvent
+from evalsite.jobs.models import Job, JobStatus
 from goldenset import importers
-from goldenset.models import AuditEvent, Document, Job, JobStatus
+from goldenset.models import Document
 from goldenset.services import content
 from tests.goldenset.conftest import UPLOADS
 from tests.support import uploaded

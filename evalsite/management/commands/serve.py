@@ -207,7 +207,7 @@ class Command(BaseCommand):
     def _recover_jobs(self) -> None:
         """Jobs whose worker on this host is gone (killed above) go back to the queue now, not when their
         heartbeat goes stale."""
-        from goldenset.jobs import jobs_recover
+        from evalsite.jobs.services import jobs_recover
 
         try:
             jobs_recover()

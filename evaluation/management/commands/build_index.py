@@ -13,12 +13,12 @@ from __future__ import annotations
 import time
 
 from evaluation import indexes
-from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.management.base import CollectionCommand
 
 PARTS = indexes.PARTS
 
 
-class Command(EvalsiteCommand):
+class Command(CollectionCommand):
     help = "Build a collection's search index for its current content (what an IndexBuild job does)."
 
     def add_arguments(self, parser) -> None:

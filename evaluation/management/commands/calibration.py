@@ -12,7 +12,7 @@ import json
 
 from evalsite.errors import EvalsiteError
 from evaluation.services import calibration
-from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 
@@ -54,7 +54,7 @@ def report_lines(report: dict) -> list[str]:
     return lines
 
 
-class Command(EvalsiteCommand):
+class Command(CollectionCommand):
     help = "The judges' calibration against human labels; apply or reset a calibrated threshold."
 
     def add_arguments(self, parser):

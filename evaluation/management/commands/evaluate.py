@@ -47,7 +47,7 @@ from evaluation.services.retrieval import evaluate_retrieval
 from evaluation.services.runs import run_summary
 from evaluation.services.search import available_rerankers
 from evaluation.slices import Subset
-from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 USAGE_CODE = "usage"
@@ -157,7 +157,7 @@ def shown_below(value: float, bar: float) -> str:
     return repr(value)
 
 
-class Command(EvalsiteCommand):
+class Command(CollectionCommand):
     help = (
         "Evaluate retrieval configurations on the golden set of one or more collections and gate on a metric: "
         "exit 0 when every configuration's metric is >= --fail-under, 1 when one is below, 2 on a usage "

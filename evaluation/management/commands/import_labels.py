@@ -9,11 +9,11 @@ from pathlib import Path
 
 from evaluation.labels import read_labels
 from evaluation.services.calibration import labels_import
-from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.management.base import CollectionCommand
 from goldenset.management.commands.import_golden import read_file
 
 
-class Command(EvalsiteCommand):
+class Command(CollectionCommand):
     help = "Import human labels (a rater's new label of an item replaces their old one)."
 
     def add_arguments(self, parser):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from evalsite.management.base import EvalsiteCommand
 from evaluation.services.demo import demo_load
-from goldenset.management.commands._base import EvalsiteCommand
 
 
 class Command(EvalsiteCommand):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from django.db import transaction
 
 from evalsite.errors import EvalsiteError
+from evalsite.management.base import EvalsiteCommand
 from evaluation.models import Target
 from evaluation.services.targets import secret_box
-from goldenset.management.commands._base import EvalsiteCommand
 
 
 class Command(EvalsiteCommand):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from goldenset import importers
 from goldenset.formats import FORMATS
-from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.management.base import CollectionCommand
 
 
-class Command(EvalsiteCommand):
+class Command(CollectionCommand):
     help = (
         "Write a collection's golden set (okfsmith golden.json by default; --format for others) to stdout or "
         "--output. With --init-sample, write a starter set from the collection's own pages instead."

@@ -3,8 +3,9 @@ from pathlib import Path
 
 from django.db import transaction
 
-from goldenset import importers, services
-from goldenset.management.commands._base import EvalsiteCommand
+from evalsite.management.base import EvalsiteCommand
+from evalsite.tenancy.services import tenant_get_or_create
+from goldenset import importers
 
 
 class Command(EvalsiteCommand):
@@ -30,9 +31,7 @@ class Command(EvalsiteCommand):
 
         # One transaction with the tenant: a folder that fails to load leaves no stray cluster or tenant behind.
         with transaction.atomic():
-            tenant = services.tenant_get_or_create(
-                cluster_slug=options["cluster"], tenant_slug=options["tenant"]
-            )
+            tenant = tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
             result = importers.beir_import(
                 folder=options["folder"],
                 tenant=tenant,

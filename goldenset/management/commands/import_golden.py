@@ -14,7 +14,7 @@ from pathlib import Path
 from evalsite.errors import EvalsiteError
 from goldenset import importers
 from goldenset.formats import FORMATS, detect_format
-from goldenset.management.commands._base import EvalsiteCommand
+from goldenset.management.base import CollectionCommand
 
 
 def read_file(path: Path) -> bytes:
@@ -26,7 +26,7 @@ def read_file(path: Path) -> bytes:
         ) from None
 
 
-class Command(EvalsiteCommand):
+class Command(CollectionCommand):
     help = "Import a golden set into a collection (an entry whose key exists replaces that entry)."
 
     def add_arguments(self, parser):

@@ -8,11 +8,11 @@ from typing import Any
 
 from django.db import connection
 
-from goldenset.models import LLMCall
+from evalsite.llm.models import LLMCall
 
 
 class DbCallCache:
-    """goldenset.llm.CallCache over the LLMCall table, for clients called from worker threads.
+    """evalsite.llm.client.CallCache over the LLMCall table, for clients called from worker threads.
 
     Reads go to the database from whichever thread asks (a thread other than the one that made the cache
     closes its connection after each read, so a thread pool leaves none open). Writes are buffered and

@@ -1,22 +1,22 @@
 """Jobs: a slow call answers 202 with a job id; a django-q2 worker runs it and writes status and progress.
 
-Apps register a handler per job kind (evaluation registers its own in AppConfig.ready), so this base app
-never imports the apps above it. A handler takes the Job and a progress callback and returns the result
+The apps register their kinds of job, each with its handler, in AppConfig.ready (register_job_handler), so
+the platform never imports the apps above it. A handler takes the Job and a progress callback and returns the result
 dict; it raises EvalsiteError for a failure the user should read.
 
 No job stays Queued or Running without a live owner:
 - a worker claims a Queued job with a conditional update that counts the attempt, so a task delivered twice
   runs the job once; every later write of that run (progress, heartbeat, the end) is fenced by the attempt,
   so a worker presumed dead that wakes up again cannot overwrite its successor's work (JobLost);
-- a thread beats the job's heartbeat while its handler works; goldenset.jobs.recovery puts a job whose worker
+- a thread beats the job's heartbeat while its handler works; evalsite.jobs.recovery puts a job whose worker
   died (no heartbeat, or its process gone) or whose task the broker lost back in the queue, at most
   EVALSITE_JOB_MAX_RETRIES times, then fails it with a code of its own (job-stale, job-lost);
-- the brokers lease the tasks a worker takes (goldenset.jobs.brokers), so a killed worker loses none;
+- the brokers lease the tasks a worker takes (evalsite.jobs.brokers), so a killed worker loses none;
 - a broker that is down when a job is created: the job is failed at once and the call answers 503
   broker-unavailable;
 - a worker that loses its database connection closes it, records the error in the job and retries the write;
 - a worker told to stop (SIGTERM) interrupts its job at the next checkpoint and puts it back in the queue
-  (goldenset.jobs.worker), so it is never left Running.
+  (evalsite.jobs.worker), so it is never left Running.
 """
 
 from __future__ import annotations
@@ -32,10 +32,13 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.models import F
 from django.utils import timezone
 
+from evalsite.audit.models import AuditAction, PlatformAuditObject
+from evalsite.audit.services import AuditedCollection, audit_record
 from evalsite.errors import EvalsiteError
-from goldenset.jobs import processes, worker
-from goldenset.jobs.recovery import jobs_recover
-from goldenset.models import AuditAction, AuditObject, Collection, Job, JobStatus, Tenant
+from evalsite.jobs import processes, worker
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.jobs.recovery import jobs_recover
+from evalsite.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +61,10 @@ class JobLost(BaseException):  # noqa: N818
 
 
 def register_job_handler(kind: str, handler: Handler) -> None:
-    _HANDLERS[kind] = handler
+    """Make a kind of job known, with what runs it (the owning app's AppConfig.ready): job_create refuses a
+    kind nobody registered, so every Job.kind stored has one owner."""
+    if _HANDLERS.setdefault(kind, handler) is not handler:
+        raise ValueError(f"job kind {kind!r} registered twice")
 
 
 # --- creating and queueing --------------------------------------------------------------------------------
@@ -69,7 +75,7 @@ def job_create(
     tenant: Tenant,
     kind: str,
     input: dict[str, Any],
-    collection: Collection | None = None,
+    collection: AuditedCollection | None = None,
     actor: str | None = None,
     now: bool = False,
 ) -> Job:
@@ -79,18 +85,22 @@ def job_create(
     With an actor, the launch goes into the audit trail (in the caller's transaction, or one of its own).
     A broker that refuses the task fails the job at once and raises EvalsiteError broker-unavailable (503):
     the caller's request fails instead of leaving a job that no worker will ever see."""
-    from goldenset.services.audit import audit_record  # late: the services package imports this one
-
+    if kind not in _HANDLERS:
+        raise ValueError(f"job kind {kind!r} is not registered (register_job_handler)")
     with transaction.atomic():
         job = Job.objects.create(
-            tenant=tenant, kind=kind, input=input, collection=collection, queued_at=timezone.now()
+            tenant=tenant,
+            kind=kind,
+            input=input,
+            collection_id=collection.pk if collection is not None else None,
+            queued_at=timezone.now(),
         )
         if actor is not None:
             audit_record(
                 tenant=tenant,
                 collection=collection,
                 action=AuditAction.LAUNCH,
-                object_type=AuditObject.JOB,
+                object_type=PlatformAuditObject.JOB,
                 object_id=job.pk,
                 actor=actor,
                 changes={"kind": kind},
@@ -105,7 +115,7 @@ def job_create(
 def _enqueue(job_id, kind: str) -> None:
     from django_q.tasks import async_task  # imported late: django_q reads Q_CLUSTER at import
 
-    async_task("goldenset.tasks.run_job", str(job_id), task_name=f"{kind}-{job_id}")
+    async_task("evalsite.jobs.tasks.run_job", str(job_id), task_name=f"{kind}-{job_id}")
 
 
 def _enqueue_or_fail(job: Job) -> None:

@@ -13,9 +13,9 @@ hour later. Both are replaced by leases:
   it lives; a dead taker's rows unlock and are taken again.
 
 A task is thus delivered at least once, sometimes twice (a taker that stalls past its lease): the job runner
-claims a job with a conditional update, so a second delivery does nothing (goldenset.jobs.job_run).
+claims a job with a conditional update, so a second delivery does nothing (evalsite.jobs.services.job_run).
 `job_ids_in_broker` lists the jobs whose task the broker holds (queued or leased): a Queued job with none lost
-its task (a broker restarted without persistence) and is re-queued by goldenset.jobs.recovery.
+its task (a broker restarted without persistence) and is re-queued by evalsite.jobs.recovery.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from django_q.brokers.orm import ORM
 from django_q.brokers.redis_broker import Redis
 from django_q.signing import BadSignature, SignedPackage
 
-from goldenset.jobs import processes
+from evalsite.jobs import processes
 
 logger = logging.getLogger(__name__)
 
-TASK_FUNCTION = "goldenset.tasks.run_job"
+TASK_FUNCTION = "evalsite.jobs.tasks.run_job"
 
 
 class _Renewer(threading.Thread):

@@ -3,7 +3,7 @@
 django-q2 sends `post_spawn` in each worker process it starts; `on_worker_spawn` (connected in
 GoldensetConfig.ready) then
 - records the process in the Worker table and beats there every EVALSITE_JOB_HEARTBEAT_SECONDS (what /healthz
-  and the dashboard read), and runs a recovery round (goldenset.jobs.recovery) every few beats;
+  and the dashboard read), and runs a recovery round (evalsite.jobs.recovery) every few beats;
 - handles SIGTERM: an idle worker exits at once; a busy one lets its job stop at the next checkpoint (the
   progress callback raises JobInterrupted, and the job goes back to the queue), and if the job has not
   stopped EVALSITE_WORKER_STOP_SECONDS later, puts it back in the queue itself and exits. A worker whose
@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from goldenset.jobs import processes
+from evalsite.jobs import processes
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def on_worker_spawn(sender=None, proc_name: str = "", **kwargs) -> None:
 
 
 def _forget_worker() -> None:
-    from goldenset.models import Worker
+    from evalsite.jobs.models import Worker
 
     with contextlib.suppress(DatabaseError):
         Worker.objects.filter(name=processes.identity()).delete()
@@ -125,7 +125,7 @@ class WorkerBeat(threading.Thread):
             time.sleep(0.2 if stopping() else min(1.0, interval))
 
     def _beat(self) -> None:
-        from goldenset.models import Worker
+        from evalsite.jobs.models import Worker
 
         current = _current
         try:
@@ -144,8 +144,8 @@ class WorkerBeat(threading.Thread):
             connection.close()
 
     def _recover(self) -> None:
-        from goldenset.jobs.recovery import jobs_recover
-        from goldenset.models import Worker
+        from evalsite.jobs.models import Worker
+        from evalsite.jobs.recovery import jobs_recover
 
         try:
             jobs_recover(inspect_broker=True)
@@ -163,8 +163,8 @@ class WorkerBeat(threading.Thread):
             return
         if time.monotonic() - _stop_asked_at < settings.EVALSITE_WORKER_STOP_SECONDS:
             return
-        from goldenset.jobs import job_requeue
-        from goldenset.models import JobStatus
+        from evalsite.jobs.models import JobStatus
+        from evalsite.jobs.services import job_requeue
 
         job_id, attempt = current
         message = (

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from evalsite.bounded_json import JsonValueError, find_lone_surrogate, json_loads
 from evalsite.errors import EvalsiteError
 from goldenset.beir import read_qrels, read_queries
 from goldenset.golden_files import GoldenFileError, parse_golden
-from goldenset.text import (
-    JsonValueError,
-    find_lone_surrogate,
-    json_loads,
-)
 from tests.goldenset.conftest import DOCS, GS, golden_upload, upload
 from tests.support import db_state, refused
 

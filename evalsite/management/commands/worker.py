@@ -4,7 +4,7 @@ django-q2's own SIGTERM handler sets a multiprocessing Event its sentinel proces
 process group gets the signal (a supervisor, a container stop, `kill -- -PGID`), the sentinel dies of it
 while waiting, and Event.set() then blocks forever on the dead waiter: the parent hangs until SIGKILL. Here
 the parent instead passes SIGTERM to every process of the cluster (each worker puts its running job back in
-the queue, goldenset.jobs.worker), waits for them to exit (EVALSITE_WORKER_STOP_SECONDS plus a margin),
+the queue, evalsite.jobs.worker), waits for them to exit (EVALSITE_WORKER_STOP_SECONDS plus a margin),
 SIGKILLs what is left, and exits.
 """
 

@@ -10,13 +10,13 @@ optional EVALSITE_LLM_TIMEOUT / _MAX_ATTEMPTS / _BACKOFF / _CONCURRENCY) when ca
   are not. Whatever still fails raises EvalsiteError("llm-unavailable", status 503); the API key is never in
   the message or the details.
 - `complete_json(messages, schema=...) -> (data, ChatResult)`: the answer's first JSON value (code fences and
-  prose around it tolerated, see goldenset.llm_json.extract_json) validated against a small JSON-schema subset
-  (goldenset.llm_json.validate); an answer that does not fit raises EvalsiteError("llm-unreadable", status
+  prose around it tolerated, see evalsite.llm.json_replies.extract_json) validated against a small JSON-schema subset
+  (evalsite.llm.json_replies.validate); an answer that does not fit raises EvalsiteError("llm-unreadable", status
   502) naming the path.
 - At most `concurrency` requests are in flight per client, however many threads call it; `map_concurrent`
   runs a function over items on that many threads and returns the results in input order.
 - With a `cache` (anything with `get(key)` / `put(key, record)`; `MemoryCallCache` here, the database-backed
-  `goldenset.llm_cache.DbCallCache` in the app), an answer is stored under `call_key(model, messages, params)`
+  `evalsite.llm.cache.DbCallCache` in the app), an answer is stored under `call_key(model, messages, params)`
   and a repeated call is answered from it: a re-run costs nothing and reads the same text. Only successful
   answers are stored; a cached result says so (`cached=True`, no attempts, no latency).
 """
@@ -38,7 +38,7 @@ import httpx
 
 from evalsite.errors import EvalsiteError
 from evalsite.http_retries import RequestFailed, post_with_retries, retry_delay
-from goldenset.llm_json import extract_json, storable, validate
+from evalsite.llm.json_replies import extract_json, storable, validate
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""Shared plumbing of evalsite's commands: one-line errors with exit code 2, never a traceback."""
+"""What every evalsite command stands on: one-line errors with exit code 2, never a traceback, and the tenant
+named by --cluster/--tenant (goldenset.management.base adds the collection)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from django.core.management.base import BaseCommand
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.selectors import tenant_get
 
 
 class EvalsiteCommand(BaseCommand):
@@ -19,15 +21,7 @@ class EvalsiteCommand(BaseCommand):
 
     def tenant(self, options):
         """The tenant named by --cluster/--tenant, or exit 2 saying it is missing."""
-        from goldenset import selectors
-
-        return selectors.tenant_get(cluster_id=options["cluster"], tenant_id=options["tenant"])
-
-    def collection(self, options):
-        """The collection named by --cluster/--tenant/--collection, or exit 2 saying which is missing."""
-        from goldenset import selectors
-
-        return selectors.collection_get(tenant=self.tenant(options), collection_id=options["collection"])
+        return tenant_get(cluster_id=options["cluster"], tenant_id=options["tenant"])
 
     @staticmethod
     def add_scope_arguments(parser, *, collection: bool = True) -> None:

@@ -7,7 +7,7 @@ dashboard; the Running part only, which needs no broker):
 - a Queued job whose task is in no broker queue and no lease (a broker restarted without persistence, a task
   acknowledged by a worker that died before it ran it) lost its task: re-queued (event task-lost), or Failed
   job-lost. Skipped while the broker is unreachable, so an outage uses up no retries.
-Every change is a conditional update of the row (goldenset.jobs.job_requeue): recoveries running at once in
+Every change is a conditional update of the row (evalsite.jobs.services.job_requeue): recoveries running at once in
 several processes act once.
 """
 
@@ -21,15 +21,16 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from goldenset.jobs import processes
-from goldenset.models import Job, JobStatus, Tenant
+from evalsite.jobs import processes
+from evalsite.jobs.models import Job, JobStatus
+from evalsite.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
 
 
 def jobs_recover(*, tenant: Tenant | None = None, inspect_broker: bool = False) -> dict[str, int]:
     """One recovery round; returns how many jobs were re-queued and failed."""
-    from goldenset.jobs import job_requeue
+    from evalsite.jobs.services import job_requeue
 
     counts = {"requeued": 0, "failed": 0}
 
@@ -86,8 +87,8 @@ def _inline() -> bool:
 def _recover_lost_tasks(jobs, now, note) -> None:
     from django_q.brokers import get_broker
 
-    from goldenset.jobs import job_requeue
-    from goldenset.jobs.brokers import job_ids_in_broker
+    from evalsite.jobs.brokers import job_ids_in_broker
+    from evalsite.jobs.services import job_requeue
 
     grace = now - timedelta(seconds=settings.EVALSITE_TASK_LEASE_SECONDS)
     waiting = list(

@@ -1,5 +1,6 @@
-from goldenset import services
-from goldenset.management.commands._base import EvalsiteCommand
+from evalsite.audit.services import actor_command
+from evalsite.management.base import EvalsiteCommand
+from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 
 
 class Command(EvalsiteCommand):
@@ -13,10 +14,8 @@ class Command(EvalsiteCommand):
         parser.add_argument("--name", default="", help="A label to recognise the key by.")
 
     def handle(self, *args, **options):
-        tenant = services.tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
-        key, secret = services.api_key_create(
-            tenant=tenant, name=options["name"], actor=services.actor_command("createapikey")
-        )
+        tenant = tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
+        key, secret = api_key_create(tenant=tenant, name=options["name"], actor=actor_command("createapikey"))
         self.stdout.write(
             f"Created API key {key.prefix}… for {tenant} (store it now; it is not shown again):"
         )

@@ -8,7 +8,7 @@ its text made storable. Plain Python: no Django import, no network.
 - `storable(text)`: NUL removed and lone surrogates replaced, so every database and JSON encoder takes it;
   strings read by `extract_json` are made storable already.
 
-goldenset.llm's ChatClient.complete_json reads its answers with these; callers that take the plain text of
+evalsite.llm.client's ChatClient.complete_json reads its answers with these; callers that take the plain text of
 `complete` (the answer writer, the question writer, the judge) call them directly.
 """
 

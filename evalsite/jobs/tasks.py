@@ -1,6 +1,6 @@
 """django-q2 entry points: a primary key in, a service call, nothing else."""
 
-from goldenset.jobs import job_run
+from evalsite.jobs.services import job_run
 
 
 def run_job(job_id: str) -> None:

@@ -1,0 +1,75 @@
+"""Writes of tenancy: tenants made on first use, API keys created, renamed, revoked and deleted, each audited.
+The secret of a key is returned once, at its creation; only its hash is stored."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from evalsite.audit.models import AuditAction, PlatformAuditObject
+from evalsite.audit.services import audit_record
+from evalsite.errors import NotFound
+from evalsite.tenancy.models import ApiKey, Cluster, Tenant, hash_api_key
+
+
+@transaction.atomic
+def tenant_get_or_create(*, cluster_slug: str, tenant_slug: str) -> Tenant:
+    cluster, _ = Cluster.objects.get_or_create(slug=cluster_slug)
+    tenant, _ = Tenant.objects.get_or_create(cluster=cluster, slug=tenant_slug)
+    return tenant
+
+
+@transaction.atomic
+def api_key_create(*, tenant: Tenant, name: str = "", actor: str) -> tuple[ApiKey, str]:
+    """A new key; the secret is returned once and only its hash is stored (the audit trail has neither)."""
+    secret = ApiKey.new_secret()
+    key = ApiKey.objects.create(
+        tenant=tenant, name=name, prefix=secret[: ApiKey.PREFIX_LENGTH], key_hash=hash_api_key(secret)
+    )
+    _audit_key(key, AuditAction.CREATE, actor, {"name": name})
+    return key, secret
+
+
+@transaction.atomic
+def api_key_rename(*, key: ApiKey, name: str, actor: str) -> None:
+    before = ApiKey.objects.filter(pk=key.pk).values_list("name", flat=True).first()
+    if before is None:
+        raise NotFound("API key", key.prefix)
+    key.name = name
+    ApiKey.objects.filter(pk=key.pk).update(name=name)
+    if before != name:
+        _audit_key(key, AuditAction.UPDATE, actor, {"name": [before, name]})
+
+
+@transaction.atomic
+def api_key_revoke(*, key: ApiKey, actor: str) -> bool:
+    """Revoke a key; False (and no event) when it was revoked already."""
+    now = timezone.now()
+    if not ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now):
+        return False
+    key.revoked_at = now
+    _audit_key(key, AuditAction.REVOKE, actor, {"name": key.name})
+    return True
+
+
+@transaction.atomic
+def api_keys_delete(*, keys: Sequence[ApiKey], actor: str) -> int:
+    keys = list(keys)
+    for key in keys:
+        _audit_key(key, AuditAction.DELETE, actor, {"name": key.name, "revoked": key.revoked_at is not None})
+    ApiKey.objects.filter(pk__in=[k.pk for k in keys]).delete()
+    return len(keys)
+
+
+def _audit_key(key: ApiKey, action: str, actor: str, changes: dict[str, Any]) -> None:
+    audit_record(
+        tenant=key.tenant_id,
+        action=action,
+        object_type=PlatformAuditObject.API_KEY,
+        object_id=key.prefix,
+        actor=actor,
+        changes=changes,
+    )
