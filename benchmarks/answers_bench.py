@@ -106,9 +106,9 @@ def run_bench(args: argparse.Namespace, data_dir: str) -> None:
 
     from evalsite.llm.models import LLMCall
     from evalsite.tenancy.services import tenant_get_or_create
+    from evaluation.answers.evaluate import evaluate_answers
     from evaluation.configs import parse_answer_configs
-    from evaluation.services.answers import evaluate_answers
-    from evaluation.services.search import available_rerankers
+    from evaluation.retrieval.read_path import available_rerankers
     from goldenset import services
     from tests.answer_support import scripted_rag
     from tests.generation_support import synthetic_corpus

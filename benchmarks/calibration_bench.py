@@ -50,8 +50,8 @@ def label_rows(n: int) -> list[tuple[str, dict]]:
 
 def run(n: int) -> int:
     from evalsite.tenancy.services import tenant_get_or_create
-    from evaluation.labels import read_rows
-    from evaluation.services import calibration
+    from evaluation.judgments import calibration
+    from evaluation.judgments.labels import read_rows
     from goldenset import services
     from goldenset.services import EntryInput
 

@@ -84,11 +84,11 @@ def _cell(value: Any, width: int) -> str:
 def run(args: argparse.Namespace, data_dir: str) -> None:
     from django.core.management import call_command
 
-    from evaluation import answer_writer
+    from evaluation.answers import writer as answer_writer
+    from evaluation.answers.evaluate import evaluate_answers
     from evaluation.configs import parse_answer_configs
-    from evaluation.services.answers import evaluate_answers
-    from evaluation.services.runs import run_summary
-    from evaluation.services.search import available_rerankers
+    from evaluation.retrieval.read_path import available_rerankers
+    from evaluation.runs.store import run_summary
     from goldenset.models import Collection, GoldenEntry
 
     started = time.perf_counter()
@@ -199,9 +199,9 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
 def sweep(collection: Any, configs: list[Any], max_questions: int | None) -> None:
     """Refusal recall and false-refusal rate per support threshold, per search type (the Off configuration's
     retrieval and extractive answer: the level only moves the threshold its support is compared with)."""
-    from evaluation import answer_writer
-    from evaluation.services.answers import answer_questions, load_passages, retrieve
-    from evaluation.services.search import CollectionSearch
+    from evaluation.answers import writer as answer_writer
+    from evaluation.answers.evaluate import answer_questions, load_passages, retrieve
+    from evaluation.retrieval.read_path import CollectionSearch
 
     questions, _ = answer_questions([collection], [], max_questions)
     engine = CollectionSearch([collection])

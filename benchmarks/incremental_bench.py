@@ -7,7 +7,7 @@ In a temporary SQLite database (bench_django.private_django), a collection of `-
 IndexBuild job builds its base version once (BM25, both variants). Then:
 1. end to end: ONE document is added through the real service (goldenset.services.documents_upsert); its commit
    queues the IndexBuild job of the new version (run inline: django-q's sync mode, as a worker would run it)
-   and a search through evaluation.services.search under builds_off() (the web requests' setting) is repeated
+   and a search through evaluation.retrieval.read_path under builds_off() (the web requests' setting) is repeated
    until it returns the new document. Printed: the time from the upsert call to that answer, and the job's.
    Meanwhile another thread searches without pause (builds off): the slowest of those searches shows whether
    any waited on the build (they are answered by the older version until the new one is saved);
@@ -79,7 +79,7 @@ def _setup(pages: int, seed: int):
 def _build(collection, full: bool = False) -> tuple[float, dict]:
     """Run the IndexBuild job of the collection's current version (inline); (seconds, its result)."""
     from evalsite.jobs.models import Job
-    from evaluation import indexes
+    from evaluation.retrieval import indexes
 
     indexes.clear_memory()
     share = indexes.UPDATE_MAX_SHARE
@@ -97,7 +97,7 @@ def _build(collection, full: bool = False) -> tuple[float, dict]:
 
 
 def _folder(collection) -> Path:
-    from evaluation import indexes
+    from evaluation.retrieval import indexes
 
     return indexes._path(indexes._key(collection)).parent
 
@@ -122,9 +122,9 @@ def _add_one(collection, name: str, with_searches: bool) -> tuple[dict, list[str
     from django.db import connection
 
     from evalsite.jobs.models import Job
-    from evaluation import indexes
     from evaluation.configs import RunConfig
-    from evaluation.services.search import search
+    from evaluation.retrieval import indexes
+    from evaluation.retrieval.read_path import search
     from goldenset import services
 
     config = RunConfig(label="FullText", search_type="FullText")

@@ -1,5 +1,5 @@
 """How well the offline judge's statement support agrees with human labels (issue 15): the measurement the
-heuristic in evaluation/judge.py is developed against.
+heuristic in evaluation/answers/judge.py is developed against.
 
     .venv/bin/python benchmarks/judge_agreement.py [--data benchmarks/data/judge_statements.jsonl]
         [--resamples 1000] [--sweep] [--quick]
@@ -10,12 +10,12 @@ prints for each half: n, then for
 
 - (a) plain content-word recall: the share of the statement's distinct content terms (goldenset.lexical) found in
   the best passage, the old heuristic's coverage, with its old verdict (coverage >= 0.6 and every number found);
-- (b) the new support score (`evaluation.judge.statement_support`), with term rarity over the passages at hand
+- (b) the new support score (`evaluation.answers.judge.statement_support`), with term rarity over the passages at hand
   (what a caller without collection statistics gets), and
 - (c) the same with rarity over the whole labelled file's passages (a stand-in for collection statistics),
 
-the AUC (evaluation.calibration.roc_auc), the balanced accuracy of the verdict at its threshold, and the
-threshold that maximises balanced accuracy with its bootstrap interval (evaluation.calibration.best_threshold).
+the AUC (evaluation.judgments.agreement.roc_auc), the balanced accuracy of the verdict at its threshold, and the
+threshold that maximises balanced accuracy with its bootstrap interval (evaluation.judgments.agreement.best_threshold).
 Labels: "supported" is positive. "partially" is counted as negative (strict: a statement only partly supported
 is not supported), and the strict and the lenient reading ("partially" left out) are both printed.
 
@@ -37,10 +37,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluation import judge, judge_support  # noqa: E402
-from evaluation.answer_writer import Passage  # noqa: E402
-from evaluation.calibration import balanced_accuracy, best_threshold, roc_auc  # noqa: E402
-from evaluation.judge_support import TermWeights  # noqa: E402
+from evaluation.answers import judge, judge_support  # noqa: E402
+from evaluation.answers.judge_support import TermWeights  # noqa: E402
+from evaluation.answers.writer import Passage  # noqa: E402
+from evaluation.judgments.agreement import balanced_accuracy, best_threshold, roc_auc  # noqa: E402
 from goldenset import lexical  # noqa: E402
 
 DEFAULT_DATA = ROOT / "benchmarks" / "data" / "judge_statements.jsonl"

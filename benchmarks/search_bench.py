@@ -151,9 +151,9 @@ def main() -> None:
     import numpy as np
     import rank_bm25
 
-    from evaluation import metrics
-    from evaluation.search.bm25 import BM25Params, build_index
-    from evaluation.search.engine import Corpus, SearchConfig, SearchIndex
+    from evaluation.retrieval import metrics
+    from evaluation.retrieval.search.bm25 import BM25Params, build_index
+    from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
     from goldenset.temporal import Validity
     from goldenset.text import tokenize
 
@@ -314,9 +314,9 @@ def django_part(dataset: Path, repeat: int) -> bool:
     from django.core.management import call_command
     from rest_framework.test import APIClient
 
-    from evaluation import indexes
     from evaluation.configs import parse_configs
-    from evaluation.services.search import CollectionSearch, available_rerankers
+    from evaluation.retrieval import indexes
+    from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
     from goldenset.models import Collection
 
     call_command("import_beir", str(dataset), "--cluster", "bench", "--tenant", "bench", "--collection", "c")

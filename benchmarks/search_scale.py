@@ -56,8 +56,8 @@ def run(pages: int, repeat: int, seed: int) -> int:
     import bm25s
     import synthetic
 
-    from evaluation.search.bm25 import NO_COMMON, BM25Index, BM25Params
-    from evaluation.search.postings import build_postings
+    from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
+    from evaluation.retrieval.search.postings import build_postings
     from goldenset.text import tokenize
 
     started = time.perf_counter()
@@ -226,7 +226,7 @@ def run(pages: int, repeat: int, seed: int) -> int:
 def _rank_bm25_figure(tokens, queries, index, rank, ours_per_query) -> None:
     import rank_bm25
 
-    from evaluation.search.bm25 import BM25Index, BM25Params
+    from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 
     okapi = BM25Index(index.postings, BM25Params("okapi"))
     reference = rank_bm25.BM25Okapi(tokens)
@@ -278,8 +278,8 @@ def _tantivy_search(index, query_tokens) -> None:
 
 def serve(folder: Path, repeat: int) -> None:
     """The fresh process: map the saved files, answer every query `repeat` times, report time and memory."""
-    from evaluation.search.bm25 import BM25Index, BM25Params
-    from evaluation.search.postings import Postings, load_mapped
+    from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
+    from evaluation.retrieval.search.postings import Postings, load_mapped
     from goldenset.text import tokenize
 
     baseline = _memory()

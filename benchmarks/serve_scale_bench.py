@@ -46,9 +46,9 @@ import json, sys, time
 from pathlib import Path
 import django
 django.setup()
-from evaluation import indexes
+from evaluation.retrieval import indexes
 from evaluation.configs import RunConfig
-from evaluation.services.search import search
+from evaluation.retrieval.read_path import search
 from goldenset.models import Collection
 
 def memory():

@@ -87,8 +87,8 @@ def run(args) -> int:
     from evalsite.tenancy.services import tenant_get_or_create
     from evaluation.configs import parse_configs
     from evaluation.models import QuestionResult
-    from evaluation.services.retrieval import evaluate_retrieval
-    from evaluation.services.targets import target_create
+    from evaluation.retrieval.evaluate import evaluate_retrieval
+    from evaluation.targets.services import target_create
     from goldenset import services
     from goldenset.services import EntryInput
     from tests.generation_support import synthetic_corpus

@@ -10,7 +10,7 @@ reranker over FullText and Hybrid. It prints
 1. the LSI fit: seconds, the growth of the process's peak resident memory, the vectors' shape and type;
 2. nDCG@10, R@100 and MRR@10 per configuration (top 100, trec_eval order) and, against its baseline (Hybrid
    against FullText, a reranked configuration against the same one without rerank), the change in nDCG@10 with
-   the two-sided p-value of the paired randomization test (evaluation/stats.py) over the judged queries.
+   the two-sided p-value of the paired randomization test (evaluation/runs/stats.py) over the judged queries.
 `--scale PAGES` instead fits LSI on a synthetic corpus of PAGES pages with real word statistics
 (benchmarks/synthetic.py) and times a vector search over it. `--quick` runs every step on a sample of each
 collection (the relevant documents of its first 20 judged queries, topped up to 300 documents) in seconds.
@@ -85,8 +85,8 @@ def timed_fit(index) -> tuple[float, float]:
 
 def configurations(index):
     """(label, SearchConfig, reranker or None, baseline label or None) to measure."""
-    from evaluation.search.engine import SearchConfig
-    from evaluation.search.rerank import ProximityReranker
+    from evaluation.retrieval.search.engine import SearchConfig
+    from evaluation.retrieval.search.rerank import ProximityReranker
 
     postings = index.bm25("lucene").postings
     fulltext, hybrid = SearchConfig("FullText"), SearchConfig("Hybrid", fusion="Rrf")
@@ -184,7 +184,7 @@ class FeedbackReranker:
         return {term for term, f in self.postings.document_frequencies(terms).items() if f > limit}
 
     def _idf(self, terms: list[str]) -> dict[str, float]:
-        from evaluation.search.rerank import lucene_idf
+        from evaluation.retrieval.search.rerank import lucene_idf
 
         return lucene_idf(self.postings, terms)
 
@@ -192,10 +192,10 @@ class FeedbackReranker:
 def measure(folder: Path, quick: bool, permutations: int) -> list[str]:
     import numpy as np
 
-    from evaluation import metrics
-    from evaluation.search.embeddings import LsiEmbedder
-    from evaluation.search.engine import Corpus, SearchIndex
-    from evaluation.stats import paired_randomization_test
+    from evaluation.retrieval import metrics
+    from evaluation.retrieval.search.embeddings import LsiEmbedder
+    from evaluation.retrieval.search.engine import Corpus, SearchIndex
+    from evaluation.runs.stats import paired_randomization_test
     from goldenset.temporal import Validity
 
     corpus, queries, qrels = load(folder, quick)
@@ -255,8 +255,8 @@ def scale(pages: int, seed: int) -> None:
     import numpy as np
     import synthetic
 
-    from evaluation.search.embeddings import LsiEmbedder
-    from evaluation.search.engine import Corpus, SearchConfig, SearchIndex
+    from evaluation.retrieval.search.embeddings import LsiEmbedder
+    from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
     from goldenset.temporal import Validity
     from goldenset.text import tokenize
 

@@ -37,13 +37,13 @@ class ApiPayloadLimitMiddleware:
 
 class IndexBuildsOffMiddleware:
     """No request builds a search index: a search that finds none ready queues a build job and answers with
-    an older version, or 503 index-building (evaluation.indexes.get_index)."""
+    an older version, or 503 index-building (evaluation.retrieval.indexes.get_index)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        from evaluation.indexes import builds_off  # late: the app registry is not ready at import
+        from evaluation.retrieval.indexes import builds_off  # late: the app registry is not ready at import
 
         with builds_off():
             return self.get_response(request)

@@ -229,7 +229,7 @@ EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS = env_int("EVALSITE_INGEST_JOB_THRESHOLD
 # Search indexes per collection version (any directory the web and worker processes share, or a local one:
 # a process that finds no file builds the index).
 EVALSITE_INDEX_DIR = Path(env_str("EVALSITE_INDEX_DIR") or DATA_DIR / "indexes")
-# Where a built index is published for the other machines (evaluation.index_store): "database" (every machine
+# Where a built index is published for the other machines (evaluation.retrieval.index_store): "database" (every machine
 # fetches it into its own EVALSITE_INDEX_DIR) or "local" (only processes sharing the directory see it). The
 # default: database on PostgreSQL, which several machines can share; local on SQLite, which they cannot.
 EVALSITE_INDEX_STORE = env_str("EVALSITE_INDEX_STORE") or (
@@ -244,7 +244,7 @@ if EVALSITE_INDEX_STORE not in ("database", "local"):
     )
 # Evaluations of more (questions x configurations) than this run as a job (202) instead of in the request.
 EVALSITE_EVALUATE_SYNC_LIMIT = env_int("EVALSITE_EVALUATE_SYNC_LIMIT", 3000, minimum=1)
-# External targets (evaluation.targets): Fernet keys for their secret headers, comma-separated, the first
+# External targets (evaluation.targets.callers): Fernet keys for their secret headers, comma-separated, the first
 # encrypting (rotation: README, "Evaluate your own system"); none set: one derived from SECRET_KEY.
 EVALSITE_TARGET_KEYS = env_list("EVALSITE_TARGET_KEYS", [])
 # An evaluation asking targets more questions than this (questions x target configurations) runs as a job:

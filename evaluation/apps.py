@@ -12,10 +12,10 @@ class EvaluationConfig(AppConfig):
         # Late: AppConfig.ready runs once the models are loaded, which these modules import.
         from evalsite.audit.models import register_audit_objects
         from evalsite.jobs.services import register_job_handler
-        from evaluation.indexes import build_schedule, index_build_job
+        from evaluation.answers.evaluate import evaluate_answers_job
         from evaluation.models import EvaluationAuditObject, EvaluationJobKind
-        from evaluation.services.answers import evaluate_answers_job
-        from evaluation.services.retrieval import evaluate_job
+        from evaluation.retrieval.evaluate import evaluate_job
+        from evaluation.retrieval.indexes import build_schedule, index_build_job
         from goldenset.services.content import content_changed_hooks
 
         register_job_handler(EvaluationJobKind.EVALUATE, evaluate_job)

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, time
 from typing import TypeVar
 
 from evalsite.errors import EvalsiteError
-from evaluation.search.bm25 import VARIANTS
-from evaluation.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
-from evaluation.slices import EVERY, ORIGINS, SUBSET_KEYS, Subset
+from evaluation.retrieval.search.bm25 import VARIANTS
+from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
+from evaluation.runs.slices import EVERY, ORIGINS, SUBSET_KEYS, Subset
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files' tags are labels too)
@@ -28,7 +28,7 @@ CONFIG_KEYS = {
     "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
     "fulltext_weight", "target", "max_error_rate", *SUBSET_KEYS,
 }  # fmt: skip
-# With `target` (an external system, evaluation.targets) a configuration says only how deep to ask it, how
+# With `target` (an external system, evaluation.targets.callers) a configuration says only how deep to ask it, how
 # many failed questions a run may have and which golden entries to ask: the target searches as configured.
 TARGET_KEYS = {"label", "target", "top_k", "max_error_rate", *SUBSET_KEYS}
 MAX_SUBSET_VALUES = 100
@@ -50,7 +50,7 @@ class RunConfig:
     target_kind: str | None = None
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     run_file: str | None = None  # an uploaded run file's name: its rankings were read, not searched
-    subset: Subset = EVERY  # the golden entries asked (evaluation.slices); empty: every one
+    subset: Subset = EVERY  # the golden entries asked (evaluation.runs.slices); empty: every one
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(
@@ -493,7 +493,7 @@ def parse_answer_configs(
 
 def parse_thresholds(raw, field: str = "metric_thresholds") -> dict[str, float]:
     """{metric: threshold in [0, 1]} for the answer metrics; unknown metrics and bad numbers are errors."""
-    from evaluation.judge import METRICS
+    from evaluation.answers.judge import METRICS
 
     if raw is None:
         return {}

@@ -47,8 +47,8 @@ class TargetKind(models.TextChoices):
 
 
 class Target(models.Model):
-    """An external search or answering system evaluations call (evaluation.targets). Secret header values are
-    kept only as one Fernet token (evaluation.secret_box) and are never read back out through the API."""
+    """An external search or answering system evaluations call (evaluation.targets.callers). Secret header values are
+    kept only as one Fernet token (evaluation.targets.secret_box) and are never read back out through the API."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="targets")
     name = models.CharField(max_length=100)
@@ -110,7 +110,7 @@ class EvaluationRun(models.Model):
         default=dict,
         blank=True,
         help_text='Every metric per slice, computed when the run was written: {"tag": {"faq": {"n": 3, '
-        '"ndcg@10": 0.5}}, "origin": {...}, "answerable": {...}} (evaluation.slices.breakdown).',
+        '"ndcg@10": 0.5}}, "origin": {...}, "answerable": {...}} (evaluation.runs.slices.breakdown).',
     )
     index_info = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.COMPLETE)
@@ -225,7 +225,7 @@ class LabelLevel(models.TextChoices):
 
 
 class HumanLabel(models.Model):
-    """One rater's verdict on one judged item (evaluation.labels): a question's metric, or one statement of an
+    """One rater's verdict on one judged item (evaluation.judgments.labels): a question's metric, or one statement of an
     answer. The answer is a stored run's (run) or imported with the passages it was judged against."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="human_labels")
@@ -289,7 +289,7 @@ class JudgeThreshold(models.Model):
 
 
 class IndexManifest(models.Model):
-    """A search index version published to the database (evaluation.index_store): which files make it, and which
+    """A search index version published to the database (evaluation.retrieval.index_store): which files make it, and which
     parts it has. Every machine that serves fetches the files it lacks into its own index directory, so a
     machine without a worker (or whose worker did not build it) serves every collection's current index."""
 

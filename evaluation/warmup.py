@@ -29,12 +29,12 @@ from django.db import connections
 from django.template.loader import get_template
 from django.urls import get_resolver
 
-from evaluation import indexes
 from evaluation.configs import RunConfig
+from evaluation.judgments.calibration import calibration_report
 from evaluation.models import HumanLabel
-from evaluation.search.engine import VECTORS
-from evaluation.services.calibration import calibration_report
-from evaluation.services.search import search
+from evaluation.retrieval import indexes
+from evaluation.retrieval.read_path import search
+from evaluation.retrieval.search.engine import VECTORS
 from goldenset.models import Collection
 
 logger = logging.getLogger(__name__)

@@ -96,7 +96,7 @@ def manage_env():
 def _no_optional_model(monkeypatch):
     """The suite describes a default install: without the minilm extra, `rerank: true` means proximity.
     The minilm tests check for the package at import time and put the real check back themselves."""
-    from evaluation.search import embeddings
+    from evaluation.retrieval.search import embeddings
 
     monkeypatch.setattr(embeddings, "minilm_available", lambda: False)
 
@@ -135,7 +135,7 @@ def qcluster(transactional_db, monkeypatch, tmp_path, manage_env):
 def fresh_indexes(tmp_path, settings):
     """Search indexes of this test only, built afresh: test databases reuse primary keys and content versions,
     so nothing may come from memory or another test's files."""
-    from evaluation import indexes
+    from evaluation.retrieval import indexes
 
     indexes.clear_memory()
     settings.EVALSITE_INDEX_DIR = tmp_path / "indexes"

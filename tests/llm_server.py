@@ -11,7 +11,7 @@
         ... llm_server.url ...                        # "http://127.0.0.1:<port>" (the API is under /v1)
         assert llm_server.count("/v1/embeddings") == 2
 
-Search endpoints (targets, evaluation.targets), over `documents` ({id: text}) ranked by how many of the
+Search endpoints (targets, evaluation.targets.callers), over `documents` ({id: text}) ranked by how many of the
 query's distinct words a text holds (ties by id): POST /{index}/_search answers as Elasticsearch's _search does
 (`size`, `query.multi_match.query`; hits.hits[]._id/_score/_source), and POST /search is a generic JSON endpoint
 (`{"query", "limit"}` in, `{"data": {"hits": [{"id", "relevance", "text"}]}}` out, each id followed by

@@ -1,4 +1,4 @@
-"""Human labels and the judges' calibration over REST (evaluation.services.calibration does the work)."""
+"""Human labels and the judges' calibration over REST (evaluation.judgments.calibration does the work)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from rest_framework.response import Response
 from evalsite.api.parsers import JSONParser
 from evalsite.errors import EvalsiteError
 from evaluation.api.views import read_strictly
-from evaluation.labels import read_labels, read_rows
-from evaluation.services import calibration as services
+from evaluation.judgments import calibration as services
+from evaluation.judgments.labels import read_labels, read_rows
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import TenantIn
@@ -21,7 +21,9 @@ from goldenset.vocabulary.metric_names import JUDGED_METRICS
 class LabelsIn(TenantIn):
     collection_id = serializers.CharField(max_length=200)
     labels = serializers.ListField(
-        child=serializers.DictField(), required=False, help_text="Label rows (evaluation.labels fields)."
+        child=serializers.DictField(),
+        required=False,
+        help_text="Label rows (evaluation.judgments.labels fields).",
     )
     file = serializers.FileField(required=False, help_text="A CSV or JSON / JSON-lines file of label rows.")
     format = serializers.CharField(

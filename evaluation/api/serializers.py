@@ -3,13 +3,14 @@ from __future__ import annotations
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
-from evaluation import answer_writer, judge, judge_votes, verdicts
+from evaluation.answers import judge, judge_votes, verdicts
+from evaluation.answers import writer as answer_writer
 from evaluation.configs import DEFAULT_KS, DEFAULT_KS_TEXT, GROUNDEDNESS
+from evaluation.judgments.calibration import run_calibration
 from evaluation.models import RunKind, TargetKind
-from evaluation.search.bm25 import VARIANTS
-from evaluation.search.engine import FUSIONS, SEARCH_TYPES
-from evaluation.services.calibration import run_calibration
-from evaluation.slices import ORIGINS
+from evaluation.retrieval.search.bm25 import VARIANTS
+from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
+from evaluation.runs.slices import ORIGINS
 from goldenset.api.serializers import TenantIn
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
@@ -45,7 +46,7 @@ def threshold_sources_field() -> serializers.DictField:
 
 
 class SubsetIn(TenantIn):
-    """The golden entries an evaluation asks (evaluation.slices.Subset), in a request body; read strictly by
+    """The golden entries an evaluation asks (evaluation.runs.slices.Subset), in a request body; read strictly by
     evaluation.configs (so values stay JSON here: a bad one is a 400 naming its field there)."""
 
     tags = serializers.JSONField(
@@ -185,7 +186,7 @@ JUDGE_CONFIDENCE_HELP = (
 
 
 class SubsetOut(serializers.Serializer):
-    """The golden entries a run asked (evaluation.slices.Subset): present in a run's config only when it
+    """The golden entries a run asked (evaluation.runs.slices.Subset): present in a run's config only when it
     restricted them; the restrictions combine with AND."""
 
     tags = serializers.ListField(child=serializers.CharField(), help_text="Entries carrying any of these.")
@@ -195,7 +196,7 @@ class SubsetOut(serializers.Serializer):
 
 
 class SlicesOut(serializers.Serializer):
-    """Every metric per slice of a run's questions, computed when it was written (evaluation.slices.breakdown);
+    """Every metric per slice of a run's questions, computed when it was written (evaluation.runs.slices.breakdown);
     {} for a failed run or one written before slices were."""
 
     tag = serializers.DictField(
@@ -323,7 +324,7 @@ class RunFileConfigOut(serializers.Serializer):
 
 
 class TargetConfigOut(serializers.Serializer):
-    """A configuration that evaluated an external target (evaluation.targets)."""
+    """A configuration that evaluated an external target (evaluation.targets.callers)."""
 
     label = serializers.CharField()  # type: ignore[assignment]
     target = serializers.CharField(help_text="The target's name.")
@@ -507,7 +508,7 @@ def counts(**kwargs) -> serializers.DictField:
 
 
 class AnswerRunSummaryOut(serializers.Serializer):
-    """An answer run as an EvaluateAnswers job's result and the CLI report it (evaluation.services.runs.run_summary)."""
+    """An answer run as an EvaluateAnswers job's result and the CLI report it (evaluation.runs.store.run_summary)."""
 
     run_id = serializers.UUIDField()
     label = serializers.CharField()  # type: ignore[assignment]

@@ -11,15 +11,15 @@ from rest_framework.response import Response
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser
-from evaluation import selectors
+from evaluation.answers.evaluate import answer_question, answers_job_create
+from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.api import serializers as s
-from evaluation.judge_votes import parse_judge_sampling
-from evaluation.run_files import parse_run_file
-from evaluation.services import targets as target_services
-from evaluation.services.answers import answer_question, answers_job_create
-from evaluation.services.retrieval import evaluate_retrieval, evaluate_run_file, evaluation_job_create
-from evaluation.services.runs import run_summary
-from evaluation.services.search import available_rerankers, search
+from evaluation.retrieval.evaluate import evaluate_retrieval, evaluate_run_file, evaluation_job_create
+from evaluation.retrieval.read_path import available_rerankers, search
+from evaluation.retrieval.run_files import parse_run_file
+from evaluation.runs import selectors
+from evaluation.runs.store import run_summary
+from evaluation.targets import services as target_services
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, error_responses

@@ -1,6 +1,6 @@
 """The dashboard: server-rendered pages over the tenant a signed-in user picked, each page area's views beside
 the reads they render (`<area>_views.py`, `<area>_reads.py`). Views stay thin: they parse the request, call
-reads here and services (evaluation.services, goldenset.services), and render.
+reads here and the services of the rooms (evaluation.retrieval, answers, judgments, targets, runs; goldenset.services), and render.
 
 - common: the current tenant (kept in the session, checked against the user's memberships on every request;
   `?tenant=cluster/tenant` switches), pagination and links every page shares; the tenancy of reads, the order

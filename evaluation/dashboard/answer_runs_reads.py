@@ -21,8 +21,8 @@ from django.db.models import Count, Func, JSONField, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
 from evaluation.dashboard.common_reads import ordered_metrics
+from evaluation.judgments.calibration import run_calibration
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.services.calibration import run_calibration
 from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS
 
 ANSWERS = RunKind.ANSWERS.value

@@ -14,11 +14,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.verdicts import DEFAULT_THRESHOLDS
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
-from evaluation.labels import read_labels
-from evaluation.services import calibration
-from evaluation.verdicts import DEFAULT_THRESHOLDS
+from evaluation.judgments import calibration
+from evaluation.judgments.labels import read_labels
 
 MAX_UPLOAD_ERRORS_SHOWN = 10
 

@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
-from evaluation import stats
 from evaluation.dashboard import answer_runs_reads, charts
 from evaluation.dashboard.common_reads import Memo, ordered_metrics
 from evaluation.dashboard.runs_reads import batch_runs
 from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.runs import stats
 from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS
 
 MAX_COMPARE_RUNS = 20

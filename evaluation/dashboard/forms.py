@@ -15,9 +15,9 @@ from django import forms
 
 from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind, TargetKind
-from evaluation.search.bm25 import VARIANTS
-from evaluation.search.engine import FUSIONS, SEARCH_TYPES
-from evaluation.targets import secret_header_lines
+from evaluation.retrieval.search.bm25 import VARIANTS
+from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
+from evaluation.targets.callers import secret_header_lines
 from goldenset.formats import FORMATS
 from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX
@@ -436,7 +436,7 @@ class JSONObjectField(forms.JSONField):
 
 
 class TargetForm(DashboardForm):
-    """An external target (evaluation.targets), as POST /lmkit/v1/targets takes it; secret header values are
+    """An external target (evaluation.targets.callers), as POST /lmkit/v1/targets takes it; secret header values are
     typed here and never shown again."""
 
     ERROR_FIELDS = {
@@ -508,7 +508,7 @@ class TargetTestForm(DashboardForm):
 
 
 class RunFileForm(DashboardForm):
-    """A TREC or JSONL run file to score on one collection's golden set (evaluation.run_files)."""
+    """A TREC or JSONL run file to score on one collection's golden set (evaluation.retrieval.run_files)."""
 
     ERROR_FIELDS = {
         "run-file-invalid": "file",

@@ -23,6 +23,8 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job, JobStatus
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.evaluate import answers_job_create
+from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.configs import DEFAULT_KS_TEXT, parse_answer_configs, parse_configs, parse_ks, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
 from evaluation.dashboard.forms import (
@@ -41,15 +43,13 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     launch_collections,
 )
-from evaluation.judge_votes import parse_judge_sampling
 from evaluation.models import EvaluationJobKind
-from evaluation.run_files import parse_run_file
-from evaluation.services.answers import answers_job_create
-from evaluation.services.retrieval import evaluate_run_file, evaluation_job_create
-from evaluation.services.search import available_rerankers
-from evaluation.services.targets import target_names
-from evaluation.slices import Subset
-from evaluation.targets import ANSWER_KINDS, RETRIEVAL_KINDS
+from evaluation.retrieval.evaluate import evaluate_run_file, evaluation_job_create
+from evaluation.retrieval.read_path import available_rerankers
+from evaluation.retrieval.run_files import parse_run_file
+from evaluation.runs.slices import Subset
+from evaluation.targets.callers import ANSWER_KINDS, RETRIEVAL_KINDS
+from evaluation.targets.services import target_names
 from goldenset import selectors as golden_selectors
 from goldenset.models import Collection, GoldenJobKind
 

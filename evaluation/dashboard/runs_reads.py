@@ -17,11 +17,11 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
 from evalsite.tenancy.models import Tenant
-from evaluation import selectors
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.reports import retrieval_diagnosis
+from evaluation.runs import selectors
+from evaluation.runs.report_formats import retrieval_diagnosis
 from goldenset.models import Collection, Document
 
 RUNS_PER_PAGE = 50
@@ -92,7 +92,9 @@ def batch_runs(*, tenant: Tenant, batch_id: uuid.UUID) -> list[EvaluationRun]:
 # --- one run -----------------------------------------------------------------------------------------------
 
 
-question_diagnosis = retrieval_diagnosis  # the one rule, shared with the reports (evaluation.reports)
+question_diagnosis = (
+    retrieval_diagnosis  # the one rule, shared with the reports (evaluation.runs.report_formats)
+)
 
 
 @dataclass

@@ -15,7 +15,6 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from evalsite.tenancy.models import Tenant
-from evaluation import selectors as run_selectors
 from evaluation.dashboard import charts
 from evaluation.dashboard.answer_question_reads import answer_view
 from evaluation.dashboard.answer_runs_reads import (
@@ -57,8 +56,9 @@ from evaluation.dashboard.runs_reads import (
 )
 from evaluation.dashboard.slices_reads import config_rows, run_slices, subset_text
 from evaluation.models import EvaluationRun, RunKind
-from evaluation.reports import DIAGNOSES
-from evaluation.services.reports import ragas_rows, runs_junit
+from evaluation.runs import selectors as run_selectors
+from evaluation.runs.report_formats import DIAGNOSES
+from evaluation.runs.reports import ragas_rows, runs_junit
 
 # --- runs --------------------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """A run's per-slice breakdown on its page, and the runs' breakdowns side by side on Compare.
 
-Both read the breakdown each run stored when it was written (EvaluationRun.slices, evaluation.slices.breakdown):
+Both read the breakdown each run stored when it was written (EvaluationRun.slices, evaluation.runs.slices.breakdown):
 nothing here reads question results, so a page costs the same however many questions the runs asked.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import default_metric, metric_scale, ordered_metrics
 from evaluation.models import EvaluationRun
-from evaluation.slices import ANSWERABLE, ORIGIN, TAG, Subset, slice_metric_names
+from evaluation.runs.slices import ANSWERABLE, ORIGIN, TAG, Subset, slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
 
 KINDS = (TAG, ORIGIN, ANSWERABLE)  # the order slices are shown in

@@ -1,5 +1,5 @@
 """The tenant's external targets: list, create, edit (secrets typed, never shown), test connection, delete.
-The same services as /lmkit/v1/targets (evaluation.services.targets), the same checks and audit trail."""
+The same services as /lmkit/v1/targets (evaluation.targets.services), the same checks and audit trail."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import tenant_page
 from evaluation.dashboard.forms import TargetForm, TargetTestForm
 from evaluation.models import Target
-from evaluation.services import targets as target_services
+from evaluation.targets import services as target_services
 
 
 @require_GET

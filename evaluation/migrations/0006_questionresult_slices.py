@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='evaluationrun',
             name='slices',
-            field=models.JSONField(blank=True, default=dict, help_text='Every metric per slice, computed when the run was written: {"tag": {"faq": {"n": 3, "ndcg@10": 0.5}}, "origin": {...}, "answerable": {...}} (evaluation.slices.breakdown).'),
+            field=models.JSONField(blank=True, default=dict, help_text='Every metric per slice, computed when the run was written: {"tag": {"faq": {"n": 3, "ndcg@10": 0.5}}, "origin": {...}, "answerable": {...}} (evaluation.runs.slices.breakdown).'),
         ),
         migrations.AddField(
             model_name='questionresult',

@@ -5,7 +5,7 @@ decline ever more readily when the passages do not support an answer. PascalCase
 The order matters: the ClapNQ benchmark checks the ladder from each level to the next stricter one.
 
 What each level does (the extractive answer's support thresholds, the chat model's rules) stays with the
-answer writer, evaluation.answer_writer; the request reader (evaluation.configs), the dashboard form and the API
+answer writer, evaluation.answers.writer; the request reader (evaluation.configs), the dashboard form and the API
 help texts take the names from here.
 """
 

@@ -1,7 +1,7 @@
 """The names of evalsite's metrics, in the order they are shown. Plain Python: no Django import.
 
-Retrieval (trec_eval's measures, computed by evaluation.metrics): recall and nDCG at each cutoff k, named
-"recall@k" and "ndcg@k", and MRR, "mrr". Answers (evaluation.judge and evaluation.verdicts): the five
+Retrieval (trec_eval's measures, computed by evaluation.retrieval.metrics): recall and nDCG at each cutoff k, named
+"recall@k" and "ndcg@k", and MRR, "mrr". Answers (evaluation.answers.judge and evaluation.answers.verdicts): the five
 judged metrics, each a per-question value in 0..1; the two refusal rates of a run (counts, no per-question
 value); and the run's overall score (0-100). These names are keys of stored runs and of the API's JSON, so
 they never change; the order here is the order of the judge's calls, the CLI's columns and the dashboard's

@@ -27,8 +27,8 @@ from evalsite.tenancy.services import tenant_get_or_create
 from evaluation.configs import parse_configs
 from evaluation.dashboard.runs_reads import RUN_QUESTIONS_PER_PAGE
 from evaluation.models import EvaluationJobKind, EvaluationRun
-from evaluation.services.retrieval import evaluate_retrieval
-from evaluation.services.search import available_rerankers
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import Collection, GoldenEntry
 from tests.browser.pages import assert_clean, is_local, log_in, overflow, watch_requests
 

@@ -1,5 +1,5 @@
 """Answer runs (kind "answers") written straight into the database in the shape the answer pipeline stores
-(evaluation.services.answers), for the dashboard and browser tests: they depend on that shape only, not on the pipeline.
+(evaluation.answers.evaluate), for the dashboard and browser tests: they depend on that shape only, not on the pipeline.
 In `questions()` a metric no question could be scored on is absent, an unreadable judge answer is an exclusion,
 a failed judge call a heuristic fallback, and every diagnosis (pass, retrieval, generation, error) occurs.
 """
@@ -212,7 +212,7 @@ def questions(shift: float = 0.0, *, judge: str = "heuristic", with_recall: bool
 
 
 def question_mean(q: Q) -> float | None:
-    """The per-question mean the run's score averages (evaluation.verdicts)."""
+    """The per-question mean the run's score averages (evaluation.answers.verdicts)."""
     if q.diagnosis == "error":
         return None
     if not q.answerable:

@@ -16,8 +16,8 @@ from django.utils import timezone
 from evalsite.tenancy.models import Membership
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, QuestionResult
-from evaluation.services.retrieval import evaluate_retrieval
-from evaluation.services.search import available_rerankers
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
 from goldenset.models import Collection, GoldenEntry
 from goldenset.services import EntryInput

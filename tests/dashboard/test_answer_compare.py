@@ -8,8 +8,8 @@ import pytest
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
-from evaluation import stats
 from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.runs import stats
 from tests.dashboard.answer_runs_support import (
     JUDGED,
     make_answer_run,

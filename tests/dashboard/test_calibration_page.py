@@ -9,10 +9,10 @@ import json
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evaluation.answers.evaluate import evaluate_answers
 from evaluation.configs import parse_answer_configs
 from evaluation.models import HumanLabel, JudgeThreshold
-from evaluation.services.answers import evaluate_answers
-from evaluation.services.search import available_rerankers
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
 from tests.answer_support import scripted_rag
 from tests.dashboard.conftest import text_of

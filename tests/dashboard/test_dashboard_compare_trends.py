@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation import stats
 from evaluation.dashboard import charts, trends_reads
 from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.runs import stats
 from tests.dashboard.conftest import compare_url, make_runs
 
 

@@ -12,8 +12,8 @@ from django.urls import reverse
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun
-from evaluation.services.retrieval import evaluate_retrieval
-from evaluation.slices import Subset
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.runs.slices import Subset
 from goldenset.models import GoldenEntry, Origin
 from tests.dashboard.conftest import compare_url, launch_data, run_url, text_of
 from tests.dashboard.test_answer_launch import answer_launch_data

@@ -18,7 +18,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from evalsite.jobs.models import Job, JobStatus
-from evaluation.services.retrieval import evaluate_retrieval
+from evaluation.retrieval.evaluate import evaluate_retrieval
 from goldenset.models import GoldenJobKind
 from tests.conftest import api_client
 from tests.evaluation.test_response_schema import to_json_schema
@@ -48,7 +48,7 @@ def ids(world) -> dict[str, str]:
     """Path ids that exist for the world's tenant."""
     from evaluation.configs import parse_configs
     from evaluation.models import Target
-    from evaluation.services.search import available_rerankers
+    from evaluation.retrieval.read_path import available_rerankers
 
     entries = handbook_entries(world.collection)
     _, runs = evaluate_retrieval(

@@ -10,7 +10,7 @@ import threading
 import httpx
 import pytest
 
-from evaluation import indexes
+from evaluation.retrieval import indexes
 from tests.worker_support import Serve
 
 pytestmark = pytest.mark.django_db(transaction=True)

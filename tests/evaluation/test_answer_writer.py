@@ -1,4 +1,4 @@
-"""evaluation.answer_writer without the database: the extractive answer and its groundedness levels, citation
+"""evaluation.answers.writer without the database: the extractive answer and its groundedness levels, citation
 markers, refusal phrases, and the LLM answer against the scripted server over real HTTP."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalsite.llm.client import ChatClient, MemoryCallCache
-from evaluation.answer_writer import (
+from evaluation.answers.writer import (
     GROUNDEDNESS,
     GROUNDEDNESS_MIN_SUPPORT,
     REFUSAL,
@@ -49,7 +49,7 @@ REFUND_QUESTION = "How long do customers have to request a refund?"  # terms: lo
 
 def test_the_modules_import_no_django():
     code = (
-        "import sys, evaluation.answer_writer, evaluation.judge, evaluation.judge_llm, evaluation.verdicts; "
+        "import sys, evaluation.answers.writer, evaluation.answers.judge, evaluation.answers.judge_llm, evaluation.answers.verdicts; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
     )
     root = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evaluation.models import EvaluationRun
-from evaluation.run_files import MAX_TAG_CHARS
+from evaluation.retrieval.run_files import MAX_TAG_CHARS
 from goldenset.formats import MAX_CSV_FIELD_CHARS
 from goldenset.text import MAX_ID_CHARS
 from tests.support import db_state, handbook_entries, refused

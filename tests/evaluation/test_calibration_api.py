@@ -14,8 +14,8 @@ from django.db import connection
 
 from evalsite.audit.models import AuditEvent
 from evalsite.jobs.models import Job, JobStatus
+from evaluation.judgments import calibration
 from evaluation.models import EvaluationRun, HumanLabel, JudgeThreshold
-from evaluation.services import calibration
 from evaluation.warmup import warm_up
 from goldenset import services
 from tests.answer_support import scripted_rag

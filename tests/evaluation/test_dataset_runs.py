@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from evaluation import metrics
 from evaluation.configs import parse_configs
 from evaluation.models import QuestionResult
-from evaluation.services.retrieval import evaluate_retrieval
-from evaluation.services.search import available_rerankers
+from evaluation.retrieval import metrics
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import Collection
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

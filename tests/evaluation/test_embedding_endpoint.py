@@ -7,8 +7,8 @@ import httpx
 import pytest
 from django.test import override_settings
 
-from evaluation import indexes
 from evaluation.models import PageEmbedding
+from evaluation.retrieval import indexes
 from tests.conftest import add_documents
 from tests.llm_server import llm_server_fixture  # noqa: F401
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from evalsite.errors import EvalsiteError
-from evaluation import embedding_store, indexes
 from evaluation.models import PageEmbedding
-from evaluation.search import embeddings
-from evaluation.search.embeddings import EndpointEmbedder, EndpointSettings, MiniLMEmbedder
+from evaluation.retrieval import embedding_store, indexes
+from evaluation.retrieval.search import embeddings
+from evaluation.retrieval.search.embeddings import EndpointEmbedder, EndpointSettings, MiniLMEmbedder
 from goldenset import services
 from tests.conftest import add_documents
 from tests.llm_server import ScriptedLLMServer, llm_server_fixture  # noqa: F401

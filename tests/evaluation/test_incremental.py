@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 
 from evalsite.jobs.models import Job
-from evaluation import indexes
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationJobKind
-from evaluation.search.bm25 import BM25Index, BM25Params
-from evaluation.search.engine import SearchIndex
-from evaluation.search.postings import (
+from evaluation.retrieval import indexes
+from evaluation.retrieval.read_path import search
+from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
+from evaluation.retrieval.search.engine import SearchIndex
+from evaluation.retrieval.search.postings import (
     MergeRefused,
     Postings,
     build_postings,
     merge_postings,
     open_first_order,
 )
-from evaluation.services.search import search
 from goldenset import services
 from goldenset.models import Document, Page
 from tests.conftest import add_documents
@@ -125,7 +125,7 @@ def test_a_merge_from_a_salted_index_is_refused():
 
 
 def test_a_new_term_whose_hash_is_an_old_terms_is_refused(monkeypatch):
-    from evaluation.search import postings as module
+    from evaluation.retrieval.search import postings as module
 
     old = build_postings([["a", "b"]])
     real = module.term_hash

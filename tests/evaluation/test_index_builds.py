@@ -12,8 +12,8 @@ from django_q.conf import Conf
 
 from evalsite.jobs import services as jobs
 from evalsite.jobs.models import Job, JobStatus
-from evaluation import indexes
 from evaluation.models import EvaluationJobKind
+from evaluation.retrieval import indexes
 from tests.conftest import add_documents
 
 

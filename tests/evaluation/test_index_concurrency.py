@@ -11,11 +11,11 @@ import pytest
 from django.db import connection
 
 from evalsite.jobs.models import Job, JobStatus
-from evaluation import indexes
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationJobKind
-from evaluation.search.engine import VECTORS, SearchConfig, SearchIndex
-from evaluation.services.search import search
+from evaluation.retrieval import indexes
+from evaluation.retrieval.read_path import search
+from evaluation.retrieval.search.engine import VECTORS, SearchConfig, SearchIndex
 from tests.conftest import add_documents
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the threads read what the test wrote

@@ -1,4 +1,4 @@
-"""Indexes published to the database (evaluation.index_store): a machine serves what another machine's worker
+"""Indexes published to the database (evaluation.retrieval.index_store): a machine serves what another machine's worker
 built, fetched into its own index directory, and no version is built twice. Each "machine" here is an index
 directory of its own and an empty memory; the builds are queued (django-q2's inline mode off) and run with the
 real job runner, as a worker on one of the machines runs them. The two-server drill on PostgreSQL is in
@@ -13,8 +13,8 @@ from django_q.conf import Conf
 
 from evalsite.jobs import services as jobs
 from evalsite.jobs.models import Job, JobStatus
-from evaluation import index_store, indexes
 from evaluation.models import EvaluationJobKind, IndexFile, IndexManifest
+from evaluation.retrieval import index_store, indexes
 from tests.conftest import add_documents
 
 

@@ -1,4 +1,4 @@
-"""evaluation.judge without the database: atomic statements, the heuristic metrics on hand-made cases, and the
+"""evaluation.answers.judge without the database: atomic statements, the heuristic metrics on hand-made cases, and the
 LLM judge against the scripted server (good judgements, a failing endpoint, unreadable judgements)."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from collections.abc import Iterable
 import pytest
 
 from evalsite.llm.client import ChatClient, ChatResult, MemoryCallCache
-from evaluation import judge, judge_llm
-from evaluation.answer_writer import REFUSAL, Answer, Citation, Passage, parse_citations
-from evaluation.judge import (
+from evaluation.answers import judge, judge_llm
+from evaluation.answers.judge import (
     HEURISTIC,
     LLM_JUDGE,
     METRICS,
@@ -23,7 +22,8 @@ from evaluation.judge import (
     judge_question,
     statements,
 )
-from evaluation.judge_llm import LLMJudge
+from evaluation.answers.judge_llm import LLMJudge
+from evaluation.answers.writer import REFUSAL, Answer, Citation, Passage, parse_citations
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 PASSAGES = [

@@ -10,10 +10,10 @@ import json
 import pytest
 
 from evalsite.llm.client import ChatClient, ChatResult, MemoryCallCache
-from evaluation import judge_llm
-from evaluation.answer_writer import Answer, Citation, Passage, parse_citations
-from evaluation.judge import HEURISTIC, LLM_JUDGE, METRICS, UNREADABLE, faithfulness, judge_question
-from evaluation.judge_llm import LLMJudge
+from evaluation.answers import judge_llm
+from evaluation.answers.judge import HEURISTIC, LLM_JUDGE, METRICS, UNREADABLE, faithfulness, judge_question
+from evaluation.answers.judge_llm import LLMJudge
+from evaluation.answers.writer import Answer, Citation, Passage, parse_citations
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 PASSAGES = [

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.answer_writer import Passage
-from evaluation.judge import SUPPORT_MIN, statement_support, statements
-from evaluation.judge_support import TermWeights, claim_terms
+from evaluation.answers.judge import SUPPORT_MIN, statement_support, statements
+from evaluation.answers.judge_support import TermWeights, claim_terms
+from evaluation.answers.writer import Passage
 
 LAKE = Passage(
     1,
@@ -216,7 +216,7 @@ def test_the_labelled_statements_are_well_formed():
 
 
 def test_the_new_support_ranks_better_than_plain_recall_on_the_test_half():
-    from evaluation.calibration import roc_auc
+    from evaluation.judgments.agreement import roc_auc
 
     agreement = _agreement()
     items = agreement.load(agreement.DEFAULT_DATA)

@@ -1,4 +1,4 @@
-"""evaluation.judge_votes, pure: the judge's sampling settings and how they are read, the majority and the median,
+"""evaluation.answers.judge_votes, pure: the judge's sampling settings and how they are read, the majority and the median,
 the quorum, the tally with its confidence, and a run's confidence summary."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from evalsite.errors import EvalsiteError
-from evaluation.judge_votes import (
+from evaluation.answers.judge_votes import (
     DEFAULT_SAMPLING_TEMPERATURE,
     JudgeSampling,
     has_quorum,

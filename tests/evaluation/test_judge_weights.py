@@ -1,15 +1,14 @@
 """Term rarity in the collection for the heuristic judge: a bounded sample of pages, cached per content version
-(evaluation/services/judge_weights.py), and what it changes in a support score."""
+(evaluation/answers/judge_weights.py), and what it changes in a support score."""
 
 from __future__ import annotations
 
 import pytest
 
-from evaluation import judge
-from evaluation.answer_writer import Passage
-from evaluation.judge_support import claim_terms
-from evaluation.services import judge_weights
-from evaluation.services.judge_weights import collection_term_weights
+from evaluation.answers import judge, judge_weights
+from evaluation.answers.judge_support import claim_terms
+from evaluation.answers.judge_weights import collection_term_weights
+from evaluation.answers.writer import Passage
 from tests.conftest import add_documents
 
 
@@ -69,7 +68,7 @@ def test_an_answer_evaluation_judges_with_the_collections_rarity(world, django_c
     """The stored per-statement support of a run is the support with the collection's term rarity: with one
     retrieved passage (top_k 1) rarity over the passages at hand would weigh every term alike."""
     from evalsite.jobs.models import Job, JobStatus
-    from evaluation.answer_writer import Passage as P
+    from evaluation.answers.writer import Passage as P
     from evaluation.models import EvaluationRun
     from goldenset import services
     from tests.support import add_entries

@@ -1,4 +1,4 @@
-"""evaluation.labels: human label files read strictly, every bad row named."""
+"""evaluation.judgments.labels: human label files read strictly, every bad row named."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from evaluation.labels import QUESTION, STATEMENT, read_labels
+from evaluation.judgments.labels import QUESTION, STATEMENT, read_labels
 from goldenset.formats import FormatError
 
 PASSAGES = json.dumps([{"document_id": "refunds", "title": "Refunds", "text": "Refunds within 30 days."}])

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from evaluation.labels import read_rows
+from evaluation.judgments.calibration import labels_import
+from evaluation.judgments.labels import read_rows
 from evaluation.models import HumanLabel
-from evaluation.services.calibration import labels_import
 from goldenset import services
 from tests.support import add_entries
 

@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
+from evaluation.judgments.calibration import run_calibration
 from evaluation.models import EvaluationRun, HumanLabel
-from evaluation.services.calibration import run_calibration
 from goldenset.models import Collection, GoldenEntry
 
 
@@ -62,7 +62,7 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
 
 
 def test_the_demo_shows_hybrid_with_rerank_only_with_a_model_reranker():
-    from evaluation.services.demo import demo_configs
+    from evaluation.demo import demo_configs
 
     assert "hybrid rrf + rerank" not in [c["label"] for c in demo_configs(["proximity"])]
     assert demo_configs(["minilm", "proximity"])[-1] == {

@@ -1,4 +1,4 @@
-"""evaluation.metrics: hand-computed cases, then parity with pytrec_eval (trec_eval) on real collections.
+"""evaluation.retrieval.metrics: hand-computed cases, then parity with pytrec_eval (trec_eval) on real collections.
 
 Pure Python and numpy: no database. pytrec_eval is the oracle, as DESIGN.md ("Retrieval") asks.
 
@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from evaluation import metrics
-from evaluation.metrics import (
+from evaluation.retrieval import metrics
+from evaluation.retrieval.metrics import (
     evaluate_query,
     first_relevant_rank,
     mean_metrics,
@@ -35,7 +35,7 @@ from evaluation.metrics import (
     reciprocal_rank,
     reciprocal_rank_at,
 )
-from evaluation.search.bm25 import BM25Params, build_index
+from evaluation.retrieval.search.bm25 import BM25Params, build_index
 from goldenset.text import tokenize
 
 TOLERANCE = 1e-9

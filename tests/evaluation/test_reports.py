@@ -1,4 +1,4 @@
-"""Run reports: JUnit XML (evaluation.reports) from the CLI gate and the dashboard, the markdown summary, and an
+"""Run reports: JUnit XML (evaluation.runs.report_formats) from the CLI gate and the dashboard, the markdown summary, and an
 answer run as Ragas evaluation rows."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from evalsite.tenancy.models import Membership
 from evaluation.models import EvaluationRun
-from evaluation.reports import Case, Suite, junit_xml, markdown_table
+from evaluation.runs.report_formats import Case, Suite, junit_xml, markdown_table
 from tests.support import handbook_entries
 
 SCOPE = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]

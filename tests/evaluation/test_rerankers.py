@@ -8,10 +8,10 @@ import pytest
 from django.test import override_settings
 
 from evalsite.errors import EvalsiteError
-from evaluation import embedding_store, indexes
 from evaluation.models import EvaluationRun, PageEmbedding
-from evaluation.search import embeddings
-from evaluation.services import search as services
+from evaluation.retrieval import embedding_store, indexes
+from evaluation.retrieval import read_path as services
+from evaluation.retrieval.search import embeddings
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import handbook_entries
 

@@ -14,9 +14,9 @@ from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from jsonschema import Draft202012Validator
 
+from evaluation.answers.evaluate import answer_question
 from evaluation.configs import parse_answer_config
-from evaluation.services.answers import answer_question
-from evaluation.services.search import available_rerankers
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
 from tests.answer_support import scripted_rag
 from tests.conftest import add_documents

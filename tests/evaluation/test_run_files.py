@@ -1,4 +1,4 @@
-"""Run files: the TREC and JSONL readers (evaluation.run_files), POST /lmkit/v1/search/evaluate/run-file and
+"""Run files: the TREC and JSONL readers (evaluation.retrieval.run_files), POST /lmkit/v1/search/evaluate/run-file and
 `manage.py evaluate_run`. A built-in run exported as a TREC run file and uploaded again scores the same."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.core.management import call_command
 from evalsite.errors import EvalsiteError
 from evaluation.dashboard.runs_reads import run_trec
 from evaluation.models import EvaluationRun
-from evaluation.run_files import parse_run_file
+from evaluation.retrieval.run_files import parse_run_file
 from tests.support import handbook_entries, refused
 
 URL = "/lmkit/v1/search/evaluate/run-file"

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import rank_bm25
 
-from evaluation.search import bm25, kernels
-from evaluation.search.bm25 import BM25Index, BM25Params, build_index
-from evaluation.search.postings import Postings, build_postings
+from evaluation.retrieval.search import bm25, kernels
+from evaluation.retrieval.search.bm25 import BM25Index, BM25Params, build_index
+from evaluation.retrieval.search.postings import Postings, build_postings
 from goldenset.text import tokenize
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "clapnq"

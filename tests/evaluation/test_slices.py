@@ -1,5 +1,5 @@
-"""evaluation.slices (pure): which entries a subset admits, and every metric's mean per slice; the subset fields
-as evaluation.configs reads them; the per-slice table the CLI prints (evaluation.reports)."""
+"""evaluation.runs.slices (pure): which entries a subset admits, and every metric's mean per slice; the subset fields
+as evaluation.configs reads them; the per-slice table the CLI prints (evaluation.runs.report_formats)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from evalsite.errors import EvalsiteError
 from evaluation import configs
-from evaluation.reports import slice_table, text_table
-from evaluation.slices import EVERY, ORIGINS, SliceRow, Subset, breakdown, slice_metric_names
+from evaluation.runs.report_formats import slice_table, text_table
+from evaluation.runs.slices import EVERY, ORIGINS, SliceRow, Subset, breakdown, slice_metric_names
 from goldenset.models import Origin
 
 

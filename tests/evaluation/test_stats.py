@@ -1,4 +1,4 @@
-"""evaluation.stats: bootstrap CIs and the paired randomization test, checked against exact enumeration and scipy.
+"""evaluation.runs.stats: bootstrap CIs and the paired randomization test, checked against exact enumeration and scipy.
 
 Pure numpy: no database.
 """
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from evaluation import stats
-from evaluation.stats import (
+from evaluation.runs import stats
+from evaluation.runs.stats import (
     Aligned,
     PairwiseResult,
     align_by_question,
@@ -337,7 +337,7 @@ def test_aligned_rows_feed_the_paired_test() -> None:
 
 
 def test_latency_summary_is_numpys_percentiles_of_the_calls():
-    from evaluation.stats import latency_summary
+    from evaluation.runs.stats import latency_summary
 
     values = [5.0, 1.0, 3.0, 2.0, 4.0, 100.0]
     summary = latency_summary(values)

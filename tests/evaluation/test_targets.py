@@ -1,4 +1,4 @@
-"""evaluation.targets and evaluation.secret_box, without Django: templates, mappings, id transforms, option
+"""evaluation.targets.callers and evaluation.targets.secret_box, without Django: templates, mappings, id transforms, option
 checks, and calls to a real scripted server on 127.0.0.1 (Elasticsearch-shaped and generic JSON endpoints, with
 faults)."""
 
@@ -12,8 +12,7 @@ from cryptography.fernet import Fernet
 
 from evalsite.egress import LOOPBACK_NETWORKS, EgressPolicy
 from evalsite.errors import EvalsiteError
-from evaluation.secret_box import SecretBox, derived_key
-from evaluation.targets import (
+from evaluation.targets.callers import (
     TargetClient,
     TargetError,
     TargetSpec,
@@ -22,6 +21,7 @@ from evaluation.targets import (
     id_transform,
     read_hits,
 )
+from evaluation.targets.secret_box import SecretBox, derived_key
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 # The scripted servers listen on loopback, which the default policy refuses (tests/evaluation/test_egress.py).
@@ -288,7 +288,7 @@ def test_secret_box_seals_rotates_and_refuses_a_wrong_key():
 def test_the_rate_limit_spaces_calls_across_threads():
     import threading
 
-    from evaluation.targets import _RateLimit
+    from evaluation.targets.callers import _RateLimit
 
     limit = _RateLimit(20.0)  # one call every 50 ms
     started = time.perf_counter()

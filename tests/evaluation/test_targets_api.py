@@ -262,7 +262,7 @@ def test_rotating_the_key_re_encrypts_every_secret_and_a_missing_key_is_a_clear_
     from cryptography.fernet import Fernet
     from django.core.management import call_command
 
-    from evaluation.services.targets import target_spec
+    from evaluation.targets.services import target_spec
 
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     settings.EVALSITE_TARGET_KEYS = [old]
@@ -331,7 +331,7 @@ def test_the_cli_gate_evaluates_a_target_and_a_failed_target_run_fails_the_gate(
 
 def test_the_models_kinds_are_the_callers_kinds():
     from evaluation.models import TargetKind
-    from evaluation.targets import KINDS
+    from evaluation.targets.callers import KINDS
 
     assert list(TargetKind.values) == list(KINDS)
 

@@ -13,7 +13,7 @@ from django.test import override_settings
 
 from evalsite.audit.models import AuditEvent
 from evaluation.models import QuestionResult, Target
-from evaluation.targets import LIMITS, id_transform
+from evaluation.targets.callers import LIMITS, id_transform
 from tests.llm_server import ScriptedLLMServer, llm_server_fixture  # noqa: F401
 from tests.support import handbook_entries, refused
 
@@ -276,7 +276,7 @@ def test_an_answer_past_the_size_limit_is_the_calls_error_not_a_worker_holding_i
 ):
     import dataclasses
 
-    from evaluation import targets
+    from evaluation.targets import callers as targets
 
     monkeypatch.setattr(targets, "LIMITS", dataclasses.replace(LIMITS, answer_bytes=2000))
     llm_server.documents = {f"doc-{i}": "refund " + "word " * 50 for i in range(40)}
@@ -301,7 +301,7 @@ def test_an_answer_past_the_size_limit_is_the_calls_error_not_a_worker_holding_i
 
 
 def test_a_target_stored_before_the_header_limits_is_a_400_when_called_not_a_500(world, llm_server):
-    from evaluation.services.targets import secret_box
+    from evaluation.targets.services import secret_box
 
     created = world.client.post(TARGETS, http_target(llm_server.url + "/search"), format="json")
     assert created.status_code == 201

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.search import embeddings, engine, fusion
-from evaluation.search.embeddings import LsiEmbedder, sample_rows
-from evaluation.search.engine import Corpus, SearchConfig, SearchIndex
+from evaluation.retrieval.search import embeddings, engine, fusion
+from evaluation.retrieval.search.embeddings import LsiEmbedder, sample_rows
+from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
 from goldenset.temporal import Validity
 from goldenset.text import tokenize
 

@@ -1,12 +1,12 @@
-"""evaluation.verdicts: pass/fail and diagnosis per question, the golden-set sanity check, and the honest
+"""evaluation.answers.verdicts: pass/fail and diagnosis per question, the golden-set sanity check, and the honest
 run summary (exclusions counted, fallbacks labelled, refusal both ways, the mode)."""
 
 from __future__ import annotations
 
 import pytest
 
-from evaluation.judge import HEURISTIC, LLM_JUDGE, Score
-from evaluation.verdicts import (
+from evaluation.answers.judge import HEURISTIC, LLM_JUDGE, Score
+from evaluation.answers.verdicts import (
     DEFAULT_THRESHOLDS,
     ERROR,
     GENERATION,

@@ -622,7 +622,10 @@ def test_revoke_action_revokes_selected_keys(admin_client, world):
 @pytest.mark.parametrize("model", [AuditEvent, Job])
 def test_system_records_are_read_only(admin_client, full_world, model):
     obj = model.objects.first()
-    assert admin_client.get(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add")).status_code == 403
+    assert (
+        admin_client.get(reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add")).status_code
+        == 403
+    )
     assert admin_client.post(change_url(obj), {}).status_code == 403
     delete = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_delete", args=[obj.pk])
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from evaluation import answer_writer, configs
+from evaluation import configs
+from evaluation.answers import writer as answer_writer
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 

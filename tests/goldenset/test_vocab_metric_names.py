@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from evaluation import judge
+from evaluation.answers import judge
 from evaluation.dashboard.common_reads import ordered_metrics
-from evaluation.metrics import evaluate_query
+from evaluation.retrieval.metrics import evaluate_query
 from goldenset.vocabulary.metric_names import (
     ANSWER_METRICS,
     ANSWER_SCORE,

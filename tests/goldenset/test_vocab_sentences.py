@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation import answer_writer
+from evaluation.answers import writer as answer_writer
 from goldenset.vocabulary.sentences import (
     FIRST_SENTENCE_END,
     PAGE_SENTENCE_END,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from evaluation import indexes
+from evaluation.retrieval import indexes
 from goldenset.management.base import CollectionCommand
 
 PARTS = indexes.PARTS

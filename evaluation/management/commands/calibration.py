@@ -11,7 +11,7 @@ metric: later answer evaluations use it and say so in their config; --reset retu
 import json
 
 from evalsite.errors import EvalsiteError
-from evaluation.services import calibration
+from evaluation.judgments import calibration
 from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 

@@ -22,8 +22,8 @@ from evaluation.management.commands.evaluate import (
     parse_metric,
 )
 from evaluation.management.commands.evaluate import Command as EvaluateCommand
-from evaluation.run_files import parse_run_file
-from evaluation.services.retrieval import evaluate_run_file
+from evaluation.retrieval.evaluate import evaluate_run_file
+from evaluation.retrieval.run_files import parse_run_file
 
 
 class Command(EvaluateCommand):

@@ -1,4 +1,4 @@
-"""`manage.py import_labels FILE`: human labels of answer judgements into a collection (evaluation.labels).
+"""`manage.py import_labels FILE`: human labels of answer judgements into a collection (evaluation.judgments.labels).
 
     manage.py import_labels labels.csv --cluster C --tenant T --collection X [--format csv|json] [--dry-run]
 
@@ -7,8 +7,8 @@ All or nothing: a bad row stops it (exit 2, every bad row named, up to 50) and n
 
 from pathlib import Path
 
-from evaluation.labels import read_labels
-from evaluation.services.calibration import labels_import
+from evaluation.judgments.calibration import labels_import
+from evaluation.judgments.labels import read_labels
 from goldenset.management.base import CollectionCommand
 from goldenset.management.commands.import_golden import read_file
 

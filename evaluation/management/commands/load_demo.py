@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from evalsite.management.base import EvalsiteCommand
-from evaluation.services.demo import demo_load
+from evaluation.demo import demo_load
 
 
 class Command(EvalsiteCommand):

@@ -14,7 +14,7 @@ from django.db import transaction
 from evalsite.errors import EvalsiteError
 from evalsite.management.base import EvalsiteCommand
 from evaluation.models import Target
-from evaluation.services.targets import secret_box
+from evaluation.targets.services import secret_box
 
 
 class Command(EvalsiteCommand):

@@ -1,0 +1,143 @@
+"""The demo (`manage.py load_demo`, which `scripts/run` calls): tenant demo/demo with the ClapNQ collection and
+its golden set, real runs of both kinds to compare, a dashboard user and an API key kept in the data directory
+so every start prints the same ones. Safe to run again: each part is made only when it is missing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from evalsite.audit.services import actor_command
+from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
+from evalsite.tenancy.services import api_key_create, tenant_get_or_create
+from evaluation.answers.evaluate import evaluate_answers
+from evaluation.configs import DEFAULT_KS, parse_answer_configs, parse_configs
+from evaluation.judgments.calibration import labels_import
+from evaluation.judgments.labels import LabelRow, read_rows
+from evaluation.models import EvaluationRun, HumanLabel, RunKind
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
+from goldenset import importers
+from goldenset.models import Collection
+
+DEMO_ANSWER_CONFIGS = [
+    {"label": "answers fulltext", "search_type": "FullText", "groundedness": "Off"},
+    {"label": "answers hybrid grounded", "search_type": "Hybrid", "fusion": "Rrf", "groundedness": "Medium"},
+]
+DEMO_CONFIGS = [
+    {"label": "fulltext", "search_type": "FullText"},
+    {"label": "fulltext okapi", "search_type": "FullText", "bm25_variant": "okapi"},
+    {"label": "vector lsi", "search_type": "Vector"},
+    {"label": "hybrid rrf", "search_type": "Hybrid", "fusion": "Rrf"},
+    {"label": "hybrid weighted", "search_type": "Hybrid", "fusion": "Weighted"},
+]
+# Shown only with a model reranker (the minilm extra, an embeddings endpoint): the offline proximity reranker
+# lowers the demo's nDCG@10 (benchmarks/vector_quality.py), so it is no configuration to show off.
+DEMO_MODEL_RERANK = {"label": "hybrid rrf + rerank", "search_type": "Hybrid", "fusion": "Rrf", "rerank": True}
+
+
+def demo_configs(rerankers: list[str]) -> list[dict]:
+    """The demo's retrieval configurations: "hybrid rrf + rerank" only when a model reranker is installed."""
+    has_model = any(name != "proximity" for name in rerankers)
+    return [*DEMO_CONFIGS, DEMO_MODEL_RERANK] if has_model else list(DEMO_CONFIGS)
+
+
+def demo_folder() -> Path:
+    return Path(settings.BASE_DIR) / "demo" / "clapnq"
+
+
+def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
+    """Load what is missing of the demo, saying what it did; (dashboard password, API key)."""
+    tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
+    if collection is None or not collection.golden_entries.exists():
+        result = importers.beir_import(
+            folder=demo_folder(),
+            tenant=tenant,
+            collection_id="clapnq",
+            actor="command:load_demo",
+            name="ClapNQ",
+        )
+        say(f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries.")
+        collection = Collection.objects.get(tenant=tenant, slug="clapnq")
+    if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.RETRIEVAL).exists():
+        # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
+        rerankers = available_rerankers()
+        configs = parse_configs(demo_configs(rerankers), rerankers)
+        _, runs = evaluate_retrieval(
+            tenant=tenant, collections=[collection], ks=list(DEFAULT_KS), configs=configs
+        )
+        say(
+            "Evaluated the demo golden set: "
+            + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
+        )
+    if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.ANSWERS).exists():
+        # Offline answer runs (extractive answers, heuristic judge) of the 600 questions, 300 unanswerable.
+        _, runs = evaluate_answers(
+            tenant=tenant,
+            collections=[collection],
+            configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
+            offline=True,
+        )
+        say(
+            "Evaluated the demo answers offline: "
+            + ", ".join(
+                f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
+                f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
+                for r in runs
+            )
+        )
+    if not HumanLabel.objects.filter(collection=collection).exists():
+        keys = set(collection.golden_entries.values_list("key", flat=True))
+        # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
+        rows = [row for row in demo_labels() if row.question_id in keys]
+        if rows:
+            result = labels_import(
+                tenant=tenant, collection=collection, rows=rows, actor=actor_command("load_demo")
+            )
+            say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
+    password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
+    with transaction.atomic():
+        user, created = get_user_model().objects.get_or_create(
+            username="demo", defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created or not user.check_password(password):
+            user.set_password(password)
+            user.save()
+        Membership.objects.get_or_create(user=user, tenant=tenant)
+    key_path = Path(settings.DATA_DIR) / "demo_api_key"
+    secret = key_path.read_text().strip() if key_path.exists() else ""
+    if not secret or not ApiKey.objects.filter(key_hash=hash_api_key(secret), revoked_at=None).exists():
+        _, secret = api_key_create(tenant=tenant, name="demo", actor=actor_command("load_demo"))
+        key_path.write_text(secret)
+        key_path.chmod(0o600)
+    return password, secret
+
+
+def demo_labels() -> list[LabelRow]:
+    """The held-out half of the statements labelled for the offline judge (benchmarks/data, its README says how
+    they were made): faithfulness statement labels of ClapNQ questions, each with its passages. Only the test
+    half, the one the judge was not tuned on (the split of benchmarks/judge_agreement.py), so the demo's
+    calibration figures are the honest ones."""
+    path = Path(settings.BASE_DIR) / "benchmarks" / "data" / "judge_statements.jsonl"
+    records = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        row = json.loads(line)
+        if hashlib.sha256(f"judge-split:{row['question_id']}".encode()).hexdigest()[0] >= "8":
+            records.append((f"line {number}", {**row, "metric": "faithfulness"}))
+    return read_rows(records)
+
+
+def _secret_file(name: str, make: Callable[[], str]) -> str:
+    path = Path(settings.DATA_DIR) / name
+    if not path.exists():
+        path.write_text(make())
+        path.chmod(0o600)
+    return path.read_text().strip()

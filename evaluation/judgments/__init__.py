@@ -1,0 +1,6 @@
+"""Judgments by people, and how far a judge agrees with them.
+
+- `labels` (pure): human labels of answer judgements, read from a file;
+- `agreement` (pure): the measures of a calibration report (kappa, alpha, balanced accuracy, thresholds);
+- `calibration`: labels imported, the calibration report of a collection, calibrated thresholds applied.
+"""

@@ -1,0 +1,9 @@
+"""Runs: every evaluation stored, read back, compared and reported.
+
+- `store`: a run of either kind stored with its question results, and the summary of it;
+- `selectors`: reads of runs, always scoped to one tenant, and the golden questions an evaluation asks;
+- `stats` (pure): bootstrap intervals and the paired randomization test over questions;
+- `slices` (pure): subsets and slices of a golden set;
+- `report_formats` (pure): JUnit XML and markdown summaries; `reports`: stored runs as those reports and
+  as Ragas rows.
+"""

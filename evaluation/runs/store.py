@@ -1,0 +1,120 @@
+"""Runs, both kinds: storing one with its question results, and the summary the API, the CLI and a job's result
+report of it (the seed's shape for a retrieval run; the answer metrics, refusal and diagnoses for an answer run)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evalsite.errors import EvalsiteError
+from evaluation.answers.judge import METRICS as ANSWER_METRICS
+from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.runs.selectors import GoldenQuestion
+from evaluation.runs.slices import SliceRow, Subset, breakdown
+from goldenset.models import Collection
+from goldenset.vocabulary.metric_names import ANSWER_SCORE
+
+
+def questions_in(
+    questions: Sequence[GoldenQuestion], subset: Subset, collections: Sequence[Collection]
+) -> list[GoldenQuestion]:
+    """The golden questions a subset admits, in order; a subset that admits none is the request's error (400),
+    never an empty run."""
+    if not subset:
+        return list(questions)
+    chosen = [q for q in questions if subset.admits(q.tags, q.origin, q.reviewed)]
+    if not chosen:
+        raise empty_subset(subset, collections)
+    return chosen
+
+
+def empty_subset(subset: Subset, collections: Sequence[Collection]) -> EvalsiteError:
+    field = subset.first_field()
+    slugs = [c.slug for c in collections]
+    return EvalsiteError(
+        "empty-golden-set",
+        f"{field}: the subset ({subset.describe()}) selects no golden entry to evaluate in {', '.join(slugs)}.",
+        details={"field": field, "subset": subset.as_dict(), "collection_ids": slugs},
+    )
+
+
+def run_slices(results: Sequence[QuestionResult], scores: Sequence[float | None] | None = None) -> dict:
+    """A run's per-slice breakdown (evaluation.runs.slices.breakdown) from its results before they are stored: the
+    scored questions only (a failed one is in no mean). `scores`: an answer run's per-question score in 0..1,
+    one per result, shown as the run's score is (0-100); with them the answerable slices are added."""
+    rows = []
+    for i, result in enumerate(results):
+        if result.error:
+            continue
+        values: dict[str, float] = {}
+        if scores is not None and scores[i] is not None:
+            values[ANSWER_SCORE] = 100.0 * scores[i]  # type: ignore[operator]
+        values.update(result.metrics)
+        rows.append(SliceRow(result.tags, result.origin, result.answerable, values))
+    return breakdown(rows, by_answerable=scores is not None)
+
+
+def run_store(
+    run: EvaluationRun,
+    collections: Sequence[Collection],
+    results: Sequence[QuestionResult],
+    batch_size: int = 500,
+) -> EvaluationRun:
+    """Save a new run, link its collections and insert its question results (inside the caller's transaction:
+    a batch of runs is stored whole or not at all)."""
+    run.collection_ids = [c.slug for c in collections]
+    run.question_count = len(results)
+    run.save(force_insert=True)
+    run.collections.set(collections)
+    for result in results:
+        result.run = run
+    QuestionResult.objects.bulk_create(results, batch_size=batch_size)
+    return run
+
+
+def run_summary(run: EvaluationRun) -> dict[str, Any]:
+    """A run as the evaluate endpoints, the CLI and a job's result report it."""
+    if run.kind == RunKind.ANSWERS:
+        return _answer_run_summary(run)
+    return {
+        "run_id": str(run.pk),
+        "label": run.label,
+        "config": run.config,
+        "ks": run.ks,
+        "metrics": run.metrics,
+        "status": run.status,
+        "question_count": run.question_count,
+        "duration_ms": run.duration_ms,
+        "latency_ms": run.summary.get("latency_ms"),
+        "failed_questions": run.summary.get("failed_questions"),
+        "unjudged": run.summary.get("unjudged", {}),
+        "warnings": run.warnings,
+        "index": run.index_info,
+        "slices": run.slices,
+    }
+
+
+def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
+    return {
+        "run_id": str(run.pk),
+        "label": run.label,
+        "kind": run.kind,
+        "config": run.config,
+        "status": run.status,
+        "mode": run.mode,
+        "score": run.summary.get("score"),
+        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in ANSWER_METRICS},
+        "metric_methods": run.metric_methods,
+        "refusal": run.summary.get("refusal"),
+        "excluded": run.summary.get("excluded"),
+        "diagnosis": run.summary.get("diagnosis"),
+        "passed": run.summary.get("passed"),
+        "failed": run.summary.get("failed"),
+        "question_count": run.question_count,
+        "judge_confidence": run.summary.get("judge_confidence"),
+        "usage": run.summary.get("usage"),
+        "latency_ms": run.summary.get("latency_ms"),
+        "duration_ms": run.duration_ms,
+        "warnings": run.warnings,
+        "slices": run.slices,
+    }
