@@ -11,7 +11,7 @@ class EvaluationConfig(AppConfig):
     def ready(self) -> None:
         # Late: AppConfig.ready runs once the models are loaded, which these modules import.
         from evalsite.audit.models import register_audit_objects
-        from evalsite.jobs.services import register_job_handler
+        from evalsite.jobs.kinds import register_job_handler
         from evaluation.answers.evaluate import evaluate_answers_job
         from evaluation.models import EvaluationAuditObject, EvaluationJobKind
         from evaluation.retrieval.evaluate import evaluate_job

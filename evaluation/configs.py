@@ -16,7 +16,8 @@ from typing import TypeVar
 from evalsite.errors import EvalsiteError
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES, SearchConfig
-from evaluation.runs.slices import EVERY, ORIGINS, SUBSET_KEYS, Subset
+from evaluation.runs.slices import EVERY, SUBSET_KEYS, Subset
+from goldenset.vocabulary.golden_fields import ORIGINS
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files' tags are labels too)

@@ -8,6 +8,8 @@ from django.db import models
 
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
+from evaluation.judgments import labels
+from evaluation.targets import kinds
 from goldenset.models import Collection, Page
 
 
@@ -39,11 +41,11 @@ class RunStatus(models.TextChoices):
 
 
 class TargetKind(models.TextChoices):
-    LMKIT = "lmkit"
-    ELASTICSEARCH = "elasticsearch"
-    HTTP = "http"
-    RAG_HTTP = "rag-http"
-    PYTHON = "python"
+    LMKIT = kinds.LMKIT
+    ELASTICSEARCH = kinds.ELASTICSEARCH
+    HTTP = kinds.HTTP
+    RAG_HTTP = kinds.RAG_HTTP
+    PYTHON = kinds.PYTHON
 
 
 class Target(models.Model):
@@ -220,8 +222,8 @@ class PageEmbedding(models.Model):
 
 
 class LabelLevel(models.TextChoices):
-    QUESTION = "question"
-    STATEMENT = "statement"
+    QUESTION = labels.QUESTION
+    STATEMENT = labels.STATEMENT
 
 
 class HumanLabel(models.Model):

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from goldenset.text import question_hash
+from goldenset.vocabulary import golden_fields
 
 
 class Collection(models.Model):
@@ -73,9 +74,9 @@ class Page(models.Model):
 
 
 class Origin(models.TextChoices):
-    MANUAL = "Manual"
-    IMPORTED = "Imported"
-    GENERATED = "Generated"
+    MANUAL = golden_fields.MANUAL
+    IMPORTED = golden_fields.IMPORTED
+    GENERATED = golden_fields.GENERATED
 
 
 class GoldenEntry(models.Model):

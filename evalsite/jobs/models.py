@@ -25,7 +25,7 @@ class Job(models.Model):
     collection = models.ForeignKey(
         "goldenset.Collection", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # One of the kinds the apps register with their handlers (evalsite.jobs.services.register_job_handler).
+    # One of the kinds the apps register with their handlers (evalsite.jobs.kinds.register_job_handler).
     kind = models.CharField(max_length=30)
     status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
     progress_done = models.PositiveIntegerField(default=0)

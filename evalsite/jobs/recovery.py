@@ -22,6 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from evalsite.jobs import processes
+from evalsite.jobs.kinds import job_kind
 from evalsite.jobs.models import Job, JobStatus
 from evalsite.tenancy.models import Tenant
 
@@ -58,7 +59,8 @@ def jobs_recover(*, tenant: Tenant | None = None, inspect_broker: bool = False) 
         else:
             continue
         message = f"{why} What it committed before is kept."
-        if kind == "Generate":
+        registered = job_kind(kind)
+        if registered is not None and registered.resumes:
             message += " The next run continues where it stopped."
         note(
             job_requeue(

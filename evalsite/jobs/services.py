@@ -36,15 +36,13 @@ from evalsite.audit.models import AuditAction, PlatformAuditObject
 from evalsite.audit.services import AuditedCollection, audit_record
 from evalsite.errors import EvalsiteError
 from evalsite.jobs import processes, worker
+from evalsite.jobs.kinds import job_kind
 from evalsite.jobs.models import Job, JobStatus
 from evalsite.jobs.recovery import jobs_recover
 from evalsite.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
-Handler = Callable[[Job, Progress], dict[str, Any]]
-_HANDLERS: dict[str, Handler] = {}
 # How long a worker keeps retrying a write the database refused (its connection cut, a failover).
 DB_RETRY_SECONDS = 60.0
 # The Retry-After of broker-unavailable: the same as the web's database-unavailable (evalsite.unavailable).
@@ -58,13 +56,6 @@ class JobInterrupted(BaseException):  # noqa: N818  (not an error: the worker is
 
 class JobLost(BaseException):  # noqa: N818
     """Another worker holds the job now (this one was presumed dead): stop without writing anything."""
-
-
-def register_job_handler(kind: str, handler: Handler) -> None:
-    """Make a kind of job known, with what runs it (the owning app's AppConfig.ready): job_create refuses a
-    kind nobody registered, so every Job.kind stored has one owner."""
-    if _HANDLERS.setdefault(kind, handler) is not handler:
-        raise ValueError(f"job kind {kind!r} registered twice")
 
 
 # --- creating and queueing --------------------------------------------------------------------------------
@@ -85,8 +76,8 @@ def job_create(
     With an actor, the launch goes into the audit trail (in the caller's transaction, or one of its own).
     A broker that refuses the task fails the job at once and raises EvalsiteError broker-unavailable (503):
     the caller's request fails instead of leaving a job that no worker will ever see."""
-    if kind not in _HANDLERS:
-        raise ValueError(f"job kind {kind!r} is not registered (register_job_handler)")
+    if job_kind(kind) is None:
+        raise ValueError(f"job kind {kind!r} is not registered (evalsite.jobs.kinds.register_job_handler)")
     with transaction.atomic():
         job = Job.objects.create(
             tenant=tenant,
@@ -268,11 +259,11 @@ def job_run(job_id: str) -> None:
 
 def _run_handler(job: Job, lease: _Lease) -> Callable[[], Any]:
     """Run the handler; returns the write that records how it ended (done with retries by the caller)."""
-    handler = _HANDLERS.get(job.kind)
+    kind = job_kind(job.kind)
     try:
-        if handler is None:
+        if kind is None:
             raise EvalsiteError("job-kind-unknown", f"No handler for job kind {job.kind}.")
-        result = handler(job, lease.progress)
+        result = kind.handler(job, lease.progress)
     except JobInterrupted:
         message = "The worker was stopped (SIGTERM) while running this job; it goes back to the queue."
         return lambda: job_requeue(
@@ -362,15 +353,12 @@ class _Heartbeat(threading.Thread):
 
 
 __all__ = [
-    "Handler",
     "JobInterrupted",
     "JobLost",
-    "Progress",
     "job_cancel",
     "job_cancelled",
     "job_create",
     "job_requeue",
     "job_run",
     "jobs_recover",
-    "register_job_handler",
 ]

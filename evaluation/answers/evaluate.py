@@ -45,7 +45,8 @@ from evaluation.runs import selectors, stats
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import EVERY, Subset
 from evaluation.runs.store import empty_subset, questions_in, run_slices, run_store, run_summary
-from evaluation.targets.callers import ANSWER_KINDS, TargetClient, TargetError
+from evaluation.targets.callers import TargetClient, TargetError
+from evaluation.targets.kinds import ANSWER_KINDS
 from evaluation.targets.services import resolve_targets, target_client
 from goldenset.generation import PageText
 from goldenset.models import Collection, Page

@@ -49,7 +49,15 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "faithfulness": 0.6,
     "answer_relevancy": 0.4,
 }
+# The diagnosis of an answer question, decided here (verdict) and nowhere else, in the order it is shown.
 RETRIEVAL, GENERATION, PASS, ERROR = "retrieval", "generation", "pass", "error"
+DIAGNOSES = (PASS, RETRIEVAL, GENERATION, ERROR)
+DIAGNOSIS_MEANING = {
+    PASS: "answered well from the right documents (or declined a question the collection cannot answer)",
+    RETRIEVAL: "an expected document was not retrieved, or nothing retrieved was relevant",
+    GENERATION: "the right documents came back and the answer fell short (or answered the unanswerable)",
+    ERROR: "no answer could be written (the model call failed): left out of every mean",
+}
 SANITY_MIN_OVERLAP = 0.1  # reference-answer terms found in the retrieved context, below which we warn
 
 

@@ -12,6 +12,7 @@ from evalsite.errors import EvalsiteError
 from evaluation.api.views import read_strictly
 from evaluation.judgments import calibration as services
 from evaluation.judgments.labels import read_labels, read_rows
+from evaluation.models import LabelLevel
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import TenantIn
@@ -83,7 +84,7 @@ class BestThresholdOut(serializers.Serializer):
 class JudgeCalibrationOut(serializers.Serializer):
     judge = serializers.CharField(help_text='"heuristic" or "llm-judge:<model>".')
     metric = serializers.CharField()
-    level = serializers.ChoiceField(choices=["question", "statement"])
+    level = serializers.ChoiceField(choices=LabelLevel.values)
     n = serializers.IntegerField(help_text="Items with a majority label (an even split is left out).")
     positives = serializers.IntegerField()
     auc = serializers.FloatField(allow_null=True)
@@ -103,7 +104,7 @@ class JudgeCalibrationOut(serializers.Serializer):
 
 class AgreementOut(serializers.Serializer):
     metric = serializers.CharField()
-    level = serializers.ChoiceField(choices=["question", "statement"])
+    level = serializers.ChoiceField(choices=LabelLevel.values)
     raters = serializers.IntegerField()
     items = serializers.IntegerField()
     items_rated_twice = serializers.IntegerField()

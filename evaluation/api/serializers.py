@@ -7,11 +7,11 @@ from evaluation.answers import judge, judge_votes, verdicts
 from evaluation.answers import writer as answer_writer
 from evaluation.configs import DEFAULT_KS, DEFAULT_KS_TEXT, GROUNDEDNESS
 from evaluation.judgments.calibration import run_calibration
-from evaluation.models import RunKind, TargetKind
+from evaluation.models import LabelLevel, RunKind, RunStatus, TargetKind
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
-from evaluation.runs.slices import ORIGINS
 from goldenset.api.serializers import TenantIn
+from goldenset.vocabulary.golden_fields import ORIGINS
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 # Collections one call may search or evaluate together: each is an index to load, so the work is bounded.
@@ -154,7 +154,6 @@ class EvaluateAnswersIn(SubsetIn):
 ANSWER_METHODS = (answer_writer.EXTRACTIVE, answer_writer.LLM)  # how an answer was written
 JUDGE_METHODS = (judge.HEURISTIC, judge.LLM_JUDGE)  # how a judgement was made
 RUN_MODES = (judge.HEURISTIC, judge.LLM_JUDGE, "mixed")
-DIAGNOSES = (verdicts.RETRIEVAL, verdicts.GENERATION, verdicts.PASS, verdicts.ERROR)
 EXCLUSIONS = (judge.NOT_APPLICABLE, judge.UNREADABLE)  # why a metric has no value for a question
 RERANKERS = ("minilm", "endpoint", "proximity")  # every name services.available_rerankers() may offer
 
@@ -365,7 +364,7 @@ class RunSummaryOut(serializers.Serializer):
         child=serializers.FloatField(), help_text='{"recall@10": 0.71, "mrr": ...}; {} for a failed run'
     )
     status = serializers.ChoiceField(
-        choices=["complete", "partial", "failed"],
+        choices=RunStatus.values,
         help_text="partial: some questions failed and are left out of the means; failed: more than max_error_rate.",
     )
     question_count = serializers.IntegerField()
@@ -515,7 +514,7 @@ class AnswerRunSummaryOut(serializers.Serializer):
     kind = serializers.ChoiceField(choices=RunKind.choices)
     config = stored(ANSWER_RUN_CONFIG)
     status = serializers.ChoiceField(
-        choices=["complete", "partial", "failed"],
+        choices=RunStatus.values,
         help_text="An answering target's run: partial when some calls failed, failed above max_error_rate.",
     )
     mode = serializers.ChoiceField(choices=RUN_MODES)
@@ -612,7 +611,7 @@ class RunOut(serializers.Serializer):
     ks = serializers.ListField(child=serializers.IntegerField())
     metrics = serializers.DictField(child=serializers.FloatField())
     metric_methods = serializers.DictField(child=serializers.CharField())
-    status = serializers.ChoiceField(choices=["complete", "partial", "failed"])
+    status = serializers.ChoiceField(choices=RunStatus.values)
     mode = serializers.ChoiceField(
         choices=RUN_MODES, allow_blank=True, help_text='Answer runs; "" for retrieval.'
     )
@@ -666,7 +665,7 @@ class QuestionResultOut(serializers.Serializer):
         child=serializers.IntegerField(), help_text='Targets: {"unjudged@10": 1}.'
     )
     diagnosis = serializers.ChoiceField(
-        choices=DIAGNOSES, allow_blank=True, help_text='"" for retrieval runs.'
+        choices=verdicts.DIAGNOSES, allow_blank=True, help_text='"" for retrieval runs.'
     )
     warnings = serializers.ListField(child=serializers.CharField())
     # Answer runs (empty or null for retrieval runs):
@@ -698,7 +697,7 @@ class QuestionResultOut(serializers.Serializer):
 
 class MetricCalibrationOut(serializers.Serializer):
     judge = serializers.CharField(help_text='"heuristic" or "llm-judge:<model>".')
-    level = serializers.ChoiceField(choices=["question", "statement"])
+    level = serializers.ChoiceField(choices=LabelLevel.values)
     auc = serializers.FloatField()
     n = serializers.IntegerField(help_text="Human-labelled items it was measured on.")
 
@@ -720,7 +719,7 @@ class RunFilterIn(TenantIn):
     collection_id = serializers.CharField(required=False, allow_blank=True)
     label = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]
     batch_id = serializers.UUIDField(required=False)
-    kind = serializers.ChoiceField(choices=["retrieval", "answers"], required=False)
+    kind = serializers.ChoiceField(choices=RunKind.values, required=False)
 
 
 # --- targets -------------------------------------------------------------------------------------------------

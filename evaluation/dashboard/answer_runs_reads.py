@@ -20,21 +20,15 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Count, Func, JSONField, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
+from evaluation.answers.verdicts import DIAGNOSES, DIAGNOSIS_MEANING, ERROR
 from evaluation.dashboard.common_reads import ordered_metrics
 from evaluation.judgments.calibration import run_calibration
-from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.models import EvaluationRun, LabelLevel, QuestionResult, RunKind
 from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS
 
 ANSWERS = RunKind.ANSWERS.value
 ANSWER_QUESTIONS_PER_PAGE = 100
 
-ANSWER_DIAGNOSES = {
-    "pass": "answered well from the right documents (or declined a question the collection cannot answer)",
-    "retrieval": "an expected document was not retrieved, or nothing retrieved was relevant",
-    "generation": "the right documents came back and the answer fell short (or answered the unanswerable)",
-    "error": "no answer could be written (the model call failed): left out of every mean",
-}
-DIAGNOSIS_ORDER = ("pass", "retrieval", "generation", "error")
 
 METHOD_TEXT = {"heuristic": "heuristic", "llm-judge": "LLM judge", "mixed": "mixed", "count": "count"}
 EXCLUSION_TEXT = {"not-applicable": "not applicable", "unreadable": "unreadable"}
@@ -132,7 +126,7 @@ def _metric_reasons(name: str, warnings: Iterable[str]) -> list[str]:
 def _calibration_text(found: Mapping[str, Any] | None) -> str:
     if not found:
         return ""
-    level = " statement" if found["level"] == "statement" else ""
+    level = " statement" if found["level"] == LabelLevel.STATEMENT else ""
     return f"AUC {found['auc']:.2f} against {found['n']:,} human{level} labels"
 
 
@@ -217,7 +211,7 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
     summary = _mapping(run.summary)
     stored = {k: _int(v) for k, v in _mapping(summary.get("diagnosis")).items()}
     diagnosis_counts = stored or dict(counts or {})
-    names = [d for d in DIAGNOSIS_ORDER] + sorted(set(diagnosis_counts) - set(DIAGNOSIS_ORDER))
+    names = [*DIAGNOSES, *sorted(set(diagnosis_counts) - set(DIAGNOSES))]
     config = run.config if isinstance(run.config, Mapping) else {}
     thresholds = _mapping(config.get("thresholds"))
     usage = {
@@ -231,7 +225,7 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
         mode=run.mode or str(summary.get("mode") or ""),
         metrics=metric_summaries(run),
         refusal=run_refusal(run),
-        diagnosis=[(d, diagnosis_counts.get(d, 0), ANSWER_DIAGNOSES.get(d, "")) for d in names],
+        diagnosis=[(d, diagnosis_counts.get(d, 0), DIAGNOSIS_MEANING.get(d, "")) for d in names],
         passed=_int(summary["passed"]) if "passed" in summary else None,
         failed=_int(summary["failed"]) if "failed" in summary else None,
         usage=usage,
@@ -430,7 +424,7 @@ def question_score(
     """A question's share of the run's score (0-100), as the run computed it: the mean of its metric values;
     a declined answerable question 0; an unanswerable one 100 when declined, else 0; a question with no answer
     (error) none. The run's score is the mean of these (Compare checks that before pairing them)."""
-    if diagnosis == "error":
+    if diagnosis == ERROR:
         return None
     if not answerable:
         return 100.0 if refused else 0.0

@@ -19,6 +19,7 @@ from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.judgments import calibration
 from evaluation.judgments.labels import read_labels
+from evaluation.models import LabelLevel
 
 MAX_UPLOAD_ERRORS_SHOWN = 10
 
@@ -59,7 +60,9 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
     for (metric, level), rows in groups.items():
         div = f"{metric}-{level}"
         for row in rows:
-            row["can_apply"] = level == "question" and metric in DEFAULT_THRESHOLDS and row["best_threshold"]
+            row["can_apply"] = (
+                level == LabelLevel.QUESTION and metric in DEFAULT_THRESHOLDS and row["best_threshold"]
+            )
             row["applied"] = applied.get((row["judge"], metric))
         sections.append(
             {

@@ -13,6 +13,7 @@ from typing import Any
 from django.utils import timezone
 
 from evalsite.tenancy.models import Tenant
+from evaluation.models import RunKind
 from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_METRICS, ANSWER_SCORE, RETRIEVAL_METRICS
 
@@ -66,7 +67,7 @@ def headline_metric_names(ks: Sequence[int], available: Iterable[str], kind: str
     its score, faithfulness and answer relevancy (whichever it has: a metric no question could be scored on is
     absent, never a 0)."""
     available = list(available)
-    if kind == "answers":
+    if kind == RunKind.ANSWERS:
         return [name for name in (ANSWER_SCORE, "faithfulness", "answer_relevancy") if name in available]
     k = 10 if 10 in ks else max(ks, default=10)
     wanted = [name for name in (f"ndcg@{k}", f"recall@{k}", "mrr") if name in available]
@@ -79,7 +80,7 @@ def headline_metrics(
     """(name, value) of a run's headline metrics; an answer run always shows its score, as None (shown "—")
     when no question could be scored."""
     names = headline_metric_names(ks, metrics, kind)
-    if kind == "answers" and ANSWER_SCORE not in names:
+    if kind == RunKind.ANSWERS and ANSWER_SCORE not in names:
         return [(ANSWER_SCORE, None), *((name, metrics[name]) for name in names)]
     return [(name, metrics[name]) for name in names]
 

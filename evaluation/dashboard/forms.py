@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 
+from evaluation.answers.verdicts import DIAGNOSES
 from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind, TargetKind
 from evaluation.retrieval.search.bm25 import VARIANTS
@@ -72,13 +73,7 @@ class RunFilterForm(DateRangeMixin):
         self.fields["label"].choices = [("", "all"), *((label, label) for label in labels)]  # type: ignore[attr-defined]
 
 
-ANSWER_DIAGNOSIS_CHOICES = [
-    ("", "any"),
-    ("pass", "pass"),
-    ("retrieval", "retrieval"),
-    ("generation", "generation"),
-    ("error", "error"),
-]
+ANSWER_DIAGNOSIS_CHOICES = [("", "any"), *((d, d) for d in DIAGNOSES)]
 ANSWER_OUTCOME_CHOICES = [("", "any"), ("passed", "passed"), ("failed", "failed")]
 
 

@@ -48,7 +48,7 @@ from evaluation.retrieval.evaluate import evaluate_run_file, evaluation_job_crea
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs.slices import Subset
-from evaluation.targets.callers import ANSWER_KINDS, RETRIEVAL_KINDS
+from evaluation.targets.kinds import ANSWER_KINDS, RETRIEVAL_KINDS
 from evaluation.targets.services import target_names
 from goldenset import selectors as golden_selectors
 from goldenset.models import Collection, GoldenJobKind

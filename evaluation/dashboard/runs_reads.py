@@ -17,6 +17,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import QuerySet
 
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.verdicts import PASS
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
@@ -135,7 +136,7 @@ def run_questions(*, run: EvaluationRun, failures_only: bool = False) -> list[Qu
     )
     for position, key, question, first, metrics, stored, missing, error in values:
         diagnosis = question_diagnosis(stored, first, missing, error)
-        if failures_only and diagnosis == "pass":
+        if failures_only and diagnosis == PASS:
             continue
         rows.append(
             QuestionRow(

@@ -15,10 +15,10 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.verdicts import DIAGNOSIS_MEANING, PASS
 from evaluation.dashboard import charts
 from evaluation.dashboard.answer_question_reads import answer_view
 from evaluation.dashboard.answer_runs_reads import (
-    ANSWER_DIAGNOSES,
     ANSWER_QUESTIONS_PER_PAGE,
     answer_overview,
     answer_question_results,
@@ -57,7 +57,7 @@ from evaluation.dashboard.runs_reads import (
 from evaluation.dashboard.slices_reads import config_rows, run_slices, subset_text
 from evaluation.models import EvaluationRun, RunKind
 from evaluation.runs import selectors as run_selectors
-from evaluation.runs.report_formats import DIAGNOSES
+from evaluation.runs.report_formats import RETRIEVAL_DIAGNOSIS_MEANING
 from evaluation.runs.reports import ragas_rows, runs_junit
 
 # --- runs --------------------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
             "failures_only": failures_only,
             "k": run_depth_k(run),
             "siblings": batch_siblings(tenant=tenant, run=run),
-            "diagnoses": DIAGNOSES,
+            "diagnoses": RETRIEVAL_DIAGNOSIS_MEANING,
         },
     )
 
@@ -146,8 +146,8 @@ def _question_table(
     found = cache.get(key)
     if found is None:
         questions = run_questions(run=run)
-        failures = sum(1 for q in questions if q.diagnosis != "pass")
-        shown = [q for q in questions if q.diagnosis != "pass"] if failures_only else questions
+        failures = sum(1 for q in questions if q.diagnosis != PASS)
+        shown = [q for q in questions if q.diagnosis != PASS] if failures_only else questions
         question_url = url_maker("dashboard:run-question", run.pk, marker=987654321)
         rows = [
             {
@@ -222,7 +222,7 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
             "question_total": sum(diagnoses.values()),
             "diagnosis_counts": diagnoses,
             "outcome_counts": outcomes,
-            "diagnoses": ANSWER_DIAGNOSES,
+            "diagnoses": DIAGNOSIS_MEANING,
             "siblings": batch_siblings(tenant=tenant, run=run),
             "slices": run_slices(run),
             "subset": subset_text(run.config if isinstance(run.config, dict) else {}),
@@ -263,10 +263,10 @@ def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int)
     if is_answer_run(run):
         documents = {d.document_id: (d.collection_slug, d.external_id, d.exists) for d in ranked + missing}
         context["view"] = answer_view(result, document_ids=documents)
-        context["diagnosis_text"] = ANSWER_DIAGNOSES.get(diagnosis, "")
+        context["diagnosis_text"] = DIAGNOSIS_MEANING.get(diagnosis, "")
         return render(request, "dashboard/answer_question.html", context)
     context["metrics"] = [(name, result.metrics[name]) for name in ordered_metrics(result.metrics)]
-    context["diagnosis_text"] = DIAGNOSES.get(diagnosis, "")
+    context["diagnosis_text"] = RETRIEVAL_DIAGNOSIS_MEANING.get(diagnosis, "")
     return render(request, "dashboard/question.html", context)
 
 

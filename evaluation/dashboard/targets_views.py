@@ -13,7 +13,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import tenant_page
 from evaluation.dashboard.forms import TargetForm, TargetTestForm
-from evaluation.models import Target
+from evaluation.models import Target, TargetKind
 from evaluation.targets import services as target_services
 
 
@@ -27,7 +27,9 @@ def targets(request: HttpRequest, tenant: Tenant) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @tenant_page
 def target_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
-    form = TargetForm(request.POST or None, initial={"kind": "http", "timeout_s": 30, "concurrency": 4})
+    form = TargetForm(
+        request.POST or None, initial={"kind": TargetKind.HTTP, "timeout_s": 30, "concurrency": 4}
+    )
     if request.method == "POST" and form.is_valid():
         try:
             target = target_services.target_create(

@@ -23,7 +23,7 @@ from evaluation.dashboard.common_reads import (
     metric_scale,
     ordered_metrics,
 )
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationRun, RunKind
 from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_METRICS
 
@@ -172,8 +172,8 @@ def trend_report(
         "metric_groups": [
             (kind, group)
             for kind, group in (
-                ("retrieval", [n for n in names if n not in ANSWER_METRICS]),
-                ("answers", [n for n in names if n in ANSWER_METRICS]),
+                (RunKind.RETRIEVAL, [n for n in names if n not in ANSWER_METRICS]),
+                (RunKind.ANSWERS, [n for n in names if n in ANSWER_METRICS]),
             )
             if group
         ],

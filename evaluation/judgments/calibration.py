@@ -41,6 +41,7 @@ from evaluation.models import (
     EvaluationRun,
     HumanLabel,
     JudgeThreshold,
+    LabelLevel,
     QuestionResult,
     RunKind,
 )
@@ -427,7 +428,7 @@ def run_calibration(run: EvaluationRun) -> dict[str, dict[str, Any]]:
     for metric, method in run.metric_methods.items():
         name = HEURISTIC if method == HEURISTIC else judge_name(run.config.get("judge_model"))
         rows = [j for j in report["judges"] if j["judge"] == name and j["metric"] == metric]
-        rows.sort(key=lambda j: j["level"] != "question")
+        rows.sort(key=lambda j: j["level"] != LabelLevel.QUESTION)
         if rows and rows[0]["auc"] is not None:
             row = rows[0]
             out[metric] = {"judge": name, "level": row["level"], "auc": row["auc"], "n": row["n"]}
@@ -469,7 +470,7 @@ def threshold_apply(
             details={"field": "metric"},
         )
     report = calibration_report(collection=collection, metric=metric, judge_filter=judge_key)
-    row = next((j for j in report["judges"] if j["level"] == "question"), None)
+    row = next((j for j in report["judges"] if j["level"] == LabelLevel.QUESTION), None)
     if row is None or row["best_threshold"] is None:
         raise EvalsiteError(
             "no-calibration",

@@ -35,7 +35,7 @@ from goldenset.vocabulary.metric_names import JUDGED_METRICS
 QUESTION, STATEMENT = "question", "statement"
 STATEMENT_METRICS = ("faithfulness", "context_recall", "citation_precision")
 # Question-level metrics judged from the answer itself (the others read the reference and the passages).
-ANSWER_METRICS = ("faithfulness", "answer_relevancy", "citation_precision")
+ANSWER_LABEL_METRICS = ("faithfulness", "answer_relevancy", "citation_precision")
 FIELDS = ("question_id", "rater", "metric", "label", "score", "statement", "run_id", "answer", "passages")
 
 _PASS = {"pass": 1.0, "passed": 1.0, "true": 1.0, "yes": 1.0, "1": 1.0}
@@ -182,7 +182,7 @@ def read_row(row: dict[str, Any], where: str) -> LabelRow:
         if not passages:
             raise fail(where, "passages: required without a run_id (what was the answer judged against?).",
                        field="passages")  # fmt: skip
-        if not answer and not statement and metric in ANSWER_METRICS:
+        if not answer and not statement and metric in ANSWER_LABEL_METRICS:
             raise fail(where, f"answer: required for a {metric} label without a run_id.", field="answer")
     return LabelRow(
         question_id=_text(row.get("question_id"), where, "question_id", required=True),

@@ -14,16 +14,19 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluation.answers.verdicts import ERROR, PASS
 from evaluation.runs.slices import slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
 
-DIAGNOSES = {
-    "error": "the call failed: the question is left out of every mean",
-    "miss": "no expected document was retrieved",
-    "partial": "some expected documents were not retrieved",
-    "pass": "every expected document was retrieved",
-    "retrieval": "the retrieval missed what the answer needed",
-    "generation": "the documents were retrieved, the answer fell short",
+# The diagnosis of a retrieval question, decided here (retrieval_diagnosis), in the order it is shown; an answer
+# question's is decided by its verdict (evaluation.answers.verdicts.DIAGNOSES).
+MISS, PARTIAL = "miss", "partial"
+RETRIEVAL_DIAGNOSES = (PASS, PARTIAL, MISS, ERROR)
+RETRIEVAL_DIAGNOSIS_MEANING = {
+    PASS: "every expected document was retrieved",
+    PARTIAL: "some expected documents were not retrieved",
+    MISS: "no expected document was retrieved",
+    ERROR: "the call failed: the question is left out of every mean",
 }
 
 
@@ -37,8 +40,8 @@ def retrieval_diagnosis(
     if error:
         return "error"
     if first_relevant_rank is None:
-        return "miss"
-    return "partial" if missing else "pass"
+        return MISS
+    return PARTIAL if missing else PASS
 
 
 @dataclass(frozen=True)

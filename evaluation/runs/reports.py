@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from evaluation.answers.judge import METRICS as ANSWER_METRICS
+from evaluation.answers.verdicts import DIAGNOSIS_MEANING, ERROR, PASS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.runs.report_formats import (
-    DIAGNOSES,
+    RETRIEVAL_DIAGNOSIS_MEANING,
     Case,
     Suite,
     junit_xml,
@@ -30,18 +30,18 @@ def _case(run: EvaluationRun, result: QuestionResult) -> Case:
             return Case(name, "error", f"{result.diagnosis}: {reason}"[:500], result.question, seconds)
         if result.passed:
             return Case(name, "pass", seconds=seconds)
-        why = DIAGNOSES.get(result.diagnosis, result.diagnosis)
+        why = DIAGNOSIS_MEANING.get(result.diagnosis, result.diagnosis)
         detail = "\n".join([result.question, *result.warnings])
         return Case(name, "fail", f"{result.diagnosis}: {why}", detail, seconds)
     diagnosis = retrieval_diagnosis(
         result.diagnosis, result.first_relevant_rank, result.missing_document_ids, result.error
     )
-    if diagnosis == "pass":
+    if diagnosis == PASS:
         return Case(name, "pass", seconds=seconds)
-    if diagnosis == "error":
+    if diagnosis == ERROR:
         return Case(name, "error", f"error: {result.error}", result.question, seconds)
     detail = f"{result.question}\nmissing: {', '.join(result.missing_document_ids)}"
-    return Case(name, "fail", f"{diagnosis}: {DIAGNOSES[diagnosis]}", detail, seconds)
+    return Case(name, "fail", f"{diagnosis}: {RETRIEVAL_DIAGNOSIS_MEANING[diagnosis]}", detail, seconds)
 
 
 def run_suite(run: EvaluationRun) -> Suite:
@@ -75,7 +75,7 @@ def ragas_rows(run: EvaluationRun) -> str:
             "retrieved_context_ids": [p.get("document_id", "") for p in r.context],
             "reference": references.get(r.entry_id, ""),
             "reference_context_ids": sorted(r.expected),
-            **{name: r.metrics.get(name) for name in ANSWER_METRICS},
+            **{name: r.metrics.get(name) for name in JUDGED_METRICS},
         }
         rows.append(json.dumps(row, ensure_ascii=False))
     return "\n".join(rows) + ("\n" if rows else "")

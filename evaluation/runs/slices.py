@@ -13,10 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-# goldenset.models.Origin's values (this module cannot import models; tests/evaluation/test_slices.py holds
-# the two together).
-ORIGINS: tuple[str, ...] = ("Manual", "Imported", "Generated")
-GENERATED = "Generated"
+from goldenset.vocabulary.golden_fields import GENERATED
+
 # A subset's fields, as a request, a configuration and a stored run's `config.subset` name them.
 SUBSET_KEYS: tuple[str, ...] = ("tags", "origin", "reviewed_only", "skip_unreviewed_generated")
 # Slice kinds, in the order they are shown.

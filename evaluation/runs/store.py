@@ -7,12 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalsite.errors import EvalsiteError
-from evaluation.answers.judge import METRICS as ANSWER_METRICS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import SliceRow, Subset, breakdown
 from goldenset.models import Collection
-from goldenset.vocabulary.metric_names import ANSWER_SCORE
+from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS
 
 
 def questions_in(
@@ -103,7 +102,7 @@ def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
         "status": run.status,
         "mode": run.mode,
         "score": run.summary.get("score"),
-        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in ANSWER_METRICS},
+        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in JUDGED_METRICS},
         "metric_methods": run.metric_methods,
         "refusal": run.summary.get("refusal"),
         "excluded": run.summary.get("excluded"),

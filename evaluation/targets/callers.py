@@ -46,10 +46,15 @@ from jmespath.exceptions import JMESPathError
 from evalsite.egress import EgressPolicy, EgressRefused, GuardedTransport
 from evalsite.errors import EvalsiteError
 from evalsite.http_retries import RequestFailed, post_with_retries, retry_delay
+from evaluation.targets.kinds import (
+    ELASTICSEARCH,
+    HTTP,
+    KINDS,
+    LMKIT,
+    PYTHON,
+    RAG_HTTP,
+)
 
-KINDS = ("lmkit", "elasticsearch", "http", "rag-http", "python")
-RETRIEVAL_KINDS = ("lmkit", "elasticsearch", "http", "python")
-ANSWER_KINDS = ("rag-http", "python")  # a python callable may answer too (TargetClient.answer)
 PLACEHOLDERS = ("query", "top_k", "question_id")
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 MAX_ATTEMPTS = 3
@@ -75,15 +80,15 @@ class Limits:
 LIMITS = Limits()
 # The options each kind reads; any other is an error naming it (a misspelt option must not be ignored).
 KIND_OPTIONS: dict[str, frozenset[str]] = {
-    "lmkit": frozenset({"collection_id", "search_type", "cluster_id", "tenant_id", "params", "id_transform"}),
-    "elasticsearch": frozenset({"index", "fields", "id_field", "query_template", "id_transform"}),
-    "http": frozenset({"request_template", "response_mapping", "id_transform"}),
-    "rag-http": frozenset({"request_template", "response_mapping", "id_transform"}),
-    "python": frozenset({"callable", "id_transform"}),
+    LMKIT: frozenset({"collection_id", "search_type", "cluster_id", "tenant_id", "params", "id_transform"}),
+    ELASTICSEARCH: frozenset({"index", "fields", "id_field", "query_template", "id_transform"}),
+    HTTP: frozenset({"request_template", "response_mapping", "id_transform"}),
+    RAG_HTTP: frozenset({"request_template", "response_mapping", "id_transform"}),
+    PYTHON: frozenset({"callable", "id_transform"}),
 }
 MAPPING_KEYS = {
-    "http": ("ids", "scores", "texts"),
-    "rag-http": (
+    HTTP: ("ids", "scores", "texts"),
+    RAG_HTTP: (
         "answer",
         "passage_ids",
         "passage_texts",
@@ -93,7 +98,7 @@ MAPPING_KEYS = {
         "completion_tokens",
     ),
 }
-REQUIRED_MAPPING = {"http": ("ids",), "rag-http": ("answer",)}
+REQUIRED_MAPPING = {HTTP: ("ids",), RAG_HTTP: ("answer",)}
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,7 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
         )
     _check_size(options)
     out = dict(options)
-    if kind == "lmkit":
+    if kind == LMKIT:
         for key in ("collection_id", "search_type", "cluster_id", "tenant_id"):
             if key in out and not isinstance(out[key], str):
                 raise _fail(f"options.{key}", "expected a string.")
@@ -185,7 +190,7 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
             raise _fail("options.collection_id", "required for kind lmkit: the remote collection to search.")
         if "params" in out and not isinstance(out["params"], Mapping):
             raise _fail("options.params", "expected an object of extra search fields (fusion, rerank, ...).")
-    elif kind == "elasticsearch":
+    elif kind == ELASTICSEARCH:
         if not isinstance(out.get("index"), str) or not out["index"].strip():
             raise _fail("options.index", "required for kind elasticsearch: the index (or alias) to search.")
         out["index"] = check_index(out["index"])
@@ -197,12 +202,12 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
             raise _fail("options.id_field", "expected a field name of _source (leave it out to use _id).")
         if "query_template" in out:
             _check_template(out["query_template"], "options.query_template")
-    elif kind in ("http", "rag-http"):
+    elif kind in (HTTP, RAG_HTTP):
         if "request_template" not in out:
             raise _fail("options.request_template", f"required for kind {kind}.")
         _check_template(out["request_template"], "options.request_template")
         out["response_mapping"] = _check_mapping(kind, out.get("response_mapping"))
-    elif kind == "python":
+    elif kind == PYTHON:
         path = out.get("callable")
         if not isinstance(path, str) or not path:
             raise _fail(
@@ -481,7 +486,7 @@ def request_of(spec: TargetSpec, query: str, top_k: int, question_id: str) -> tu
     """(url, JSON body) of one search (or answer) call."""
     values = {"query": query, "top_k": top_k, "question_id": question_id}
     options = spec.options
-    if spec.kind == "lmkit":
+    if spec.kind == LMKIT:
         body: dict[str, Any] = {
             "collection_id": options["collection_id"],
             "query": query,
@@ -491,7 +496,7 @@ def request_of(spec: TargetSpec, query: str, top_k: int, question_id: str) -> tu
             **dict(options.get("params") or {}),
         }
         return _join(spec.base_url, "lmkit/v1/search"), body
-    if spec.kind == "elasticsearch":
+    if spec.kind == ELASTICSEARCH:
         template = options.get("query_template") or {
             "size": "{{top_k}}",
             "query": {"multi_match": {"query": "{{query}}", "fields": list(options.get("fields") or ["*"])}},
@@ -506,9 +511,9 @@ def request_of(spec: TargetSpec, query: str, top_k: int, question_id: str) -> tu
 
 def mapping_of(spec: TargetSpec) -> dict[str, str]:
     """The JMESPath expressions a kind's answers are read with."""
-    if spec.kind == "lmkit":
+    if spec.kind == LMKIT:
         return {"ids": "results[].document_id", "scores": "results[].score", "texts": "results[].text"}
-    if spec.kind == "elasticsearch":
+    if spec.kind == ELASTICSEARCH:
         id_field = spec.options.get("id_field")
         ids = f"hits.hits[]._source.{json.dumps(id_field)}" if id_field else "hits.hits[]._id"
         return {"ids": ids, "scores": "hits.hits[]._score"}
@@ -673,7 +678,7 @@ class TargetClient:
         self._limit = _RateLimit(spec.rate_limit)
         self._callable: Callable | None = None
         self._http: httpx.Client | None = None
-        if spec.kind == "python":
+        if spec.kind == PYTHON:
             self._callable = load_callable(spec.options["callable"], python_allowed)
         else:
             limits = httpx.Limits(
@@ -768,7 +773,7 @@ class TargetClient:
         latency_ms = (time.perf_counter() - started) * 1000
         if not isinstance(found, Mapping) or "answer" not in found:
             raise TargetError(f"{path} returned {_shown(repr(found))}, not a mapping with an 'answer'")
-        keys = {key: key for key in MAPPING_KEYS["rag-http"] if key in found}
+        keys = {key: key for key in MAPPING_KEYS[RAG_HTTP] if key in found}
         spec = replace(self.spec, options={**self.spec.options, "response_mapping": keys})
         return read_answer(spec, dict(found), latency_ms, 1)
 

@@ -18,7 +18,6 @@ from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationAuditObject, Target
 from evaluation.targets.callers import (
-    RETRIEVAL_KINDS,
     TargetClient,
     TargetError,
     TargetRefused,
@@ -28,6 +27,7 @@ from evaluation.targets.callers import (
     read_answer,
     read_hits,
 )
+from evaluation.targets.kinds import PYTHON, RAG_HTTP, RETRIEVAL_KINDS
 from evaluation.targets.secret_box import SecretBox, derived_key
 from goldenset.models import Collection
 
@@ -107,7 +107,7 @@ def resolve_targets(
                 "unknown-target", f"{field}: no target named {config.target!r}.", details={"field": field}
             )
         if target.kind not in kinds:
-            what = "answers questions" if target.kind == "rag-http" else "returns rankings"
+            what = "answers questions" if target.kind == RAG_HTTP else "returns rankings"
             raise EvalsiteError(
                 "target-kind-mismatch",
                 f"{field}: target {config.target!r} is of kind {target.kind}, which {what}; this evaluation "
@@ -154,7 +154,7 @@ def target_check(
     options = check_options(kind, options, settings.EVALSITE_PYTHON_TARGETS)
     kept = {name: "" for name in (stored.secret_header_names or [])} if stored is not None else {}
     check_headers(headers or {}, {**kept, **(secret_headers or {})})  # the kept ones count too
-    if kind != "python":
+    if kind != PYTHON:
         try:
             check_url(base_url, egress_policy())
         except EgressRefused as exc:
@@ -275,7 +275,7 @@ def target_test(*, target: Target, query: str, top_k: int = 10) -> dict[str, Any
     out: dict[str, Any] = {"query": query, "top_k": top_k, "ok": False, "results": [], "error": "", "raw": ""}
     try:
         with target_client(target) as client:
-            if target.kind == "python":
+            if target.kind == PYTHON:
                 hits = client.search(query, top_k, "test")
             else:
                 payload, latency_ms, attempts, out["raw"] = client.call(query, top_k, "test")

@@ -14,8 +14,9 @@ from django.db.models.functions import Length
 from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.kinds import Progress
 from evalsite.jobs.models import Job, JobStatus
-from evalsite.jobs.services import Progress, job_cancelled, job_create
+from evalsite.jobs.services import job_cancelled, job_create
 from evalsite.llm.cache import DbCallCache
 from evalsite.llm.client import ChatClient
 from evalsite.llm.model_choice import resolve_model

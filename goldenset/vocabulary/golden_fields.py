@@ -11,6 +11,10 @@ which lists must take it.
 from __future__ import annotations
 
 __all__ = [
+    "GENERATED",
+    "IMPORTED",
+    "MANUAL",
+    "ORIGINS",
     "ADMIN_FORM_FIELDS",
     "AUDITED_FIELDS",
     "DASHBOARD_FORM_FIELDS",
@@ -97,3 +101,7 @@ GOLDEN_CSV_COLUMNS: tuple[str, ...] = (
 # golden.json (goldenset.golden_files): its own spelling, shared with other golden-set tools: `id` is the
 # entry's key, `expected_answer` its reference answer, `must_cite` its expected document ids.
 GOLDEN_FILE_FIELDS: tuple[str, ...] = ("id", "question", "expected_answer", "must_cite", "tags", "answerable")
+
+# Where an entry came from (goldenset.models.Origin is built from these).
+MANUAL, IMPORTED, GENERATED = "Manual", "Imported", "Generated"
+ORIGINS: tuple[str, ...] = (MANUAL, IMPORTED, GENERATED)

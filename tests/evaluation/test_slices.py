@@ -8,8 +8,9 @@ import pytest
 from evalsite.errors import EvalsiteError
 from evaluation import configs
 from evaluation.runs.report_formats import slice_table, text_table
-from evaluation.runs.slices import EVERY, ORIGINS, SliceRow, Subset, breakdown, slice_metric_names
+from evaluation.runs.slices import EVERY, SliceRow, Subset, breakdown, slice_metric_names
 from goldenset.models import Origin
+from goldenset.vocabulary.golden_fields import ORIGINS
 
 
 def test_the_origins_are_goldensets():

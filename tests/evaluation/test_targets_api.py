@@ -331,7 +331,7 @@ def test_the_cli_gate_evaluates_a_target_and_a_failed_target_run_fails_the_gate(
 
 def test_the_models_kinds_are_the_callers_kinds():
     from evaluation.models import TargetKind
-    from evaluation.targets.callers import KINDS
+    from evaluation.targets.kinds import KINDS
 
     assert list(TargetKind.values) == list(KINDS)
 
