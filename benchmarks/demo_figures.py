@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Differ between two loads of the same data: primary keys, entry ids, times, and digests that include them.
-VOLATILE = re.compile(r"(^id$|entry_id|_ms$|_at$|fingerprint|uid$|seconds|version_key|path)")
+VOLATILE = re.compile(r"(^id$|entry_id|batch_id|_ms$|_at$|fingerprint|uid$|seconds|version_key|path)")
 
 DUMP = r"""
 import json, sys
@@ -32,9 +32,9 @@ django.setup()
 from evaluation.models import EvaluationRun, QuestionResult
 runs = []
 for run in EvaluationRun.objects.order_by("created_at", "label"):
-    row = {f.name: getattr(run, f.name) for f in run._meta.concrete_fields}
+    row = {f.name: getattr(run, f.name) for f in run._meta.concrete_fields if not f.is_relation}
     row["questions"] = [
-        {f.name: getattr(q, f.name) for f in q._meta.concrete_fields}
+        {f.name: getattr(q, f.name) for f in q._meta.concrete_fields if not f.is_relation}
         for q in QuestionResult.objects.filter(run=run).order_by("pk")
     ]
     runs.append(row)

@@ -153,6 +153,12 @@ class QuestionResult(models.Model):
     answer = models.TextField(blank=True)
     citations = models.JSONField(default=list, blank=True)
     warnings = models.JSONField(default=list, blank=True)
+    reasons = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Why an answer question failed, each in the words of its evidence (its verdict's reasons). "
+        "Answer runs stored before this field kept them at the end of warnings.",
+    )
     # Answer runs: each metric's {value, method, detail, excluded, fallback}; `metrics` keeps the values alone.
     judgements = models.JSONField(default=dict, blank=True)
     context = models.JSONField(

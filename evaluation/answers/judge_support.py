@@ -180,8 +180,10 @@ def evidence_of(number: int, title: str, text: str) -> Evidence:
 
 
 def _weighted_share(terms: set[str], found: Iterable[str], weights: TermWeights) -> float:
-    total = sum(weights.weight(t) for t in terms)
-    return sum(weights.weight(t) for t in found) / total if total else 0.0
+    # fsum: the sum of a set's weights must not depend on the order the set iterates in, which changes with
+    # each process's string hashing (a plain sum differed in the last bits and, rounded, in the 4th decimal).
+    total = math.fsum(weights.weight(t) for t in terms)
+    return math.fsum(weights.weight(t) for t in found) / total if total else 0.0
 
 
 def support_of(statement: str, evidence: Evidence, weights: TermWeights) -> tuple[float, float]:

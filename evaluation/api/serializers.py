@@ -669,6 +669,12 @@ class QuestionResultOut(serializers.Serializer):
     )
     warnings = serializers.ListField(child=serializers.CharField())
     # Answer runs (empty or null for retrieval runs):
+    reasons = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='Why the question failed, e.g. "retrieval: expected document missed: d3" or "generation: '
+        'unfaithful (faithfulness 0.40 < 0.6)"; [] when it passed. Runs stored before this field carry them '
+        "at the end of warnings.",
+    )
     answer = serializers.CharField()
     citations = stored(CitationOut(many=True))
     passages = stored(

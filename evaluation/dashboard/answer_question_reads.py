@@ -280,11 +280,17 @@ def answer_view(
         for c in _items(result.citations)
     ]
     warnings = [str(w) for w in result.warnings or []]
+    reasons = [str(r) for r in result.reasons or []]
+    if (
+        not reasons
+    ):  # a run stored before QuestionResult.reasons: its reasons follow the golden checks in warnings
+        reasons = [w for w in warnings if not w.startswith(GOLDEN_CHECK)]
+        warnings = [w for w in warnings if w.startswith(GOLDEN_CHECK)]
     return AnswerView(
         segments=answer_segments(result.answer or "", numbers),
         passages=passages,
         citations=citations,
         judgements=found,
-        reasons=[w for w in warnings if not w.startswith(GOLDEN_CHECK)],
-        warnings=[w for w in warnings if w.startswith(GOLDEN_CHECK)],
+        reasons=reasons,
+        warnings=warnings,
     )

@@ -26,12 +26,16 @@ def _case(run: EvaluationRun, result: QuestionResult) -> Case:
     seconds = None if result.latency_ms is None else result.latency_ms / 1000
     if run.kind == RunKind.ANSWERS:
         if result.passed is None:
-            reason = "; ".join(result.warnings) or result.error or "the answer could not be judged"
+            reason = (
+                "; ".join([*result.reasons, *result.warnings])
+                or result.error
+                or "the answer could not be judged"
+            )
             return Case(name, "error", f"{result.diagnosis}: {reason}"[:500], result.question, seconds)
         if result.passed:
             return Case(name, "pass", seconds=seconds)
         why = DIAGNOSIS_MEANING.get(result.diagnosis, result.diagnosis)
-        detail = "\n".join([result.question, *result.warnings])
+        detail = "\n".join([result.question, *result.reasons, *result.warnings])
         return Case(name, "fail", f"{result.diagnosis}: {why}", detail, seconds)
     diagnosis = retrieval_diagnosis(
         result.diagnosis, result.first_relevant_rank, result.missing_document_ids, result.error

@@ -232,6 +232,24 @@ def test_a_pipeline_that_declines_everything_has_refusal_recall_1_and_false_refu
     assert [r.refused for r in run.results.order_by("position")] == [True] * 5
 
 
+def test_a_failing_questions_reasons_are_a_field_of_their_own(golden, evaluate, llm):
+    """Why a question failed is `reasons`, apart from its warnings, in the store and in the run's detail."""
+    llm.reply(r"^Question:", decline_everything)
+    llm.reply(r".", scripted_rag)
+    (run,) = runs_of(evaluate())
+    results = list(run.results.order_by("position"))
+    failed = [r for r in results if r.passed is False]
+    assert failed and all(r.reasons for r in failed)
+    assert all(
+        reason.startswith(("generation:", "retrieval:", "declined")) for r in failed for reason in r.reasons
+    )
+    assert not any(reason in r.warnings for r in results for reason in r.reasons)
+    assert all(r.reasons == [] for r in results if r.passed)
+    detail = golden.client.get(f"/lmkit/v1/search/evaluate/runs/{run.pk}").json()
+    shown = {q["position"]: q["reasons"] for q in detail["results"]}
+    assert shown == {r.position: r.reasons for r in results}
+
+
 def test_judge_failures_fall_back_to_the_heuristic_and_say_so(evaluate, llm):
     llm.reply(r".", scripted_rag)
     llm.fail_next(*([500] * 1000))  # every call fails: extractive answers (model "extractive"), judge down
