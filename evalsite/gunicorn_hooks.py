@@ -8,6 +8,7 @@ import os
 def when_ready(server) -> None:
     """In the master, with the application loaded (--preload) and before any web process is forked: warm the
     search indexes and kernels once, for every process (evaluation.warmup)."""
+    # Late: gunicorn reads this file before Django is set up; the hook runs after.
     from django.conf import settings
 
     from evaluation.warmup import warm_up

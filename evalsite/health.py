@@ -40,13 +40,13 @@ def _database() -> dict[str, Any]:
 
 
 def _broker() -> dict[str, Any]:
-    from django_q.brokers import get_broker
+    from django_q.brokers import get_broker  # late: django_q reads Q_CLUSTER when it is imported
 
     redis_url = str(settings.Q_CLUSTER.get("redis") or "")
     if not redis_url:
         broker = get_broker()
         return {"status": "ok", "kind": "database", "queued": broker.queue_size()}
-    import redis
+    import redis  # only with the Redis broker
 
     client = redis.Redis.from_url(
         redis_url, socket_connect_timeout=BROKER_TIMEOUT, socket_timeout=BROKER_TIMEOUT
@@ -60,6 +60,7 @@ def _broker() -> dict[str, Any]:
 
 
 def _workers() -> dict[str, Any]:
+    # Late: django_q reads Q_CLUSTER when it is imported; /healthz is routed before the apps are ready.
     from django_q.conf import Conf
 
     from evalsite.jobs.models import Worker

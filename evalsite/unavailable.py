@@ -49,7 +49,7 @@ def database_unavailable(exc: BaseException | None) -> bool:
             return False
         return code & 0xFF in (_SQLITE_CANTOPEN, _SQLITE_IOERR) or code == _SQLITE_READONLY_DBMOVED
     try:
-        import psycopg
+        import psycopg  # only where PostgreSQL is used
     except ImportError:  # PostgreSQL is optional; without its driver no error can be one of its own
         return False
     if isinstance(cause, psycopg.OperationalError):

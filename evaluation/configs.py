@@ -19,6 +19,7 @@ from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES, SearchConf
 from evaluation.runs.slices import EVERY, SUBSET_KEYS, Subset
 from goldenset.vocabulary.golden_fields import ORIGINS
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files' tags are labels too)
 
@@ -494,17 +495,15 @@ def parse_answer_configs(
 
 def parse_thresholds(raw, field: str = "metric_thresholds") -> dict[str, float]:
     """{metric: threshold in [0, 1]} for the answer metrics; unknown metrics and bad numbers are errors."""
-    from evaluation.answers.judge import METRICS
-
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise _fail("validation-error", field, "expected an object of metric -> threshold.")
     out: dict[str, float] = {}
     for name, value in raw.items():
-        if name not in METRICS:
+        if name not in JUDGED_METRICS:
             raise _fail(
-                "validation-error", f"{field}.{name}", f"unknown metric; known: {', '.join(METRICS)}."
+                "validation-error", f"{field}.{name}", f"unknown metric; known: {', '.join(JUDGED_METRICS)}."
             )
         try:
             number = float(value) if not isinstance(value, bool) else math.nan

@@ -25,6 +25,8 @@ class JobResultByKind(OpenApiSerializerExtension):
     target_class = "goldenset.api.serializers.JobOut"
 
     def map_serializer(self, auto_schema, direction):
+        # Late, here and below: the settings name this module, so loading it must load no app module; the
+        # apps' serializers are named when the schema is built.
         from evaluation.api.serializers import AnswerEvaluationOut, EvaluateOut
         from goldenset.api.serializers import IngestResultOut
 
@@ -78,7 +80,7 @@ class AutoSchema(openapi.AutoSchema):
         operation = super().get_operation(path, path_regex, path_prefix, method, registry)
         if operation is None:
             return None
-        from goldenset.api.serializers import ErrorOut
+        from goldenset.api.serializers import ErrorOut  # late: see map_serializer
 
         envelope = self.resolve_serializer(ErrorOut, "response").ref
         responses = operation.setdefault("responses", {})
@@ -99,7 +101,7 @@ class AutoSchema(openapi.AutoSchema):
 
     def shared_errors(self) -> dict[int, list[str]]:
         """The error codes (by status) this operation answers as every operation of its kind does."""
-        from goldenset.api.base import TenantAPIView
+        from goldenset.api.base import TenantAPIView  # late: see map_serializer
 
         errors: dict[int, list[str]] = {}
         if isinstance(self.view, TenantAPIView):
@@ -133,7 +135,7 @@ class AutoSchema(openapi.AutoSchema):
 
 def _merge(description: str, codes: list[str]) -> str:
     """An error response's description with a line for each shared code it does not name yet."""
-    from goldenset.api.serializers import describe_errors
+    from goldenset.api.serializers import describe_errors  # late: see map_serializer
 
     missing = [code for code in codes if f"`{code}`" not in description]
     lines = [line for line in (description, describe_errors(missing)) if line]

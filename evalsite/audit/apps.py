@@ -8,6 +8,7 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Late: AppConfig.ready runs once the models are loaded, which this module imports.
         from evalsite.audit.models import PlatformAuditObject, register_audit_objects
 
         register_audit_objects(PlatformAuditObject)

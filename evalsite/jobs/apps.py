@@ -8,6 +8,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Late: AppConfig.ready runs once the models are loaded, which these modules import.
         from django_q.signals import post_spawn
 
         from evalsite.jobs.worker import on_worker_spawn

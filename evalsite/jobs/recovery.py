@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 def jobs_recover(*, tenant: Tenant | None = None, inspect_broker: bool = False) -> dict[str, int]:
     """One recovery round; returns how many jobs were re-queued and failed."""
-    from evalsite.jobs.services import job_requeue
+    from evalsite.jobs.services import job_requeue  # late: evalsite.jobs.services imports this module
 
     counts = {"requeued": 0, "failed": 0}
 
@@ -81,16 +81,16 @@ def jobs_recover(*, tenant: Tenant | None = None, inspect_broker: bool = False) 
 
 def _inline() -> bool:
     """django-q2's sync mode (tests): tasks run inside the call that queues them; no broker holds any."""
-    from django_q.conf import Conf
+    from django_q.conf import Conf  # late: django_q reads Q_CLUSTER when it is imported
 
     return bool(Conf.SYNC)
 
 
 def _recover_lost_tasks(jobs, now, note) -> None:
-    from django_q.brokers import get_broker
+    from django_q.brokers import get_broker  # late: as above
 
-    from evalsite.jobs.brokers import job_ids_in_broker
-    from evalsite.jobs.services import job_requeue
+    from evalsite.jobs.brokers import job_ids_in_broker  # late: it imports django_q
+    from evalsite.jobs.services import job_requeue  # late: evalsite.jobs.services imports this module
 
     grace = now - timedelta(seconds=settings.EVALSITE_TASK_LEASE_SECONDS)
     waiting = list(

@@ -29,6 +29,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from evalsite.jobs import processes
+from evalsite.jobs.models import JobStatus, Worker
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,6 @@ def on_worker_spawn(sender=None, proc_name: str = "", **kwargs) -> None:
 
 
 def _forget_worker() -> None:
-    from evalsite.jobs.models import Worker
 
     with contextlib.suppress(DatabaseError):
         Worker.objects.filter(name=processes.identity()).delete()
@@ -125,7 +125,6 @@ class WorkerBeat(threading.Thread):
             time.sleep(0.2 if stopping() else min(1.0, interval))
 
     def _beat(self) -> None:
-        from evalsite.jobs.models import Worker
 
         current = _current
         try:
@@ -144,8 +143,7 @@ class WorkerBeat(threading.Thread):
             connection.close()
 
     def _recover(self) -> None:
-        from evalsite.jobs.models import Worker
-        from evalsite.jobs.recovery import jobs_recover
+        from evalsite.jobs.recovery import jobs_recover  # late: evalsite.jobs.services imports both modules
 
         try:
             jobs_recover(inspect_broker=True)
@@ -163,8 +161,7 @@ class WorkerBeat(threading.Thread):
             return
         if time.monotonic() - _stop_asked_at < settings.EVALSITE_WORKER_STOP_SECONDS:
             return
-        from evalsite.jobs.models import JobStatus
-        from evalsite.jobs.services import job_requeue
+        from evalsite.jobs.services import job_requeue  # late: evalsite.jobs.services imports this module
 
         job_id, attempt = current
         message = (

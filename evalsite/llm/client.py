@@ -160,7 +160,7 @@ class ChatClient:
     @classmethod
     def from_settings(cls, **overrides: Any) -> ChatClient:
         """A client configured from Django settings (read now, not at import); keyword arguments override."""
-        from django.conf import settings
+        from django.conf import settings  # late: this module loads without Django (tests/test_layers.py)
 
         config: dict[str, Any] = {
             "base_url": settings.EVALSITE_LLM_BASE_URL,

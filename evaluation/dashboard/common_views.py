@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from evalsite import health
 from evalsite.errors import NotFound
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_reads import tenant_key, tenants_for_user
@@ -106,8 +107,6 @@ class DashboardContext:
     def system_status(self) -> list[dict[str, str]]:
         """The footer's status line: database, broker, workers (evalsite.health, at most seconds old); the
         failing checks' exception text (hosts, ports) for staff only, as on /healthz."""
-        from evalsite import health
-
         return health.status_line(health.cached_health(), detail=self.request.user.is_staff)
 
 

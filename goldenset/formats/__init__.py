@@ -173,7 +173,7 @@ def csv_rows(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] |
 
 def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = None) -> list[Entry]:
     """The entries of a file in `fmt` (trec: the topics, with `qrels` beside them)."""
-    from goldenset.formats import json_rows, tabular, trec, yaml_tests
+    from goldenset.formats import json_rows, tabular, trec, yaml_tests  # late: they import this package
 
     readers: dict[str, Callable[[str], list[Entry]]] = {
         "csv": lambda text: tabular.read(text, ","),
@@ -201,7 +201,7 @@ def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = Non
 
 
 def write_entries(fmt: str, entries: Sequence[Entry], *, name: str = "golden") -> Written:
-    from goldenset.formats import json_rows, tabular, trec, yaml_tests
+    from goldenset.formats import json_rows, tabular, trec, yaml_tests  # late: they import this package
 
     writers: dict[str, Callable[[Sequence[Entry], str], Written]] = {
         "okfsmith": json_rows.write_okfsmith,

@@ -22,6 +22,7 @@ from typing import Any
 
 from evalsite.bounded_json import JsonValueError, json_value
 from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
+from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip
@@ -251,8 +252,6 @@ def write_phoenix(entries: Sequence[Entry], name: str) -> Written:
 
 
 def read_okfsmith(text: str | bytes) -> list[Entry]:
-    from goldenset.golden_files import parse_golden
-
     return [
         Entry(
             question=r.question,
@@ -268,8 +267,6 @@ def read_okfsmith(text: str | bytes) -> list[Entry]:
 
 
 def write_okfsmith(entries: Sequence[Entry], name: str) -> Written:
-    from goldenset.golden_files import GoldenRecord, dump_golden
-
     text = dump_golden(
         GoldenRecord(
             id=e.key or None,

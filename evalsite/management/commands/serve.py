@@ -22,6 +22,8 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from evalsite.jobs.services import jobs_recover
+
 PR_SET_PDEATHSIG = 1
 FAST_EXIT_SECONDS = 5.0  # a child that exits this soon after its start failed to start
 GIVE_UP_AFTER = 3  # failed starts in a row
@@ -207,8 +209,6 @@ class Command(BaseCommand):
     def _recover_jobs(self) -> None:
         """Jobs whose worker on this host is gone (killed above) go back to the queue now, not when their
         heartbeat goes stale."""
-        from evalsite.jobs.services import jobs_recover
-
         try:
             jobs_recover()
         except Exception as exc:  # the database may be what is down; the workers' recovery does it later

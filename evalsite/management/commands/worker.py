@@ -74,6 +74,7 @@ def wait_for_the_database(write) -> None:
     which would then answer nothing at all instead of 503 database-unavailable. So a worker started while the
     database is down waits for it. Only a database that cannot be reached is waited for
     (evalsite.unavailable); any other database error (no such table: not migrated) fails the start."""
+    # Late: the command module is listed (manage.py help) before the database is configured for use.
     from django.db import DatabaseError, connection
 
     from evalsite.unavailable import database_unavailable
@@ -100,7 +101,7 @@ class Command(QClusterCommand):
     help = "Starts a worker cluster (django-q2's qcluster) that stops cleanly on SIGTERM or Ctrl-C."
 
     def handle(self, *args, **options):
-        from django_q.cluster import Cluster
+        from django_q.cluster import Cluster  # late: django_q reads Q_CLUSTER when it is imported
 
         stopping = False
 

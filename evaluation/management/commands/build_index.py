@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+from django.core.management.base import CommandError
+
 from evaluation.retrieval import indexes
 from goldenset.management.base import CollectionCommand
 
@@ -30,8 +32,6 @@ class Command(CollectionCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        from django.core.management.base import CommandError
-
         collection = self.collection(options)
         asked = [p.strip() for p in options["parts"].split(",") if p.strip()]
         unknown = [p for p in asked if p not in PARTS]
