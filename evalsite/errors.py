@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 # Every code a client or an operator can meet, with its HTTP status and when it happens: the API's envelope,
-# a job's `error`, the dashboard's notices and the commands' one-line errors. README, "Errors", lists them all
+# a job's `error`, the dashboard's notices and the commands' one-line errors. docs/api.md, "Errors", lists them all
 # (a test holds the two together); an EvalsiteError with a code not listed here is a bug and refuses to exist.
 ERROR_CODES: dict[str, tuple[int, str]] = {
     # the request itself

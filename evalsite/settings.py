@@ -1,4 +1,4 @@
-"""evalsite settings, read from the environment (see README, "Configuration").
+"""evalsite settings, read from the environment (see docs/operations.md, "Configuration").
 
 Nothing outside this module reads os.environ for configuration; apps read django.conf.settings.
 """
@@ -69,7 +69,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # Served over HTTPS (directly or behind a TLS-terminating proxy): secure cookies, HSTS and a redirect of plain
-# HTTP, except /healthz (load balancers probe it over HTTP). See README, "Running in production".
+# HTTP, except /healthz (load balancers probe it over HTTP). See docs/operations.md, "Running in production".
 EVALSITE_HTTPS = env_bool("EVALSITE_HTTPS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = EVALSITE_HTTPS
 SECURE_SSL_REDIRECT = EVALSITE_HTTPS
@@ -245,7 +245,7 @@ if EVALSITE_INDEX_STORE not in ("database", "local"):
 # Evaluations of more (questions x configurations) than this run as a job (202) instead of in the request.
 EVALSITE_EVALUATE_SYNC_LIMIT = env_int("EVALSITE_EVALUATE_SYNC_LIMIT", 3000, minimum=1)
 # External targets (evaluation.targets.callers): Fernet keys for their secret headers, comma-separated, the first
-# encrypting (rotation: README, "Evaluate your own system"); none set: one derived from SECRET_KEY.
+# encrypting (rotation: docs/evaluation.md, "Evaluate your own system"); none set: one derived from SECRET_KEY.
 EVALSITE_TARGET_KEYS = env_list("EVALSITE_TARGET_KEYS", [])
 # An evaluation asking targets more questions than this (questions x target configurations) runs as a job:
 # a target's latency is not ours, and a web request should not wait on a thousand of its calls.

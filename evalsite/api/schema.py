@@ -91,7 +91,7 @@ class AutoSchema(openapi.AutoSchema):
             documented["description"] = _merge(documented.get("description", ""), codes)
             if status == 400:
                 documented["description"] += (
-                    "\n- and this operation's own 400 codes (README, Errors), each naming "
+                    "\n- and this operation's own 400 codes (docs/api.md, Errors), each naming "
                 )
                 "the field, line or record in `details`"
             if status in _HEADERS:

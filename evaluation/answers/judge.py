@@ -31,7 +31,7 @@ Heuristic (deterministic, keyless: lexical overlap; the title of a passage count
   statement's detail keeps "text", "supported", "support", "passage", and adds "coverage", the plain share of
   terms, and "passages"); citation precision only the cited passage. Measured against 438 human-labelled
   statements by benchmarks/judge_agreement.py (AUC 0.977 against 0.922 for plain content-word recall on the
-  test half; the README gives the figures and the command).
+  test half; docs/benchmarks.md gives the figures and the command).
 - answer_relevancy = coverage of the question's content terms by the answer, times a focus factor
   RELEVANCY_FOCUS_FLOOR + (1 - RELEVANCY_FOCUS_FLOOR) * (share of the answer's statements sharing a term with
   the question): padding with off-topic statements costs up to half. Its natural scale is lower than the

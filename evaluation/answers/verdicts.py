@@ -121,7 +121,7 @@ def judge_outcome(outcome: QuestionOutcome, thresholds: Mapping[str, float]) -> 
             answer_below.append(f"generation: {ANSWER_FAILURES.get(name, 'below threshold')} ({figure})")
     reasons.extend(answer_below)
     # The per-question mean that enters the headline score leaves context relevancy out: with one relevant
-    # page among top_k passages it cannot pass 1/top_k, whatever the answer (README, "Answer evaluation").
+    # page among top_k passages it cannot pass 1/top_k, whatever the answer (docs/evaluation.md, "Answer evaluation").
     values = [
         s.value for name, s in outcome.scores.items() if s.value is not None and name != "context_relevancy"
     ]

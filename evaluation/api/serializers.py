@@ -753,7 +753,11 @@ class TargetIn(TenantIn):
         min_value=0.01, max_value=10_000, required=False, allow_null=True, default=None,
         help_text="Calls per second at most; null: no limit.",
     )  # fmt: skip
-    options = serializers.DictField(required=False, default=dict, help_text="What the kind needs (README).")
+    options = serializers.DictField(
+        required=False,
+        default=dict,
+        help_text='What the kind needs (docs/evaluation.md, "Evaluate your own system").',
+    )
 
 
 class TargetOut(serializers.Serializer):

@@ -477,7 +477,7 @@ class TargetForm(DashboardForm):
     options = JSONObjectField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "spellcheck": "false"}),
-        help_text="What the kind needs (README, “Evaluate your own system”): e.g. "
+        help_text="What the kind needs (docs/evaluation.md, “Evaluate your own system”): e.g. "
         '{"index": "docs", "fields": ["title", "body"]} for elasticsearch.',
     )
 

@@ -16,7 +16,7 @@ built. So:
   the database (about 1 KB a page for FullText) and one copy of it per machine;
 - what is read is what was written: a file is fetched by the digest the manifest names, into a temporary file
   renamed into place, the description (index.pickle) last, so a reader sees a whole version or none.
-Why not a shared directory: the README promised per-machine directories, and NFS's locks and renames are the
+Why not a shared directory: the documentation promised per-machine directories, and NFS's locks and renames are the
 first thing to break. Why not a build on each machine: a web-only machine has no worker, and a million pages
 take minutes to build where they take seconds to copy.
 

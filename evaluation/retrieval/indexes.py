@@ -25,7 +25,7 @@ Why one merged set of arrays per version rather than query-time segments (a base
 Lucene): BM25's weights depend on N, on every term's document frequency and on the average length, so one
 added page changes every weight of every term. Segments could only stay exact by computing the weights at
 query time (a slower kernel on every search, and per-segment statistics merged per query); merging costs one
-pass over the postings in the job (seconds at 300,000 pages: README, benchmarks/incremental_bench.py) and
+pass over the postings in the job (seconds at 300,000 pages: docs/benchmarks.md, benchmarks/incremental_bench.py) and
 leaves the query path as it was: one set of precomputed weights, summed. The vectors (LSI) are not
 incremental: a job that must also build them saves the BM25 part first, so FullText serves the new version
 while the vectors are computed.

@@ -64,7 +64,7 @@ EXCERPT_CHARS = 2000
 
 @dataclass(frozen=True)
 class Limits:
-    """What a target's fields may hold (README, "Limits"); each is named in the 400 that refuses more."""
+    """What a target's fields may hold (docs/operations.md, "Limits"); each is named in the 400 that refuses more."""
 
     options_bytes: int = 64 * 1024  # the options as JSON
     depth: int = 32  # nesting of options (a request template is one of them)
@@ -726,7 +726,7 @@ class TargetClient:
                 return json.loads(text), text[:EXCERPT_CHARS]
             except (ValueError, RecursionError):
                 # Not a byte of a body that is not JSON: what a target answers is shown to the tenant, and a
-                # page that is not a search answer is nothing a mapping could read (README, "Test connection").
+                # page that is not a search answer is nothing a mapping could read (docs/evaluation.md, "Test connection").
                 kind = response.headers.get("content-type", "no content type").split(";")[0]
                 raise ValueError(f"not JSON ({kind}, {len(response.content)} bytes)") from None
 

@@ -51,7 +51,7 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def manage(*args: str, env: dict[str, str]):
-    """`manage.py` as the README prints it: DEBUG off, nothing set but what `env` adds."""
+    """`manage.py` as the documentation prints it: DEBUG off, nothing set but what `env` adds."""
     import subprocess
     import sys
 

@@ -1,4 +1,4 @@
-"""One list of error codes: evalsite.errors.ERROR_CODES, the README's table, and every code the source raises
+"""One list of error codes: evalsite.errors.ERROR_CODES, the table of docs/api.md, and every code the source raises
 agree; an empty upload is the same error over HTTP and on the command line."""
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ CODE = re.compile(r"^[a-z]+(-[a-z0-9]+)+$")
 RAISERS = ("Error", "_fail", "_choice", "envelope", "_invalid")
 
 
-def readme_codes() -> dict[str, int]:
+def documented_codes() -> dict[str, int]:
     return {
-        m[1]: int(m[2]) for line in (ROOT / "README.md").read_text().splitlines() if (m := ROW.match(line))
+        m[1]: int(m[2])
+        for line in (ROOT / "docs" / "api.md").read_text().splitlines()
+        if (m := ROW.match(line))
     }
 
 
@@ -58,8 +60,8 @@ def codes_in_source() -> dict[str, str]:
     return found
 
 
-def test_the_readme_lists_every_code_with_its_status():
-    assert readme_codes() == {code: status for code, (status, _when) in ERROR_CODES.items()}
+def test_the_api_docs_list_every_code_with_its_status():
+    assert documented_codes() == {code: status for code, (status, _when) in ERROR_CODES.items()}
 
 
 def test_every_code_the_source_raises_is_registered():

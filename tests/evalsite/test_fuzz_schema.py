@@ -7,7 +7,7 @@ an API key, a collection of documents, golden entries, a run, a job and a target
 phases), mixing the existing ids into the ids and names it generates. Its own report (and a JUnit file) is
 written under tmp_path and shown whole when it finds anything.
 
-Run it alone (about two minutes on two cores; README, Development):
+Run it alone (about two minutes on two cores; docs/development.md, Development):
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/evalsite EVALSITE_REDIS_URL=redis://127.0.0.1:6379/15 \\
         .venv/bin/python -m pytest tests/evalsite/test_fuzz_schema.py -q
 """

@@ -1,4 +1,4 @@
-"""Several machines as the README prints them: two `manage.py serve` on one PostgreSQL and one Redis, each with
+"""Several machines as docs/operations.md prints them: two `manage.py serve` on one PostgreSQL and one Redis, each with
 its own data and index directories, the second web-only (EVALSITE_WORKER_CLUSTERS=0). Searches answer on both
 soon after the first document, a document added through either is searchable through both within seconds, and
 each collection version is built once, by the one worker, whoever asks."""

@@ -85,7 +85,7 @@ def _group_has_live_members(pgid: int) -> bool:
 class Command(BaseCommand):
     help = (
         "Runs evalsite for production: gunicorn with threads and worker clusters under one supervisor that "
-        "restarts what dies and stops everything cleanly on SIGTERM (see README, Running in production)."
+        "restarts what dies and stops everything cleanly on SIGTERM (see docs/operations.md, Running in production)."
     )
 
     def add_arguments(self, parser) -> None:
