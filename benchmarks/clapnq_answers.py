@@ -200,7 +200,8 @@ def sweep(collection: Any, configs: list[Any], max_questions: int | None) -> Non
     """Refusal recall and false-refusal rate per support threshold, per search type (the Off configuration's
     retrieval and extractive answer: the level only moves the threshold its support is compared with)."""
     from evaluation.answers import writer as answer_writer
-    from evaluation.answers.evaluate import answer_questions, load_passages, retrieve
+    from evaluation.answers.answering import load_passages, retrieve
+    from evaluation.answers.batch import answer_questions
     from evaluation.retrieval.read_path import CollectionSearch
 
     questions, _ = answer_questions([collection], [], max_questions)

@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from evaluation.answers import judge, judge_votes, verdicts
 from evaluation.answers import writer as answer_writer
+from evaluation.answers.batch import MAX_UNANSWERABLE
 from evaluation.configs import DEFAULT_KS, DEFAULT_KS_TEXT, GROUNDEDNESS
 from evaluation.judgments.calibration import run_calibration
 from evaluation.models import LabelLevel, RunKind, RunStatus, TargetKind
@@ -134,7 +135,10 @@ class EvaluateAnswersIn(SubsetIn):
         f"{'|'.join(GROUNDEDNESS_LEVELS)}}}]",
     )
     unanswerable_questions = serializers.ListField(
-        child=serializers.CharField(max_length=10_000), required=False, default=list, max_length=1000
+        child=serializers.CharField(max_length=10_000),
+        required=False,
+        default=list,
+        max_length=MAX_UNANSWERABLE,
     )
     max_questions = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     metric_thresholds = serializers.JSONField(

@@ -11,7 +11,8 @@ from rest_framework.response import Response
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser
-from evaluation.answers.evaluate import answer_question, answers_job_create
+from evaluation.answers.answering import answer_question
+from evaluation.answers.evaluate import answers_job_create
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.api import serializers as s
 from evaluation.retrieval.evaluate import evaluate_retrieval, evaluate_run_file, evaluation_job_create

@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 
+from evaluation.answers.batch import MAX_UNANSWERABLE
 from evaluation.answers.verdicts import DIAGNOSES
 from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_CONFIGS
 from evaluation.models import RunKind, TargetKind
@@ -306,7 +307,6 @@ LAUNCH_PRESETS: list[dict[str, Any]] = [
 # --- launching an answer evaluation --------------------------------------------------------------------------
 
 MAX_ANSWER_TOP_K = 50
-MAX_UNANSWERABLE_QUESTIONS = 1000
 
 
 class AnswerLaunchForm(SubsetFields):
@@ -351,8 +351,8 @@ class AnswerLaunchForm(SubsetFields):
 
     def clean_unanswerable_questions(self) -> list[str]:
         questions: list[str] = self.cleaned_data.get("unanswerable_questions") or []
-        if len(questions) > MAX_UNANSWERABLE_QUESTIONS:
-            raise forms.ValidationError(f"At most {MAX_UNANSWERABLE_QUESTIONS} unanswerable questions.")
+        if len(questions) > MAX_UNANSWERABLE:
+            raise forms.ValidationError(f"At most {MAX_UNANSWERABLE} unanswerable questions.")
         return questions
 
 

@@ -14,7 +14,7 @@ from django.test import override_settings
 from drf_spectacular.generators import SchemaGenerator
 from jsonschema import Draft202012Validator
 
-from evaluation.answers.evaluate import answer_question
+from evaluation.answers.answering import answer_question
 from evaluation.configs import parse_answer_config
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
