@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
     from evaluation.answers.evaluate import evaluate_answers
     from evaluation.configs import parse_answer_configs
     from evaluation.retrieval.read_path import available_rerankers
-    from evaluation.runs.store import run_summary
+    from evaluation.runs.presenter import run_summary
     from goldenset.models import Collection, GoldenEntry
 
     started = time.perf_counter()

@@ -513,3 +513,7 @@ def parse_thresholds(raw, field: str = "metric_thresholds") -> dict[str, float]:
             raise _fail("validation-error", f"{field}.{name}", "expected a number from 0 to 1.")
         out[name] = number
     return out
+
+
+# Collections one call may search or evaluate together: each is an index to load, so the work is bounded.
+MAX_COLLECTIONS_PER_CALL = 50

@@ -294,7 +294,6 @@ KERNELS = {
 OVER_THE_LIMITS = {
     "evaluation.retrieval.indexes",
     "evaluation.targets.callers",
-    "evaluation.api.serializers",
     "evaluation.dashboard.golden_views",
     "evaluation.dashboard.forms",
     "goldenset.importers",

@@ -48,9 +48,10 @@ from evaluation.judgments.calibration import effective_thresholds, judge_name
 from evaluation.models import EvaluationJobKind, EvaluationRun
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
 from evaluation.runs import selectors
+from evaluation.runs.presenter import run_summary
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
-from evaluation.runs.store import empty_subset, run_summary
+from evaluation.runs.store import empty_subset
 from evaluation.targets.kinds import ANSWER_KINDS
 from evaluation.targets.services import resolve_targets, target_client
 from goldenset.models import Collection

@@ -19,7 +19,7 @@ from evaluation.retrieval.evaluate import evaluate_retrieval, evaluate_run_file,
 from evaluation.retrieval.read_path import available_rerankers, search
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs import selectors
-from evaluation.runs.store import run_summary
+from evaluation.runs.presenter import EvaluateOut, RunDetailOut, RunOut, run_detail, run_rows, run_summary
 from evaluation.targets import services as target_services
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
@@ -78,7 +78,7 @@ class EvaluateApi(CollectionsApi):
     @extend_schema(
         request=s.EvaluateIn,
         responses={
-            200: s.EvaluateOut,
+            200: EvaluateOut,
             202: OpenApiResponse(
                 JobAcceptedOut,
                 description="A large evaluation runs as a job: poll jobs/{job_id}; its result is an EvaluateOut.",
@@ -109,7 +109,7 @@ class EvaluateApi(CollectionsApi):
             )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
-        return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
+        return Response(EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
 
 
 class EvaluateRunFileApi(TenantAPIView):
@@ -117,7 +117,7 @@ class EvaluateRunFileApi(TenantAPIView):
 
     @extend_schema(
         request={"multipart/form-data": s.RunFileIn},
-        responses={200: s.EvaluateOut, **error_responses("empty-golden-set")},
+        responses={200: EvaluateOut, **error_responses("empty-golden-set")},
         summary="Scores an uploaded TREC or JSONL run file: one run per tag, as a configuration is scored.",
     )
     def post(self, request):
@@ -132,7 +132,7 @@ class EvaluateRunFileApi(TenantAPIView):
         batch_id, runs = evaluate_run_file(
             tenant=collection.tenant, collection=collection, ks=ks, run_file=parsed, filename=upload.name
         )
-        return Response(s.EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
+        return Response(EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
 
 
 class AnswerApi(CollectionsApi):
@@ -197,7 +197,7 @@ class EvaluateAnswersApi(CollectionsApi):
 class RunListApi(TenantAPIView):
     @extend_schema(
         parameters=[s.RunFilterIn],
-        responses=s.RunOut(many=True),
+        responses=RunOut(many=True),
         summary="Lists runs, newest first.",
     )
     def get(self, request):
@@ -211,18 +211,18 @@ class RunListApi(TenantAPIView):
         )
         paginator = self.pagination_class()  # type: ignore[operator,misc]
         page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response(s.RunOut(page, many=True).data)
+        return paginator.get_paginated_response(run_rows(page))
 
 
 class RunDetailApi(TenantAPIView):
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
-        responses=s.RunDetailOut,
+        responses=RunDetailOut,
         summary="One run with its per-question results.",
     )
     def get(self, request, run_id: str):
         run = selectors.run_get(tenant=self.tenant(), run_id=run_id, with_results=True)
-        return Response(s.RunDetailOut(run).data)
+        return Response(run_detail(run))
 
 
 # --- targets -------------------------------------------------------------------------------------------------

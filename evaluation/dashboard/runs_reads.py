@@ -22,6 +22,7 @@ from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.runs import selectors
+from evaluation.runs.presenter import run_detail
 from evaluation.runs.report_formats import retrieval_diagnosis
 from goldenset.models import Collection, Document
 
@@ -236,11 +237,7 @@ def question_documents(
 
 def run_json(run: EvaluationRun) -> str:
     """The run as GET /search/evaluate/runs/{id} answers it."""
-    # Late: the API's serializer renders a run for the download too, until a run has one presenter of its own
-    # (docs/architecture.md, Moving); the dashboard does not load the API otherwise.
-    from evaluation.api.serializers import RunDetailOut
-
-    return json.dumps(RunDetailOut(run).data, cls=DjangoJSONEncoder, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(run_detail(run), cls=DjangoJSONEncoder, indent=2, ensure_ascii=False) + "\n"
 
 
 def run_csv(run: EvaluationRun) -> str:

@@ -26,9 +26,10 @@ from evaluation.retrieval import metrics
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.retrieval.run_files import RunFile
 from evaluation.runs import selectors, stats
+from evaluation.runs.presenter import run_summary
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
-from evaluation.runs.store import empty_subset, questions_in, run_slices, run_store, run_summary
+from evaluation.runs.store import empty_subset, questions_in, run_slices, run_store
 from evaluation.targets.callers import Hits, TargetError
 from evaluation.targets.services import resolve_targets, target_client
 from goldenset.models import Collection

@@ -4,14 +4,13 @@ report of it (the seed's shape for a retrieval run; the answer metrics, refusal 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from evalsite.errors import EvalsiteError
-from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import SliceRow, Subset, breakdown
 from goldenset.models import Collection
-from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS
+from goldenset.vocabulary.metric_names import ANSWER_SCORE
 
 
 def questions_in(
@@ -69,51 +68,3 @@ def run_store(
         result.run = run
     QuestionResult.objects.bulk_create(results, batch_size=batch_size)
     return run
-
-
-def run_summary(run: EvaluationRun) -> dict[str, Any]:
-    """A run as the evaluate endpoints, the CLI and a job's result report it."""
-    if run.kind == RunKind.ANSWERS:
-        return _answer_run_summary(run)
-    return {
-        "run_id": str(run.pk),
-        "label": run.label,
-        "config": run.config,
-        "ks": run.ks,
-        "metrics": run.metrics,
-        "status": run.status,
-        "question_count": run.question_count,
-        "duration_ms": run.duration_ms,
-        "latency_ms": run.summary.get("latency_ms"),
-        "failed_questions": run.summary.get("failed_questions"),
-        "unjudged": run.summary.get("unjudged", {}),
-        "warnings": run.warnings,
-        "index": run.index_info,
-        "slices": run.slices,
-    }
-
-
-def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
-    return {
-        "run_id": str(run.pk),
-        "label": run.label,
-        "kind": run.kind,
-        "config": run.config,
-        "status": run.status,
-        "mode": run.mode,
-        "score": run.summary.get("score"),
-        "metrics": {name: run.summary.get("metrics", {}).get(name) for name in JUDGED_METRICS},
-        "metric_methods": run.metric_methods,
-        "refusal": run.summary.get("refusal"),
-        "excluded": run.summary.get("excluded"),
-        "diagnosis": run.summary.get("diagnosis"),
-        "passed": run.summary.get("passed"),
-        "failed": run.summary.get("failed"),
-        "question_count": run.question_count,
-        "judge_confidence": run.summary.get("judge_confidence"),
-        "usage": run.summary.get("usage"),
-        "latency_ms": run.summary.get("latency_ms"),
-        "duration_ms": run.duration_ms,
-        "warnings": run.warnings,
-        "slices": run.slices,
-    }

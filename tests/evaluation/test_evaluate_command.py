@@ -16,7 +16,7 @@ from evaluation import configs as config_parser
 from evaluation.management.commands.evaluate import config_from_cli
 from evaluation.models import EvaluationRun
 from evaluation.retrieval.read_path import available_rerankers
-from evaluation.runs.store import run_summary
+from evaluation.runs.presenter import run_summary
 from goldenset.models import GoldenEntry
 from goldenset.services import EntryInput
 from tests.support import add_entries, handbook_entries

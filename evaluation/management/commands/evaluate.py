@@ -37,17 +37,16 @@ from evalsite.errors import EvalsiteError
 from evaluation import configs as config_parser
 from evaluation.answers.evaluate import evaluate_answers
 from evaluation.answers.judge_votes import parse_judge_sampling
-from evaluation.api.serializers import AnswerGateOut, RetrievalGateOut
 from evaluation.configs import DEFAULT_KS_TEXT
 from evaluation.models import EvaluationRun, RunStatus
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.runs import selectors
+from evaluation.runs.presenter import AnswerGateOut, RetrievalGateOut, run_summary
 from evaluation.runs.report_formats import slice_table, text_table
 from evaluation.runs.reports import answer_cells, answer_markdown, number, retrieval_markdown, runs_junit
 from evaluation.runs.slices import Subset
-from evaluation.runs.store import run_summary
 from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
