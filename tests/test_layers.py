@@ -335,3 +335,19 @@ def test_modules_and_functions_stay_short():
     too_long = _too_long()
     assert sorted(set(too_long) - KERNELS - OVER_THE_LIMITS) == []
     assert sorted(OVER_THE_LIMITS - set(too_long)) == []
+
+
+def test_the_drawn_map_names_every_platform_app_and_room():
+    """docs/architecture.md draws the floors; its drawing names each platform app and each evaluation room,
+    and each of those exists with a docstring saying what it owns."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    drawing = text[text.index("```") : text.index("```", text.index("```") + 3)]
+    platform = sorted(p.parent.name for p in (ROOT / "evalsite").glob("*/apps.py"))
+    rooms = ["retrieval", "answers", "judgments", "targets", "runs"]
+    assert platform == ["audit", "jobs", "llm", "tenancy"]
+    for name in [*platform, *rooms]:
+        assert name in drawing, name
+    for room in rooms:
+        assert ast.get_docstring(ast.parse((ROOT / "evaluation" / room / "__init__.py").read_text())), room
+    for app in platform:
+        assert ast.get_docstring(ast.parse((ROOT / "evalsite" / app / "__init__.py").read_text())), app

@@ -1,4 +1,4 @@
-"""Dashboard defects a new user hit (issue 11, item 9), seen in a real browser: an answer run's mode chip stays
+"""The runs list and Trends, seen in a real browser: an answer run's mode chip stays
 inside the runs list at a laptop's width and a narrow one, and Trends on fresh runs spans a readable time range."""
 
 from __future__ import annotations

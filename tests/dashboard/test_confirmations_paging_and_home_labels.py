@@ -1,4 +1,4 @@
-"""Dashboard defects a new user hit (issue 11, item 9), each pinned: the review queue's reject asks first, a
+"""What a new user meets first on the dashboard: the review queue's reject asks first, a
 retrieval run's questions are paged and numbered from 1 in their URLs, the home page caps its labels and gives
 them distinct colours."""
 
