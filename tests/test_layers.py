@@ -31,6 +31,7 @@ PURE = [
     "evaluation.answers.judge_support",
     "evaluation.answers.judge_votes",
     "evaluation.judgments.labels",
+    "evaluation.retrieval.diagnosis",
     "evaluation.retrieval.metrics",
     "evaluation.runs.report_formats",
     "evaluation.retrieval.run_files",

@@ -21,9 +21,9 @@ from evaluation.answers.verdicts import PASS
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
+from evaluation.retrieval.diagnosis import retrieval_diagnosis
 from evaluation.runs import selectors
 from evaluation.runs.presenter import run_detail
-from evaluation.runs.report_formats import retrieval_diagnosis
 from goldenset.models import Collection, Document
 
 RUNS_PER_PAGE = 50

@@ -56,8 +56,8 @@ from evaluation.dashboard.runs_reads import (
 )
 from evaluation.dashboard.slices_reads import config_rows, run_slices, subset_text
 from evaluation.models import EvaluationRun, RunKind
+from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING
 from evaluation.runs import selectors as run_selectors
-from evaluation.runs.report_formats import RETRIEVAL_DIAGNOSIS_MEANING
 from evaluation.runs.reports import ragas_rows, runs_junit
 
 # --- runs --------------------------------------------------------------------------------------------------

@@ -14,34 +14,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evaluation.answers.verdicts import ERROR, PASS
 from evaluation.runs.slices import slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
-
-# The diagnosis of a retrieval question, decided here (retrieval_diagnosis), in the order it is shown; an answer
-# question's is decided by its verdict (evaluation.answers.verdicts.DIAGNOSES).
-MISS, PARTIAL = "miss", "partial"
-RETRIEVAL_DIAGNOSES = (PASS, PARTIAL, MISS, ERROR)
-RETRIEVAL_DIAGNOSIS_MEANING = {
-    PASS: "every expected document was retrieved",
-    PARTIAL: "some expected documents were not retrieved",
-    MISS: "no expected document was retrieved",
-    ERROR: "the call failed: the question is left out of every mean",
-}
-
-
-def retrieval_diagnosis(
-    stored: str, first_relevant_rank: int | None, missing: Sequence[str], error: str = ""
-) -> str:
-    """The run's own diagnosis when it made one (answer runs); for retrieval: error (a target's failed call),
-    miss, partial or pass."""
-    if stored:
-        return stored
-    if error:
-        return "error"
-    if first_relevant_rank is None:
-        return MISS
-    return PARTIAL if missing else PASS
 
 
 @dataclass(frozen=True)

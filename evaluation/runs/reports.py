@@ -8,15 +8,8 @@ from collections.abc import Sequence
 
 from evaluation.answers.verdicts import DIAGNOSIS_MEANING, ERROR, PASS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
-from evaluation.runs.report_formats import (
-    RETRIEVAL_DIAGNOSIS_MEANING,
-    Case,
-    Suite,
-    junit_xml,
-    markdown_table,
-    retrieval_diagnosis,
-    slice_table,
-)
+from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING, retrieval_diagnosis
+from evaluation.runs.report_formats import Case, Suite, junit_xml, markdown_table, slice_table
 from goldenset.models import GoldenEntry
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
