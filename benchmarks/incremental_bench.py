@@ -97,9 +97,9 @@ def _build(collection, full: bool = False) -> tuple[float, dict]:
 
 
 def _folder(collection) -> Path:
-    from evaluation.retrieval import indexes
+    from evaluation.retrieval import index_files
 
-    return indexes._path(indexes._key(collection)).parent
+    return index_files.index_path(index_files.index_key(collection)).parent
 
 
 def _arrays(folder: Path) -> dict:

@@ -34,19 +34,12 @@ while the vectors are computed.
 from __future__ import annotations
 
 import contextlib
-import copy
-import fcntl
-import hashlib
-import json
 import logging
-import os
 import pickle
-import shutil
-import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,33 +47,45 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import CharField
-from django.db.models.functions import Cast
+from django.db import transaction
 
 from evalsite.errors import ERROR_CODES, EvalsiteError
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationJobKind
 from evaluation.retrieval import index_store
-from evaluation.retrieval.embedding_store import configured_embedder, embedder_identity
-from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
+from evaluation.retrieval.corpus import (
+    ContentStamps,
+    UpdateBase,
+    attach_text_source,
+    corpus_update,
+    load_corpus,
+    page_texts,
+)
+from evaluation.retrieval.embedding_store import configured_embedder
+from evaluation.retrieval.index_files import (
+    fetch_lock,
+    file_lock,
+    file_stamp,
+    index_key,
+    index_path,
+    read_index,
+    saved_parts,
+    saved_versions,
+    write_index,
+)
+from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.engine import VECTORS, Corpus, Embedder, SearchIndex
 from evaluation.retrieval.search.postings import (
     MergeRefused,
     Postings,
-    load_mapped,
     merge_postings,
     open_first_order,
 )
-from goldenset.models import Collection, Document, Page
-from goldenset.temporal import Validity
+from goldenset.models import Collection
 from goldenset.text import tokenize
-from goldenset.vocabulary.chunks import chunks
 
 logger = logging.getLogger(__name__)
 
-# Bump when the index layout or the indexed text changes: old files are then ignored.
-ENGINE_VERSION = 4  # 4: LSI fitted on a sample, every page projected (new vectors)
 _MEMORY_SLOTS = 8
 
 
@@ -111,212 +116,6 @@ class IndexStats:
 
 _memory: OrderedDict[tuple, SearchIndex] = OrderedDict()
 _lock = threading.Lock()
-
-
-def _key(collection: Collection) -> tuple:
-    # The embedder is part of the key: its vectors live in the index, so changing EVALSITE_EMBEDDER (or the
-    # endpoint's model) must not serve the old vectors.
-    embedder = hashlib.sha256(embedder_identity().encode()).hexdigest()[:12]
-    return (str(collection.uid), collection.content_version, ENGINE_VERSION, embedder)
-
-
-def _path(key: tuple) -> Path:
-    """The index's description (a pickle without the big arrays), in the folder that holds its arrays."""
-    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}" / "index.pickle"
-
-
-def page_text(title: str, number: int, text: str) -> str:
-    """What is indexed for a page: the document's title with its first page, then the page's text."""
-    return f"{title}\n{text}" if number == 1 and title else text
-
-
-@dataclass
-class ContentStamps:
-    """What content an index version was built from: per page row its page id, document pk and number, and per
-    document its last write (Document.updated_at, in microseconds). The next version's build compares its own
-    with these to find the pages it must tokenize (an update, `_updated`). Saved as content.npz beside the
-    index; search never reads it."""
-
-    page_ids: np.ndarray  # int64 per page row
-    page_documents: np.ndarray  # int64 document pk per page row
-    page_numbers: np.ndarray  # int64 per page row
-    document_pks: np.ndarray  # int64, ascending: the documents with pages
-    document_updated: np.ndarray  # str: each one's updated_at as the database writes it as text
-
-    def save(self, path: Path) -> None:
-        if path.exists():
-            return
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".content.", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **{k: getattr(self, k) for k in self.__dataclass_fields__})
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-
-    @classmethod
-    def load(cls, path: Path) -> ContentStamps:
-        with np.load(path, allow_pickle=False) as data:
-            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
-
-
-def load_corpus(collection: Collection) -> Corpus:
-    """The collection's pages ordered by document pk, then page number, with their indexed texts, and the
-    content stamps of what was read, in one read transaction."""
-    with transaction.atomic():
-        documents = list(
-            Document.objects.filter(collection=collection, pages__isnull=False)
-            .distinct()
-            .order_by("pk")
-            .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
-        )
-        all_pks, written = _document_writes(collection)
-        row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
-        titles = dict(Document.objects.filter(collection=collection).values_list("pk", "title"))
-        page_texts_: list[str] = []
-        page_document: list[int] = []
-        page_ids: list[int] = []
-        page_docs: list[int] = []
-        numbers: list[int] = []
-        pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
-        rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
-        for page_id, document_id, number, text in rows:
-            page_texts_.append(page_text(titles[document_id], number, text))
-            page_document.append(row_of[document_id])
-            page_ids.append(page_id)
-            page_docs.append(document_id)
-            numbers.append(number)
-        pageless = list(
-            Document.objects.filter(collection=collection, pages__isnull=True)
-            .exclude(supersedes=[])
-            .values_list("external_id", "valid_from", "valid_until", "supersedes")
-        )
-    validity = [
-        Validity(external_id, valid_from, valid_until, tuple(supersedes or ()))
-        for _pk, external_id, valid_from, valid_until, supersedes in documents
-    ]
-    successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
-    corpus = Corpus(
-        texts=page_texts_,
-        page_document=np.asarray(page_document, dtype=np.int64),
-        document_ids=[row[1] for row in documents],
-        validity=validity,
-        page_ids=page_ids,
-        successors=successors,
-    )
-    corpus.stamps = ContentStamps(
-        page_ids=np.asarray(page_ids, dtype=np.int64),
-        page_documents=np.asarray(page_docs, dtype=np.int64),
-        page_numbers=np.asarray(numbers, dtype=np.int64),
-        document_pks=np.asarray([row[0] for row in documents], dtype=np.int64),
-        document_updated=written[np.searchsorted(all_pks, [row[0] for row in documents])]
-        if documents
-        else np.zeros(0, dtype=str),
-    )
-    return corpus
-
-
-def _raw_rows(queryset) -> list[tuple]:
-    """The rows of a values_list queryset straight from the database cursor (no per-row conversion: for ints
-    and text alike it is what the ORM would give, an order of magnitude faster on 300,000 rows)."""
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
-def _document_writes(collection: Collection) -> tuple[np.ndarray, np.ndarray]:
-    """(pks ascending, updated_at as text) of the collection's documents: text, so that no datetime is parsed."""
-    rows = _raw_rows(
-        Document.objects.filter(collection=collection)
-        .order_by("pk")
-        .annotate(written=Cast("updated_at", CharField()))
-        .values_list("pk", "written")
-    )
-    pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    return pks, np.array([r[1] for r in rows], dtype=str) if rows else np.zeros(0, dtype=str)
-
-
-def _corpus_update(collection: Collection, base: _Base) -> Corpus:
-    """The new version's corpus without texts, and its content stamps, reading only ids, numbers and write
-    stamps of every page and document: a document written since the base version (or new) is read whole, the
-    others are the base corpus's (id and validity)."""
-    rows = _raw_rows(
-        Page.objects.filter(document__collection=collection)
-        .order_by("document_id", "number")
-        .values_list("pk", "document_id", "number")
-    )
-    pages = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
-    del rows
-    all_pks, written = _document_writes(collection)
-    document_pks = np.unique(pages[:, 1])  # the documents with pages, ascending
-    document_updated = written[np.searchsorted(all_pks, document_pks)]
-    old = base.stamps
-    at = np.minimum(np.searchsorted(old.document_pks, document_pks), max(len(old.document_pks) - 1, 0))
-    same = (
-        (old.document_pks[at] == document_pks) & (old.document_updated[at] == document_updated)
-        if len(old.document_pks)
-        else np.zeros(len(document_pks), dtype=bool)
-    )
-    read = {
-        pk: (external_id, Validity(external_id, start, end, tuple(names or ())))
-        for pk, external_id, start, end, names in Document.objects.filter(
-            pk__in=document_pks[~same].tolist()
-        ).values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
-    }
-    base_ids, base_validity = base.corpus.document_ids, base.corpus.validity
-    document_ids: list[str] = []
-    validity: list[Validity] = []
-    for pk, kept, old_row in zip(document_pks.tolist(), same.tolist(), at.tolist(), strict=True):
-        if kept:
-            document_ids.append(base_ids[old_row])
-            # a collection without time data keeps no validity (Corpus): its documents' is the default
-            validity.append(base_validity[old_row] if base_validity else Validity(base_ids[old_row]))
-        else:
-            external_id, valid = read[pk]
-            document_ids.append(external_id)
-            validity.append(valid)
-    pageless = (
-        Document.objects.filter(collection=collection, pages__isnull=True)
-        .exclude(supersedes=[])
-        .values_list("external_id", "valid_from", "valid_until", "supersedes")
-    )
-    corpus = Corpus(
-        texts=None,
-        page_document=np.searchsorted(document_pks, pages[:, 1]).astype(np.int64),
-        document_ids=document_ids,
-        validity=validity,
-        page_ids=pages[:, 0].tolist(),
-        successors=[Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless],
-    )
-    corpus.stamps = ContentStamps(
-        page_ids=pages[:, 0].copy(),
-        page_documents=pages[:, 1].copy(),
-        page_numbers=pages[:, 2].copy(),
-        document_pks=document_pks,
-        document_updated=document_updated,
-    )
-    return corpus
-
-
-def page_texts(page_ids: Sequence[int]) -> list[str]:
-    """The indexed text of these pages, in their order ("" for a page deleted since the index was built)."""
-    page_ids = [int(page_id) for page_id in page_ids]  # numpy integers are no SQL parameters
-    found: dict[int, str] = {}
-    for chunk in chunks(page_ids, 2000):
-        rows = Page.objects.filter(pk__in=chunk).values_list("pk", "number", "text", "document__title")
-        for pk, number, text, title in rows:
-            found[pk] = page_text(title, number, text)
-    return [found.get(page_id, "") for page_id in page_ids]
-
-
-def _attach_text_source(corpus: Corpus) -> None:
-    """The corpus reads the texts it needs (a reranker's candidates) from the database, and holds none."""
-    page_ids = corpus.page_ids
-    corpus.text_source = lambda rows: page_texts([int(page_ids[r]) for r in rows])
-    corpus.texts = None
 
 
 def embedder_factory(corpus: Corpus | None = None) -> Embedder:
@@ -355,10 +154,10 @@ def get_index(
 def warm(collection: Collection) -> SearchIndex | None:
     """The collection's current index with every part saved for it (here, or published by another machine),
     loaded into this process's memory; None when it has none yet. Never builds or queues a build."""
-    key = _key(collection)
+    key = index_key(collection)
     parts = saved_parts(collection)
     if index_store.enabled():
-        parts |= index_store.published_parts(_path(key).parent.name)
+        parts |= index_store.published_parts(index_path(key).parent.name)
     return _lookup(collection, frozenset(parts), IndexStats(), build=False)
 
 
@@ -368,7 +167,7 @@ def _lookup(
     """The current version's index with the wanted parts, from memory or disk, built if `build`; else None.
     `keep=False` (the build job's): an index built here is saved, not read back and kept in memory (the
     processes that search load it when they need it)."""
-    key = _key(collection)
+    key = index_key(collection)
     with _lock:
         index = _memory.get(key)
         if index is not None:
@@ -383,8 +182,8 @@ def _lookup(
         if index is not None and all(index.has_part(p) for p in wanted):
             stats.cached += 1
             return index
-        path = _path(key)
-        with _file_lock(path):
+        path = index_path(key)
+        with file_lock(path):
             index = _newer(key, path, index, stats)
             if not _has(index, wanted) and _fetch_published(path, index):
                 index = _newer(key, path, index, stats)  # another machine built it: copied, not built again
@@ -405,14 +204,14 @@ def _lookup(
             for part in missing:  # BM25's first ("bm25:..." < "vectors")
                 if part == VECTORS and dirty:
                     # FullText is served from now on (by every process) while the vectors are built.
-                    index.saved_stamp = _write(collection, path, index)
+                    index.saved_stamp = write_index(collection, path, index)
                 started = time.perf_counter()
                 index.build_part(part)
                 stats.parts_built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
                 dirty = True
             if dirty:
-                index.saved_stamp = _write(collection, path, index)
+                index.saved_stamp = write_index(collection, path, index)
                 if not keep:
                     return index
                 # Search the saved copy: its arrays are mapped (shared with the other processes), the ones
@@ -428,10 +227,10 @@ def _peek(
     """Where builds are off: the saved file of this version if it is newer than what memory holds, read without
     waiting on any lock (a build holds them for as long as it runs; its saves are atomic renames). None unless
     it has the wanted parts."""
-    path = _path(key)
+    path = index_path(key)
     index = _newer(key, path, index, stats)
     if index_store.enabled() and not _has(index, wanted):
-        with _fetch_lock(path):  # one fetch per machine; the others wait for it and read what it wrote
+        with fetch_lock(path):  # one fetch per machine; the others wait for it and read what it wrote
             index = _newer(key, path, index, stats)
             if not _has(index, wanted) and _fetch_published(path, index):
                 index = _newer(key, path, index, stats)
@@ -449,22 +248,11 @@ def _peek(
 UPDATE_MAX_SHARE = 0.5
 
 
-@dataclass
-class _Base:
-    """The newest older saved version an update can start from."""
-
-    version: int
-    postings: Postings
-    first_order: np.ndarray
-    stamps: ContentStamps
-    corpus: Corpus  # its document ids and validity, per document row
-
-
-def _update_base(collection: Collection) -> _Base | None:
+def _update_base(collection: Collection) -> UpdateBase | None:
     current = collection.content_version
-    if index_store.enabled() and not any(v < current for v, _folder in _saved_versions(collection)):
+    if index_store.enabled() and not any(v < current for v, _folder in saved_versions(collection)):
         _fetch_older(collection, frozenset({DEFAULT_PART}))  # built elsewhere: updated here all the same
-    for version, folder in _saved_versions(collection):
+    for version, folder in saved_versions(collection):
         if version >= current:
             continue
         try:
@@ -478,7 +266,7 @@ def _update_base(collection: Collection) -> _Base | None:
             return None
         if first_order is None or not len(stamps.page_ids) == postings.size == corpus.size:
             return None
-        return _Base(version, postings, first_order, stamps, corpus)
+        return UpdateBase(version, postings, first_order, stamps, corpus)
     return None
 
 
@@ -495,7 +283,7 @@ def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) 
     if base is None:
         return None
     with transaction.atomic():  # the metadata and the changed pages' texts from one snapshot
-        corpus = _corpus_update(collection, base)
+        corpus = corpus_update(collection, base)
         new_row_of_old, added_rows = _changes(base.stamps, corpus.stamps)
         removed = int((new_row_of_old < 0).sum())
         if len(added_rows) + removed > UPDATE_MAX_SHARE * max(corpus.size, 1):
@@ -513,7 +301,7 @@ def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) 
     except MergeRefused as exc:
         logger.info("collection %s: a full build (%s)", collection.uid, exc)
         return None
-    _attach_text_source(corpus)
+    attach_text_source(corpus)
     index = SearchIndex(corpus, embedder_factory=embedder_factory)
     index.postings = postings
     index.bm25_indexes = {v: BM25Index(postings, BM25Params(v)) for v in variants}
@@ -647,8 +435,8 @@ def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexSt
 def _newest_older_saved(
     collection: Collection, wanted: frozenset[str], stats: IndexStats
 ) -> SearchIndex | None:
-    current = _key(collection)
-    for version, folder in _saved_versions(collection):
+    current = index_key(collection)
+    for version, folder in saved_versions(collection):
         if version >= current[1]:
             continue
         key = (current[0], version, *current[2:])
@@ -674,7 +462,7 @@ def _newer(key: tuple, path: Path, index: SearchIndex | None, stats: IndexStats)
     The stamp is the index's own (`saved_stamp`, set where it was read or written), never the process's last
     read: a thread that read an older file and keeps it after another thread read the new one would
     otherwise make the new file look read already, and the process would serve the older index for good."""
-    stamp = _stamp(path)
+    stamp = file_stamp(path)
     if stamp is not None and (index is None or stamp != getattr(index, "saved_stamp", None)):
         loaded = _read(path)
         if loaded is not None:
@@ -703,36 +491,13 @@ def _fetch_older(collection: Collection, wanted: frozenset[str]) -> bool:
     """The newest older published version with the wanted parts, copied here; True when one was."""
     if not index_store.enabled():
         return False
-    key = _key(collection)
-    for manifest in index_store.older_published(_path(key).parent.name, key[1]):
+    key = index_key(collection)
+    for manifest in index_store.older_published(index_path(key).parent.name, key[1]):
         if wanted <= frozenset(manifest.parts):
             folder = Path(settings.EVALSITE_INDEX_DIR) / manifest.key
-            with _fetch_lock(folder / "index.pickle"):
+            with fetch_lock(folder / "index.pickle"):
                 return index_store.fetch(manifest, folder)
     return False
-
-
-def _saved_versions(collection: Collection) -> list[tuple[int, Path]]:
-    """(content version, folder) of the collection's saved indexes under this engine and embedder, newest first."""
-    key = _key(collection)
-    found = []
-    for folder in Path(settings.EVALSITE_INDEX_DIR).glob(f"{key[0]}-v*-e{key[2]}-{key[3]}"):
-        version = folder.name.removeprefix(f"{key[0]}-v").split("-", 1)[0]
-        if version.isdigit() and (folder / "index.pickle").is_file():
-            found.append((int(version), folder))
-    return sorted(found, reverse=True)
-
-
-def _saved_parts_of(folder: Path) -> frozenset[str]:
-    try:
-        return frozenset(json.loads((folder / "parts.json").read_text()))
-    except (OSError, ValueError):
-        return frozenset()
-
-
-def saved_parts(collection: Collection) -> frozenset[str]:
-    """The parts of the collection's saved indexes (what its next version should have too)."""
-    return frozenset().union(*(_saved_parts_of(folder) for _version, folder in _saved_versions(collection)))
 
 
 def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | None:
@@ -742,7 +507,7 @@ def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | N
 
     wanted = sorted({DEFAULT_PART, *parts, *saved_parts(collection)})
     if index_store.enabled() and set(wanted) <= index_store.published_parts(
-        _path(_key(collection)).parent.name
+        index_path(index_key(collection)).parent.name
     ):
         return None  # built and published: this machine fetches it (get_index), no build is queued
     active = Job.objects.filter(
@@ -786,128 +551,6 @@ DEFAULT_PART = "bm25:lucene"
 PARTS = ("bm25:lucene", "bm25:okapi", VECTORS)  # every part an index can have
 
 
-def _read(path: Path) -> SearchIndex | None:
-    """The index described by `path`, its arrays opened with mmap (shared by every process through the page
-    cache; the folder of an older version may be removed while a process still reads it: its files live on
-    until the last mapping closes)."""
-    folder = path.parent
-    try:
-        with path.open("rb") as handle:
-            stamp = _fd_stamp(handle.fileno())  # the file read, whatever is renamed over its name meanwhile
-            state = pickle.load(handle)
-        index = SearchIndex.__new__(SearchIndex)
-        index.__setstate__(state)
-        index.saved_stamp = stamp
-        postings = Postings.open(folder / "postings") if index.postings == _SAVED else None
-        index.postings = postings
-        variants, index.bm25_indexes = list(index.bm25_indexes), {}
-        for variant in variants:
-            if postings is None:
-                raise ValueError("BM25 weights saved without their postings")
-            index.bm25_indexes[variant] = BM25Index(
-                postings,
-                BM25Params(variant),
-                idf=load_mapped(folder / f"bm25-{variant}-idf.npy"),
-                weights=load_mapped(folder / f"bm25-{variant}-weights.npy"),
-                common=_common_rows(folder, variant),
-            )
-        if index.page_vectors is not None:
-            index.page_vectors = load_mapped(folder / "vectors.npy")
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as exc:
-        logger.warning("index %s unreadable (%s); rebuilding", folder, exc)
-        return None
-    index.embedder_factory = embedder_factory  # before any other thread sees it
-    _attach_text_source(index.corpus)
-    return index
-
-
-_SAVED = "saved"  # in the pickle, in place of an array saved as a file of its own
-
-
-def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
-    """The variant's common-term rows as saved (mapped); none for a version saved before they were (its
-    searches add those terms' postings one by one: the same scores, more slowly), rather than rows computed
-    into this process's private memory."""
-    terms, rows = folder / f"bm25-{variant}-common-terms.npy", folder / f"bm25-{variant}-common-rows.npy"
-    if not (terms.is_file() and rows.is_file()):
-        return NO_COMMON
-    return load_mapped(terms), load_mapped(rows)
-
-
-def _write(collection: Collection, path: Path, index: SearchIndex) -> tuple[int, int, int]:
-    """Save the index where other processes find it: each array a .npy file (written once: a version's arrays
-    never change), then the description, pickled to a file of a unique name renamed over the old one (so a
-    reader sees the old description or the new one, each naming only files already in place). Folders of
-    older content versions of the collection are removed."""
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    with index._locks.state:  # a snapshot of the parts: never changed in place, only replaced
-        postings, variants, vectors = index.postings, dict(index.bm25_indexes), index.page_vectors
-    if postings is not None and not (folder / "postings").is_dir():
-        staging = Path(tempfile.mkdtemp(dir=folder, prefix=".postings."))
-        postings.save(staging)
-        os.rename(staging, folder / "postings")
-    for variant, bm25 in variants.items():
-        _save_array(folder / f"bm25-{variant}-idf.npy", bm25.idf)
-        _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
-        _save_array(folder / f"bm25-{variant}-common-terms.npy", bm25.common_terms)
-        _save_array(folder / f"bm25-{variant}-common-rows.npy", bm25.common_rows)
-    if vectors is not None:
-        _save_array(folder / "vectors.npy", vectors)
-    if index.corpus.stamps is not None and postings is not None:
-        index.corpus.stamps.save(folder / "content.npz")  # what the next version's update compares
-    parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
-    (folder / "parts.json").write_text(json.dumps(parts))
-    state = index.__getstate__()
-    state.pop("saved_stamp", None)
-    state["postings"] = _SAVED if postings is not None else None
-    state["bm25_indexes"] = dict.fromkeys(variants, _SAVED)
-    state["page_vectors"] = _SAVED if vectors is not None else None
-    state["corpus"] = _without_texts(state["corpus"])
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".index.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            handle.flush()
-            stamp = _fd_stamp(handle.fileno())
-        os.replace(temporary, path)  # atomic: readers see the old file or the new one, never half of one
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    for version, stale in _saved_versions(collection):
-        # An older version goes once this one has every part it had (until then it answers the searches that
-        # read the parts this one lacks). Processes that mapped its files keep reading them: the kernel frees
-        # them when the last one closes.
-        if version < (index.content_version or 0) and _saved_parts_of(stale) <= set(parts):
-            shutil.rmtree(stale, ignore_errors=True)
-    if index_store.enabled():
-        index_store.publish(collection, folder, index.content_version or 0, parts)
-    return stamp
-
-
-def _without_texts(corpus: Corpus) -> Corpus:
-    light = copy.copy(corpus)
-    light.texts = None
-    light.text_source = None
-    light.stamps = None
-    return light
-
-
-def _save_array(path: Path, array: np.ndarray) -> None:
-    if path.exists():
-        return
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npy")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 _key_locks: dict[tuple, threading.Lock] = {}
 
 
@@ -916,41 +559,16 @@ def _key_lock(key: tuple) -> threading.Lock:
         return _key_locks.setdefault(key, threading.Lock())
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock shared by every process that uses this index directory (flock on a lock file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{path}.lock", "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def _fetch_lock(path: Path) -> Iterator[None]:
-    """The lock a machine's processes take to fetch a published version: not the build's lock, which a build
-    holds for as long as it runs, while a request only ever waits for a copy."""
-    with _file_lock(path.with_name("fetch")):
-        yield
-
-
-def _fd_stamp(fd: int) -> tuple[int, int, int]:
-    info = os.fstat(fd)
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _stamp(path: Path) -> tuple[int, int, int] | None:
-    """Which version of the file is there (inode, size, mtime): a save renames a new file into place."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
 def clear_memory() -> None:
     with _lock:
         _memory.clear()
         _key_locks.clear()
+
+
+def _read(path: Path) -> SearchIndex | None:
+    """The index saved at `path` (None when it cannot be read), ready to search in this process."""
+    index = read_index(path)
+    if index is not None:
+        index.embedder_factory = embedder_factory  # before any other thread sees it
+        attach_text_source(index.corpus)
+    return index

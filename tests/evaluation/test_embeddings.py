@@ -14,6 +14,7 @@ import pytest
 from evalsite.errors import EvalsiteError
 from evaluation.models import PageEmbedding
 from evaluation.retrieval import embedding_store, indexes
+from evaluation.retrieval.corpus import load_corpus
 from evaluation.retrieval.search import embeddings
 from evaluation.retrieval.search.embeddings import EndpointEmbedder, EndpointSettings, MiniLMEmbedder
 from goldenset import services
@@ -210,7 +211,7 @@ def endpoint_settings(settings, llm_server, tmp_path):
 
 def test_page_vectors_are_computed_once_and_recomputed_only_for_changed_pages(world, endpoint_settings):
     server = endpoint_settings
-    corpus = indexes.load_corpus(world.collection)
+    corpus = load_corpus(world.collection)
     first = indexes.embedder_factory(corpus).fit(corpus.all_texts())
     assert sorted(server.embedded_texts()) == sorted(corpus.all_texts())
     assert PageEmbedding.objects.filter(embedder="endpoint:scripted-embed").count() == 3
@@ -223,7 +224,7 @@ def test_page_vectors_are_computed_once_and_recomputed_only_for_changed_pages(wo
 
     add_documents(world.collection, {"warranty": "Every device carries a three-year warranty."})
     world.collection.refresh_from_db()
-    corpus = indexes.load_corpus(world.collection)
+    corpus = load_corpus(world.collection)
     changed = indexes.embedder_factory(corpus).fit(corpus.all_texts())
     assert server.embedded_texts() == ["Warranty\nEvery device carries a three-year warranty."]
     np.testing.assert_allclose(changed, expected(server, corpus.all_texts()), atol=1e-6)
@@ -231,7 +232,7 @@ def test_page_vectors_are_computed_once_and_recomputed_only_for_changed_pages(wo
 
 
 def test_vectors_are_filed_per_embedder_and_dropped_with_their_page(world, endpoint_settings, settings):
-    corpus = indexes.load_corpus(world.collection)
+    corpus = load_corpus(world.collection)
     indexes.embedder_factory(corpus).fit(corpus.all_texts())
     settings.EVALSITE_EMBEDDINGS_MODEL = "another-model"
     indexes.embedder_factory(corpus).fit(corpus.all_texts())
@@ -245,7 +246,7 @@ def test_a_failure_part_way_keeps_what_was_stored(world, endpoint_settings, monk
     monkeypatch.setattr(embedding_store, "EMBED_CHUNK", 2)
     settings.EVALSITE_EMBEDDINGS_MAX_ATTEMPTS = 2
     server = endpoint_settings
-    corpus = indexes.load_corpus(world.collection)
+    corpus = load_corpus(world.collection)
     server.fail_next("ok", 500, 500)  # the first chunk goes through, the second never does
     with pytest.raises(EvalsiteError):
         indexes.embedder_factory(corpus).fit(corpus.all_texts())
@@ -256,7 +257,7 @@ def test_a_failure_part_way_keeps_what_was_stored(world, endpoint_settings, monk
 
 
 def test_the_stored_embedder_pickles_without_its_page_ids(world, endpoint_settings):
-    corpus = indexes.load_corpus(world.collection)
+    corpus = load_corpus(world.collection)
     embedder = indexes.embedder_factory(corpus)
     embedder.fit(corpus.all_texts())
     restored = pickle.loads(pickle.dumps(embedder))

@@ -14,7 +14,8 @@ import pytest
 from evalsite.jobs.models import Job
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationJobKind
-from evaluation.retrieval import indexes
+from evaluation.retrieval import index_files, indexes
+from evaluation.retrieval.corpus import load_corpus
 from evaluation.retrieval.read_path import search
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.engine import SearchIndex
@@ -158,7 +159,7 @@ def _saved(collection) -> SearchIndex:
 
 
 def _full(collection) -> SearchIndex:
-    index = SearchIndex(indexes.load_corpus(collection))
+    index = SearchIndex(load_corpus(collection))
     for variant in VARIANTS:
         index.bm25(variant)
     return index
@@ -167,7 +168,7 @@ def _full(collection) -> SearchIndex:
 def assert_equals_a_full_rebuild(collection) -> None:
     got, want = _saved(collection), _full(collection)
     assert_same_postings(got.postings, want.postings)
-    folder = indexes._path(indexes._key(collection)).parent
+    folder = index_files.index_path(index_files.index_key(collection)).parent
     assert np.array_equal(open_first_order(folder / "postings"), want.postings._first_order)
     assert_same_bm25(got.postings, want.postings, [q.split() for q in QUERIES])
     for variant in VARIANTS:
@@ -286,11 +287,11 @@ def test_a_search_never_waits_on_a_running_build(world):
     collection = world.collection
     body = search(collections=[collection], query="refunds", config=RunConfig(label="t"), top_k=3)
     assert body["results"]
-    key = indexes._key(collection)
+    key = index_files.index_key(collection)
     locked, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with indexes._key_lock(key), indexes._file_lock(indexes._path(key)):
+        with indexes._key_lock(key), index_files.file_lock(index_files.index_path(key)):
             locked.set()
             release.wait(30)
 

@@ -13,7 +13,7 @@ from django_q.conf import Conf
 from evalsite.jobs import services as jobs
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationJobKind
-from evaluation.retrieval import indexes
+from evaluation.retrieval import index_files, indexes
 from tests.conftest import add_documents
 
 
@@ -127,7 +127,7 @@ def test_while_a_new_version_has_bm25_only_hybrid_is_answered_by_the_previous_fu
     before = world.collection.content_version
     add_documents(world.collection, {"returns-desk": "The returns desk handles every refund in person."})
     world.collection.refresh_from_db()
-    assert indexes.saved_parts(world.collection) == {"bm25:lucene", "vectors"}
+    assert index_files.saved_parts(world.collection) == {"bm25:lucene", "vectors"}
     indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)  # the update's first save
 
     fulltext = search(world, "returns desk").json()
@@ -137,7 +137,7 @@ def test_while_a_new_version_has_bm25_only_hybrid_is_answered_by_the_previous_fu
     assert hybrid.json()["index"]["content_versions"] == {"handbook": before}
     assert hybrid.json()["index"]["stale"] == ["handbook"]
     # The next build still makes the vectors (the parts of every saved version), and then the old one goes.
-    assert indexes.saved_parts(world.collection) == {"bm25:lucene", "vectors"}
+    assert index_files.saved_parts(world.collection) == {"bm25:lucene", "vectors"}
     indexes.get_index(world.collection, parts=["bm25:lucene", "vectors"], build=True)
-    assert [version for version, _ in indexes._saved_versions(world.collection)] == [before + 1]
+    assert [version for version, _ in index_files.saved_versions(world.collection)] == [before + 1]
     assert search(world, "returns desk", "Hybrid").json()["index"]["stale"] == []

@@ -14,7 +14,7 @@ from django_q.conf import Conf
 from evalsite.jobs import services as jobs
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationJobKind, IndexFile, IndexManifest
-from evaluation.retrieval import index_store, indexes
+from evaluation.retrieval import index_files, index_store, indexes
 from tests.conftest import add_documents
 
 
@@ -160,8 +160,8 @@ def test_a_thread_keeping_an_older_read_never_hides_the_newer_saved_file_from_it
     settings.EVALSITE_INDEX_STORE = store
     wanted = frozenset({"bm25:lucene", "vectors"})
     indexes.get_index(world.collection, parts=["bm25:lucene"], build=True)
-    key = indexes._key(world.collection)
-    path = indexes._path(key)
+    key = index_files.index_key(world.collection)
+    path = index_files.index_path(key)
     older = indexes._read(path)  # the first thread's read
     assert older is not None and not older.has_part("vectors")
     indexes.get_index(world.collection, parts=sorted(wanted), build=True)  # the worker saves the vectors

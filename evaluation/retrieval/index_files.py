@@ -1,0 +1,224 @@
+"""A search index on disk: one folder per collection, content version, engine version and embedder, holding
+each array as a .npy file (mapped by every process through the page cache) and a small pickled description
+renamed into place last, so a reader sees a whole version or none. Locks between processes are flock()s on
+files beside it. evaluation.retrieval.indexes decides what to read, build and keep in memory."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+from evaluation.retrieval import index_store
+from evaluation.retrieval.embedding_store import embedder_identity
+from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
+from evaluation.retrieval.search.engine import Corpus, SearchIndex
+from evaluation.retrieval.search.postings import Postings, load_mapped
+from goldenset.models import Collection
+
+logger = logging.getLogger(__name__)
+
+
+# Bump when the index layout or the indexed text changes: old files are then ignored.
+ENGINE_VERSION = 4  # 4: LSI fitted on a sample, every page projected (new vectors)
+
+
+def index_key(collection: Collection) -> tuple:
+    # The embedder is part of the key: its vectors live in the index, so changing EVALSITE_EMBEDDER (or the
+    # endpoint's model) must not serve the old vectors.
+    embedder = hashlib.sha256(embedder_identity().encode()).hexdigest()[:12]
+    return (str(collection.uid), collection.content_version, ENGINE_VERSION, embedder)
+
+
+def index_path(key: tuple) -> Path:
+    """The index's description (a pickle without the big arrays), in the folder that holds its arrays."""
+    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}" / "index.pickle"
+
+
+def saved_versions(collection: Collection) -> list[tuple[int, Path]]:
+    """(content version, folder) of the collection's saved indexes under this engine and embedder, newest first."""
+    key = index_key(collection)
+    found = []
+    for folder in Path(settings.EVALSITE_INDEX_DIR).glob(f"{key[0]}-v*-e{key[2]}-{key[3]}"):
+        version = folder.name.removeprefix(f"{key[0]}-v").split("-", 1)[0]
+        if version.isdigit() and (folder / "index.pickle").is_file():
+            found.append((int(version), folder))
+    return sorted(found, reverse=True)
+
+
+def saved_parts_of(folder: Path) -> frozenset[str]:
+    try:
+        return frozenset(json.loads((folder / "parts.json").read_text()))
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def saved_parts(collection: Collection) -> frozenset[str]:
+    """The parts of the collection's saved indexes (what its next version should have too)."""
+    return frozenset().union(*(saved_parts_of(folder) for _version, folder in saved_versions(collection)))
+
+
+def read_index(path: Path) -> SearchIndex | None:
+    """The index described by `path`, its arrays opened with mmap (shared by every process through the page
+    cache; the folder of an older version may be removed while a process still reads it: its files live on
+    until the last mapping closes)."""
+    folder = path.parent
+    try:
+        with path.open("rb") as handle:
+            stamp = fd_stamp(handle.fileno())  # the file read, whatever is renamed over its name meanwhile
+            state = pickle.load(handle)
+        index = SearchIndex.__new__(SearchIndex)
+        index.__setstate__(state)
+        index.saved_stamp = stamp
+        postings = Postings.open(folder / "postings") if index.postings == _SAVED else None
+        index.postings = postings
+        variants, index.bm25_indexes = list(index.bm25_indexes), {}
+        for variant in variants:
+            if postings is None:
+                raise ValueError("BM25 weights saved without their postings")
+            index.bm25_indexes[variant] = BM25Index(
+                postings,
+                BM25Params(variant),
+                idf=load_mapped(folder / f"bm25-{variant}-idf.npy"),
+                weights=load_mapped(folder / f"bm25-{variant}-weights.npy"),
+                common=_common_rows(folder, variant),
+            )
+        if index.page_vectors is not None:
+            index.page_vectors = load_mapped(folder / "vectors.npy")
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as exc:
+        logger.warning("index %s unreadable (%s); rebuilding", folder, exc)
+        return None
+    return index
+
+
+_SAVED = "saved"  # in the pickle, in place of an array saved as a file of its own
+
+
+def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """The variant's common-term rows as saved (mapped); none for a version saved before they were (its
+    searches add those terms' postings one by one: the same scores, more slowly), rather than rows computed
+    into this process's private memory."""
+    terms, rows = folder / f"bm25-{variant}-common-terms.npy", folder / f"bm25-{variant}-common-rows.npy"
+    if not (terms.is_file() and rows.is_file()):
+        return NO_COMMON
+    return load_mapped(terms), load_mapped(rows)
+
+
+def write_index(collection: Collection, path: Path, index: SearchIndex) -> tuple[int, int, int]:
+    """Save the index where other processes find it: each array a .npy file (written once: a version's arrays
+    never change), then the description, pickled to a file of a unique name renamed over the old one (so a
+    reader sees the old description or the new one, each naming only files already in place). Folders of
+    older content versions of the collection are removed."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with index._locks.state:  # a snapshot of the parts: never changed in place, only replaced
+        postings, variants, vectors = index.postings, dict(index.bm25_indexes), index.page_vectors
+    if postings is not None and not (folder / "postings").is_dir():
+        staging = Path(tempfile.mkdtemp(dir=folder, prefix=".postings."))
+        postings.save(staging)
+        os.rename(staging, folder / "postings")
+    for variant, bm25 in variants.items():
+        _save_array(folder / f"bm25-{variant}-idf.npy", bm25.idf)
+        _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
+        _save_array(folder / f"bm25-{variant}-common-terms.npy", bm25.common_terms)
+        _save_array(folder / f"bm25-{variant}-common-rows.npy", bm25.common_rows)
+    if vectors is not None:
+        _save_array(folder / "vectors.npy", vectors)
+    if index.corpus.stamps is not None and postings is not None:
+        index.corpus.stamps.save(folder / "content.npz")  # what the next version's update compares
+    parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
+    (folder / "parts.json").write_text(json.dumps(parts))
+    state = index.__getstate__()
+    state.pop("saved_stamp", None)
+    state["postings"] = _SAVED if postings is not None else None
+    state["bm25_indexes"] = dict.fromkeys(variants, _SAVED)
+    state["page_vectors"] = _SAVED if vectors is not None else None
+    state["corpus"] = _without_texts(state["corpus"])
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".index.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            handle.flush()
+            stamp = fd_stamp(handle.fileno())
+        os.replace(temporary, path)  # atomic: readers see the old file or the new one, never half of one
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    for version, stale in saved_versions(collection):
+        # An older version goes once this one has every part it had (until then it answers the searches that
+        # read the parts this one lacks). Processes that mapped its files keep reading them: the kernel frees
+        # them when the last one closes.
+        if version < (index.content_version or 0) and saved_parts_of(stale) <= set(parts):
+            shutil.rmtree(stale, ignore_errors=True)
+    if index_store.enabled():
+        index_store.publish(collection, folder, index.content_version or 0, parts)
+    return stamp
+
+
+def _without_texts(corpus: Corpus) -> Corpus:
+    light = copy.copy(corpus)
+    light.texts = None
+    light.text_source = None
+    light.stamps = None
+    return light
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    if path.exists():
+        return
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npy")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock shared by every process that uses this index directory (flock on a lock file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def fetch_lock(path: Path) -> Iterator[None]:
+    """The lock a machine's processes take to fetch a published version: not the build's lock, which a build
+    holds for as long as it runs, while a request only ever waits for a copy."""
+    with file_lock(path.with_name("fetch")):
+        yield
+
+
+def fd_stamp(fd: int) -> tuple[int, int, int]:
+    info = os.fstat(fd)
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """Which version of the file is there (inode, size, mtime): a save renames a new file into place."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
