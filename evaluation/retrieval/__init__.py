@@ -1,8 +1,9 @@
 """Retrieval: finding a question's documents and scoring how well they were found.
 
 - `search/`: the search engine (pure): postings, BM25 kernels, fusion, rerankers, embedders;
-- `indexes`, `index_store`, `embedding_store`: an index per collection version, built once, mapped from disk,
-  published for other machines; page embeddings stored once;
+- `indexes`, `index_files`, `corpus`, `index_store`, `embedding_store`: an index per collection version, built
+  once from the collection's pages (`corpus`), saved and mapped from disk (`index_files`), kept in memory
+  (`indexes`), published for other machines (`index_store`); page embeddings stored once;
 - `read_path`: the one read path search and evaluation share (POST /search);
 - `metrics` (pure): recall@k, MRR, nDCG@k and the rest, equal to trec_eval's;
 - `diagnosis` (pure): a retrieval question's diagnosis (error, miss, partial, pass), decided when it is read;
