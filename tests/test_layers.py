@@ -304,7 +304,6 @@ OVER_THE_LIMITS = {
     "evaluation.dashboard.answer_runs_reads",
     "goldenset.services.golden._check_entries",
     "goldenset.services.generate.golden_generate_job",
-    "evaluation.retrieval.evaluate.evaluate_retrieval",
     "evaluation.management.commands.evaluate.Command.add_arguments",
 }
 

@@ -48,7 +48,7 @@ from evaluation.judgments.calibration import effective_thresholds, judge_name
 from evaluation.models import EvaluationJobKind, EvaluationRun
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
 from evaluation.runs import selectors
-from evaluation.runs.presenter import run_summary
+from evaluation.runs.presenter import batch_result
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
 from evaluation.runs.store import empty_subset
@@ -307,4 +307,4 @@ def evaluate_answers_job(job: Job, progress) -> dict:
         job=job,
         progress=progress,
     )
-    return {"batch_id": str(batch_id), "runs": [run_summary(r) for r in runs]}
+    return batch_result(batch_id, runs)

@@ -19,7 +19,7 @@ from evaluation.retrieval.evaluate import evaluate_retrieval, evaluate_run_file,
 from evaluation.retrieval.read_path import available_rerankers, search
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs import selectors
-from evaluation.runs.presenter import EvaluateOut, RunDetailOut, RunOut, run_detail, run_rows, run_summary
+from evaluation.runs.presenter import EvaluateOut, RunDetailOut, RunOut, batch_result, run_detail, run_rows
 from evaluation.targets import services as target_services
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
@@ -109,7 +109,7 @@ class EvaluateApi(CollectionsApi):
             )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
-        return Response(EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
+        return Response(EvaluateOut(batch_result(batch_id, runs)).data)
 
 
 class EvaluateRunFileApi(TenantAPIView):
@@ -132,7 +132,7 @@ class EvaluateRunFileApi(TenantAPIView):
         batch_id, runs = evaluate_run_file(
             tenant=collection.tenant, collection=collection, ks=ks, run_file=parsed, filename=upload.name
         )
-        return Response(EvaluateOut({"batch_id": batch_id, "runs": [run_summary(r) for r in runs]}).data)
+        return Response(EvaluateOut(batch_result(batch_id, runs)).data)
 
 
 class AnswerApi(CollectionsApi):

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,7 +27,7 @@ from evaluation.retrieval import metrics
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.retrieval.run_files import RunFile
 from evaluation.runs import selectors, stats
-from evaluation.runs.presenter import run_summary
+from evaluation.runs.presenter import batch_result
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
 from evaluation.runs.store import empty_subset, questions_in, run_slices, run_store
@@ -71,6 +72,28 @@ def fingerprint(questions: Sequence[GoldenQuestion]) -> str:
     return digest.hexdigest()
 
 
+@dataclass
+class RetrievalBatch:
+    """One retrieval evaluation, from its plan to its stored runs: the questions each configuration asks (its
+    subset's), the targets it calls, the built-in engine when a configuration searches it, and one instant for
+    the whole batch (every question sees the same temporal state; a run without as_of records the instant it
+    replayed)."""
+
+    tenant: Tenant
+    collections: Sequence[Collection]
+    ks: Sequence[int]
+    configs: list[RunConfig]
+    asked: list[list[GoldenQuestion]]
+    targets: dict[str, Target]
+    warnings: list[str]
+    search: CollectionSearch | None
+    now: datetime
+
+    @property
+    def total(self) -> int:
+        return sum(len(questions) for questions in self.asked)
+
+
 def evaluate_retrieval(
     *,
     tenant: Tenant,
@@ -86,6 +109,27 @@ def evaluate_retrieval(
     A configuration's subset (evaluation.runs.slices) picks the questions it asks: checked for every configuration
     before any search, so a subset that selects nothing fails the call, not its last run.
     """
+    batch = _plan(tenant=tenant, collections=collections, ks=ks, configs=configs)
+    scored = []
+    before = 0  # questions of the configurations before this one (progress)
+    prints: dict[Subset, str] = {}  # the golden fingerprint of each subset's questions
+    for config, questions in zip(batch.configs, batch.asked, strict=True):
+
+        def step(done: int, before: int = before, count: int = len(questions)) -> None:
+            if progress and (done % 50 == 0 or done == count):
+                progress(before + done, batch.total)
+
+        before += len(questions)
+        started = time.perf_counter()
+        per_question = _score(batch, config, questions, step)
+        if config.subset not in prints:
+            prints[config.subset] = fingerprint(questions)
+        scored.append((config, per_question, (time.perf_counter() - started) * 1000, prints[config.subset]))
+    return _store(batch, scored, job)
+
+
+def _plan(*, tenant, collections, ks, configs) -> RetrievalBatch:
+    """The questions, targets and engine of an evaluation, all checked before any question is asked."""
     everything, warnings = retrieval_questions(collections)
     if not everything:
         raise EvalsiteError(
@@ -96,58 +140,55 @@ def evaluate_retrieval(
     asked = [questions_in(everything, c.subset, collections) for c in configs]
     targets = resolve_targets(tenant, collections, configs)
     configs = [replace(c, target_kind=targets[c.target].kind) if c.target else c for c in configs]
-    # The built-in engine's indexes, only when a configuration searches them (a target needs none).
-    search = CollectionSearch(collections) if any(not c.target for c in configs) else None
-    depth_default = max(ks)
-    multi = len(collections) > 1
-    # One instant for the whole batch: every question sees the same temporal state (and the visibility mask
-    # is computed once); a run without as_of records the instant it replayed.
-    now = timezone.now()
-    total = sum(len(questions) for questions in asked)
-    scored = []
-    before = 0  # questions of the configurations before this one (progress)
-    prints: dict[Subset, str] = {}  # the golden fingerprint of each subset's questions
-    for config, questions in zip(configs, asked, strict=True):
-        depth = min(config.top_k, depth_default) if config.top_k else depth_default
-        started = time.perf_counter()
+    return RetrievalBatch(
+        tenant=tenant,
+        collections=collections,
+        ks=ks,
+        configs=configs,
+        asked=asked,
+        targets=targets,
+        warnings=warnings,
+        # The built-in engine's indexes, only when a configuration searches them (a target needs none).
+        search=CollectionSearch(collections) if any(not c.target for c in configs) else None,
+        now=timezone.now(),
+    )
 
-        def step(done: int, before: int = before, count: int = len(questions)) -> None:
-            if progress and (done % 50 == 0 or done == count):
-                progress(before + done, total)
 
-        before += len(questions)
+def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> list[_Scored]:
+    """A configuration's questions asked (of the built-in engine or its target) and scored as trec_eval does."""
+    depth = min(config.top_k, max(batch.ks)) if config.top_k else max(batch.ks)
+    if config.target:
+        return _target_questions(
+            batch.targets[config.target], batch.collections[0], questions, depth, batch.ks, step
+        )
+    assert batch.search is not None
+    per_question = []
+    for i, q in enumerate(questions):
+        began = time.perf_counter()
+        hits = batch.search.rank(q.question, config, depth, at=batch.now)
+        latency_ms = (time.perf_counter() - began) * 1000
+        ranking = hits.keys(qualified=len(batch.collections) > 1)
+        values = metrics.evaluate_query(ranking, q.qrels, batch.ks)
+        per_question.append(_Scored(q, ranking, hits.scores, values, latency_ms))
+        step(i + 1)
+    return per_question
 
-        if config.target:
-            per_question = _target_questions(
-                targets[config.target], collections[0], questions, depth, ks, step
-            )
-        else:
-            assert search is not None
-            per_question = []
-            for i, q in enumerate(questions):
-                began = time.perf_counter()
-                hits = search.rank(q.question, config, depth, at=now)
-                latency_ms = (time.perf_counter() - began) * 1000
-                ranking = hits.keys(qualified=multi)
-                values = metrics.evaluate_query(ranking, q.qrels, ks)
-                per_question.append(_Scored(q, ranking, hits.scores, values, latency_ms))
-                step(i + 1)
-        if config.subset not in prints:
-            prints[config.subset] = fingerprint(questions)
-        scored.append((config, per_question, (time.perf_counter() - started) * 1000, prints[config.subset]))
+
+def _store(batch: RetrievalBatch, scored, job: Job | None) -> tuple[uuid.UUID, list[EvaluationRun]]:
+    """One run per configuration, all in one transaction under one batch id."""
     batch_id = uuid.uuid4()
-    evaluated_at = now.isoformat().replace("+00:00", "Z")
-    index_info = {**(search.index_info() if search else {}), "evaluated_at": evaluated_at}
+    evaluated_at = batch.now.isoformat().replace("+00:00", "Z")
+    index_info = {**(batch.search.index_info() if batch.search else {}), "evaluated_at": evaluated_at}
     with transaction.atomic():  # a batch is stored whole or not at all
         runs = [
             _persist_run(
-                tenant=tenant,
-                collections=collections,
+                tenant=batch.tenant,
+                collections=batch.collections,
                 batch_id=batch_id,
                 config=config,
-                ks=ks,
+                ks=batch.ks,
                 per_question=per_question,
-                warnings=[*warnings, *rerank_warnings(config.rerank)],
+                warnings=[*batch.warnings, *rerank_warnings(config.rerank)],
                 golden_fingerprint=golden_fingerprint,
                 index_info=(
                     {"evaluated_at": evaluated_at}
@@ -426,4 +467,4 @@ def evaluate_job(job: Job, progress) -> dict:
         job=job,
         progress=progress,
     )
-    return {"batch_id": str(batch_id), "runs": [run_summary(r) for r in runs]}
+    return batch_result(batch_id, runs)

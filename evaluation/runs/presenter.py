@@ -321,6 +321,11 @@ def _answer_run_summary(run: EvaluationRun) -> dict[str, Any]:
     }
 
 
+def batch_result(batch_id, runs) -> dict[str, Any]:
+    """A batch of runs as POST /search/evaluate (and /answers) and an evaluation job's result report it."""
+    return {"batch_id": str(batch_id), "runs": [run_summary(run) for run in runs]}
+
+
 def run_detail(run: EvaluationRun) -> dict[str, Any]:
     """The stored run with its per-question results (`run` read with them: selectors.run_get(with_results=True))."""
     return RunDetailOut(run).data
