@@ -10,7 +10,7 @@ from django.db import transaction
 from evalsite.errors import EvalsiteError
 from evaluation.models import HumanLabel, JudgeThreshold, Target
 from evaluation.targets import services as target_services
-from evaluation.targets.callers import secret_header_lines
+from evaluation.targets.definitions import secret_header_lines
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, ReadOnlyAdmin, TenantFilter, actor_for
 
 FIELDS = ("name", "kind", "base_url", "headers", "timeout_s", "concurrency", "rate_limit", "options")

@@ -45,7 +45,6 @@ PURE = [
     "evaluation.targets.secret_box",
     "evaluation.runs.slices",
     "evaluation.runs.stats",
-    "evaluation.targets.callers",
     "evaluation.answers.verdicts",
     "goldenset.beir",
     "goldenset.clear_sentences",
@@ -294,7 +293,6 @@ KERNELS = {
 # Over the limits today, and to be split (docs/architecture.md, "Moving"): this list may only shrink.
 OVER_THE_LIMITS = {
     "evaluation.retrieval.indexes",
-    "evaluation.targets.callers",
     "evaluation.dashboard.golden_views",
     "evaluation.dashboard.forms",
     "goldenset.importers",

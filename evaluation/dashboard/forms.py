@@ -19,7 +19,7 @@ from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNE
 from evaluation.models import RunKind, TargetKind
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
-from evaluation.targets.callers import secret_header_lines
+from evaluation.targets.definitions import secret_header_lines
 from goldenset.formats import FORMATS
 from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX

@@ -21,16 +21,12 @@ ranking keeps its first rank. Calls go through the one retry loop of every outbo
 at most ``concurrency`` at once per target and, with ``rate_limit``, no more than that many a second, and only to
 addresses the operator's egress policy allows (evalsite.egress).
 
-Everything a tenant writes here is bounded before it is used (LIMITS): options' size and nesting, header
-counts, names and values, expression lengths; a tenant's regular expression runs on RE2, whose time is linear
-in the id's length (Python's re backtracks: ``^(a+)+$`` doubles its time with each character).
+A target's definition is checked before it is stored or called (evaluation.targets.definitions).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,65 +36,29 @@ from urllib.parse import quote
 
 import httpx
 import jmespath
-import re2
 from jmespath.exceptions import JMESPathError
 
 from evalsite.egress import EgressPolicy, EgressRefused, GuardedTransport
-from evalsite.errors import EvalsiteError
 from evalsite.http_retries import RequestFailed, post_with_retries, retry_delay
+from evaluation.targets.definitions import (
+    LIMITS,
+    MAPPING_KEYS,
+    PLACEHOLDER,
+    check_index,
+    id_transform_parts,
+    load_callable,
+    shown,
+)
 from evaluation.targets.kinds import (
     ELASTICSEARCH,
-    HTTP,
-    KINDS,
     LMKIT,
     PYTHON,
     RAG_HTTP,
 )
 
-PLACEHOLDERS = ("query", "top_k", "question_id")
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 MAX_ATTEMPTS = 3
 BACKOFF, BACKOFF_MAX = 0.5, 10.0
 EXCERPT_CHARS = 2000
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a target's fields may hold (docs/operations.md, "Limits"); each is named in the 400 that refuses more."""
-
-    options_bytes: int = 64 * 1024  # the options as JSON
-    depth: int = 32  # nesting of options (a request template is one of them)
-    headers: int = 50  # plain and secret headers together
-    header_name_chars: int = 100
-    header_value_chars: int = 4000
-    expression_chars: int = 1000  # a JMESPath expression or an id_transform pattern
-    expression_nesting: int = 50  # brackets, parentheses and braces open at once in an expression
-    index_chars: int = 255  # an Elasticsearch index (Elasticsearch's own limit)
-    answer_bytes: int = 32 << 20  # what one call may answer, decoded
-
-
-LIMITS = Limits()
-# The options each kind reads; any other is an error naming it (a misspelt option must not be ignored).
-KIND_OPTIONS: dict[str, frozenset[str]] = {
-    LMKIT: frozenset({"collection_id", "search_type", "cluster_id", "tenant_id", "params", "id_transform"}),
-    ELASTICSEARCH: frozenset({"index", "fields", "id_field", "query_template", "id_transform"}),
-    HTTP: frozenset({"request_template", "response_mapping", "id_transform"}),
-    RAG_HTTP: frozenset({"request_template", "response_mapping", "id_transform"}),
-    PYTHON: frozenset({"callable", "id_transform"}),
-}
-MAPPING_KEYS = {
-    HTTP: ("ids", "scores", "texts"),
-    RAG_HTTP: (
-        "answer",
-        "passage_ids",
-        "passage_texts",
-        "citations",
-        "refused",
-        "prompt_tokens",
-        "completion_tokens",
-    ),
-}
-REQUIRED_MAPPING = {HTTP: ("ids",), RAG_HTTP: ("answer",)}
 
 
 @dataclass(frozen=True)
@@ -165,312 +125,16 @@ class TargetRefused(TargetError):
 # --- validation ------------------------------------------------------------------------------------------------
 
 
-def _fail(field_path: str, message: str, code: str = "validation-error", **details) -> EvalsiteError:
-    return EvalsiteError(code, f"{field_path}: {message}", details={"field": field_path, **details})
-
-
-def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequence[str]) -> dict[str, Any]:
-    """A kind's options, checked (each error names `options.<key>`); returns them normalized."""
-    if kind not in KINDS:
-        raise _fail("kind", f"expected one of {', '.join(KINDS)}, got {kind!r}.", allowed=list(KINDS))
-    if not isinstance(options, Mapping):
-        raise _fail("options", "expected an object.")
-    unknown = sorted(set(options) - KIND_OPTIONS[kind])
-    if unknown:
-        raise _fail(
-            f"options.{unknown[0]}", f"not an option of kind {kind}.", allowed=sorted(KIND_OPTIONS[kind])
-        )
-    _check_size(options)
-    out = dict(options)
-    if kind == LMKIT:
-        for key in ("collection_id", "search_type", "cluster_id", "tenant_id"):
-            if key in out and not isinstance(out[key], str):
-                raise _fail(f"options.{key}", "expected a string.")
-        if not out.get("collection_id"):
-            raise _fail("options.collection_id", "required for kind lmkit: the remote collection to search.")
-        if "params" in out and not isinstance(out["params"], Mapping):
-            raise _fail("options.params", "expected an object of extra search fields (fusion, rerank, ...).")
-    elif kind == ELASTICSEARCH:
-        if not isinstance(out.get("index"), str) or not out["index"].strip():
-            raise _fail("options.index", "required for kind elasticsearch: the index (or alias) to search.")
-        out["index"] = check_index(out["index"])
-        fields = out.get("fields", ["*"])
-        if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f for f in fields):
-            raise _fail("options.fields", "expected a non-empty list of field names.")
-        out["fields"] = fields
-        if "id_field" in out and (not isinstance(out["id_field"], str) or not out["id_field"]):
-            raise _fail("options.id_field", "expected a field name of _source (leave it out to use _id).")
-        if "query_template" in out:
-            _check_template(out["query_template"], "options.query_template")
-    elif kind in (HTTP, RAG_HTTP):
-        if "request_template" not in out:
-            raise _fail("options.request_template", f"required for kind {kind}.")
-        _check_template(out["request_template"], "options.request_template")
-        out["response_mapping"] = _check_mapping(kind, out.get("response_mapping"))
-    elif kind == PYTHON:
-        path = out.get("callable")
-        if not isinstance(path, str) or not path:
-            raise _fail(
-                "options.callable", "required for kind python: a dotted path such as package.module.fn."
-            )
-        if path not in python_allowed:
-            raise _fail(
-                "options.callable",
-                f"{path!r} is not listed in EVALSITE_PYTHON_TARGETS; only the callables listed there may load.",
-                code="python-target-not-allowed",
-            )
-    if "id_transform" in out:
-        id_transform(out["id_transform"])  # raises on a bad one
-    return out
-
-
-def _depth(value: Any) -> int:
-    """How deeply a JSON value nests (a scalar is 0), without recursion: a value nested past Python's own
-    recursion limit is measured, not crashed on."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, Mapping):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend((v, level + 1) for v in item)
-        else:
-            continue
-        deepest = max(deepest, level + 1)
-    return deepest
-
-
-def _check_size(options: Mapping[str, Any]) -> None:
-    """Options no deeper than LIMITS.depth and no larger, as JSON, than LIMITS.options_bytes."""
-    for key, value in options.items():
-        if _depth(value) > LIMITS.depth - 1:
-            raise _fail(f"options.{key}", f"nested more than {LIMITS.depth} levels deep.", limit=LIMITS.depth)
-    try:
-        size = len(json.dumps(options).encode())
-    except (TypeError, ValueError):
-        raise _fail("options", "expected a JSON object.") from None
-    if size > LIMITS.options_bytes:
-        raise _fail(
-            "options",
-            f"{size} bytes as JSON, over the limit of {LIMITS.options_bytes}.",
-            limit=LIMITS.options_bytes,
-        )
-
-
-# An Elasticsearch index, alias or pattern list ("logs-*,docs", "remote:docs"): what Elasticsearch accepts in a
-# path, and nothing that leaves it ("/", "?", "#", "%", "..").
-_INDEX = re.compile(r"^(?:[A-Za-z0-9_-]+:)?(?:_all|[a-z0-9.*][a-z0-9._*+-]*)$")
-
-
-def check_index(index: str) -> str:
-    """An Elasticsearch `index` option, checked part by part (each error names it); returns it stripped."""
-    index = index.strip()
-    if len(index) > LIMITS.index_chars:
-        raise _fail(
-            "options.index", f"longer than {LIMITS.index_chars} characters.", limit=LIMITS.index_chars
-        )
-    for part in index.split(","):
-        name = part.rpartition(":")[2]
-        if not _INDEX.match(part) or name in (".", "..") or ".." in name:
-            raise _fail(
-                "options.index",
-                f"{part!r} is not an index name: lowercase letters, digits and . _ - + * (a list with commas, "
-                "a remote cluster with cluster:index).",
-            )
-    return index
-
-
-def check_headers(headers: Mapping[str, Any], secret_headers: Mapping[str, Any]) -> None:
-    """Header names (HTTP tokens) and values (visible ASCII and spaces: no CR, LF or other control character,
-    nothing the request cannot encode), within LIMITS; a value of None (a secret removed) is not checked."""
-    if len(headers) + len(secret_headers) > LIMITS.headers:
-        raise _fail(
-            "headers", f"more than {LIMITS.headers} headers (plain and secret).", limit=LIMITS.headers
-        )
-    for where, found in (("headers", headers), ("secret_headers", secret_headers)):
-        for name, value in found.items():
-            if (
-                not isinstance(name, str)
-                or not _HEADER_NAME.match(name)
-                or len(name) > LIMITS.header_name_chars
-            ):
-                raise _fail(
-                    where,
-                    f"{_shown(name)} is not a header name (letters, digits and !#$%&'*+.^_`|~- only, at most "
-                    f"{LIMITS.header_name_chars}).",
-                )
-            if value is None and where == "secret_headers":
-                continue
-            if not isinstance(value, str) or len(value) > LIMITS.header_value_chars:
-                raise _fail(
-                    f"{where}.{name}",
-                    f"expected a text of at most {LIMITS.header_value_chars} characters.",
-                    limit=LIMITS.header_value_chars,
-                )
-            bad = next((i for i, c in enumerate(value) if not (" " <= c <= "~" or c == "\t")), None)
-            if (
-                bad is not None
-            ):  # its position, not the character: a secret value is never echoed, even in part
-                raise _fail(
-                    f"{where}.{name}",
-                    f"holds a control or non-ASCII character at position {bad + 1}: a header value takes visible "
-                    "ASCII characters and spaces only.",
-                )
-
-
-def _check_template(template: Any, field_path: str) -> None:
-    """A JSON value whose placeholders are all known."""
-    try:
-        json.dumps(template)
-    except (TypeError, ValueError):
-        raise _fail(field_path, "expected a JSON value.") from None
-    for name in _placeholders(template):
-        if name not in PLACEHOLDERS:
-            raise _fail(field_path, f"unknown placeholder {{{{{name}}}}}; known: {', '.join(PLACEHOLDERS)}.")
-
-
-def _placeholders(template: Any) -> list[str]:
-    if isinstance(template, str):
-        return _PLACEHOLDER.findall(template)
-    if isinstance(template, Mapping):
-        return [n for v in template.values() for n in _placeholders(v)]
-    if isinstance(template, list):
-        return [n for v in template for n in _placeholders(v)]
-    return []
-
-
-def _check_mapping(kind: str, mapping: Any) -> dict[str, str]:
-    if not isinstance(mapping, Mapping):
-        raise _fail(
-            "options.response_mapping",
-            f"expected an object of JMESPath expressions ({', '.join(MAPPING_KEYS[kind])}).",
-        )
-    unknown = sorted(set(mapping) - set(MAPPING_KEYS[kind]))
-    if unknown:
-        raise _fail(
-            f"options.response_mapping.{unknown[0]}", "unknown key.", allowed=list(MAPPING_KEYS[kind])
-        )
-    for key in REQUIRED_MAPPING[kind]:
-        if key not in mapping:
-            raise _fail(f"options.response_mapping.{key}", "required.")
-    if "passage_texts" in mapping and "passage_ids" not in mapping:
-        raise _fail("options.response_mapping.passage_ids", "required with passage_texts (one id per text).")
-    for key, expression in mapping.items():
-        _compile(expression, f"options.response_mapping.{key}")
-    return dict(mapping)
-
-
-def _check_expression(expression: str, field_path: str) -> None:
-    """An expression within LIMITS: its length, and how many brackets it opens at once (the JMESPath parser
-    recurses once per level)."""
-    if len(expression) > LIMITS.expression_chars:
-        raise _fail(
-            field_path, f"longer than {LIMITS.expression_chars} characters.", limit=LIMITS.expression_chars
-        )
-    level = deepest = 0
-    for c in expression:
-        level += (c in "([{") - (c in ")]}")
-        deepest = max(deepest, level)
-    if deepest > LIMITS.expression_nesting:
-        raise _fail(
-            field_path,
-            f"brackets nested more than {LIMITS.expression_nesting} deep.",
-            limit=LIMITS.expression_nesting,
-        )
-
-
-def _compile(expression: Any, field_path: str):
-    if not isinstance(expression, str) or not expression.strip():
-        raise _fail(field_path, "expected a JMESPath expression.")
-    _check_expression(expression, field_path)
-    try:
-        return jmespath.compile(expression)
-    except (JMESPathError, RecursionError) as exc:
-        message = " ".join(str(exc).split())
-        raise _fail(field_path, f"not a JMESPath expression ({message}).", code="invalid-jmespath") from None
-
-
-def _regex_options() -> re2.Options:
-    options = re2.Options()
-    options.log_errors = False  # a tenant's bad pattern is their 400, not a line in the server's log
-    options.max_mem = 8 << 20  # RE2 refuses a pattern whose program needs more
-    return options
-
-
-def compile_regex(text: Any, field_path: str):
-    """A tenant's pattern on RE2 (linear time; no backreferences or lookaround), or a 400 naming the field."""
-    if not isinstance(text, str):
-        raise _fail(field_path, "expected a pattern.")
-    _check_expression(text, field_path)
-    try:
-        return re2.compile(text, _regex_options())
-    except re2.error as exc:
-        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise _fail(
-            field_path,
-            f"not a regular expression RE2 runs ({detail}); RE2 takes Python's syntax without backreferences "
-            "or lookaround, and runs in time linear in the id.",
-        ) from None
-
-
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-
-def secret_header_lines(text: str) -> dict[str, str | None]:
-    """Secret headers typed one "Header-Name: value" per line (the dashboard's and the admin's form): a name
-    with nothing after the colon is None (remove it). ValueError naming the line for any other shape."""
-    secrets: dict[str, str | None] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not _HEADER_NAME.match(name.strip()):
-            raise ValueError(f"Line {number}: expected “Header-Name: value”.")
-        secrets[name.strip()] = value.strip() or None
-    return secrets
-
-
-def id_transform(raw: Any) -> Callable[[str], str]:
-    """The id transform an `id_transform` option describes (or raises naming it)."""
-    if not isinstance(raw, Mapping) or len(raw) != 1 or next(iter(raw)) not in ("regex", "jmespath"):
-        raise _fail(
-            "options.id_transform", 'expected {"regex": "<pattern>"} or {"jmespath": "<expression>"}.'
-        )
-    ((how, text),) = raw.items()
-    if how == "regex":
-        pattern = compile_regex(text, "options.id_transform.regex")
-
-        def by_regex(doc_id: str) -> str:
-            match = pattern.search(doc_id)
-            if match is None:
-                return doc_id
-            return match.group(1) if pattern.groups else match.group(0)
-
-        return by_regex
-    compiled = _compile(text, "options.id_transform.jmespath")
-
-    def by_jmespath(doc_id: str) -> str:
-        try:
-            value = compiled.search(doc_id)
-        except JMESPathError as exc:
-            raise TargetError(
-                f"id_transform: `{text}` failed on {doc_id!r} ({' '.join(str(exc).split())})"
-            ) from None
-        return doc_id if value is None else _scalar_id(value, "options.id_transform.jmespath", text)
-
-    return by_jmespath
-
-
 # --- requests ---------------------------------------------------------------------------------------------------
 
 
 def fill(template: Any, values: Mapping[str, Any]) -> Any:
     """The template with its placeholders substituted (see the module docstring); the template is unchanged."""
     if isinstance(template, str):
-        whole = _PLACEHOLDER.fullmatch(template.strip())
+        whole = PLACEHOLDER.fullmatch(template.strip())
         if whole:
             return values[whole.group(1)]
-        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
+        return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
     if isinstance(template, Mapping):
         return {key: fill(value, values) for key, value in template.items()}
     if isinstance(template, list):
@@ -522,13 +186,8 @@ def mapping_of(spec: TargetSpec) -> dict[str, str]:
 
 def _scalar_id(value: Any, where: str, expression: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise TargetError(f"{where}: `{expression}` gave {_shown(value)}, not a document id")
+        raise TargetError(f"{where}: `{expression}` gave {shown(value)}, not a document id")
     return str(value)
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _search(expression: str, payload: Any, name: str) -> Any:
@@ -546,7 +205,7 @@ def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, att
     expression = mapping["ids"]
     found = _search(expression, payload, "ids")
     if not isinstance(found, list):
-        raise TargetError(f"ids: `{expression}` found {_shown(found)}, not a list")
+        raise TargetError(f"ids: `{expression}` found {shown(found)}, not a list")
     where = "ids"
     ids = [_scalar_id(value, f"{where}[{i}]", expression) for i, value in enumerate(found)]
     scores = None
@@ -558,7 +217,7 @@ def read_hits(spec: TargetSpec, payload: Any, top_k: int, latency_ms: float, att
             or not all(isinstance(s, int | float) and not isinstance(s, bool) for s in found_scores)
         ):
             raise TargetError(
-                f"scores: `{mapping['scores']}` found {_shown(found_scores)}, not {len(ids)} numbers (one per id)"
+                f"scores: `{mapping['scores']}` found {shown(found_scores)}, not {len(ids)} numbers (one per id)"
             )
         scores = [float(s) for s in found_scores]
     texts = _texts(mapping, "texts", payload, len(ids), "one per id")
@@ -571,7 +230,7 @@ def _texts(mapping: Mapping[str, str], name: str, payload: Any, count: int, what
         return None
     found = _search(mapping[name], payload, name)
     if not isinstance(found, list) or len(found) != count:
-        raise TargetError(f"{name}: `{mapping[name]}` found {_shown(found)}, not {count} texts ({what})")
+        raise TargetError(f"{name}: `{mapping[name]}` found {shown(found)}, not {count} texts ({what})")
     return ["" if t is None else str(t) for t in found]
 
 
@@ -583,12 +242,12 @@ def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int
     if text is None:
         text = ""
     if not isinstance(text, str):
-        raise TargetError(f"answer: `{mapping['answer']}` found {_shown(text)}, not a text")
+        raise TargetError(f"answer: `{mapping['answer']}` found {shown(text)}, not a text")
     refused = None
     if "refused" in mapping:
         refused = _search(mapping["refused"], payload, "refused")
         if refused is not None and not isinstance(refused, bool):
-            raise TargetError(f"refused: `{mapping['refused']}` found {_shown(refused)}, not true or false")
+            raise TargetError(f"refused: `{mapping['refused']}` found {shown(refused)}, not true or false")
     transform = id_transform(spec.options["id_transform"]) if spec.options.get("id_transform") else None
 
     def ids_of(name: str) -> list[str] | None:
@@ -598,7 +257,7 @@ def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int
         if found is None:
             return []
         if not isinstance(found, list):
-            raise TargetError(f"{name}: `{mapping[name]}` found {_shown(found)}, not a list")
+            raise TargetError(f"{name}: `{mapping[name]}` found {shown(found)}, not a list")
         ids = [_scalar_id(value, f"{name}[{i}]", mapping[name]) for i, value in enumerate(found)]
         return [transform(d) for d in ids] if transform else ids
 
@@ -609,7 +268,7 @@ def read_answer(spec: TargetSpec, payload: Any, latency_ms: float, attempts: int
         if name in mapping:
             found = _search(mapping[name], payload, name)
             if found is not None and (isinstance(found, bool) or not isinstance(found, int) or found < 0):
-                raise TargetError(f"{name}: `{mapping[name]}` found {_shown(found)}, not a count")
+                raise TargetError(f"{name}: `{mapping[name]}` found {shown(found)}, not a count")
             tokens[name] = found or 0
     return RagAnswer(
         text=text,
@@ -772,7 +431,7 @@ class TargetClient:
             raise TargetError(f"{path} raised {type(exc).__name__}: {exc}") from None
         latency_ms = (time.perf_counter() - started) * 1000
         if not isinstance(found, Mapping) or "answer" not in found:
-            raise TargetError(f"{path} returned {_shown(repr(found))}, not a mapping with an 'answer'")
+            raise TargetError(f"{path} returned {shown(repr(found))}, not a mapping with an 'answer'")
         keys = {key: key for key in MAPPING_KEYS[RAG_HTTP] if key in found}
         spec = replace(self.spec, options={**self.spec.options, "response_mapping": keys})
         return read_answer(spec, dict(found), latency_ms, 1)
@@ -789,7 +448,7 @@ class TargetClient:
         scores: list[float] = []
         for i, item in enumerate(found or []):
             if not isinstance(item, list | tuple) or len(item) != 2:
-                raise TargetError(f"result[{i}]: expected (document_id, score), got {_shown(repr(item))}")
+                raise TargetError(f"result[{i}]: expected (document_id, score), got {shown(repr(item))}")
             ids.append(_scalar_id(item[0], f"result[{i}]", "(document_id, score)"))
             if isinstance(item[1], bool) or not isinstance(item[1], int | float):
                 raise TargetError(f"result[{i}]: score {item[1]!r} is not a number")
@@ -815,19 +474,27 @@ def _bounded(http: httpx.Client, request: httpx.Request, limit: int) -> httpx.Re
     return httpx.Response(streamed.status_code, headers=headers, content=b"".join(chunks), request=request)
 
 
-def load_callable(path: str, python_allowed: Sequence[str]) -> Callable:
-    """The callable at a dotted path listed in EVALSITE_PYTHON_TARGETS (else a 400 naming it)."""
-    if path not in python_allowed:
-        raise _fail(
-            "options.callable",
-            f"{path!r} is not listed in EVALSITE_PYTHON_TARGETS; only the callables listed there may load.",
-            code="python-target-not-allowed",
-        )
-    module_name, _, attribute = path.rpartition(".")
-    try:
-        found = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise _fail("options.callable", f"cannot load {path!r} ({type(exc).__name__}: {exc}).") from None
-    if not callable(found):
-        raise _fail("options.callable", f"{path!r} is not callable.")
-    return found
+def id_transform(raw: Any) -> Callable[[str], str]:
+    """The id transform an `id_transform` option describes (or raises naming it)."""
+    how, text, compiled = id_transform_parts(raw)
+    if how == "regex":
+        pattern = compiled
+
+        def by_regex(doc_id: str) -> str:
+            match = pattern.search(doc_id)
+            if match is None:
+                return doc_id
+            return match.group(1) if pattern.groups else match.group(0)
+
+        return by_regex
+
+    def by_jmespath(doc_id: str) -> str:
+        try:
+            value = compiled.search(doc_id)
+        except JMESPathError as exc:
+            raise TargetError(
+                f"id_transform: `{text}` failed on {doc_id!r} ({' '.join(str(exc).split())})"
+            ) from None
+        return doc_id if value is None else _scalar_id(value, "options.id_transform.jmespath", text)
+
+    return by_jmespath

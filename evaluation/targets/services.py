@@ -22,11 +22,10 @@ from evaluation.targets.callers import (
     TargetError,
     TargetRefused,
     TargetSpec,
-    check_headers,
-    check_options,
     read_answer,
     read_hits,
 )
+from evaluation.targets.definitions import check_headers, check_options
 from evaluation.targets.kinds import PYTHON, RAG_HTTP, RETRIEVAL_KINDS
 from evaluation.targets.secret_box import SecretBox, derived_key
 from goldenset.models import Collection

@@ -12,15 +12,8 @@ from cryptography.fernet import Fernet
 
 from evalsite.egress import LOOPBACK_NETWORKS, EgressPolicy
 from evalsite.errors import EvalsiteError
-from evaluation.targets.callers import (
-    TargetClient,
-    TargetError,
-    TargetSpec,
-    check_options,
-    fill,
-    id_transform,
-    read_hits,
-)
+from evaluation.targets.callers import TargetClient, TargetError, TargetSpec, fill, id_transform, read_hits
+from evaluation.targets.definitions import check_options
 from evaluation.targets.secret_box import SecretBox, derived_key
 from tests.llm_server import llm_server_fixture  # noqa: F401
 

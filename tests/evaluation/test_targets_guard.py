@@ -13,7 +13,8 @@ from django.test import override_settings
 
 from evalsite.audit.models import AuditEvent
 from evaluation.models import QuestionResult, Target
-from evaluation.targets.callers import LIMITS, id_transform
+from evaluation.targets.callers import id_transform
+from evaluation.targets.definitions import LIMITS
 from tests.llm_server import ScriptedLLMServer, llm_server_fixture  # noqa: F401
 from tests.support import handbook_entries, refused
 
