@@ -302,7 +302,6 @@ OVER_THE_LIMITS = {
     "goldenset.importers.beir_import",
     "evaluation.judgments.calibration",
     "evaluation.configs",
-    "evaluation.dashboard.answer_runs_reads",
     "goldenset.services.golden._check_entries",
     "goldenset.services.generate.golden_generate_job",
     "evaluation.management.commands.evaluate.Command.add_arguments",

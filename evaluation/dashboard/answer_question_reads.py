@@ -19,8 +19,8 @@ from evaluation.dashboard.answer_runs_reads import (
     METHOD_TEXT,
     METRIC_HELP,
     METRIC_TEXT,
-    _mapping,
-    _number,
+    stored_mapping,
+    stored_number,
 )
 from evaluation.dashboard.common_reads import ordered_metrics
 from evaluation.models import QuestionResult
@@ -126,16 +126,16 @@ def _int_or_none(value: Any) -> int | None:
 def judgements(result: QuestionResult) -> list[Judgement]:
     """Each metric of the question, in the run's order: value, method, exclusion or fallback, and the details
     (statements, citations, passages) the judge gave; any other key of a detail as text."""
-    stored = _mapping(result.judgements)
+    stored = stored_mapping(result.judgements)
     names = [n for n in JUDGED_METRICS if n in stored or n in result.metrics]
     names += [n for n in ordered_metrics(stored) if n not in names]
     out = []
     for name in names:
-        j = _mapping(stored.get(name))
-        detail = _mapping(j.get("detail"))
-        value = _number(j.get("value"))
+        j = stored_mapping(stored.get(name))
+        detail = stored_mapping(j.get("detail"))
+        value = stored_number(j.get("value"))
         if value is None:
-            value = _number(result.metrics.get(name))
+            value = stored_number(result.metrics.get(name))
         method = str(j.get("method") or "")
         excluded = j.get("excluded")
         statements = [
@@ -143,7 +143,7 @@ def judgements(result: QuestionResult) -> list[Judgement]:
                 _text(s.get("text", s.get("statement", "")), 2000),
                 _verdict(s.get("supported")),
                 number=_int_or_none(s.get("passage")),  # the passage that supports it
-                score=_number(s.get("support")),
+                score=stored_number(s.get("support")),
                 extra=_extras(s, ("text", "statement", "supported", "passage", "support")),
             )
             for s in _items(detail.get("statements"))
@@ -153,7 +153,7 @@ def judgements(result: QuestionResult) -> list[Judgement]:
                 _text(c.get("statement", c.get("text", "")), 2000),
                 _verdict(c.get("supports", c.get("supported"))),
                 number=_int_or_none(next((c[k] for k in CITATION_NUMBER if k in c), None)),
-                score=_number(c.get("support")),
+                score=stored_number(c.get("support")),
                 extra=_extras(c, ("statement", "text", "supports", "supported", "support", *CITATION_NUMBER)),
             )
             for c in _items(detail.get("citations"))
@@ -163,7 +163,7 @@ def judgements(result: QuestionResult) -> list[Judgement]:
                 _text(p.get("document_id", ""), 300),
                 _verdict(p.get("relevant")),
                 number=_int_or_none(p.get("number")),
-                score=_number(p.get("score")),
+                score=stored_number(p.get("score")),
                 extra=_extras(p, ("document_id", "relevant", "number", "score")),
             )
             for p in _items(detail.get("passages"))

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +19,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Count, Func, JSONField, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
-from evaluation.answers.verdicts import DIAGNOSES, DIAGNOSIS_MEANING, ERROR
+from evaluation.answers.verdicts import DIAGNOSES, DIAGNOSIS_MEANING
 from evaluation.dashboard.common_reads import ordered_metrics
 from evaluation.judgments.calibration import run_calibration
 from evaluation.models import EvaluationRun, LabelLevel, QuestionResult, RunKind
@@ -55,17 +54,17 @@ def is_answer_run(run: EvaluationRun) -> bool:
     return run.kind == ANSWERS
 
 
-def _int(value: Any) -> int:
+def stored_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _number(value: Any) -> float | None:
+def stored_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return None if math.isnan(value) else float(value)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def stored_mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -135,11 +134,11 @@ def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
     mean confidence (sampled judgements only), exclusions by reason, judge fallbacks, the run's warnings about
     it, and its judge's calibration where the collection has human labels."""
     calibrated = run_calibration(run)
-    summary = _mapping(run.summary)
-    excluded = _mapping(summary.get("excluded"))
-    fallbacks = _mapping(summary.get("fallbacks"))
-    confidence = _mapping(summary.get("judge_confidence"))
-    methods = {**_mapping(summary.get("methods")), **_mapping(run.metric_methods)}
+    summary = stored_mapping(run.summary)
+    excluded = stored_mapping(summary.get("excluded"))
+    fallbacks = stored_mapping(summary.get("fallbacks"))
+    confidence = stored_mapping(summary.get("judge_confidence"))
+    methods = {**stored_mapping(summary.get("methods")), **stored_mapping(run.metric_methods)}
     extra = [
         name
         for name in ordered_metrics(run.metrics)
@@ -147,7 +146,7 @@ def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
     ]
     out = []
     for name in (*JUDGED_METRICS, *extra):
-        value = _number(run.metrics.get(name))
+        value = stored_number(run.metrics.get(name))
         method = str(methods.get(name) or "")
         reasons = _metric_reasons(name, run.warnings or [])
         if value is None and not reasons:
@@ -161,36 +160,36 @@ def metric_summaries(run: EvaluationRun) -> list[MetricSummary]:
                 method_text=METHOD_TEXT.get(method, method),
                 excluded=[
                     (n, EXCLUSION_TEXT.get(reason, reason.replace("-", " ")))
-                    for reason, n in sorted(_mapping(excluded.get(name)).items())
-                    if _int(n)
+                    for reason, n in sorted(stored_mapping(excluded.get(name)).items())
+                    if stored_int(n)
                 ],
-                fallbacks=_int(fallbacks.get(name)),
+                fallbacks=stored_int(fallbacks.get(name)),
                 reasons=reasons,
                 help=METRIC_HELP.get(name, ""),
                 calibration=_calibration_text(calibrated.get(name)),
-                confidence=_number(confidence.get(name)),
+                confidence=stored_number(confidence.get(name)),
             )
         )
     return out
 
 
 def run_refusal(run: EvaluationRun) -> Refusal:
-    refusal = _mapping(_mapping(run.summary).get("refusal"))
-    recall = _number(run.metrics.get("refusal_recall"))
-    false_rate = _number(run.metrics.get("false_refusal_rate"))
+    refusal = stored_mapping(stored_mapping(run.summary).get("refusal"))
+    recall = stored_number(run.metrics.get("refusal_recall"))
+    false_rate = stored_number(run.metrics.get("false_refusal_rate"))
     return Refusal(
-        recall=recall if recall is not None else _number(refusal.get("refusal_recall")),
-        unanswerable=_int(refusal.get("unanswerable")),
-        declined_unanswerable=_int(refusal.get("declined_unanswerable")),
-        false_rate=false_rate if false_rate is not None else _number(refusal.get("false_refusal_rate")),
-        answerable=_int(refusal.get("answerable")),
-        declined_answerable=_int(refusal.get("declined_answerable")),
+        recall=recall if recall is not None else stored_number(refusal.get("refusal_recall")),
+        unanswerable=stored_int(refusal.get("unanswerable")),
+        declined_unanswerable=stored_int(refusal.get("declined_unanswerable")),
+        false_rate=false_rate if false_rate is not None else stored_number(refusal.get("false_refusal_rate")),
+        answerable=stored_int(refusal.get("answerable")),
+        declined_answerable=stored_int(refusal.get("declined_answerable")),
     )
 
 
 def run_score(run: EvaluationRun) -> float | None:
-    score = _number(run.metrics.get(ANSWER_SCORE))
-    return score if score is not None else _number(_mapping(run.summary).get("score"))
+    score = stored_number(run.metrics.get(ANSWER_SCORE))
+    return score if score is not None else stored_number(stored_mapping(run.summary).get("score"))
 
 
 CONFIG_SHOWN = {
@@ -208,26 +207,26 @@ CONFIG_SHOWN = {
 def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None) -> AnswerOverview:
     """The run's header. `counts` (diagnosis -> questions, from the questions themselves) stands in for the
     summary's when the summary has none."""
-    summary = _mapping(run.summary)
-    stored = {k: _int(v) for k, v in _mapping(summary.get("diagnosis")).items()}
+    summary = stored_mapping(run.summary)
+    stored = {k: stored_int(v) for k, v in stored_mapping(summary.get("diagnosis")).items()}
     diagnosis_counts = stored or dict(counts or {})
     names = [*DIAGNOSES, *sorted(set(diagnosis_counts) - set(DIAGNOSES))]
     config = run.config if isinstance(run.config, Mapping) else {}
-    thresholds = _mapping(config.get("thresholds"))
+    thresholds = stored_mapping(config.get("thresholds"))
     usage = {
-        key: _number(value) if key == "call_latency_ms" else _int(value)
-        for key, value in _mapping(summary.get("usage")).items()
+        key: stored_number(value) if key == "call_latency_ms" else stored_int(value)
+        for key, value in stored_mapping(summary.get("usage")).items()
     }
     if usage:
-        usage["tokens"] = _int(usage.get("prompt_tokens")) + _int(usage.get("completion_tokens"))
+        usage["tokens"] = stored_int(usage.get("prompt_tokens")) + stored_int(usage.get("completion_tokens"))
     return AnswerOverview(
         score=run_score(run),
         mode=run.mode or str(summary.get("mode") or ""),
         metrics=metric_summaries(run),
         refusal=run_refusal(run),
         diagnosis=[(d, diagnosis_counts.get(d, 0), DIAGNOSIS_MEANING.get(d, "")) for d in names],
-        passed=_int(summary["passed"]) if "passed" in summary else None,
-        failed=_int(summary["failed"]) if "failed" in summary else None,
+        passed=stored_int(summary["passed"]) if "passed" in summary else None,
+        failed=stored_int(summary["failed"]) if "failed" in summary else None,
         usage=usage,
         config=[
             (title, config.get(key))
@@ -235,9 +234,15 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
             if key in config and not (key == "fusion" and config.get("search_type") != "Hybrid")
         ],
         thresholds=sorted(
-            (k, v, str(_mapping(_mapping(config.get("threshold_sources")).get(k)).get("source") or ""))
+            (
+                k,
+                v,
+                str(
+                    stored_mapping(stored_mapping(config.get("threshold_sources")).get(k)).get("source") or ""
+                ),
+            )
             for k, v in thresholds.items()
-            if _number(v) is not None
+            if stored_number(v) is not None
         ),
         other_config=sorted(
             (k, v)
@@ -386,11 +391,11 @@ def _json_text(value: Any) -> str | None:
 def answer_question_rows(values: Iterable[Mapping[str, Any]]) -> list[AnswerQuestionRow]:
     rows = []
     for v in values:
-        metrics = _mapping(v.get("metrics"))
-        flags = _mapping(v.get("flags"))
+        metrics = stored_mapping(v.get("metrics"))
+        flags = stored_mapping(v.get("flags"))
         cells = []
         for name in JUDGED_METRICS:
-            value = _number(metrics.get(name))
+            value = stored_number(metrics.get(name))
             pair = flags.get(name)
             excluded, fallback = (
                 (_json_text(x) for x in pair) if isinstance(pair, list) and len(pair) == 2 else (None, None)
@@ -410,92 +415,6 @@ def answer_question_rows(values: Iterable[Mapping[str, Any]]) -> list[AnswerQues
                 passed=v.get("passed"),
                 diagnosis=v.get("diagnosis") or "",
                 cells=cells,
-            )
-        )
-    return rows
-
-
-# --- compare -----------------------------------------------------------------------------------------------
-
-
-def question_score(
-    metrics: Mapping[str, Any], answerable: bool, refused: bool | None, diagnosis: str
-) -> float | None:
-    """A question's share of the run's score (0-100), as the run computed it: the mean of its metric values;
-    a declined answerable question 0; an unanswerable one 100 when declined, else 0; a question with no answer
-    (error) none. The run's score is the mean of these (Compare checks that before pairing them)."""
-    if diagnosis == ERROR:
-        return None
-    if not answerable:
-        return 100.0 if refused else 0.0
-    if refused:
-        return 0.0
-    values = [v for v in (_number(x) for x in metrics.values()) if v is not None]
-    return 100.0 * sum(values) / len(values) if values else None
-
-
-def answer_question_values(
-    runs: Sequence[EvaluationRun],
-) -> tuple[dict[uuid.UUID, dict[str, dict[str, float]]], list[str]]:
-    """run id -> question (entry id) -> metric -> value, the judged metrics and the per-question score, read in
-    one query; and the runs whose per-question scores do not average to their stored score (so the score is
-    shown for them, but not paired)."""
-    out: dict[uuid.UUID, dict[str, dict[str, float]]] = {run.pk: {} for run in runs}
-    rows = QuestionResult.objects.filter(run__in=[run.pk for run in runs]).values_list(
-        "run_id", "entry_id", "metrics", "answerable", "refused", "diagnosis"
-    )
-    for run_id, entry_id, metrics, answerable, refused, diagnosis in rows:
-        values = {name: v for name, raw in _mapping(metrics).items() if (v := _number(raw)) is not None}
-        score = question_score(values, answerable, refused, diagnosis)
-        if score is not None:
-            values[ANSWER_SCORE] = score
-        out[run_id][str(entry_id)] = values
-    unmatched = []
-    for run in runs:
-        stored = run_score(run)
-        scores = [v[ANSWER_SCORE] for v in out[run.pk].values() if ANSWER_SCORE in v]
-        mean = sum(scores) / len(scores) if scores else None
-        if stored is None or mean is None or abs(stored - mean) > 0.01:
-            unmatched.append(str(run.pk))
-    if unmatched:
-        for run_id in out:
-            for values in out[run_id].values():
-                values.pop(ANSWER_SCORE, None)
-    return out, unmatched
-
-
-@dataclass
-class RunLevelRow:
-    """An answer run's run-level numbers on Compare: no interval, a table."""
-
-    run: EvaluationRun
-    name: str
-    color: str
-    score: float | None
-    mode: str
-    refusal: Refusal
-    passed: int | None
-    questions: int
-    diagnosis: dict[str, int]
-
-
-def run_level_rows(
-    runs: Sequence[EvaluationRun], names: Sequence[str], colors: Sequence[str]
-) -> list[RunLevelRow]:
-    rows = []
-    for run, name, color in zip(runs, names, colors, strict=True):
-        summary = _mapping(run.summary)
-        rows.append(
-            RunLevelRow(
-                run=run,
-                name=name,
-                color=color,
-                score=run_score(run),
-                mode=run.mode or str(summary.get("mode") or ""),
-                refusal=run_refusal(run),
-                passed=_int(summary["passed"]) if "passed" in summary else None,
-                questions=run.question_count,
-                diagnosis={k: _int(v) for k, v in _mapping(summary.get("diagnosis")).items()},
             )
         )
     return rows

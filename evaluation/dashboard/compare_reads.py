@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +14,16 @@ from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.verdicts import ERROR
 from evaluation.dashboard import answer_runs_reads, charts
+from evaluation.dashboard.answer_runs_reads import (
+    Refusal,
+    run_refusal,
+    run_score,
+    stored_int,
+    stored_mapping,
+    stored_number,
+)
 from evaluation.dashboard.common_reads import Memo, ordered_metrics
 from evaluation.dashboard.runs_reads import batch_runs
 from evaluation.models import EvaluationRun, QuestionResult
@@ -155,7 +164,7 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
     if runs[0].kind == answer_runs_reads.ANSWERS:
         # Answer runs: the judged metrics and the per-question score, question by question; a metric one run
         # could not score on any question is still listed (its cells read "—"). Refusal is run-level only.
-        per_run, unpaired_score = answer_runs_reads.answer_question_values(runs)
+        per_run, unpaired_score = answer_question_values(runs)
         scored = {name for values in per_run.values() for question in values.values() for name in question}
         metric_names = [name for name in (ANSWER_SCORE, *JUDGED_METRICS) if name in scored]
         metric_names += ordered_metrics(scored - set(metric_names))
@@ -288,7 +297,7 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
     answers = runs[0].kind == answer_runs_reads.ANSWERS
     return {
         "answers": answers,
-        "run_level_rows": answer_runs_reads.run_level_rows(runs, names, colors) if answers else [],
+        "run_level_rows": run_level_rows(runs, names, colors) if answers else [],
         "paired": [computed.paired.get(metric, 0) for metric in metric_names],
         "unpaired_score": computed.unpaired_score,
         "runs": runs,
@@ -316,3 +325,88 @@ def latest_batch(*, tenant: Tenant) -> uuid.UUID | None:
         .values_list("batch_id", flat=True)
         .first()
     )
+
+
+def question_score(
+    metrics: Mapping[str, Any], answerable: bool, refused: bool | None, diagnosis: str
+) -> float | None:
+    """A question's share of the run's score (0-100), as the run computed it: the mean of its metric values;
+    a declined answerable question 0; an unanswerable one 100 when declined, else 0; a question with no answer
+    (error) none. The run's score is the mean of these (Compare checks that before pairing them)."""
+    if diagnosis == ERROR:
+        return None
+    if not answerable:
+        return 100.0 if refused else 0.0
+    if refused:
+        return 0.0
+    values = [v for v in (stored_number(x) for x in metrics.values()) if v is not None]
+    return 100.0 * sum(values) / len(values) if values else None
+
+
+def answer_question_values(
+    runs: Sequence[EvaluationRun],
+) -> tuple[dict[uuid.UUID, dict[str, dict[str, float]]], list[str]]:
+    """run id -> question (entry id) -> metric -> value, the judged metrics and the per-question score, read in
+    one query; and the runs whose per-question scores do not average to their stored score (so the score is
+    shown for them, but not paired)."""
+    out: dict[uuid.UUID, dict[str, dict[str, float]]] = {run.pk: {} for run in runs}
+    rows = QuestionResult.objects.filter(run__in=[run.pk for run in runs]).values_list(
+        "run_id", "entry_id", "metrics", "answerable", "refused", "diagnosis"
+    )
+    for run_id, entry_id, metrics, answerable, refused, diagnosis in rows:
+        values = {
+            name: v for name, raw in stored_mapping(metrics).items() if (v := stored_number(raw)) is not None
+        }
+        score = question_score(values, answerable, refused, diagnosis)
+        if score is not None:
+            values[ANSWER_SCORE] = score
+        out[run_id][str(entry_id)] = values
+    unmatched = []
+    for run in runs:
+        stored = run_score(run)
+        scores = [v[ANSWER_SCORE] for v in out[run.pk].values() if ANSWER_SCORE in v]
+        mean = sum(scores) / len(scores) if scores else None
+        if stored is None or mean is None or abs(stored - mean) > 0.01:
+            unmatched.append(str(run.pk))
+    if unmatched:
+        for run_id in out:
+            for values in out[run_id].values():
+                values.pop(ANSWER_SCORE, None)
+    return out, unmatched
+
+
+@dataclass
+class RunLevelRow:
+    """An answer run's run-level numbers on Compare: no interval, a table."""
+
+    run: EvaluationRun
+    name: str
+    color: str
+    score: float | None
+    mode: str
+    refusal: Refusal
+    passed: int | None
+    questions: int
+    diagnosis: dict[str, int]
+
+
+def run_level_rows(
+    runs: Sequence[EvaluationRun], names: Sequence[str], colors: Sequence[str]
+) -> list[RunLevelRow]:
+    rows = []
+    for run, name, color in zip(runs, names, colors, strict=True):
+        summary = stored_mapping(run.summary)
+        rows.append(
+            RunLevelRow(
+                run=run,
+                name=name,
+                color=color,
+                score=run_score(run),
+                mode=run.mode or str(summary.get("mode") or ""),
+                refusal=run_refusal(run),
+                passed=stored_int(summary["passed"]) if "passed" in summary else None,
+                questions=run.question_count,
+                diagnosis={k: stored_int(v) for k, v in stored_mapping(summary.get("diagnosis")).items()},
+            )
+        )
+    return rows
