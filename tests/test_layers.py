@@ -304,7 +304,6 @@ OVER_THE_LIMITS = {
     "evaluation.configs",
     "goldenset.services.golden._check_entries",
     "goldenset.services.generate.golden_generate_job",
-    "evaluation.management.commands.evaluate.Command.add_arguments",
 }
 
 

@@ -208,6 +208,11 @@ class Command(CollectionCommand):
             help="Output (default text): json, junit (a test case per question, for CI test reporters) or "
             "markdown (a summary table to post as a comment or a job summary).",
         )
+        self._add_subset_arguments(parser)
+        self._add_answer_arguments(parser)
+
+    @staticmethod
+    def _add_subset_arguments(parser) -> None:
         subset = parser.add_argument_group("subset (both kinds): which golden entries to ask")
         subset.add_argument(
             "--tag",
@@ -225,6 +230,9 @@ class Command(CollectionCommand):
             action="store_true",
             help="Leave out generated entries nobody reviewed yet (manual and imported ones stay).",
         )
+
+    @staticmethod
+    def _add_answer_arguments(parser) -> None:
         answers = parser.add_argument_group("answer evaluation (--answers)")
         answers.add_argument(
             "--answers",
