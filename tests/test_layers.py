@@ -303,7 +303,6 @@ OVER_THE_LIMITS = {
     "evaluation.judgments.calibration",
     "evaluation.configs",
     "goldenset.services.golden._check_entries",
-    "goldenset.services.generate.golden_generate_job",
 }
 
 

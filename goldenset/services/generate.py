@@ -7,6 +7,7 @@ loads the pages, picks the writer, stores what passes, and reports progress.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -90,38 +91,61 @@ def _earlier_runs(collection: Collection, *, count: int, model: str, seed: int) 
     return [str(pk) for pk in failed.order_by("created_at").values_list("pk", flat=True)]
 
 
-def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
-    spec = job.input
-    collection = job.collection
-    if collection is None:
-        raise EvalsiteError("collection-gone", "The job's collection was deleted.", status=404)
-    seed, count, model = int(spec["seed"]), int(spec["count"]), str(spec["model"])
+@dataclass
+class _Plan:
+    """What a Generate job asks for: the sampled pages, those not questioned yet, how many questions this run
+    still asks (its request's accepted ones deducted) and the pages it may read for them."""
 
-    candidates = _candidate_pages(collection)
-    sampled = generation.sample_pages(candidates, seed)
+    seed: int
+    count: int
+    model: str
+    sampled: list
+    remaining: list
+    accepted_before: int
+    asked: int
+    budget: int
+
+
+def _plan(job: Job, collection: Collection) -> _Plan:
+    spec = job.input
+    seed, count = int(spec["seed"]), int(spec["count"])
+    sampled = generation.sample_pages(_candidate_pages(collection), seed)
     done = set(
         GoldenEntry.objects.filter(collection=collection, source_page__isnull=False).values_list(
             "source_page_id", flat=True
         )
     )
-    remaining = [key for key in sampled if key not in done]
     # This request's questions already stored, by this job's earlier attempts (a worker died) or by earlier
     # jobs of the same request (goldenset.services.generate._earlier_runs): only the rest is asked for.
     accepted_before = GoldenEntry.objects.filter(job_id__in=[job.pk, *spec.get("continues", ())]).count()
     asked = max(0, count - accepted_before)
-    budget = asked * settings.EVALSITE_GENERATE_PAGES_PER_QUESTION
-    pages = _load_pages(remaining[:budget])
+    return _Plan(
+        seed=seed,
+        count=count,
+        model=str(spec["model"]),
+        sampled=sampled,
+        remaining=[key for key in sampled if key not in done],
+        accepted_before=accepted_before,
+        asked=asked,
+        budget=asked * settings.EVALSITE_GENERATE_PAGES_PER_QUESTION,
+    )
+
+
+def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
+    spec = job.input
+    collection = job.collection
+    if collection is None:
+        raise EvalsiteError("collection-gone", "The job's collection was deleted.", status=404)
+    plan = _plan(job, collection)
+    pages = _load_pages(plan.remaining[: plan.budget])
     duplicates = DuplicateIndex(collection.golden_entries.values_list("question", flat=True))
-
-    client: ChatClient | None = None
     cache = DbCallCache()
-    writer: generation.QuestionWriter
-    if spec["backend"] == "llm":
-        client = ChatClient.from_settings(cache=cache)
-        writer = generation.ChatQuestionWriter(client, model)
-    else:
-        writer = generation.TemplateQuestionWriter()
-
+    client = ChatClient.from_settings(cache=cache) if spec["backend"] == "llm" else None
+    writer: generation.QuestionWriter = (
+        generation.ChatQuestionWriter(client, plan.model)
+        if client is not None
+        else generation.TemplateQuestionWriter()
+    )
     total = len(pages)
     progress(0, total)
     done_pages = 0
@@ -146,46 +170,48 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
 
     try:
         outcome = generation.generate(
-            pages,
-            writer,
-            count=asked,
-            seed=seed,
-            duplicates=duplicates,
-            on_page=on_page,
+            pages, writer, count=plan.asked, seed=plan.seed, duplicates=duplicates, on_page=on_page,
             should_stop=should_stop,
-        )
+        )  # fmt: skip
     finally:
         cache.flush()
         if client is not None:
             client.close()
     progress(outcome.pages_sampled, outcome.pages_sampled)  # done: the pages checked, not the budget
+    return _report(plan, spec["backend"], outcome)
+
+
+def _report(plan: _Plan, backend: str, outcome) -> dict[str, Any]:
+    """The job's result: what was asked, sampled, kept and discarded (per reason), what it cost, and why it
+    stopped short when it did."""
     warnings = list(outcome.warnings)
-    if accepted_before:
+    if plan.accepted_before:
         warnings.append(
-            f"{accepted_before} of the {count} questions were accepted before (by an earlier attempt of this job, "
-            f"or failed runs of the same request: collection, count, model and seed); this run asked for the "
-            f"other {asked}."
+            f"{plan.accepted_before} of the {plan.count} questions were accepted before (by an earlier attempt of "
+            f"this job, or failed runs of the same request: collection, count, model and seed); this run asked "
+            f"for the other {plan.asked}."
         )
-    if outcome.accepted < asked and outcome.stopped is None:
-        if len(remaining) > budget:
+    if outcome.accepted < plan.asked and outcome.stopped is None:
+        if len(plan.remaining) > plan.budget:
             warnings.append(
-                f"The page budget ({budget} = count x {settings.EVALSITE_GENERATE_PAGES_PER_QUESTION}, "
+                f"The page budget ({plan.budget} = count x {settings.EVALSITE_GENERATE_PAGES_PER_QUESTION}, "
                 "EVALSITE_GENERATE_PAGES_PER_QUESTION) was used up; call again to try more pages."
             )
         else:
             warnings.append(
-                f"The collection has no more eligible pages: {len(sampled)} documents with a page of at least "
-                f"{MIN_PAGE_CHARS} characters, {len(sampled) - len(remaining)} of them already questioned."
+                f"The collection has no more eligible pages: {len(plan.sampled)} documents with a page of at "
+                f"least {MIN_PAGE_CHARS} characters, {len(plan.sampled) - len(plan.remaining)} of them already "
+                "questioned."
             )
     return {
-        "seed": seed,
-        "model": model,
-        "backend": spec["backend"],
-        "requested": count,
-        "accepted_before": accepted_before,
-        "asked": asked,
-        "pages_available": len(sampled),
-        "pages_already_done": len(sampled) - len(remaining),
+        "seed": plan.seed,
+        "model": plan.model,
+        "backend": backend,
+        "requested": plan.count,
+        "accepted_before": plan.accepted_before,
+        "asked": plan.asked,
+        "pages_available": len(plan.sampled),
+        "pages_already_done": len(plan.sampled) - len(plan.remaining),
         "pages_sampled": outcome.pages_sampled,
         "accepted": outcome.accepted,
         "discarded": outcome.pages_sampled - outcome.accepted - outcome.no_clear_sentence,
