@@ -302,7 +302,6 @@ OVER_THE_LIMITS = {
     "goldenset.importers.beir_import",
     "evaluation.judgments.calibration",
     "evaluation.configs",
-    "goldenset.services.golden._check_entries",
 }
 
 

@@ -74,16 +74,8 @@ def _check_entries(
         raise EvalsiteError(
             "validation-error", "entries: at least one entry is required.", details={"field": "entries"}
         )
-    keys = [e.key for e in entries if e.key]
-    by_key: dict[str, GoldenEntry] = {}
-    for chunk in chunks(keys):
-        by_key.update({g.key: g for g in collection.golden_entries.filter(key__in=chunk)})
     hashes = [question_hash(e.question) for e in entries]
-    by_hash: dict[str, GoldenEntry] = {}
-    for chunk in chunks(hashes):
-        by_hash.update(
-            (g.question_hash, g) for g in collection.golden_entries.filter(question_hash__in=chunk)
-        )
+    by_key, by_hash = _existing(collection, entries, hashes)
     targets: list[GoldenEntry | None] = []
     targeted: dict[str, int] = {}  # existing entry id -> the input that replaces it
     seen_hashes: dict[str, int] = {}
@@ -98,24 +90,7 @@ def _check_entries(
         _check_fields(index, entry)
         own = replacing
         if entry.key:
-            if entry.key in seen_keys:
-                raise EvalsiteError(
-                    "duplicate-key",
-                    f"entries[{index}]: key {entry.key!r} repeats entries[{seen_keys[entry.key]}].",
-                    details={"index": index, "key": entry.key, "first_index": seen_keys[entry.key]},
-                    status=409,
-                )
-            seen_keys[entry.key] = index
-            holder = by_key.get(entry.key)
-            if holder is not None and upsert_by_key:
-                own = holder
-            elif holder is not None and (replacing is None or holder.pk != replacing.pk):
-                raise EvalsiteError(
-                    "duplicate-key",
-                    f"entries[{index}]: key {entry.key!r} already exists in collection {collection.slug}.",
-                    details={"index": index, "key": entry.key, "existing_entry_id": str(holder.pk)},
-                    status=409,
-                )
+            own = _by_key(collection, index, entry, by_key, seen_keys, upsert_by_key, replacing)
         if digest in seen_hashes:
             raise EvalsiteError(
                 "duplicate-question",
@@ -124,21 +99,7 @@ def _check_entries(
                 status=409,
             )
         seen_hashes[digest] = index
-        same_question = by_hash.get(digest)
-        if same_question is not None and own is None and not entry.key and match_questions:
-            own = same_question
-        if same_question is not None and (own is None or own.pk != same_question.pk):
-            raise EvalsiteError(
-                "duplicate-question",
-                f"entries[{index}]: the question already exists in collection {collection.slug} "
-                f"(entry {same_question.pk}).",
-                details={
-                    "index": index,
-                    "question": entry.question,
-                    "existing_entry_id": str(same_question.pk),
-                },
-                status=409,
-            )
+        own = _by_question(collection, index, entry, by_hash.get(digest), own, match_questions)
         if own is not None and own is not replacing:
             first = targeted.setdefault(str(own.pk), index)
             if first != index:  # one by its key, the other by its question
@@ -148,16 +109,81 @@ def _check_entries(
                     details={"index": index, "first_index": first, "existing_entry_id": str(own.pk)},
                     status=409,
                 )
-        if entry.grades is not None and (
-            problem := grades_problem(entry.grades, entry.expected_document_ids)
-        ):
-            details: dict[str, Any] = {"index": index, "field": "grades"}
-            if isinstance(entry.grades, dict) and (
-                stray := set(entry.grades) - set(entry.expected_document_ids)
-            ):
-                details["document_ids"] = sorted(stray)
-            raise EvalsiteError("validation-error", f"entries[{index}].grades: {problem}.", details=details)
+        _check_grades(index, entry)
         targets.append(own if own is not replacing else None)
+    _check_documents(collection, entries, targets, replacing, replacing_had)
+    return targets
+
+
+def _existing(collection: Collection, entries: Sequence[EntryInput], hashes: Sequence[str]):
+    """The collection's entries that have one of the batch's keys, and those that have one of its questions."""
+    keys = [e.key for e in entries if e.key]
+    by_key: dict[str, GoldenEntry] = {}
+    for chunk in chunks(keys):
+        by_key.update({g.key: g for g in collection.golden_entries.filter(key__in=chunk)})
+    by_hash: dict[str, GoldenEntry] = {}
+    for chunk in chunks(list(hashes)):
+        by_hash.update(
+            (g.question_hash, g) for g in collection.golden_entries.filter(question_hash__in=chunk)
+        )
+    return by_key, by_hash
+
+
+def _by_key(collection, index, entry, by_key, seen_keys, upsert_by_key, replacing) -> GoldenEntry | None:
+    """The entry an input's key replaces (with upsert_by_key), else `replacing`; a key repeated in the batch, or
+    held by another entry, is a 409."""
+    if entry.key in seen_keys:
+        raise EvalsiteError(
+            "duplicate-key",
+            f"entries[{index}]: key {entry.key!r} repeats entries[{seen_keys[entry.key]}].",
+            details={"index": index, "key": entry.key, "first_index": seen_keys[entry.key]},
+            status=409,
+        )
+    seen_keys[entry.key] = index
+    holder = by_key.get(entry.key)
+    if holder is not None and upsert_by_key:
+        return holder
+    if holder is not None and (replacing is None or holder.pk != replacing.pk):
+        raise EvalsiteError(
+            "duplicate-key",
+            f"entries[{index}]: key {entry.key!r} already exists in collection {collection.slug}.",
+            details={"index": index, "key": entry.key, "existing_entry_id": str(holder.pk)},
+            status=409,
+        )
+    return replacing
+
+
+def _by_question(collection, index, entry, same_question, own, match_questions) -> GoldenEntry | None:
+    """The entry an input replaces once its question is looked at: with match_questions, a keyless input takes
+    the entry that has its question; an input whose question another entry has is a 409."""
+    if same_question is not None and own is None and not entry.key and match_questions:
+        own = same_question
+    if same_question is not None and (own is None or own.pk != same_question.pk):
+        raise EvalsiteError(
+            "duplicate-question",
+            f"entries[{index}]: the question already exists in collection {collection.slug} "
+            f"(entry {same_question.pk}).",
+            details={
+                "index": index,
+                "question": entry.question,
+                "existing_entry_id": str(same_question.pk),
+            },
+            status=409,
+        )
+    return own
+
+
+def _check_grades(index: int, entry: EntryInput) -> None:
+    if entry.grades is None or not (problem := grades_problem(entry.grades, entry.expected_document_ids)):
+        return
+    details: dict[str, Any] = {"index": index, "field": "grades"}
+    if isinstance(entry.grades, dict) and (stray := set(entry.grades) - set(entry.expected_document_ids)):
+        details["document_ids"] = sorted(stray)
+    raise EvalsiteError("validation-error", f"entries[{index}].grades: {problem}.", details=details)
+
+
+def _check_documents(collection, entries, targets, replacing, replacing_had) -> None:
+    """Every expected document exists, unless the entry replaced already expected it."""
     referenced = sorted({d for e in entries for d in e.expected_document_ids})
     known: set[str] = set()
     for chunk in chunks(referenced):
@@ -172,7 +198,6 @@ def _check_entries(
                 + ", ".join(unknown[:5]),
                 details={"index": index, "field": "expected_document_ids", "unknown_document_ids": unknown},
             )
-    return targets
 
 
 def _check_fields(index: int, entry: EntryInput) -> None:
