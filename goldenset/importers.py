@@ -461,33 +461,12 @@ def beir_import(
     malformed corpus line found late still loads nothing: the error rolls the one transaction back. After
     each batch, `progress(documents read, bytes of corpus.jsonl read, its size)`.
     """
-    paths = {name: folder / name for name in ("corpus.jsonl", "queries.jsonl")}
-    qrels_path = next((folder / n for n in ("qrels.tsv", "qrels/test.tsv") if (folder / n).exists()), None)
-    missing = [str(p) for p in paths.values() if not p.exists()]
-    if missing or qrels_path is None:
-        raise EvalsiteError(
-            "beir-invalid",
-            f"{folder}: missing {', '.join(missing) or 'qrels.tsv'}",
-            details={"folder": str(folder)},
-        )
+    paths, qrels_path = _beir_files(folder)
     queries = list(beir.read_queries(beir.open_lines(paths["queries.jsonl"])))
     qrels = beir.read_qrels(beir.open_lines(qrels_path), name=qrels_path.name)
     judged = {d for judgments in qrels.values() for d in judgments}
-    query_ids = {q.id for q in queries}
-    unknown_queries = sorted(set(qrels) - query_ids)
-    entries = []
-    for query in queries:
-        relevant = {d: g for d, g in qrels.get(query.id, {}).items() if g > 0}
-        entries.append(
-            EntryInput(
-                question=query.text,
-                expected_document_ids=sorted(relevant),
-                grades=relevant,
-                reference_answer=query.reference_answer,
-                key=query.id,
-                answerable=query.answerable,
-            )
-        )
+    unknown_queries = sorted(set(qrels) - {q.id for q in queries})
+    entries = [_beir_entry(query, qrels.get(query.id, {})) for query in queries]
     corpus = _CorpusFile(paths["corpus.jsonl"])
     found: set[str] = set()  # the judged documents the corpus has: qrels may judge no other
 
@@ -531,6 +510,34 @@ def beir_import(
         "entries_updated": len(updated),
         "qrels_without_query": len(unknown_queries),
     }
+
+
+def _beir_files(folder: Path) -> tuple[dict[str, Path], Path]:
+    """corpus.jsonl, queries.jsonl and the qrels (qrels.tsv or qrels/test.tsv) of a folder, or a 400 naming
+    what is missing."""
+    paths = {name: folder / name for name in ("corpus.jsonl", "queries.jsonl")}
+    qrels_path = next((folder / n for n in ("qrels.tsv", "qrels/test.tsv") if (folder / n).exists()), None)
+    missing = [str(p) for p in paths.values() if not p.exists()]
+    if missing or qrels_path is None:
+        raise EvalsiteError(
+            "beir-invalid",
+            f"{folder}: missing {', '.join(missing) or 'qrels.tsv'}",
+            details={"folder": str(folder)},
+        )
+    return paths, qrels_path
+
+
+def _beir_entry(query, judgments: dict[str, int]) -> EntryInput:
+    """A query as a golden entry: its judged-relevant documents (grade > 0) expected, with their grades."""
+    relevant = {d: g for d, g in judgments.items() if g > 0}
+    return EntryInput(
+        question=query.text,
+        expected_document_ids=sorted(relevant),
+        grades=relevant,
+        reference_answer=query.reference_answer,
+        key=query.id,
+        answerable=query.answerable,
+    )
 
 
 class _CorpusFile:

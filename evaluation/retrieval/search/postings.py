@@ -245,6 +245,103 @@ def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
     )
 
 
+@dataclass(frozen=True)
+class _Union:
+    """The vocabulary of an update: the old terms (columns by hash) and the added pages' terms not among them,
+    each old, fresh and added term's column in it."""
+
+    old_hashes: np.ndarray
+    fresh: np.ndarray  # the added pages' terms that are new, by their index in the delta
+    fresh_order: np.ndarray  # the order that sorts them by hash
+    fresh_sorted: np.ndarray  # their hashes, sorted
+    of_old: np.ndarray
+    of_fresh: np.ndarray
+    of_delta: np.ndarray
+    size: int
+
+
+def _union_vocabulary(old: Postings, delta) -> _Union:
+    old_hashes = np.asarray(old.term_hashes)
+    hashes = np.fromiter((term_hash(t, 0) for t in delta.terms), dtype=np.uint64, count=len(delta.terms))
+    at = np.searchsorted(old_hashes, hashes)
+    found = at < len(old_hashes)
+    found[found] = old_hashes[at[found]] == hashes[found]
+    for i in np.flatnonzero(found).tolist():
+        if old.term(int(at[i])) != delta.terms[i]:
+            raise MergeRefused("a new term's hash is an old term's")
+    fresh = np.flatnonzero(~found)
+    fresh_hashes = hashes[fresh]
+    fresh_order = np.argsort(fresh_hashes, kind="stable")
+    fresh_sorted = fresh_hashes[fresh_order]
+    if len(fresh_sorted) > 1 and not np.all(np.diff(fresh_sorted) != 0):
+        raise MergeRefused("two new terms share a hash")
+    # Union columns: an old column moves right by the new hashes below it; a new term's column likewise.
+    of_old = np.arange(len(old_hashes), dtype=np.int64) + np.searchsorted(fresh_sorted, old_hashes)
+    of_fresh = np.arange(len(fresh_sorted), dtype=np.int64) + np.searchsorted(old_hashes, fresh_sorted)
+    of_delta = np.empty(len(delta.terms), dtype=np.int64)
+    of_delta[found] = of_old[at[found]]
+    of_delta[fresh[fresh_order]] = of_fresh
+    return _Union(
+        old_hashes,
+        fresh,
+        fresh_order,
+        fresh_sorted,
+        of_old,
+        of_fresh,
+        of_delta,
+        len(old_hashes) + len(fresh_sorted),
+    )
+
+
+def _union_term_bytes(old: Postings, delta, u: _Union, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, bytes) of the live columns' terms: the old terms' slices of the old bytes, the new ones'
+    appended after them."""
+    fresh_encoded = [delta.terms[i].encode("utf-8", "surrogatepass") for i in u.fresh[u.fresh_order].tolist()]
+    old_offsets = np.asarray(old.term_offsets)
+    starts = np.empty(u.size, dtype=np.int64)
+    term_lengths = np.empty(u.size, dtype=np.int64)
+    starts[u.of_old] = old_offsets[:-1]
+    term_lengths[u.of_old] = np.diff(old_offsets)
+    fresh_lengths = np.fromiter(map(len, fresh_encoded), dtype=np.int64, count=len(fresh_encoded))
+    starts[u.of_fresh] = len(old.term_bytes) + np.cumsum(fresh_lengths) - fresh_lengths
+    term_lengths[u.of_fresh] = fresh_lengths
+    source = np.concatenate([np.asarray(old.term_bytes), np.frombuffer(b"".join(fresh_encoded), np.uint8)])
+    offsets = np.zeros(int(live.sum()) + 1, dtype=np.int64)
+    np.cumsum(term_lengths[live], out=offsets[1:])
+    gather = np.repeat(starts[live] - offsets[:-1], term_lengths[live]) + np.arange(offsets[-1])
+    return offsets, source[gather]
+
+
+class _Interleave:
+    """Where each added posting goes among the kept ones, both in (column, row) order: `merged` interleaves a
+    kept array and an added one (in the delta's order) the same way."""
+
+    def __init__(self, kept_columns, kept_rows, delta_columns, delta_rows, size: int) -> None:
+        stride = np.int64(max(size, 1))
+        delta_keys = delta_columns * stride + delta_rows
+        self.by_key = np.argsort(delta_keys, kind="stable")
+        delta_keys = delta_keys[self.by_key]
+        kept_keys = kept_columns * stride + kept_rows
+        self.at_out = np.searchsorted(kept_keys, delta_keys) + np.arange(len(delta_keys), dtype=np.int64)
+        self.total = len(kept_rows) + len(delta_keys)
+        self.is_old = np.ones(self.total, dtype=bool)
+        self.is_old[self.at_out] = False
+
+    def merged(self, old_values: np.ndarray, delta_values: np.ndarray, dtype) -> np.ndarray:
+        out = np.empty(self.total, dtype=dtype)
+        out[self.is_old] = old_values
+        out[self.at_out] = delta_values[self.by_key]
+        return out
+
+
+def _new_lengths(old: Postings, new_row_of_old, added_rows, added_lengths, size: int) -> np.ndarray:
+    """Each new row's length: a kept row's old one, an added row's own."""
+    lengths = np.zeros(size, dtype=np.int32)
+    lengths[new_row_of_old[new_row_of_old >= 0]] = np.asarray(old.lengths)[new_row_of_old >= 0]
+    lengths[added_rows] = added_lengths
+    return lengths
+
+
 class MergeRefused(Exception):
     """The update cannot reproduce a full build (a hash collision, a salted old index): build afresh."""
 
@@ -272,60 +369,22 @@ def merge_postings(
     if len(delta.lengths) != len(added_rows):
         raise ValueError("one token list per added row")
 
-    # The union vocabulary: the old terms (columns by hash), and the added pages' terms not among them.
-    old_hashes = np.asarray(old.term_hashes)
-    hashes = np.fromiter((term_hash(t, 0) for t in delta.terms), dtype=np.uint64, count=len(delta.terms))
-    at = np.searchsorted(old_hashes, hashes)
-    found = at < len(old_hashes)
-    found[found] = old_hashes[at[found]] == hashes[found]
-    for i in np.flatnonzero(found).tolist():
-        if old.term(int(at[i])) != delta.terms[i]:
-            raise MergeRefused("a new term's hash is an old term's")
-    fresh = np.flatnonzero(~found)
-    fresh_hashes = hashes[fresh]
-    fresh_order = np.argsort(fresh_hashes, kind="stable")
-    fresh_sorted = fresh_hashes[fresh_order]
-    if len(fresh_sorted) > 1 and not np.all(np.diff(fresh_sorted) != 0):
-        raise MergeRefused("two new terms share a hash")
-    # Union columns: an old column moves right by the new hashes below it; a new term's column likewise.
-    union_of_old = np.arange(len(old_hashes), dtype=np.int64) + np.searchsorted(fresh_sorted, old_hashes)
-    union_of_fresh = np.arange(len(fresh_sorted), dtype=np.int64) + np.searchsorted(old_hashes, fresh_sorted)
-    n_union = len(old_hashes) + len(fresh_sorted)
-    union_of_delta = np.empty(len(delta.terms), dtype=np.int64)
-    union_of_delta[found] = union_of_old[at[found]]
-    union_of_delta[fresh[fresh_order]] = union_of_fresh
+    u = _union_vocabulary(old, delta)
 
     # The kept old postings, renumbered (their order, by column then row, is unchanged).
     indptr = np.asarray(old.indptr)
     new_rows_of_postings = new_row_of_old[old.rows]
     kept = new_rows_of_postings >= 0
     kept_rows = new_rows_of_postings[kept]
-    kept_columns = np.repeat(union_of_old, np.diff(indptr))[kept]
+    kept_columns = np.repeat(u.of_old, np.diff(indptr))[kept]
     kept_tfs = np.asarray(old.tfs)[kept]
     kept_order = np.asarray(old_first_order)[kept]
     del new_rows_of_postings
 
-    # The added postings, sorted by (column, row).
-    delta_columns = union_of_delta[delta.column]
+    # The added postings, sorted by (column, row), interleaved with the kept ones.
+    delta_columns = u.of_delta[delta.column]
     delta_rows = np.repeat(added_rows, delta.distinct)
-    delta_order = delta.first_order
-    stride = np.int64(max(size, 1))
-    delta_keys = delta_columns * stride + delta_rows
-    by_key = np.argsort(delta_keys, kind="stable")
-    delta_keys = delta_keys[by_key]
-    kept_keys = kept_columns * stride + kept_rows
-    at_out = np.searchsorted(kept_keys, delta_keys) + np.arange(len(delta_keys), dtype=np.int64)
-    del kept_keys
-    total = len(kept_rows) + len(delta_keys)
-    is_old = np.ones(total, dtype=bool)
-    is_old[at_out] = False
-
-    def merged(old_values: np.ndarray, delta_values: np.ndarray, dtype) -> np.ndarray:
-        out = np.empty(total, dtype=dtype)
-        out[is_old] = old_values
-        out[at_out] = delta_values[by_key]
-        return out
-
+    merged = _Interleave(kept_columns, kept_rows, delta_columns, delta_rows, size).merged
     columns = merged(kept_columns, delta_columns, np.int64)
     del kept_columns
     rows = merged(kept_rows, delta_rows, np.int32)
@@ -333,37 +392,21 @@ def merge_postings(
     tf_all = merged(kept_tfs, delta.counts, np.uint32)
     tfs: np.ndarray = tf_all.astype(_tf_type(tf_all))
     del tf_all
-    lengths = np.zeros(size, dtype=np.int32)
-    lengths[new_row_of_old[new_row_of_old >= 0]] = np.asarray(old.lengths)[new_row_of_old >= 0]
-    lengths[added_rows] = delta.lengths
+    lengths = _new_lengths(old, new_row_of_old, added_rows, delta.lengths, size)
     distinct = np.bincount(rows, minlength=size)
-    first_order = merged(kept_order, delta_order, _rank_type(distinct))
+    first_order = merged(kept_order, delta.first_order, _rank_type(distinct))
 
     # Columns left without postings (their terms' pages all removed) go: a full build never saw them.
-    counts = np.bincount(columns, minlength=n_union)
+    counts = np.bincount(columns, minlength=u.size)
     del columns
     live = counts > 0
     new_indptr = np.zeros(int(live.sum()) + 1, dtype=np.int64)
     np.cumsum(counts[live], out=new_indptr[1:])
-    union_hashes = np.empty(n_union, dtype=np.uint64)
-    union_hashes[union_of_old] = old_hashes
-    union_hashes[union_of_fresh] = fresh_sorted
+    union_hashes = np.empty(u.size, dtype=np.uint64)
+    union_hashes[u.of_old] = u.old_hashes
+    union_hashes[u.of_fresh] = u.fresh_sorted
 
-    # Term bytes: the old terms' slices of the old bytes, the new ones' appended after them.
-    fresh_encoded = [delta.terms[i].encode("utf-8", "surrogatepass") for i in fresh[fresh_order].tolist()]
-    old_offsets = np.asarray(old.term_offsets)
-    starts = np.empty(n_union, dtype=np.int64)
-    term_lengths = np.empty(n_union, dtype=np.int64)
-    starts[union_of_old] = old_offsets[:-1]
-    term_lengths[union_of_old] = np.diff(old_offsets)
-    fresh_lengths = np.fromiter(map(len, fresh_encoded), dtype=np.int64, count=len(fresh_encoded))
-    starts[union_of_fresh] = len(old.term_bytes) + np.cumsum(fresh_lengths) - fresh_lengths
-    term_lengths[union_of_fresh] = fresh_lengths
-    source = np.concatenate([np.asarray(old.term_bytes), np.frombuffer(b"".join(fresh_encoded), np.uint8)])
-    offsets = np.zeros(int(live.sum()) + 1, dtype=np.int64)
-    np.cumsum(term_lengths[live], out=offsets[1:])
-    gather = np.repeat(starts[live] - offsets[:-1], term_lengths[live]) + np.arange(offsets[-1])
-    term_bytes = source[gather]
+    offsets, term_bytes = _union_term_bytes(old, delta, u, live)
 
     # first_seen: terms ranked by the row of their first posting, then their rank within that page.
     firsts = new_indptr[:-1]
