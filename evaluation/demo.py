@@ -24,7 +24,7 @@ from evaluation.judgments.labels import LabelRow, read_rows
 from evaluation.models import EvaluationRun, HumanLabel, RunKind
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
-from goldenset import importers
+from goldenset.beir_import import beir_import
 from goldenset.models import Collection
 
 DEMO_ANSWER_CONFIGS = [
@@ -58,7 +58,7 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
     tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
     collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
     if collection is None or not collection.golden_entries.exists():
-        result = importers.beir_import(
+        result = beir_import(
             folder=demo_folder(),
             tenant=tenant,
             collection_id="clapnq",

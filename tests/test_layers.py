@@ -295,7 +295,6 @@ OVER_THE_LIMITS = {
     "evaluation.retrieval.indexes",
     "evaluation.dashboard.golden_views",
     "evaluation.dashboard.forms",
-    "goldenset.importers",
     "evaluation.judgments.calibration",
     "evaluation.configs",
 }

@@ -13,6 +13,7 @@ from django.utils.http import content_disposition_header
 from evalsite.errors import EvalsiteError
 from goldenset import importers
 from goldenset.beir import read_corpus
+from goldenset.beir_import import beir_import
 from goldenset.models import Collection, GoldenEntry
 from goldenset.text import (
     collection_id_problem,
@@ -151,7 +152,7 @@ def test_import_beir_refuses_over_long_ids_and_collection_ids(world, tmp_path):
     (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n")
     before = db_state()
     with pytest.raises(EvalsiteError) as raised:
-        importers.beir_import(folder=tmp_path, tenant=world.tenant, collection_id="new", actor="t")
+        beir_import(folder=tmp_path, tenant=world.tenant, collection_id="new", actor="t")
     assert (
         raised.value.message
         == 'queries.jsonl line 1: field "_id" may have at most 300 characters (it has 301)'
@@ -162,9 +163,7 @@ def test_import_beir_refuses_over_long_ids_and_collection_ids(world, tmp_path):
         ("..", 'may not be ".."'),
     ):
         with pytest.raises(EvalsiteError) as raised:
-            importers.beir_import(
-                folder=tmp_path, tenant=world.tenant, collection_id=collection_id, actor="t"
-            )
+            beir_import(folder=tmp_path, tenant=world.tenant, collection_id=collection_id, actor="t")
         assert raised.value.message == f"collection_id: {problem}."
     assert db_state() == before
     call_command(

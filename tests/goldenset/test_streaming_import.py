@@ -13,6 +13,7 @@ from evalsite.audit.models import AuditEvent
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.services import tenant_get_or_create
 from goldenset import importers, services
+from goldenset.beir_import import beir_import
 from goldenset.models import Collection, Document, GoldenEntry, Page
 from goldenset.services import content
 
@@ -47,9 +48,7 @@ def test_the_corpus_is_written_a_batch_at_a_time_as_it_is_read(tmp_path, small_b
     def progress(documents: int, read: int, size: int) -> None:
         seen.append((documents, Document.objects.count(), Page.objects.count(), read < size))
 
-    result = importers.beir_import(
-        folder=folder, tenant=tenant, collection_id="big", actor="test", progress=progress
-    )
+    result = beir_import(folder=folder, tenant=tenant, collection_id="big", actor="test", progress=progress)
     assert seen == [
         (10, 10, 10, True),
         (20, 20, 20, True),
@@ -121,7 +120,7 @@ def test_an_id_repeated_in_a_later_batch_replaces_the_earlier(tmp_path, small_ba
     corpus.append(json.dumps({"_id": "d2", "title": "Doc 2 again", "text": "The last one wins."}))
     folder = beir_folder(tmp_path / "repeated", corpus)
     tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
-    result = importers.beir_import(folder=folder, tenant=tenant, collection_id="c", actor="test")
+    result = beir_import(folder=folder, tenant=tenant, collection_id="c", actor="test")
     assert (result["documents"], result["documents_created"], result["documents_updated"]) == (16, 15, 1)
     document = Document.objects.get(external_id="d2")
     assert (document.title, document.pages.get().text) == ("Doc 2 again", "The last one wins.")
@@ -150,7 +149,7 @@ def test_a_corpus_of_several_default_batches_imports_whole(tmp_path):
     version = Collection.objects.get(slug="large").content_version
 
     tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
-    again = importers.beir_import(folder=folder, tenant=tenant, collection_id="large", actor="test")
+    again = beir_import(folder=folder, tenant=tenant, collection_id="large", actor="test")
     assert (again["documents_created"], again["documents_updated"], again["pages_written"]) == (0, 0, 0)
     assert Collection.objects.get(slug="large").content_version == version
 

@@ -5,7 +5,7 @@ from django.db import transaction
 
 from evalsite.management.base import EvalsiteCommand
 from evalsite.tenancy.services import tenant_get_or_create
-from goldenset import importers
+from goldenset.beir_import import beir_import
 
 
 class Command(EvalsiteCommand):
@@ -32,7 +32,7 @@ class Command(EvalsiteCommand):
         # One transaction with the tenant: a folder that fails to load leaves no stray cluster or tenant behind.
         with transaction.atomic():
             tenant = tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
-            result = importers.beir_import(
+            result = beir_import(
                 folder=options["folder"],
                 tenant=tenant,
                 collection_id=options["collection"],
