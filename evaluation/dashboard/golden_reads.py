@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Q, QuerySet
 
 from evalsite.audit.models import AuditEvent
-from evalsite.errors import EvalsiteError
+from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import charts
@@ -25,7 +25,7 @@ from evaluation.dashboard.common_reads import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
 from goldenset.models import Collection, GoldenAuditObject, GoldenEntry, GoldenJobKind, Origin, Page
-from goldenset.selectors import collections_list, count_of, golden_entries_list
+from goldenset.selectors import collections_list, count_of, golden_entries_list, golden_entry_get
 from goldenset.services.generate import generate_backend
 from goldenset.vocabulary.golden_fields import GOLDEN_CSV_COLUMNS
 
@@ -271,3 +271,11 @@ def generate_report(job: Job) -> GenerateReport | None:
             charts.discard_figure(discards, generation.DISCARD_REASONS), DISCARD_CHART_ID
         )
     return GenerateReport(result, rows, chart, counts["total"], counts["pending"])
+
+
+def collection_entry(tenant: Tenant, collection: Collection, entry_id: str) -> GoldenEntry:
+    """A golden entry of this collection (another tenant's, or another collection's, is a 404)."""
+    entry = golden_entry_get(tenant=tenant, entry_id=entry_id)
+    if entry.collection_id != collection.pk:
+        raise NotFound("Golden entry", entry_id)
+    return entry

@@ -1,5 +1,5 @@
-"""The home page and a collection's pages: its golden set (filter, edit, add, review, delete, export), question
-generation and the review queue of generated entries, and its documents."""
+"""The home page and a collection's pages: its golden set (filter, edit, add, review, delete, export, import) and
+its documents and activity. Question generation and the review queue: generate_views."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
-from django.conf import settings
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
@@ -17,8 +16,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.audit.services import actor_user
-from evalsite.errors import EvalsiteError, NotFound
-from evalsite.jobs.models import Job
+from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import (
     collection_for,
@@ -30,29 +28,25 @@ from evaluation.dashboard.common_views import (
 )
 from evaluation.dashboard.forms import (
     DocumentSearchForm,
-    GenerateForm,
     GoldenEntryForm,
     GoldenFilterForm,
     GoldenImportForm,
     yes_no,
 )
+from evaluation.dashboard.generate_views import generate_form
 from evaluation.dashboard.golden_reads import (
-    GenerateBackend,
     audit_summary,
     audit_trail,
+    collection_entry,
     generate_backend_info,
     golden_csv,
     golden_tags,
     home_collections,
-    review_pending_count,
-    review_queue,
-    review_rows,
 )
 from goldenset import importers, services
 from goldenset import selectors as golden_selectors
 from goldenset.formats import detect_format
-from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin
-from goldenset.services.generate import generate_job_create
+from goldenset.models import Collection, GoldenEntry, Origin
 from goldenset.services.uploads import upload_stage, upload_take
 
 GOLDEN_PER_PAGE = 50
@@ -142,7 +136,7 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
             "here": request.get_full_path(),
             "here_quoted": quote(request.get_full_path(), safe="/"),  # as the urlencode filter
             "review_pending": review_pending,
-            "generate_form": _generate_form(None, backend),
+            "generate_form": generate_form(None, backend),
             "generate_backend": backend,
         },
     )
@@ -166,13 +160,6 @@ def golden_export(request: HttpRequest, tenant: Tenant, slug: str, fmt: str) -> 
     return response
 
 
-def _entry(tenant: Tenant, collection: Collection, entry_id: str) -> GoldenEntry:
-    entry = golden_selectors.golden_entry_get(tenant=tenant, entry_id=entry_id)
-    if entry.collection_id != collection.pk:
-        raise NotFound("Golden entry", entry_id)
-    return entry
-
-
 def _entry_initial(entry: GoldenEntry) -> dict[str, Any]:
     return {name: getattr(entry, name) for name in GoldenEntryForm.FIELDS}
 
@@ -182,7 +169,7 @@ def _entry_initial(entry: GoldenEntry) -> dict[str, Any]:
 def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str) -> HttpResponse:
     """One entry: its form (saved through the audited service) and its audit trail."""
     collection = collection_for(tenant, slug)
-    entry = _entry(tenant, collection, entry_id)
+    entry = collection_entry(tenant, collection, entry_id)
     back = safe_next(request, reverse("dashboard:collection", args=[collection.slug]))
     if request.method == "POST":
         data = request.POST.copy()
@@ -308,128 +295,6 @@ def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
         messages.success(request, f"Deleted {count} {'entry' if count == 1 else 'entries'}.")
         return redirect(back)
     messages.error(request, "Unknown action.")
-    return redirect(back)
-
-
-# --- generating questions, and reviewing them ---------------------------------------------------------------
-
-
-def _generate_form(data, backend: GenerateBackend, initial: dict[str, Any] | None = None) -> GenerateForm:
-    return GenerateForm(
-        data,
-        initial=initial,
-        max_count=settings.EVALSITE_GENERATE_MAX_COUNT,
-        model_placeholder=backend.placeholder,
-    )
-
-
-@require_http_methods(["GET", "POST"])
-@tenant_page
-def golden_generate(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
-    """Generate questions from the collection's pages: a Generate job, whose page follows it and reports what
-    the quality gate kept. GET shows the form (prefilled from the query, e.g. to run a seed again)."""
-    collection = collection_for(tenant, slug)
-    backend = generate_backend_info()
-    if request.method == "POST":
-        form = _generate_form(request.POST, backend)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                job = generate_job_create(
-                    tenant=tenant,
-                    collection=collection,
-                    count=data["count"],
-                    model=data["model"].strip() or None,
-                    seed=data["seed"],
-                    actor=_actor(request),
-                )
-            except EvalsiteError as exc:
-                form.add_service_error(exc.code, exc.message, exc.details.get("field"))
-            else:
-                return redirect("dashboard:job", job_id=job.pk)
-    else:
-        initial = {k: v for k, v in request.GET.items() if k in ("count", "model", "seed")}
-        form = _generate_form(None, backend, initial)
-    return render(
-        request,
-        "dashboard/golden_generate.html",
-        {
-            "tenant": tenant,
-            "collection": collection,
-            "generate_form": form,
-            "generate_backend": backend,
-            "document_count": collection.documents.count(),
-        },
-        status=400 if form.is_bound and form.errors else 200,
-    )
-
-
-def _review_job(tenant: Tenant, collection: Collection, job_id: str | None) -> Job | None:
-    """The Generate job `?job=` names: the tenant's, of this collection (else a 404)."""
-    if not job_id:
-        return None
-    job = golden_selectors.job_get(tenant=tenant, job_id=job_id)
-    if job.kind != GoldenJobKind.GENERATE or job.collection_id != collection.pk:
-        raise NotFound("Job", job_id)
-    return job
-
-
-@require_GET
-@tenant_page
-def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
-    """Generated entries nobody has reviewed yet, each with its page: accept, edit or reject them."""
-    collection = collection_for(tenant, slug)
-    job = _review_job(tenant, collection, request.GET.get("job"))
-    page = paginate(request, review_queue(tenant=tenant, collection=collection, job=job), REVIEW_PER_PAGE)
-    return render(
-        request,
-        "dashboard/golden_review.html",
-        {
-            "tenant": tenant,
-            "collection": collection,
-            "job": job,
-            "page": page,
-            "rows": review_rows(collection=collection, entries=list(page.object_list)),
-            # Unfiltered, the queue is every pending entry: its paginator counted them already.
-            "pending": page.paginator.count if job is None else review_pending_count(collection=collection),
-            "query": query_without_page(request),
-            "here": request.get_full_path(),
-        },
-    )
-
-
-@require_POST
-@tenant_page
-def golden_review_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
-    """Accept (mark reviewed) or reject (delete, after the same confirmation page as the golden set's delete)
-    one entry of the review queue, audited; back to the queue."""
-    collection = collection_for(tenant, slug)
-    back = safe_next(request, reverse("dashboard:golden-review", args=[collection.slug]))
-    entry = _entry(tenant, collection, request.POST.get("entry", ""))
-    action = request.POST.get("action", "")
-    question = entry.question[:80]
-    if action == "accept":
-        services.golden_entries_mark_reviewed(entries=[entry], reviewed=True, actor=_actor(request))
-        messages.success(request, f"Accepted “{question}”.")
-    elif action == "reject":
-        return render(
-            request,
-            "dashboard/golden_delete.html",
-            {
-                "tenant": tenant,
-                "collection": collection,
-                "entries": [entry],
-                "back": back,
-                "verb": "Reject",
-                "confirm_url": reverse("dashboard:golden-review-action", args=[collection.slug]),
-                "confirm_action": "reject-confirmed",
-            },
-        )
-    elif action == "reject-confirmed":
-        services.golden_entries_delete(entries=[entry], actor=_actor(request))
-        messages.success(request, f"Rejected “{question}”: deleted from the golden set.")
-    else:
-        messages.error(request, "Unknown action.")
     return redirect(back)
 
 
