@@ -1,5 +1,5 @@
-"""The dashboard's forms: filters read from the query string, golden-entry edits, the run launcher and the
-question generator.
+"""The dashboard's forms: filters read from the query string, golden-entry edits, the run launchers, the question
+generator and the imports (the Targets page's: target_forms).
 
 Forms only read and shape input; validation that defines a valid entry or configuration stays in the services
 and in evaluation.configs, whose errors the views put back on the form.
@@ -7,7 +7,6 @@ and in evaluation.configs, whose errors the views put back on the form.
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from typing import Any
 
@@ -16,10 +15,9 @@ from django import forms
 from evaluation.answers.batch import MAX_UNANSWERABLE
 from evaluation.answers.verdicts import DIAGNOSES
 from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_CONFIGS
-from evaluation.models import RunKind, TargetKind
+from evaluation.models import RunKind
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
-from evaluation.targets.definitions import secret_header_lines
 from goldenset.formats import FORMATS
 from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX
@@ -404,102 +402,6 @@ ANSWER_LAUNCH_PRESETS: list[dict[str, Any]] = [
     },
     {"enabled": False, "label": "", "search_type": "FullText", "top_k": DEFAULT_ANSWER_TOP_K},
 ]
-
-
-# --- targets ----------------------------------------------------------------------------------------------------
-
-
-class JSONObjectField(forms.JSONField):
-    """A JSON object typed into a text area ({} when left blank)."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 3, "class": "mono", "spellcheck": "false"}))
-        super().__init__(*args, **kwargs)
-
-    def prepare_value(self, value):
-        if isinstance(value, dict):  # shown indented: options are read and edited by people
-            return json.dumps(value, indent=2, ensure_ascii=False)
-        return super().prepare_value(value)
-
-    def clean(self, value):
-        data = super().clean(value)
-        if data in (None, ""):
-            return {}
-        if not isinstance(data, dict):
-            raise forms.ValidationError('Enter a JSON object, e.g. {"X-Team": "search"}.')
-        return data
-
-
-class TargetForm(DashboardForm):
-    """An external target (evaluation.targets.callers), as POST /lmkit/v1/targets takes it; secret header values are
-    typed here and never shown again."""
-
-    ERROR_FIELDS = {
-        "target-exists": "name",
-        "python-target-not-allowed": "options",
-        "invalid-jmespath": "options",
-        "url-not-allowed": "base_url",
-        "target-secrets-origin": "secret_headers",
-    }
-
-    name = forms.RegexField(
-        r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
-        max_length=100,
-        help_text="Letters, digits, '.', '_', '-'; unique among your targets.",
-        error_messages={
-            "invalid": "Use letters, digits, '.', '_' and '-' only, starting with a letter or digit."
-        },
-    )
-    kind = forms.ChoiceField(choices=[(kind, kind) for kind in TargetKind.values])
-    base_url = forms.CharField(
-        required=False, max_length=2000, label="Base URL", help_text="http(s)://… (none for python)."
-    )
-    headers = JSONObjectField(
-        required=False, help_text='Plain headers, shown as they are: {"X-Team": "search"}.'
-    )
-    secret_headers = forms.CharField(
-        required=False,
-        widget=forms.Textarea(
-            attrs={"rows": 2, "class": "mono", "autocomplete": "off", "spellcheck": "false"}
-        ),
-        help_text="One “Header: value” per line (API keys, basic auth): stored encrypted, never shown again. "
-        "Editing: a header named here gets this value, “Header:” alone removes it, the others are kept.",
-    )
-    timeout_s = forms.FloatField(min_value=0.1, max_value=600, initial=30, label="Timeout (s)")
-    concurrency = forms.IntegerField(min_value=1, max_value=64, initial=4, help_text="Calls in flight.")
-    rate_limit = forms.FloatField(
-        required=False,
-        min_value=0.01,
-        max_value=10_000,
-        label="Rate limit",
-        help_text="Calls a second; blank: none.",
-    )
-    options = JSONObjectField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "spellcheck": "false"}),
-        help_text="What the kind needs (docs/evaluation.md, “Evaluate your own system”): e.g. "
-        '{"index": "docs", "fields": ["title", "body"]} for elasticsearch.',
-    )
-
-    def clean_secret_headers(self) -> dict[str, str | None]:
-        try:
-            return secret_header_lines(self.cleaned_data.get("secret_headers", ""))
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from None
-
-    def as_data(self, *, creating: bool) -> dict[str, Any]:
-        data = dict(self.cleaned_data)
-        secrets = data.pop("secret_headers")
-        if creating:
-            data["secret_headers"] = {k: v for k, v in secrets.items() if v is not None}
-        elif secrets:
-            data["secret_headers"] = secrets
-        return data
-
-
-class TargetTestForm(DashboardForm):
-    query = forms.CharField(max_length=10_000, initial="test", label="Query")
-    top_k = forms.IntegerField(min_value=1, max_value=1000, initial=10, label="Top k")
 
 
 class RunFileForm(DashboardForm):

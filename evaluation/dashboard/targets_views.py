@@ -12,7 +12,7 @@ from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import tenant_page
-from evaluation.dashboard.forms import TargetForm, TargetTestForm
+from evaluation.dashboard.target_forms import TargetForm, TargetTestForm
 from evaluation.models import Target, TargetKind
 from evaluation.targets import services as target_services
 
