@@ -51,6 +51,7 @@ def label_rows(n: int) -> list[tuple[str, dict]]:
 def run(n: int) -> int:
     from evalsite.tenancy.services import tenant_get_or_create
     from evaluation.judgments import calibration
+    from evaluation.judgments.label_import import labels_import
     from evaluation.judgments.labels import read_rows
     from goldenset import services
     from goldenset.services import EntryInput
@@ -67,7 +68,7 @@ def run(n: int) -> int:
     )
     rows = read_rows(label_rows(n))
     started = time.perf_counter()
-    summary = calibration.labels_import(tenant=tenant, collection=collection, rows=rows, actor="bench")
+    summary = labels_import(tenant=tenant, collection=collection, rows=rows, actor="bench")
     imported = time.perf_counter() - started
     started = time.perf_counter()
     report = calibration.calibration_report(collection=collection)

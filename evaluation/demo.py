@@ -19,7 +19,7 @@ from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
 from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from evaluation.answers.evaluate import evaluate_answers
 from evaluation.configs import DEFAULT_KS, parse_answer_configs, parse_configs
-from evaluation.judgments.calibration import labels_import
+from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import LabelRow, read_rows
 from evaluation.models import EvaluationRun, HumanLabel, RunKind
 from evaluation.retrieval.evaluate import evaluate_retrieval

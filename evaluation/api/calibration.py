@@ -11,6 +11,7 @@ from evalsite.api.parsers import JSONParser
 from evalsite.errors import EvalsiteError
 from evaluation.api.views import read_strictly
 from evaluation.judgments import calibration as services
+from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels, read_rows
 from evaluation.models import LabelLevel
 from goldenset import selectors as golden_selectors
@@ -165,7 +166,7 @@ class LabelsApi(TenantAPIView):
             rows = read_labels(data["file"].read(), fmt=data.get("format"))
         else:
             rows = read_rows([(f"labels[{i}]", row) for i, row in enumerate(data["labels"])])
-        summary = services.labels_import(
+        summary = labels_import(
             tenant=collection.tenant, collection=collection, rows=rows, actor=self.actor,
             dry_run=data["dry_run"],
         )  # fmt: skip

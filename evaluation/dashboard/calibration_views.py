@@ -18,6 +18,7 @@ from evaluation.answers.verdicts import DEFAULT_THRESHOLDS
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.judgments import calibration
+from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels
 from evaluation.models import LabelLevel
 
@@ -35,7 +36,7 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
             messages.error(request, "Choose a label file (CSV or JSON) to upload.")
         else:
             try:
-                result = calibration.labels_import(
+                result = labels_import(
                     tenant=tenant, collection=collection, rows=read_labels(upload.read()),
                     actor=actor_user(request.user),
                 )  # fmt: skip

@@ -2,5 +2,6 @@
 
 - `labels` (pure): human labels of answer judgements, read from a file;
 - `agreement` (pure): the measures of a calibration report (kappa, alpha, balanced accuracy, thresholds);
-- `calibration`: labels imported, the calibration report of a collection, calibrated thresholds applied.
+- `label_import`: labels imported, each row matched to its entry and the run it judged;
+- `calibration`: the calibration report of a collection, calibrated thresholds applied.
 """

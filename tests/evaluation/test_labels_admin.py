@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from evaluation.judgments.calibration import labels_import
+from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_rows
 from evaluation.models import HumanLabel
 from goldenset import services

@@ -7,7 +7,7 @@ All or nothing: a bad row stops it (exit 2, every bad row named, up to 50) and n
 
 from pathlib import Path
 
-from evaluation.judgments.calibration import labels_import
+from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels
 from goldenset.management.base import CollectionCommand
 from goldenset.management.commands.import_golden import read_file
