@@ -83,7 +83,7 @@ if env_bool("EVALSITE_BEHIND_PROXY", False):
 
 INSTALLED_APPS = [
     "evalsite",  # its management command `serve`
-    "django.contrib.admin",
+    "evalsite.admin_site.EvalsiteAdminConfig",  # django.contrib.admin, its sections in the curators' order
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

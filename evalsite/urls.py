@@ -7,10 +7,6 @@ from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI extensions)
 from evaluation.dashboard.golden_views import home
 
-admin.site.site_header = "evalsite admin"
-admin.site.site_title = "evalsite admin"
-admin.site.index_title = "Golden sets, documents and API keys"
-
 urlpatterns = [
     # The dashboard's home; its other pages are in evaluation.urls (namespace "dashboard").
     path("", home, name="home"),

@@ -25,8 +25,8 @@ class EvaluationAuditObject(models.TextChoices):
     """What evaluation's writes name in the audit trail (registered in EvaluationConfig.ready)."""
 
     TARGET = "target"
-    THRESHOLD = "threshold", "judge threshold"
-    LABELS = "labels", "human labels"
+    THRESHOLD = "threshold", "Judge threshold"
+    LABELS = "labels", "Human labels"
 
 
 class RunKind(models.TextChoices):

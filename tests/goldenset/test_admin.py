@@ -641,3 +641,20 @@ def test_audit_events_filter_and_search(admin_client, full_world):
     assert {e.object_id for e in response.context["cl"].result_list} == {str(entry.pk)}
     response = admin_client.get(changelist_url(AuditEvent), {"action__exact": "update", "actor": "test"})
     assert [e.object_id for e in response.context["cl"].result_list] == [str(entry.pk)]
+
+
+def test_the_admin_index_lists_the_curators_sections_first(admin_client):
+    """Golden sets, evaluation, then the platform's records (tenancy, jobs, the audit trail), the task queue and
+    the user accounts: the order evalsite.admin_site says, not the apps' alphabetical one."""
+    html = admin_client.get(reverse("admin:index")).content.decode()
+    sections = [
+        "Golden sets",
+        "Evaluation",
+        "Tenancy and API keys",
+        "Jobs and workers",
+        "Audit trail",
+        "Task queue",
+    ]
+    positions = [html.index(f">{name}<") for name in sections]
+    assert positions == sorted(positions)
+    assert "Golden sets, documents and API keys" in html
