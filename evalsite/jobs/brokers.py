@@ -72,6 +72,22 @@ class _LeaseState:
     def _setup(self) -> None:
         """Each leasing broker sets up its own state here (LeasedRedis: its key prefix; LeasedOrm: its leases)."""
 
+    def _readable(self, tasks):
+        """The taken tasks this deployment can read. One it cannot (signed with another SECRET_KEY: a queue
+        another deployment filled, or one left from before the key changed) can never run here: it is dropped
+        with a one-line warning, rather than handed to django-q2's pusher, which would log a traceback and fail
+        it all the same. A job whose task was dropped is put back in the queue by recovery (task-lost)."""
+        kept = []
+        for ack, payload in tasks or ():
+            try:
+                SignedPackage.loads(payload)
+            except (BadSignature, TypeError, ValueError):
+                logger.warning("dropped a task this deployment cannot read (signed with another SECRET_KEY?)")
+                self.fail(ack)  # type: ignore[attr-defined]
+                continue
+            kept.append((ack, payload))
+        return kept or None
+
 
 class LeasedRedis(_LeaseState, Redis):
     def _setup(self) -> None:
@@ -93,7 +109,7 @@ class LeasedRedis(_LeaseState, Redis):
         self._ensure_renewer(taker)
         task = self.connection.blmove(self.list_key, self._lease_key(taker), 1, "LEFT", "RIGHT")
         if task:
-            return [((self._lease_key(taker), task), task)]
+            return self._readable([((self._lease_key(taker), task), task)])
         return None
 
     def acknowledge(self, task_id):
@@ -166,7 +182,7 @@ class LeasedOrm(_LeaseState, ORM):
             self._held, self._held_lock = set(), threading.Lock()
             self._renewer_pid = os.getpid()
             _Renewer(self._renew).start()
-        tasks = super().dequeue()
+        tasks = self._readable(super().dequeue())
         if tasks:
             with self._held_lock:
                 self._held.update(pk for pk, _payload in tasks)
