@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,10 +60,24 @@ class ContentStamps:
             return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
 
+@contextlib.contextmanager
+def read_snapshot() -> Iterator[None]:
+    """A transaction whose reads all see one snapshot of the database. SQLite's do. PostgreSQL's default (READ
+    COMMITTED) gives each statement a snapshot of its own, so documents deleted while an index was being
+    built made two of its reads disagree (and the build fail): REPEATABLE READ there. Inside a transaction
+    already begun, that transaction's isolation holds."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # the transaction's first statement, as PostgreSQL requires
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
+
+
 def load_corpus(collection: Collection) -> Corpus:
     """The collection's pages ordered by document pk, then page number, with their indexed texts, and the
-    content stamps of what was read, in one read transaction."""
-    with transaction.atomic():
+    content stamps of what was read, from one snapshot."""
+    with read_snapshot():
         documents = list(
             Document.objects.filter(collection=collection, pages__isnull=False)
             .distinct()

@@ -47,7 +47,6 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
 
 from evalsite.errors import ERROR_CODES, EvalsiteError
 from evalsite.jobs.models import Job, JobStatus
@@ -60,6 +59,7 @@ from evaluation.retrieval.corpus import (
     corpus_update,
     load_corpus,
     page_texts,
+    read_snapshot,
 )
 from evaluation.retrieval.embedding_store import configured_embedder
 from evaluation.retrieval.index_files import (
@@ -282,7 +282,7 @@ def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) 
     base = _update_base(collection)
     if base is None:
         return None
-    with transaction.atomic():  # the metadata and the changed pages' texts from one snapshot
+    with read_snapshot():  # the metadata and the changed pages' texts from one snapshot
         corpus = corpus_update(collection, base)
         new_row_of_old, added_rows = _changes(base.stamps, corpus.stamps)
         removed = int((new_row_of_old < 0).sum())
