@@ -194,15 +194,21 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
         running = generate(world, "companies", 12, 2).json()["job_id"]
         wait_for(world, running, lambda b: b["status"] == "Running", cluster=cluster)
         waiting = [generate(world, slug, 3, 4).json()["job_id"] for slug in slugs]
-        time.sleep(1.0)  # the cluster takes some of them (prefetch); the others wait in Redis
         broker = get_broker()
         builds = {
             str(pk)
             for pk in Job.objects.filter(kind=EvaluationJobKind.INDEX_BUILD).values_list("pk", flat=True)
         }
-        in_queue = {
-            str(_load(p)["args"][0]) for p in broker.connection.lrange(broker.list_key, 0, -1)
-        } - builds
+        # The cluster takes some of them (prefetch) while its worker runs the first; the others wait in Redis.
+        # How soon it takes one depends on the machine's load: waited for, up to 15 s.
+        deadline = time.monotonic() + 15
+        while True:
+            in_queue = {
+                str(_load(p)["args"][0]) for p in broker.connection.lrange(broker.list_key, 0, -1)
+            } - builds
+            if (in_queue and in_queue < set(waiting)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert in_queue and in_queue < set(waiting), in_queue
         redis.stop()
         redis.start()  # back, empty: the tasks that waited in it are gone
