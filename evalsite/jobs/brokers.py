@@ -41,6 +41,14 @@ logger = logging.getLogger(__name__)
 TASK_FUNCTION = "evalsite.jobs.tasks.run_job"
 
 
+def read_task(payload) -> dict | None:
+    """A queued task's package, or None when this deployment cannot read it (signed with another key)."""
+    try:
+        return SignedPackage.loads(payload)
+    except (BadSignature, TypeError, ValueError):
+        return None
+
+
 class _Renewer(threading.Thread):
     """Renews a taking process's leases every third of the lease, for as long as the process lives."""
 
@@ -79,9 +87,7 @@ class _LeaseState:
         it all the same. A job whose task was dropped is put back in the queue by recovery (task-lost)."""
         kept = []
         for ack, payload in tasks or ():
-            try:
-                SignedPackage.loads(payload)
-            except (BadSignature, TypeError, ValueError):
+            if read_task(payload) is None:
                 logger.warning("dropped a task this deployment cannot read (signed with another SECRET_KEY?)")
                 self.fail(ack)  # type: ignore[attr-defined]
                 continue
@@ -212,9 +218,8 @@ def job_ids_in_broker(broker=None) -> set[str]:
     broker = broker or get_broker()
     found = set()
     for payload in broker.payloads():
-        try:
-            task = SignedPackage.loads(payload)
-        except (BadSignature, TypeError, ValueError):
+        task = read_task(payload)
+        if task is None:
             continue
         if task.get("func") == TASK_FUNCTION and task.get("args"):
             found.add(str(task["args"][0]))
