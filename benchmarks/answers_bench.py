@@ -106,8 +106,8 @@ def run_bench(args: argparse.Namespace, data_dir: str) -> None:
 
     from evalsite.llm.models import LLMCall
     from evalsite.tenancy.services import tenant_get_or_create
+    from evaluation.answers.configs import parse_answer_configs
     from evaluation.answers.evaluate import evaluate_answers
-    from evaluation.configs import parse_answer_configs
     from evaluation.retrieval.read_path import available_rerankers
     from goldenset import services
     from tests.answer_support import scripted_rag

@@ -79,17 +79,17 @@ def _setup(pages: int, seed: int):
 def _build(collection, full: bool = False) -> tuple[float, dict]:
     """Run the IndexBuild job of the collection's current version (inline); (seconds, its result)."""
     from evalsite.jobs.models import Job
-    from evaluation.retrieval import indexes
+    from evaluation.retrieval import index_updates, indexes
 
     indexes.clear_memory()
-    share = indexes.UPDATE_MAX_SHARE
-    indexes.UPDATE_MAX_SHARE = -1.0 if full else share
+    share = index_updates.UPDATE_MAX_SHARE
+    index_updates.UPDATE_MAX_SHARE = -1.0 if full else share
     try:
         started = time.perf_counter()
         job_id = indexes.build_schedule(collection, PARTS)
         seconds = time.perf_counter() - started
     finally:
-        indexes.UPDATE_MAX_SHARE = share
+        index_updates.UPDATE_MAX_SHARE = share
     job = Job.objects.get(pk=job_id)
     if job.status != "Completed":
         raise SystemExit(f"the build job failed: {job.error}")

@@ -17,11 +17,13 @@ from django.db import transaction
 from evalsite.audit.services import actor_command
 from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
 from evalsite.tenancy.services import api_key_create, tenant_get_or_create
+from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import evaluate_answers
-from evaluation.configs import DEFAULT_KS, parse_answer_configs, parse_configs
+from evaluation.configs import parse_configs
 from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import LabelRow, read_rows
 from evaluation.models import EvaluationRun, HumanLabel, RunKind
+from evaluation.request_fields import DEFAULT_KS
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset.beir_import import beir_import

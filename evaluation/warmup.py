@@ -32,7 +32,7 @@ from django.urls import get_resolver
 from evaluation.configs import RunConfig
 from evaluation.judgments.calibration import calibration_report
 from evaluation.models import HumanLabel
-from evaluation.retrieval import indexes
+from evaluation.retrieval import index_files, indexes
 from evaluation.retrieval.read_path import search
 from evaluation.retrieval.search.engine import VECTORS
 from goldenset.models import Collection
@@ -90,10 +90,10 @@ def _code() -> int:
 def _configs(index) -> list[RunConfig]:
     found = [
         RunConfig(label=part, search_type="FullText", bm25_variant=part.removeprefix("bm25:"))
-        for part in indexes.PARTS
+        for part in index_files.PARTS
         if part.startswith("bm25:") and index.has_part(part)
     ]
-    if index.has_part(VECTORS) and index.has_part(indexes.DEFAULT_PART):
+    if index.has_part(VECTORS) and index.has_part(index_files.DEFAULT_PART):
         found.append(RunConfig(label="hybrid", search_type="Hybrid"))
     return found
 

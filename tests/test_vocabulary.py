@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from evaluation.configs import DEFAULT_KS, DEFAULT_KS_TEXT, parse_ks
+from evaluation.request_fields import DEFAULT_KS, DEFAULT_KS_TEXT, parse_ks
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("evalsite", "goldenset", "evaluation")

@@ -1,5 +1,6 @@
 """Answers: grounded answers written from retrieved passages, and their judgement.
 
+- `configs` (pure): an answer configuration and the answer metrics' thresholds, read from a request;
 - `writer` (pure): from a question and its passages to an answer with citations;
 - `judge` (pure): the five answer metrics, their heuristic judge and the honesty rules; `judge_support` (pure)
   how well passages support a statement; `judge_llm` (pure) the chat-model judge; `judge_votes` (pure) k

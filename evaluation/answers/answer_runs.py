@@ -12,7 +12,7 @@ from evaluation.answers import judge, judge_votes, verdicts
 from evaluation.answers import writer as answer_writer
 from evaluation.answers.answering import EXTRACTIVE, citation_row, passage_row
 from evaluation.answers.batch import AnswerBatch, AnswerPair, answers_fingerprint
-from evaluation.configs import AnswerConfig
+from evaluation.answers.configs import AnswerConfig
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.retrieval.read_path import rerank_warnings
 from evaluation.runs import stats

@@ -14,7 +14,7 @@ from evalsite.llm.cache import DbCallCache
 from evalsite.llm.client import ChatClient
 from evalsite.llm.model_choice import resolve_model
 from evaluation.answers import writer as answer_writer
-from evaluation.configs import AnswerConfig
+from evaluation.answers.configs import AnswerConfig
 from evaluation.retrieval.read_path import CollectionSearch
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.targets.callers import TargetClient, TargetError

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from evalsite.tenancy.models import Tenant
 from evaluation.answers import judge, judge_votes
 from evaluation.answers import writer as answer_writer
-from evaluation.configs import AnswerConfig
+from evaluation.answers.configs import AnswerConfig
 from evaluation.models import Target
 from evaluation.runs import selectors
 from evaluation.runs.selectors import GoldenQuestion

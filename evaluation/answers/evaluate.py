@@ -42,8 +42,8 @@ from evaluation.answers.answering import (
     write_answer,
 )
 from evaluation.answers.batch import AnswerBatch, AnswerPair, answer_questions
+from evaluation.answers.configs import AnswerConfig, parse_answer_configs
 from evaluation.answers.judge_weights import collection_term_weights
-from evaluation.configs import AnswerConfig, parse_answer_configs
 from evaluation.judgments.calibration import effective_thresholds, judge_name
 from evaluation.models import EvaluationJobKind, EvaluationRun
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers

@@ -4,8 +4,9 @@ from rest_framework import serializers
 
 from evaluation.answers import judge_votes
 from evaluation.answers.batch import MAX_UNANSWERABLE
-from evaluation.configs import DEFAULT_KS, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_COLLECTIONS_PER_CALL
+from evaluation.configs import MAX_COLLECTIONS_PER_CALL
 from evaluation.models import RunKind, TargetKind
+from evaluation.request_fields import DEFAULT_KS, DEFAULT_KS_TEXT
 from evaluation.runs.shapes import (
     ANSWER_METHODS,
     AnswerConfigOut,
@@ -185,7 +186,7 @@ class AnswerOut(serializers.Serializer):
     refused = serializers.BooleanField(help_text="The pipeline declined to answer.")
     method = serializers.ChoiceField(choices=ANSWER_METHODS)
     model = serializers.CharField(allow_blank=True, help_text='"" for the extractive answer.')
-    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS)
+    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS_LEVELS)
     support = serializers.FloatField(help_text="Extractive: the groundedness evidence in 0..1; llm: -1.")
     citations = CitationOut(many=True)
     passages = PassageOut(many=True)

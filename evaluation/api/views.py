@@ -12,9 +12,16 @@ from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser
 from evaluation.answers.answering import answer_question
+from evaluation.answers.configs import (
+    ANSWER_KEYS,
+    parse_answer_config,
+    parse_answer_configs,
+    parse_thresholds,
+)
 from evaluation.answers.evaluate import answers_job_create
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.api import serializers as s
+from evaluation.request_fields import parse_ks
 from evaluation.retrieval.evaluate import evaluate_retrieval, evaluate_run_file, evaluation_job_create
 from evaluation.retrieval.read_path import available_rerankers, search
 from evaluation.retrieval.run_files import parse_run_file
@@ -94,7 +101,7 @@ class EvaluateApi(CollectionsApi):
     )
     def post(self, request):
         data, tenant, collections = self.scope(s.EvaluateIn, request.data)
-        ks = config_parser.parse_ks(data.get("ks"))
+        ks = parse_ks(data.get("ks"))
         subset = config_parser.parse_subset(data)
         configs = config_parser.parse_configs(data.get("configs"), available_rerankers(), subset)
         counted = {c.subset: selectors.count_golden_questions(collections, c.subset) for c in configs}
@@ -126,7 +133,7 @@ class EvaluateRunFileApi(TenantAPIView):
         collection = golden_selectors.collection_get(
             tenant=self.tenant(data), collection_id=data["collection_id"]
         )
-        ks = config_parser.parse_ks(data.get("ks"))
+        ks = parse_ks(data.get("ks"))
         upload = data["file"]
         parsed = parse_run_file(upload.read())
         batch_id, runs = evaluate_run_file(
@@ -151,9 +158,9 @@ class AnswerApi(CollectionsApi):
     )
     def post(self, request):
         data, tenant, collections = self.scope(s.AnswerIn, request.data)
-        raw = {k: data[k] for k in (*config_parser.CONFIG_KEYS, *config_parser.ANSWER_KEYS) if k in data}
+        raw = {k: data[k] for k in (*config_parser.CONFIG_KEYS, *ANSWER_KEYS) if k in data}
         raw.pop("label", None)
-        config = config_parser.parse_answer_config(raw, 0, available_rerankers(), prefix="")
+        config = parse_answer_config(raw, 0, available_rerankers(), prefix="")
         answer = answer_question(collections=collections, question=data["query"], config=config)
         return Response(s.AnswerOut(answer).data)
 
@@ -177,8 +184,8 @@ class EvaluateAnswersApi(CollectionsApi):
     def post(self, request):
         data, tenant, collections = self.scope(s.EvaluateAnswersIn, request.data)
         subset = config_parser.parse_subset(data)
-        configs = config_parser.parse_answer_configs(data.get("configs"), available_rerankers(), subset)
-        thresholds = config_parser.parse_thresholds(data.get("metric_thresholds"))
+        configs = parse_answer_configs(data.get("configs"), available_rerankers(), subset)
+        thresholds = parse_thresholds(data.get("metric_thresholds"))
         sampling = parse_judge_sampling(data.get("judge_samples"), data.get("judge_temperature"))
         job = answers_job_create(
             tenant=tenant,

@@ -13,9 +13,11 @@ from typing import Any
 from django import forms
 
 from evaluation.answers.batch import MAX_UNANSWERABLE
+from evaluation.answers.configs import DEFAULT_ANSWER_TOP_K
 from evaluation.answers.verdicts import DIAGNOSES
-from evaluation.configs import DEFAULT_ANSWER_TOP_K, DEFAULT_KS_TEXT, GROUNDEDNESS, MAX_CONFIGS
+from evaluation.configs import MAX_CONFIGS
 from evaluation.models import RunKind
+from evaluation.request_fields import DEFAULT_KS_TEXT
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.formats import FORMATS
@@ -23,6 +25,7 @@ from goldenset.forms import GradesField, StringListField
 from goldenset.generation import SEED_MAX
 from goldenset.models import Origin
 from goldenset.vocabulary.golden_fields import DASHBOARD_FORM_FIELDS
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
 
@@ -362,7 +365,7 @@ class AnswerConfigForm(ConfigForm):
         min_value=1, max_value=MAX_ANSWER_TOP_K, initial=DEFAULT_ANSWER_TOP_K, label="Passages"
     )
     model = forms.CharField(required=False, max_length=300, label="Model")
-    groundedness = forms.ChoiceField(choices=[(g, g) for g in GROUNDEDNESS], initial="Off")
+    groundedness = forms.ChoiceField(choices=[(g, g) for g in GROUNDEDNESS_LEVELS], initial="Off")
 
     def __init__(self, *args, model_placeholder: str = "", **kwargs):
         super().__init__(*args, **kwargs)

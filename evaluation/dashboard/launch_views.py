@@ -23,9 +23,10 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job, JobStatus
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import answers_job_create
 from evaluation.answers.judge_votes import parse_judge_sampling
-from evaluation.configs import DEFAULT_KS_TEXT, parse_answer_configs, parse_configs, parse_ks, parse_subset
+from evaluation.configs import parse_configs, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
 from evaluation.dashboard.forms import (
     ANSWER_LAUNCH_PRESETS,
@@ -44,6 +45,7 @@ from evaluation.dashboard.launch_reads import (
     launch_collections,
 )
 from evaluation.models import EvaluationJobKind
+from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks
 from evaluation.retrieval.evaluate import evaluate_run_file, evaluation_job_create
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.retrieval.run_files import parse_run_file

@@ -24,7 +24,7 @@ from django.conf import settings
 from evaluation.retrieval import index_store
 from evaluation.retrieval.embedding_store import embedder_identity
 from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
-from evaluation.retrieval.search.engine import Corpus, SearchIndex
+from evaluation.retrieval.search.engine import VECTORS, Corpus, SearchIndex
 from evaluation.retrieval.search.postings import Postings, load_mapped
 from goldenset.models import Collection
 
@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 
 # Bump when the index layout or the indexed text changes: old files are then ignored.
 ENGINE_VERSION = 4  # 4: LSI fitted on a sample, every page projected (new vectors)
+
+DEFAULT_PART = "bm25:lucene"
+PARTS = ("bm25:lucene", "bm25:okapi", VECTORS)  # every part an index can have
 
 
 def index_key(collection: Collection) -> tuple:
@@ -222,3 +225,32 @@ def file_stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+# --- the published copies (evaluation.retrieval.index_store): every machine serves what any machine built ----
+
+
+def fetch_published(path: Path, index: SearchIndex | None) -> bool:
+    """Copy the published files of this version into its folder when they hold parts the index read from it
+    lacks (the caller holds a lock on the folder); True when it did. Decided on the index as read, not on the
+    folder's parts list: a list written ahead of its description must not stop a copy for good."""
+    if not index_store.enabled():
+        return False
+    manifest = index_store.published(path.parent.name)
+    have = frozenset(p for p in PARTS if index is not None and index.has_part(p))
+    if manifest is None or frozenset(manifest.parts) <= have:
+        return False
+    return index_store.fetch(manifest, path.parent)
+
+
+def fetch_older(collection: Collection, wanted: frozenset[str]) -> bool:
+    """The newest older published version with the wanted parts, copied here; True when one was."""
+    if not index_store.enabled():
+        return False
+    key = index_key(collection)
+    for manifest in index_store.older_published(index_path(key).parent.name, key[1]):
+        if wanted <= frozenset(manifest.parts):
+            folder = Path(settings.EVALSITE_INDEX_DIR) / manifest.key
+            with fetch_lock(folder / "index.pickle"):
+                return index_store.fetch(manifest, folder)
+    return False

@@ -12,30 +12,13 @@ it pickles a snapshot to a file of a unique name and renames it into place. Wher
 no lock is taken: a search reads what is saved, and is answered by the newest older version while its own
 builds, so no search waits on a build.
 
-Incremental updates. When an older version of the collection is saved, the IndexBuild job derives the new
-version's BM25 part from it instead of reading and tokenizing every page (`_updated`): it reads the ids,
-document and number of every page and the write stamp (Document.updated_at) of every document, keeps the
-pages whose document was not written since, and tokenizes only the others (new and changed pages; a deleted
-page's rows are dropped). postings.merge_postings merges them into the old arrays with numpy, giving exactly
-the arrays a full build gives, and the idfs and weights are then computed over the whole new postings as a full
-build computes them: every score equals a full rebuild's bit for bit (document frequencies, average length
-and okapi's first-occurrence order are those of the live collection).
-
-Why one merged set of arrays per version rather than query-time segments (a base, a delta, a deletion mask, as
-Lucene): BM25's weights depend on N, on every term's document frequency and on the average length, so one
-added page changes every weight of every term. Segments could only stay exact by computing the weights at
-query time (a slower kernel on every search, and per-segment statistics merged per query); merging costs one
-pass over the postings in the job (seconds at 300,000 pages: docs/benchmarks.md, benchmarks/incremental_bench.py) and
-leaves the query path as it was: one set of precomputed weights, summed. The vectors (LSI) are not
-incremental: a job that must also build them saves the BM25 part first, so FullText serves the new version
-while the vectors are computed.
+Incremental updates (a new version derived from the previous one) are evaluation.retrieval.index_updates'.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import pickle
 import threading
 import time
 from collections import OrderedDict
@@ -45,25 +28,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from django.conf import settings
-
 from evalsite.errors import ERROR_CODES, EvalsiteError
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationJobKind
 from evaluation.retrieval import index_store
 from evaluation.retrieval.corpus import (
-    ContentStamps,
-    UpdateBase,
     attach_text_source,
-    corpus_update,
     load_corpus,
-    page_texts,
-    read_snapshot,
 )
 from evaluation.retrieval.embedding_store import configured_embedder
 from evaluation.retrieval.index_files import (
+    DEFAULT_PART,
+    PARTS,
     fetch_lock,
+    fetch_older,
+    fetch_published,
     file_lock,
     file_stamp,
     index_key,
@@ -73,16 +52,9 @@ from evaluation.retrieval.index_files import (
     saved_versions,
     write_index,
 )
-from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
+from evaluation.retrieval.index_updates import updated_index
 from evaluation.retrieval.search.engine import VECTORS, Corpus, Embedder, SearchIndex
-from evaluation.retrieval.search.postings import (
-    MergeRefused,
-    Postings,
-    merge_postings,
-    open_first_order,
-)
 from goldenset.models import Collection
-from goldenset.text import tokenize
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +157,7 @@ def _lookup(
         path = index_path(key)
         with file_lock(path):
             index = _newer(key, path, index, stats)
-            if not _has(index, wanted) and _fetch_published(path, index):
+            if not _has(index, wanted) and fetch_published(path, index):
                 index = _newer(key, path, index, stats)  # another machine built it: copied, not built again
             if index is not None and all(index.has_part(p) for p in wanted):
                 _remember(key, index)
@@ -193,8 +165,12 @@ def _lookup(
             dirty = False
             if index is None:
                 started = time.perf_counter()
-                index = _updated(collection, wanted, stats)
-                if index is None:
+                update = updated_index(collection, wanted, embedder_factory)
+                if update is not None:
+                    index, tokenized = update
+                    stats.updated += 1
+                    stats.pages_tokenized += tokenized
+                else:
                     index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
                 index.content_version = collection.content_version
                 stats.built += 1
@@ -232,7 +208,7 @@ def _peek(
     if index_store.enabled() and not _has(index, wanted):
         with fetch_lock(path):  # one fetch per machine; the others wait for it and read what it wrote
             index = _newer(key, path, index, stats)
-            if not _has(index, wanted) and _fetch_published(path, index):
+            if not _has(index, wanted) and fetch_published(path, index):
                 index = _newer(key, path, index, stats)
     if index is None:
         return None
@@ -240,105 +216,6 @@ def _peek(
     if all(index.has_part(p) for p in wanted):
         return index
     return None
-
-
-# --- updates: a new version from the previous one and the pages that changed ---------------------------------
-
-# An update re-tokenizes the changed pages only; past this share of the collection a full build is as fast.
-UPDATE_MAX_SHARE = 0.5
-
-
-def _update_base(collection: Collection) -> UpdateBase | None:
-    current = collection.content_version
-    if index_store.enabled() and not any(v < current for v, _folder in saved_versions(collection)):
-        _fetch_older(collection, frozenset({DEFAULT_PART}))  # built elsewhere: updated here all the same
-    for version, folder in saved_versions(collection):
-        if version >= current:
-            continue
-        try:
-            postings = Postings.open(folder / "postings")
-            first_order = open_first_order(folder / "postings")
-            stamps = ContentStamps.load(folder / "content.npz")
-            with (folder / "index.pickle").open("rb") as handle:
-                corpus = pickle.load(handle)["corpus"]
-        except (OSError, ValueError, KeyError, pickle.UnpicklingError, EOFError) as exc:
-            logger.info("index %s cannot be updated (%s): a full build", folder, exc)
-            return None
-        if first_order is None or not len(stamps.page_ids) == postings.size == corpus.size:
-            return None
-        return UpdateBase(version, postings, first_order, stamps, corpus)
-    return None
-
-
-def _updated(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex | None:
-    """The new version's index with its BM25 parts, derived from the newest older saved version: its postings
-    with the removed and changed pages' rows dropped and the new and changed pages (the only ones read and
-    tokenized) merged in (postings.merge_postings); idfs and weights are then computed over the whole new
-    postings as a full build computes them, so every score equals a full build's bit for bit. None when no
-    older version can be updated (none saved, saved by an older engine, or too much changed)."""
-    variants = [p.removeprefix("bm25:") for p in sorted(wanted) if p.startswith("bm25:")]
-    if not variants:
-        return None
-    base = _update_base(collection)
-    if base is None:
-        return None
-    with read_snapshot():  # the metadata and the changed pages' texts from one snapshot
-        corpus = corpus_update(collection, base)
-        new_row_of_old, added_rows = _changes(base.stamps, corpus.stamps)
-        removed = int((new_row_of_old < 0).sum())
-        if len(added_rows) + removed > UPDATE_MAX_SHARE * max(corpus.size, 1):
-            return None
-        texts = page_texts([corpus.page_ids[r] for r in added_rows.tolist()])
-    try:
-        postings = merge_postings(
-            base.postings,
-            base.first_order,
-            new_row_of_old,
-            corpus.size,
-            added_rows,
-            (tokenize(text) for text in texts),
-        )
-    except MergeRefused as exc:
-        logger.info("collection %s: a full build (%s)", collection.uid, exc)
-        return None
-    attach_text_source(corpus)
-    index = SearchIndex(corpus, embedder_factory=embedder_factory)
-    index.postings = postings
-    index.bm25_indexes = {v: BM25Index(postings, BM25Params(v)) for v in variants}
-    stats.updated += 1
-    stats.pages_tokenized += len(added_rows)
-    return index
-
-
-def _changes(old: ContentStamps, new: ContentStamps) -> tuple[np.ndarray, np.ndarray]:
-    """(new row of each old row or -1, new rows to tokenize). A page is kept when the same page id is in both,
-    of the same document and number, and its document was not written since (its updated_at unchanged: every
-    write of a page, or of the title page 1 shows, writes its document): the others are removed and added."""
-    # Documents unchanged: in both, with the same last write.
-    at = np.searchsorted(old.document_pks, new.document_pks)
-    at = np.minimum(at, max(len(old.document_pks) - 1, 0))
-    same_document = (
-        (old.document_pks[at] == new.document_pks) & (old.document_updated[at] == new.document_updated)
-        if len(old.document_pks)
-        else np.zeros(len(new.document_pks), dtype=bool)
-    )
-    unchanged_documents = new.document_pks[same_document]
-    # Pages: the old row of each new page id, if any.
-    by_id = np.argsort(old.page_ids, kind="stable")
-    sorted_ids = old.page_ids[by_id]
-    position = np.minimum(np.searchsorted(sorted_ids, new.page_ids), max(len(sorted_ids) - 1, 0))
-    old_row = by_id[position] if len(sorted_ids) else np.zeros(len(new.page_ids), dtype=np.int64)
-    kept = (
-        (sorted_ids[position] == new.page_ids)
-        & (old.page_documents[old_row] == new.page_documents)
-        & (old.page_numbers[old_row] == new.page_numbers)
-        & np.isin(new.page_documents, unchanged_documents)
-        if len(sorted_ids)
-        else np.zeros(len(new.page_ids), dtype=bool)
-    )
-    new_row_of_old = np.full(len(old.page_ids), -1, dtype=np.int64)
-    new_row_of_old[old_row[kept]] = np.flatnonzero(kept)
-    return new_row_of_old, np.flatnonzero(~kept)
 
 
 def _remember(key: tuple, index: SearchIndex) -> None:
@@ -427,7 +304,7 @@ def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexSt
     """The newest saved version older than the current one that has the wanted parts (one another machine
     published is copied here when this machine has none)."""
     found = _newest_older_saved(collection, wanted, stats)
-    if found is None and _fetch_older(collection, wanted):
+    if found is None and fetch_older(collection, wanted):
         found = _newest_older_saved(collection, wanted, stats)
     return found
 
@@ -454,9 +331,6 @@ def _newest_older_saved(
     return None
 
 
-# --- the published copies (evaluation.retrieval.index_store): every machine serves what any machine built -------------
-
-
 def _newer(key: tuple, path: Path, index: SearchIndex | None, stats: IndexStats) -> SearchIndex | None:
     """The index saved at `path` when its file is another than the one `index` was read from, else `index`.
     The stamp is the index's own (`saved_stamp`, set where it was read or written), never the process's last
@@ -472,32 +346,6 @@ def _newer(key: tuple, path: Path, index: SearchIndex | None, stats: IndexStats)
 
 def _has(index: SearchIndex | None, wanted: frozenset[str]) -> bool:
     return index is not None and all(index.has_part(p) for p in wanted)
-
-
-def _fetch_published(path: Path, index: SearchIndex | None) -> bool:
-    """Copy the published files of this version into its folder when they hold parts the index read from it
-    lacks (the caller holds a lock on the folder); True when it did. Decided on the index as read, not on the
-    folder's parts list: a list written ahead of its description must not stop a copy for good."""
-    if not index_store.enabled():
-        return False
-    manifest = index_store.published(path.parent.name)
-    have = frozenset(p for p in PARTS if index is not None and index.has_part(p))
-    if manifest is None or frozenset(manifest.parts) <= have:
-        return False
-    return index_store.fetch(manifest, path.parent)
-
-
-def _fetch_older(collection: Collection, wanted: frozenset[str]) -> bool:
-    """The newest older published version with the wanted parts, copied here; True when one was."""
-    if not index_store.enabled():
-        return False
-    key = index_key(collection)
-    for manifest in index_store.older_published(index_path(key).parent.name, key[1]):
-        if wanted <= frozenset(manifest.parts):
-            folder = Path(settings.EVALSITE_INDEX_DIR) / manifest.key
-            with fetch_lock(folder / "index.pickle"):
-                return index_store.fetch(manifest, folder)
-    return False
 
 
 def build_schedule(collection: Collection, parts: Iterable[str] = ()) -> str | None:
@@ -545,10 +393,6 @@ def index_build_job(job: Job, progress) -> dict:
         "updated": stats.updated,
         "pages_tokenized": stats.pages_tokenized,
     }
-
-
-DEFAULT_PART = "bm25:lucene"
-PARTS = ("bm25:lucene", "bm25:okapi", VECTORS)  # every part an index can have
 
 
 _key_locks: dict[tuple, threading.Lock] = {}

@@ -10,11 +10,11 @@ from rest_framework import serializers
 
 from evaluation.answers import judge
 from evaluation.answers import writer as answer_writer
-from evaluation.configs import GROUNDEDNESS
 from evaluation.models import TargetKind
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
 from goldenset.vocabulary.golden_fields import ORIGINS
+from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 
 
 def threshold_sources_field() -> serializers.DictField:
@@ -126,14 +126,14 @@ class RetrievalConfigOut(SearchConfigOut):
 class AnswerConfigOut(SearchConfigOut):
     top_k = serializers.IntegerField(help_text="Passages the answer is written from.")
     model = serializers.CharField(allow_null=True, help_text="As requested; null: the default.")
-    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS)
+    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS_LEVELS)
 
 
 class RunConfigOut(SearchConfigOut):
     """A run's configuration; the last four fields are an answer run's only."""
 
     model = serializers.CharField(required=False, help_text='The answering model, or "extractive".')
-    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS, required=False)
+    groundedness = serializers.ChoiceField(choices=GROUNDEDNESS_LEVELS, required=False)
     judge_model = serializers.CharField(required=False, help_text='The judge model, or "heuristic".')
     judge_samples = serializers.IntegerField(required=False, help_text=JUDGE_SAMPLES_HELP)
     judge_temperature = serializers.FloatField(

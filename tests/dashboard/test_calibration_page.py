@@ -9,8 +9,8 @@ import json
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import evaluate_answers
-from evaluation.configs import parse_answer_configs
 from evaluation.models import HumanLabel, JudgeThreshold
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services

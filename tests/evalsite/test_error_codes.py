@@ -17,7 +17,7 @@ from evalsite.errors import ERROR_CODES, EvalsiteError
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| `([a-z-]+)` \| (\d{3}) \| (.+) \|$")
 CODE = re.compile(r"^[a-z]+(-[a-z0-9]+)+$")
-RAISERS = ("Error", "_fail", "_choice", "envelope", "_invalid")
+RAISERS = ("Error", "_fail", "field_error", "_choice", "envelope", "_invalid")
 
 
 def documented_codes() -> dict[str, int]:

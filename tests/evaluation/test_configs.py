@@ -10,16 +10,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from evalsite.errors import EvalsiteError
-from evaluation.configs import (
-    MAX_CONFIGS,
-    RunConfig,
-    parse_config,
-    parse_configs,
-    parse_instant,
-    parse_ks,
-    parse_positive_int,
-    resolve_rerank,
-)
+from evaluation.configs import MAX_CONFIGS, RunConfig, parse_config, parse_configs, resolve_rerank
+from evaluation.request_fields import parse_instant, parse_ks, parse_positive_int
 
 RERANKERS = ["proximity"]
 
@@ -589,7 +581,7 @@ def test_a_target_configuration_names_the_target_and_echoes_only_what_applies_to
 
 
 def test_an_answer_configuration_naming_a_target_takes_only_what_applies_to_it():
-    from evaluation.configs import parse_answer_config
+    from evaluation.answers.configs import parse_answer_config
 
     config = parse_answer_config({"target": "rag", "top_k": 3, "label": "theirs"}, 2, RERANKERS)
     assert config.run.target == "rag" and config.top_k == 3 and config.label == "theirs"

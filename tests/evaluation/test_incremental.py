@@ -14,7 +14,7 @@ import pytest
 from evalsite.jobs.models import Job
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationJobKind
-from evaluation.retrieval import index_files, indexes
+from evaluation.retrieval import index_files, index_updates, indexes
 from evaluation.retrieval.corpus import load_corpus
 from evaluation.retrieval.read_path import search
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
@@ -194,7 +194,9 @@ def assert_equals_a_full_rebuild(collection) -> None:
 @pytest.mark.django_db(transaction=True)  # the build job runs when the write commits
 def test_upserts_changes_and_deletes_update_the_index_to_a_full_rebuilds(world, monkeypatch):
     collection = world.collection
-    monkeypatch.setattr(indexes, "UPDATE_MAX_SHARE", 10.0)  # a tiny collection: every change is a large share
+    monkeypatch.setattr(
+        index_updates, "UPDATE_MAX_SHARE", 10.0
+    )  # a tiny collection: every change is a large share
     # Both variants from now on: the next builds keep the parts the newest saved index has.
     indexes.get_index(collection, parts=["bm25:okapi"], build=True)
     steps = [
@@ -258,8 +260,8 @@ def test_an_update_reads_only_the_changed_pages(world, monkeypatch):
     collection = world.collection
     add_documents(collection, {f"doc-{i}": f"Document {i} about topic {i % 5}." for i in range(40)})
     read: list[int] = []
-    real = indexes.page_texts
-    monkeypatch.setattr(indexes, "page_texts", lambda ids: read.extend(ids) or real(ids))
+    real = index_updates.page_texts
+    monkeypatch.setattr(index_updates, "page_texts", lambda ids: read.extend(ids) or real(ids))
     add_documents(collection, {"doc-3": "Document 3 is now about a quokka.", "fresh": "A fresh quokka page."})
     build = _last_build(collection)
     assert build.result["updated"] == 1

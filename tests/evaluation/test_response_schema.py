@@ -15,7 +15,7 @@ from drf_spectacular.generators import SchemaGenerator
 from jsonschema import Draft202012Validator
 
 from evaluation.answers.answering import answer_question
-from evaluation.configs import parse_answer_config
+from evaluation.answers.configs import parse_answer_config
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
 from tests.answer_support import scripted_rag

@@ -7,6 +7,7 @@ import pytest
 
 from evalsite.errors import EvalsiteError
 from evaluation import configs
+from evaluation.answers.configs import parse_answer_config
 from evaluation.runs.report_formats import slice_table, text_table
 from evaluation.runs.slices import EVERY, SliceRow, Subset, breakdown, slice_metric_names
 from goldenset.models import Origin
@@ -103,12 +104,10 @@ def test_a_target_and_an_answer_configuration_carry_a_subset_too():
     target = configs.parse_config({"target": "prod", "origin": ["Imported"]}, 0, [])
     assert target.subset == Subset(origins=("Imported",)) and target.label == "target:prod origin:Imported"
     assert target.as_dict()["subset"]["origin"] == ["Imported"]
-    answer = configs.parse_answer_config({"groundedness": "High"}, 0, [], subset=Subset(tags=("faq",)))
+    answer = parse_answer_config({"groundedness": "High"}, 0, [], subset=Subset(tags=("faq",)))
     assert answer.run.subset == Subset(tags=("faq",)) and answer.as_dict()["subset"]["tags"] == ["faq"]
-    assert configs.parse_answer_config(answer.request(), 0, []) == answer
-    rag = configs.parse_answer_config(
-        {"target": "rag", "tags": ["x"]}, 0, [], subset=Subset(reviewed_only=True)
-    )
+    assert parse_answer_config(answer.request(), 0, []) == answer
+    rag = parse_answer_config({"target": "rag", "tags": ["x"]}, 0, [], subset=Subset(reviewed_only=True))
     assert rag.run.subset == Subset(tags=("x",), reviewed_only=True)
 
 

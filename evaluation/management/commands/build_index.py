@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from evaluation.retrieval import index_files, indexes
 from goldenset.management.base import CollectionCommand
 
-PARTS = indexes.PARTS
+PARTS = index_files.PARTS
 
 
 class Command(CollectionCommand):
@@ -37,7 +37,7 @@ class Command(CollectionCommand):
         unknown = [p for p in asked if p not in PARTS]
         if unknown:
             raise CommandError(f"--parts: unknown part {unknown[0]!r}; expected some of {', '.join(PARTS)}")
-        parts = sorted({indexes.DEFAULT_PART, *asked, *index_files.saved_parts(collection)})
+        parts = sorted({index_files.DEFAULT_PART, *asked, *index_files.saved_parts(collection)})
         stats = indexes.IndexStats()
         started = time.perf_counter()
         index = indexes.get_index(collection, stats, parts, build=True)

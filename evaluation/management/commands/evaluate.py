@@ -35,10 +35,11 @@ from django.core.management.base import CommandError, CommandParser
 
 from evalsite.errors import EvalsiteError
 from evaluation import configs as config_parser
+from evaluation.answers.configs import parse_answer_configs, parse_thresholds
 from evaluation.answers.evaluate import evaluate_answers
 from evaluation.answers.judge_votes import parse_judge_sampling
-from evaluation.configs import DEFAULT_KS_TEXT
 from evaluation.models import EvaluationRun, RunStatus
+from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks, parse_positive_int
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
@@ -284,7 +285,7 @@ class Command(CollectionCommand):
         subset = subset_from_cli(options)
         if options.get("answers"):
             return self.handle_answers(tenant, collections, raw_configs, options, subset)
-        ks = config_parser.parse_ks(options["ks"])
+        ks = parse_ks(options["ks"])
         targets = options.get("target") or []
         targets = [targets] if isinstance(targets, str) else targets
         raw = [config_from_cli(c, i) for i, c in enumerate(raw_configs or [])]
@@ -374,7 +375,7 @@ class Command(CollectionCommand):
     # --- --answers ------------------------------------------------------------------------------------------
 
     def handle_answers(self, tenant, collections, raw_configs, options, subset) -> None:
-        configs = config_parser.parse_answer_configs(
+        configs = parse_answer_configs(
             None if raw_configs is None else [config_from_cli(c, i) for i, c in enumerate(raw_configs)],
             available_rerankers(),
             subset,
@@ -383,15 +384,13 @@ class Command(CollectionCommand):
         thresholds: dict[str, float] = {}
         if options.get("metric_threshold") is not None:
             value = options["metric_threshold"]
-            thresholds = config_parser.parse_thresholds(
+            thresholds = parse_thresholds(
                 dict.fromkeys(("context_relevancy", "faithfulness", "answer_relevancy"), value),
                 field="metric_threshold",
             )
         max_questions = None
         if options.get("max_questions") is not None:
-            max_questions = config_parser.parse_positive_int(
-                options["max_questions"], "max_questions", maximum=10**9
-            )
+            max_questions = parse_positive_int(options["max_questions"], "max_questions", maximum=10**9)
         unanswerable = read_questions(options["unanswerable"]) if options.get("unanswerable") else []
         sampling = parse_judge_sampling(options.get("judge_samples"), options.get("judge_temperature"))
         batch_id, runs = evaluate_answers(

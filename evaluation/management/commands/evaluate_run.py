@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalsite.errors import EvalsiteError
-from evaluation import configs as config_parser
-from evaluation.configs import DEFAULT_KS_TEXT
 from evaluation.management.commands.evaluate import (
     OUTPUTS,
     parse_fail_under,
     parse_metric,
 )
 from evaluation.management.commands.evaluate import Command as EvaluateCommand
+from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks
 from evaluation.retrieval.evaluate import evaluate_run_file
 from evaluation.retrieval.run_files import parse_run_file
 
@@ -54,7 +53,7 @@ class Command(EvaluateCommand):
             raise EvalsiteError(
                 "file-unreadable", f"{path}: {exc.strerror}.", details={"path": str(path)}
             ) from None
-        ks = config_parser.parse_ks(options["ks"])
+        ks = parse_ks(options["ks"])
         metric = parse_metric(options["metric"], ks)
         bar = parse_fail_under(options["fail_under"])
         parsed = parse_run_file(data)
