@@ -12,14 +12,15 @@ class EvaluationConfig(AppConfig):
         # Late: AppConfig.ready runs once the models are loaded, which these modules import.
         from evalsite.audit.models import register_audit_objects
         from evalsite.jobs.kinds import register_job_handler
-        from evaluation.answers.evaluate import evaluate_answers_job
+        from evaluation.answers.evaluate import AnswerRequest
         from evaluation.models import EvaluationAuditObject, EvaluationJobKind
-        from evaluation.retrieval.evaluate import evaluate_job
+        from evaluation.retrieval.evaluate import RetrievalRequest
         from evaluation.retrieval.indexes import build_schedule, index_build_job
+        from evaluation.runs.batch_jobs import batch_job_handler
         from goldenset.services.content import content_changed_hooks
 
-        register_job_handler(EvaluationJobKind.EVALUATE, evaluate_job)
-        register_job_handler(EvaluationJobKind.EVALUATE_ANSWERS, evaluate_answers_job)
+        for request_type in (RetrievalRequest, AnswerRequest):  # one job skeleton for both kinds of batch
+            register_job_handler(request_type.job_kind, batch_job_handler(request_type))
         register_job_handler(EvaluationJobKind.INDEX_BUILD, index_build_job)
         register_audit_objects(EvaluationAuditObject)
         content_changed_hooks.append(build_schedule)

@@ -17,16 +17,17 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 from django.db import transaction
 from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
-from evalsite.jobs.services import job_cancelled, job_create
+from evalsite.jobs.services import job_cancelled
 from evalsite.llm.cache import DbCallCache
 from evalsite.tenancy.models import Tenant
 from evaluation.answers import judge, judge_llm, judge_votes
@@ -48,7 +49,6 @@ from evaluation.judgments.calibration import effective_thresholds, judge_name
 from evaluation.models import EvaluationJobKind, EvaluationRun
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
 from evaluation.runs import selectors
-from evaluation.runs.presenter import batch_result
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
 from evaluation.runs.store import empty_subset
@@ -245,66 +245,69 @@ def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, t
                     raise EvalsiteError("job-cancelled", "The evaluation was cancelled.")
 
 
-# --- the job -------------------------------------------------------------------------------------------------
+# --- the request, as its job carries it (evaluation.runs.batch_jobs) ------------------------------------------
 
 
-def answers_job_create(
-    *,
-    tenant: Tenant,
-    collections: Sequence[Collection],
-    configs: Sequence[AnswerConfig],
-    judge_model: str | None,
-    unanswerable_questions: Sequence[str],
-    max_questions: int | None,
-    thresholds: dict[str, float],
-    actor: str,
-    judge_sampling: judge_votes.JudgeSampling | None = None,
-) -> Job:
-    # Resolve the models and targets now: a request naming one that cannot run is a 400, not a failed job.
-    for i, config in enumerate(configs):
-        if not config.run.target:
-            answer_model(config.model, f"configs[{i}].model")
-    resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
-    judge_model_of(judge_model)
-    sampling = judge_sampling or judge_votes.JudgeSampling()
-    for config in configs:  # a subset that selects nothing is the request's 400 too
-        if config.run.subset and not selectors.count_answer_questions(collections, config.run.subset):
-            raise empty_subset(config.run.subset, collections)
-    return job_create(
-        tenant=tenant,
-        kind=EvaluationJobKind.EVALUATE_ANSWERS,
-        collection=collections[0],
-        input={
-            "collection_pks": [c.pk for c in collections],
-            "configs": [c.request() for c in configs],
-            "judge_model": judge_model,
-            "judge_samples": sampling.samples,
-            "judge_temperature": sampling.temperature,
-            "unanswerable_questions": list(unanswerable_questions),
-            "max_questions": max_questions,
-            "thresholds": thresholds,
-        },
-        actor=actor,
-    )
+@dataclass(frozen=True)
+class AnswerRequest:
+    """An answer evaluation's configurations, judge, extra questions, cap and thresholds, validated."""
 
+    configs: Sequence[AnswerConfig]
+    judge_model: str | None = None
+    judge_sampling: judge_votes.JudgeSampling = field(default_factory=judge_votes.JudgeSampling)
+    unanswerable_questions: Sequence[str] = ()
+    max_questions: int | None = None
+    thresholds: dict[str, float] = field(default_factory=dict)
+    job_kind: ClassVar[str] = EvaluationJobKind.EVALUATE_ANSWERS
 
-def evaluate_answers_job(job: Job, progress) -> dict:
-    spec = job.input
-    collections = selectors.job_collections(job)
-    configs = parse_answer_configs(spec["configs"], available_rerankers())
-    batch_id, runs = evaluate_answers(
-        tenant=job.tenant,
-        collections=collections,
-        configs=configs,
-        judge_model=spec.get("judge_model"),
-        judge_sampling=judge_votes.JudgeSampling(  # a job queued before sampling existed: one judgement
-            spec.get("judge_samples") or 1,
-            spec.get("judge_temperature", judge_votes.DEFAULT_SAMPLING_TEMPERATURE),
-        ),
-        unanswerable_questions=spec.get("unanswerable_questions") or [],
-        max_questions=spec.get("max_questions"),
-        thresholds=spec.get("thresholds") or {},
-        job=job,
-        progress=progress,
-    )
-    return batch_result(batch_id, runs)
+    def check(self, tenant: Tenant, collections: Sequence[Collection]) -> None:
+        """A model, target or judge that cannot run, or a subset that selects nothing, is the request's 400."""
+        for i, config in enumerate(self.configs):
+            if not config.run.target:
+                answer_model(config.model, f"configs[{i}].model")
+        resolve_targets(tenant, collections, [c.run for c in self.configs], kinds=ANSWER_KINDS)
+        judge_model_of(self.judge_model)
+        for config in self.configs:
+            if config.run.subset and not selectors.count_answer_questions(collections, config.run.subset):
+                raise empty_subset(config.run.subset, collections)
+
+    def job_input(self) -> dict[str, Any]:
+        return {
+            "configs": [c.request() for c in self.configs],
+            "judge_model": self.judge_model,
+            "judge_samples": self.judge_sampling.samples,
+            "judge_temperature": self.judge_sampling.temperature,
+            "unanswerable_questions": list(self.unanswerable_questions),
+            "max_questions": self.max_questions,
+            "thresholds": self.thresholds,
+        }
+
+    @classmethod
+    def from_job_input(cls, spec: Mapping[str, Any]) -> AnswerRequest:
+        return cls(
+            configs=parse_answer_configs(spec["configs"], available_rerankers()),
+            judge_model=spec.get("judge_model"),
+            judge_sampling=judge_votes.JudgeSampling(  # a job queued before sampling existed: one judgement
+                spec.get("judge_samples") or 1,
+                spec.get("judge_temperature", judge_votes.DEFAULT_SAMPLING_TEMPERATURE),
+            ),
+            unanswerable_questions=spec.get("unanswerable_questions") or [],
+            max_questions=spec.get("max_questions"),
+            thresholds=spec.get("thresholds") or {},
+        )
+
+    def evaluate(
+        self, *, tenant, collections, job=None, progress=None
+    ) -> tuple[uuid.UUID, list[EvaluationRun]]:
+        return evaluate_answers(
+            tenant=tenant,
+            collections=collections,
+            configs=self.configs,
+            judge_model=self.judge_model,
+            judge_sampling=self.judge_sampling,
+            unanswerable_questions=self.unanswerable_questions,
+            max_questions=self.max_questions,
+            thresholds=self.thresholds,
+            job=job,
+            progress=progress,
+        )

@@ -18,14 +18,15 @@ from evaluation.answers.configs import (
     parse_answer_configs,
     parse_thresholds,
 )
-from evaluation.answers.evaluate import answers_job_create
+from evaluation.answers.evaluate import AnswerRequest
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.api import serializers as s
 from evaluation.request_fields import parse_ks
-from evaluation.retrieval.evaluate import evaluate_retrieval, evaluate_run_file, evaluation_job_create
+from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers, search
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs import selectors
+from evaluation.runs.batch_jobs import batch_job_create
 from evaluation.runs.presenter import EvaluateOut, RunDetailOut, RunOut, batch_result, run_detail, run_rows
 from evaluation.targets import services as target_services
 from goldenset import selectors as golden_selectors
@@ -111,11 +112,16 @@ class EvaluateApi(CollectionsApi):
             questions > settings.EVALSITE_EVALUATE_SYNC_LIMIT
             or target_calls > settings.EVALSITE_TARGET_SYNC_QUESTIONS
         ):
-            job = evaluation_job_create(
-                tenant=tenant, collections=collections, ks=ks, configs=configs, actor=self.actor
+            job = batch_job_create(
+                tenant=tenant,
+                collections=collections,
+                request=RetrievalRequest(ks=ks, configs=configs),
+                actor=self.actor,
             )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
-        batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
+        batch_id, runs = RetrievalRequest(ks=ks, configs=configs).evaluate(
+            tenant=tenant, collections=collections
+        )
         return Response(EvaluateOut(batch_result(batch_id, runs)).data)
 
 
@@ -187,17 +193,15 @@ class EvaluateAnswersApi(CollectionsApi):
         configs = parse_answer_configs(data.get("configs"), available_rerankers(), subset)
         thresholds = parse_thresholds(data.get("metric_thresholds"))
         sampling = parse_judge_sampling(data.get("judge_samples"), data.get("judge_temperature"))
-        job = answers_job_create(
-            tenant=tenant,
-            collections=collections,
+        request = AnswerRequest(
             configs=configs,
             judge_model=data.get("judge_model"),
             judge_sampling=sampling,
             unanswerable_questions=data.get("unanswerable_questions") or [],
             max_questions=data.get("max_questions"),
             thresholds=thresholds,
-            actor=self.actor,
         )
+        job = batch_job_create(tenant=tenant, collections=collections, request=request, actor=self.actor)
         return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
 

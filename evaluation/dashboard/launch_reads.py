@@ -1,6 +1,6 @@
 """The launchers' reads: which collections can be evaluated (for retrieval, or for answers), and what an Evaluate
-or EvaluateAnswers job produced or why it failed (evaluation.retrieval.evaluate.evaluation_job_create and
-evaluation.answers.evaluate.answers_job_create create the jobs, for the launchers as for the API)."""
+or EvaluateAnswers job produced or why it failed (evaluation.runs.batch_jobs creates the jobs, for the
+launchers as for the API)."""
 
 from __future__ import annotations
 

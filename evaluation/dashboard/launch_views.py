@@ -24,7 +24,7 @@ from evalsite.jobs.models import Job, JobStatus
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
 from evaluation.answers.configs import parse_answer_configs
-from evaluation.answers.evaluate import answers_job_create
+from evaluation.answers.evaluate import AnswerRequest
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.configs import parse_configs, parse_subset
 from evaluation.dashboard.common_views import current_tenant, tenant_page
@@ -46,9 +46,10 @@ from evaluation.dashboard.launch_reads import (
 )
 from evaluation.models import EvaluationJobKind
 from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks
-from evaluation.retrieval.evaluate import evaluate_run_file, evaluation_job_create
+from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.retrieval.run_files import parse_run_file
+from evaluation.runs.batch_jobs import batch_job_create
 from evaluation.runs.slices import Subset
 from evaluation.targets.kinds import ANSWER_KINDS, RETRIEVAL_KINDS
 from evaluation.targets.services import target_names
@@ -115,17 +116,14 @@ def _ks_valid(form: LaunchForm) -> bool:
 def _create_retrieval(
     tenant: Tenant, form: LaunchForm, collections: list[Collection], configs, actor: str
 ) -> Job:
-    return evaluation_job_create(
-        tenant=tenant, collections=collections, ks=form.cleaned_data["ks"], configs=configs, actor=actor
-    )
+    request = RetrievalRequest(ks=form.cleaned_data["ks"], configs=configs)
+    return batch_job_create(tenant=tenant, collections=collections, request=request, actor=actor)
 
 
 def _create_answers(
     tenant: Tenant, form: AnswerLaunchForm, collections: list[Collection], configs, actor: str
 ) -> Job:
-    return answers_job_create(
-        tenant=tenant,
-        collections=collections,
+    request = AnswerRequest(
         configs=configs,
         judge_model=(form.cleaned_data.get("judge_model") or "").strip() or None,
         judge_sampling=parse_judge_sampling(
@@ -133,9 +131,8 @@ def _create_answers(
         ),
         unanswerable_questions=form.cleaned_data.get("unanswerable_questions") or [],
         max_questions=form.cleaned_data.get("max_questions"),
-        thresholds={},
-        actor=actor,
     )
+    return batch_job_create(tenant=tenant, collections=collections, request=request, actor=actor)
 
 
 def _answer_models() -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """Retrieval evaluation: every golden question through the search read path (evaluation.retrieval.read_path), once
 per configuration, scored as trec_eval scores it (evaluation.retrieval.metrics), each configuration stored as one run of a
-batch (evaluation.runs.store); and the Evaluate job that does it off the request."""
+batch (evaluation.runs.store); and the request its Evaluate job carries (evaluation.runs.batch_jobs)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any, ClassVar
 
 from django.db import transaction
 from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
-from evalsite.jobs.services import job_create
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig, parse_configs
 from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult, RunKind, RunStatus, Target
@@ -27,7 +27,6 @@ from evaluation.retrieval import metrics
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers, rerank_warnings
 from evaluation.retrieval.run_files import RunFile
 from evaluation.runs import selectors, stats
-from evaluation.runs.presenter import batch_result
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
 from evaluation.runs.store import empty_subset, questions_in, run_slices, run_store
@@ -424,47 +423,39 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
     return run_store(run, collections, results)
 
 
-# --- the job -------------------------------------------------------------------------------------------------
+# --- the request, as its job carries it (evaluation.runs.batch_jobs) ------------------------------------------
 
 
-def evaluation_job_create(
-    *,
-    tenant: Tenant,
-    collections: Sequence[Collection],
-    ks: Sequence[int],
-    configs: Sequence[RunConfig],
-    actor: str,
-) -> Job:
-    """An Evaluate job for validated collections, ks and configurations (the API's large evaluations and the
-    dashboard's launcher both create it here), which evaluate_job runs; its launch is audited as `actor`."""
-    # An unknown target, or a subset that selects nothing, is the request's 400, not the job's error.
-    resolve_targets(tenant, collections, configs)
-    for config in configs:
-        if config.subset and not selectors.count_golden_questions(collections, config.subset):
-            raise empty_subset(config.subset, collections)
-    return job_create(
-        tenant=tenant,
-        kind=EvaluationJobKind.EVALUATE,
-        collection=collections[0],
-        input={
-            "collection_pks": [c.pk for c in collections],
-            "ks": list(ks),
-            "configs": [c.request() for c in configs],
-        },
-        actor=actor,
-    )
+@dataclass(frozen=True)
+class RetrievalRequest:
+    """A retrieval evaluation's cutoffs and configurations, validated (evaluation.configs)."""
 
+    ks: Sequence[int]
+    configs: Sequence[RunConfig]
+    job_kind: ClassVar[str] = EvaluationJobKind.EVALUATE
 
-def evaluate_job(job: Job, progress) -> dict:
-    """The Evaluate job: the request was validated when the job was created."""
-    collections = selectors.job_collections(job)
-    configs = parse_configs(job.input["configs"], available_rerankers())
-    batch_id, runs = evaluate_retrieval(
-        tenant=job.tenant,
-        collections=collections,
-        ks=job.input["ks"],
-        configs=configs,
-        job=job,
-        progress=progress,
-    )
-    return batch_result(batch_id, runs)
+    def check(self, tenant: Tenant, collections: Sequence[Collection]) -> None:
+        """An unknown target, or a subset that selects nothing, is the request's 400, not the job's error."""
+        resolve_targets(tenant, collections, self.configs)
+        for config in self.configs:
+            if config.subset and not selectors.count_golden_questions(collections, config.subset):
+                raise empty_subset(config.subset, collections)
+
+    def job_input(self) -> dict[str, Any]:
+        return {"ks": list(self.ks), "configs": [c.request() for c in self.configs]}
+
+    @classmethod
+    def from_job_input(cls, spec: Mapping[str, Any]) -> RetrievalRequest:
+        return cls(ks=spec["ks"], configs=parse_configs(spec["configs"], available_rerankers()))
+
+    def evaluate(
+        self, *, tenant, collections, job=None, progress=None
+    ) -> tuple[uuid.UUID, list[EvaluationRun]]:
+        return evaluate_retrieval(
+            tenant=tenant,
+            collections=collections,
+            ks=self.ks,
+            configs=self.configs,
+            job=job,
+            progress=progress,
+        )

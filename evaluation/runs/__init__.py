@@ -1,5 +1,7 @@
 """Runs: every evaluation stored, read back, compared and reported.
 
+- `batch_jobs`: the one job skeleton of an evaluation batch, for retrieval and answers alike;
+- `presenter`: the one presenter of a run (summary and detail) and its shapes (`shapes`);
 - `store`: a run of either kind stored with its question results, and the summary of it;
 - `selectors`: reads of runs, always scoped to one tenant, and the golden questions an evaluation asks;
 - `stats` (pure): bootstrap intervals and the paired randomization test over questions;
