@@ -1,9 +1,10 @@
 """Read and write okfsmith's golden file (golden.json). Plain Python: no Django import.
 
 The file is a JSON list of question records, or {"questions": [...]}. Validation is strict (unknown fields
-are errors, so a typo like "must_site" cannot silently drop citations) and stops at the first problem in
-file order with a GoldenFileError that names the line, so a broken file loads nothing and the user can
-jump straight to the fix.
+are errors, so a typo like "must_site" cannot silently drop citations). A file that is not JSON stops at its
+first bad character; otherwise every bad record is named (its first problem, with its line), as every
+other format's reader names every bad row (goldenset.formats.Problems), so a broken file loads nothing and the
+user can fix it in one pass.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from evalsite.bounded_json import JsonValueError, find_lone_surrogate, find_nul, json_loads
 from evalsite.errors import EvalsiteError
+from goldenset.formats import Problems
 from goldenset.text import (
     expected_documents_problem,
     key_problem,
@@ -48,7 +50,8 @@ class GoldenFileError(EvalsiteError):
 
 
 def parse_golden(data: str | bytes) -> list[GoldenRecord]:
-    """Parse golden.json text or bytes into records, raising GoldenFileError on the first problem."""
+    """Parse golden.json text or bytes into records; a GoldenFileError names the first problem of the text, or
+    every bad record (one error listing each in `details["errors"]`)."""
     text = _decode(data)
     root = _load(text)
     start = _skip(text, 0, _WS)
@@ -72,34 +75,49 @@ def parse_golden(data: str | bytes) -> list[GoldenRecord]:
     seen_ids: dict[str, int] = {}
     seen_questions: dict[str, int] = {}
     lines = _line_numbers(text, offsets)
+    problems = Problems(GoldenFileError, "golden-schema")
     for index, (item, line) in enumerate(zip(items, lines, strict=True)):
-        record = _record(item, index, line)
-        if record.id is not None and record.id in seen_ids:
-            first = seen_ids[record.id]
-            raise _schema(
-                index,
-                record.id,
-                "id",
-                line,
-                f'duplicate id "{record.id}" (first used by record {first}, line {lines[first]})',
-                first_index=first,
-            )
-        key = normalize_question(record.question)
-        if key in seen_questions:
-            first = seen_questions[key]
-            raise _schema(
-                index,
-                record.id,
-                "question",
-                line,
-                f"duplicate question (same as record {first}, line {lines[first]})",
-                first_index=first,
-            )
-        if record.id is not None:
-            seen_ids[record.id] = index
-        seen_questions[key] = index
-        records.append(record)
+        with problems.row():
+            records.append(_checked(item, index, line, lines, seen_ids, seen_questions))
+    problems.check()
     return records
+
+
+def _checked(
+    item: Any,
+    index: int,
+    line: int,
+    lines: list[int],
+    seen_ids: dict[str, int],
+    seen_questions: dict[str, int],
+) -> GoldenRecord:
+    """One record, valid and not a repeat of an earlier one's id or question."""
+    record = _record(item, index, line)
+    if record.id is not None and record.id in seen_ids:
+        first = seen_ids[record.id]
+        raise _schema(
+            index,
+            record.id,
+            "id",
+            line,
+            f'duplicate id "{record.id}" (first used by record {first}, line {lines[first]})',
+            first_index=first,
+        )
+    key = normalize_question(record.question)
+    if key in seen_questions:
+        first = seen_questions[key]
+        raise _schema(
+            index,
+            record.id,
+            "question",
+            line,
+            f"duplicate question (same as record {first}, line {lines[first]})",
+            first_index=first,
+        )
+    if record.id is not None:
+        seen_ids[record.id] = index
+    seen_questions[key] = index
+    return record
 
 
 def dump_golden(records: Iterable[GoldenRecord]) -> str:

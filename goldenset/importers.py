@@ -30,7 +30,6 @@ from goldenset.services import (
     DocumentInput,
     EntryInput,
     IngestOutcome,
-    documents_ingest_job,
     documents_upsert,
     golden_entries_add,
     ingest_as_job,
@@ -158,22 +157,25 @@ def documents_upload(*, collection: Collection, files: Sequence[Upload], actor: 
 
 
 def ingest_job(job: Job, progress: Callable[[int, int], None]) -> dict[str, int]:
-    """The Ingest job: documents given whole (services.documents_ingest_job), or uploaded files read again
-    and written a batch at a time; audited as whoever launched the job."""
-    if "files" not in job.input:
-        return documents_ingest_job(job, progress)
+    """The Ingest job, whichever request queued it: the documents of a JSON body (content.documents_ingest),
+    given whole, or the uploaded files (documents_upload), read again as they are written. Either was checked
+    when the job was created; they are written a batch at a time, audited as whoever launched the job."""
     if job.collection is None:
         raise EvalsiteError("collection-gone", "The collection was deleted before the import ran.")
-    total = int(job.input["documents_total"])
-    documents = itertools.chain.from_iterable(
-        documents_from_upload(f["name"], f["text"].encode("utf-8")) for f in job.input["files"]
-    )
+    documents: Iterable[DocumentInput]
+    if "files" in job.input:
+        documents = itertools.chain.from_iterable(
+            documents_from_upload(f["name"], f["text"].encode("utf-8")) for f in job.input["files"]
+        )
+    else:
+        documents = [DocumentInput.from_job_input(d) for d in job.input["documents"]]
+    total = int(job.input.get("documents_total") or 0)  # the files' count, made by the request that read them
     return documents_upsert(
         collection=job.collection,
         documents=documents,
         actor=str(job.input.get("actor") or "job"),
         source=" ".join(filter(None, [job.input.get("source", ""), f"job {job.pk}"])),
-        progress=lambda done, _: progress(done, total),
+        progress=lambda done, of: progress(done, of or total),
     )
 
 

@@ -3,7 +3,7 @@
 One vocabulary everywhere (REST `format`, CLI `--format`, the dashboard): `okfsmith` (golden.json), `csv`,
 `tsv`, `trec` (topics + qrels), `ragas`, `deepeval`, `promptfoo`, `phoenix`. BEIR stays a folder
 (`import_beir`). Every reader gives `Entry`s, each with the line (or record) it came from, and refuses a file
-whole at its first problem, naming the line or record (`import-invalid`); every writer gives the file's text
+whole, naming every bad line or record (`import-invalid`; up to MAX_PROBLEMS, `Problems`); every writer gives the file's text
 and warnings naming what the format cannot carry (never dropped silently). Each module documents its mapping.
 """
 
@@ -83,31 +83,32 @@ MAX_PROBLEMS = 50  # bad rows listed at most (the preview shows them all)
 
 class Problems:
     """Every bad row of a file, up to MAX_PROBLEMS, raised together once the file is read: one alone as it is,
-    several as one error whose details list each (`errors`: [{where, message}])."""
+    several as one error (of the first's kind and `code`) whose details are the first's and list each
+    (`errors`: [{where or record and line, message}])."""
 
-    def __init__(self) -> None:
-        self.found: list[FormatError] = []
+    def __init__(self, error_type: type[EvalsiteError] = FormatError, code: str = "import-invalid") -> None:
+        self.error_type, self.code = error_type, code
+        self.found: list[EvalsiteError] = []
 
     @contextmanager
     def row(self) -> Iterator[None]:
         try:
             yield
-        except FormatError as exc:
+        except self.error_type as exc:
             self.found.append(exc)
             if len(self.found) >= MAX_PROBLEMS:
                 raise self.error() from None
 
-    def error(self) -> FormatError:
+    def error(self) -> EvalsiteError:
         if len(self.found) == 1:
             return self.found[0]
         more = "+" if len(self.found) >= MAX_PROBLEMS else ""
         shown = "; ".join(e.message for e in self.found[:3]) + (" ..." if len(self.found) > 3 else "")
-        listed = [{"where": e.details.get("where", ""), "message": e.message} for e in self.found]
-        where = self.found[0].details.get("where", "")
-        return FormatError(
-            "import-invalid",
+        listed = [{**e.details, "message": e.message} for e in self.found]
+        return self.error_type(
+            self.code,
             f"{len(self.found)}{more} problems: {shown}",
-            details={"where": where, "errors": listed},
+            details={**self.found[0].details, "errors": listed},
         )
 
     def check(self) -> None:

@@ -415,22 +415,6 @@ def documents_ingest(
     )
 
 
-def documents_ingest_job(job: Job, progress) -> dict[str, int]:
-    """The Ingest job: the documents were validated when the job was created; write them now, audited as
-    whoever launched the job."""
-    if job.collection is None:
-        raise EvalsiteError("collection-gone", "The collection was deleted before the import ran.")
-    documents = [DocumentInput.from_job_input(d) for d in job.input["documents"]]
-    source = " ".join(filter(None, [job.input.get("source", ""), f"job {job.pk}"]))
-    return documents_upsert(
-        collection=job.collection,
-        documents=documents,
-        actor=str(job.input.get("actor") or "job"),
-        source=source,
-        progress=progress,
-    )
-
-
 def document_delete(*, document: Document, actor: str) -> None:
     documents_delete(collection=document.collection, documents=[document], actor=actor)
 

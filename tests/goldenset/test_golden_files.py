@@ -307,3 +307,32 @@ def test_a_nul_character_is_invalid_with_its_position():
         parse_golden('[\n  {"question": "Why\\u0000?"}\n]')
     assert caught.value.code == "golden-invalid"
     assert caught.value.details == {"line": 2, "column": 20}
+
+
+def test_every_bad_record_is_named_in_one_error_as_the_other_formats_do():
+    data = _list_file(
+        {"question": "Fine?"},
+        {"question": "Tags?", "tags": 1},
+        {"question": "Fine?"},
+        {"qestion": "Typo?"},
+    )
+    with pytest.raises(GoldenFileError) as info:
+        parse_golden(data)
+    error = info.value
+    assert error.code == "golden-schema"
+    assert error.message.startswith("3 problems: record 1, line 3: ")
+    assert [(e["index"], e["field"], e["line"]) for e in error.details["errors"]] == [
+        (1, "tags", 3),
+        (2, "question", 4),
+        (3, "qestion", 5),
+    ]
+    assert error.details["index"] == 1  # the first problem's details, as a single problem gives them
+    assert "duplicate question (same as record 0, line 2)" in error.details["errors"][1]["message"]
+
+
+def test_a_file_of_many_bad_records_stops_at_the_problems_limit():
+    data = _list_file(*({"question": f"Q{i}?", "tags": 1} for i in range(80)))
+    with pytest.raises(GoldenFileError) as info:
+        parse_golden(data)
+    assert info.value.message.startswith("50+ problems")
+    assert len(info.value.details["errors"]) == 50
