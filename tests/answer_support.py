@@ -3,13 +3,33 @@
 `scripted_rag(messages)` plays the chat model behind the scripted server: for an answer prompt it answers with the
 first sentence of passage [1], cited, as JSON; for a judge prompt it returns a well-formed judgement that agrees
 with everything (every statement supported, every citation supporting, every passage relevant, rating 4). Tests
-that need a verdict of their own register a more specific rule before this one.
+that need a verdict of their own register a more specific rule before this one. `PASSAGES`: two passages of the
+handbook, as the writer and the judges are given them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+
+from evaluation.answers.writer import Passage
+
+PASSAGES = [
+    Passage(
+        1,
+        "refunds",
+        1,
+        "Refund policy",
+        "Customers get a full refund within 30 days of purchase. Refunds go to the original card.",
+    ),
+    Passage(
+        2,
+        "shipping",
+        3,
+        "Shipping",
+        "Orders ship within two business days. Express shipping arrives the next day.",
+    ),
+]
 
 _NUMBERED = re.compile(r"^(\d+)\. ", re.MULTILINE)
 _PASSAGE_HEAD = re.compile(r"^\[(\d+)\]", re.MULTILINE)

@@ -1,10 +1,13 @@
 """Builders and checks shared by test files of several folders (the shared world itself is in tests/conftest.py).
 
 `db_state()` snapshots every row, for the "a refused request changes nothing" checks; `uploaded()` is a file as a
-browser sends it; `add_entries()` and `handbook_entries()` build golden entries on the world's collections.
+browser sends it; `add_entries()`, `handbook_entries()` and `answer_entries()` build golden entries on the world's
+collections.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -62,6 +65,66 @@ def handbook_entries(
     if unanswerable:
         entries.append(EntryInput(question="Who is the chief executive?", key="q4"))
     return add_entries(collection, *entries)
+
+
+# Questions with reference answers over the handbook's documents (answer evaluation), and one it cannot answer.
+HANDBOOK_ANSWERS = {
+    "refund": EntryInput(
+        question="How many days do customers have to get a full refund?",
+        expected_document_ids=["refunds"],
+        reference_answer="Customers get a full refund within 30 days of purchase.",
+    ),
+    "shipping": EntryInput(
+        question="How quickly do orders ship?",
+        expected_document_ids=["shipping"],
+        reference_answer="Orders ship within two business days.",
+    ),
+    "warranty": EntryInput(
+        question="What does the device warranty cover?",
+        expected_document_ids=["warranty"],
+        reference_answer="Manufacturing defects, for two years.",
+    ),
+    "gift-wrapping": EntryInput(
+        question="Do you offer gift wrapping for birthday presents?",
+        expected_document_ids=[],
+        answerable=False,
+    ),
+}
+
+
+def answer_entries(
+    collection: Collection, *names: str, keys: dict[str, str] | None = None
+) -> list[GoldenEntry]:
+    """The HANDBOOK_ANSWERS named (every one when none is), in that order; `keys` gives some of them a key."""
+    keys = keys or {}
+    chosen = names or tuple(HANDBOOK_ANSWERS)
+    return add_entries(
+        collection,
+        *(  # copies: the lists of HANDBOOK_ANSWERS are never handed to the service
+            replace(e, key=keys.get(n, ""), expected_document_ids=list(e.expected_document_ids))
+            for n in chosen
+            if (e := HANDBOOK_ANSWERS[n])
+        ),
+    )
+
+
+# POST /search/evaluate as the seed sends it (string ks, one configuration with rerank), over the world's collection.
+SEED_EVALUATE_BODY = {
+    "cluster_id": "acme",
+    "tenant_id": "search",
+    "collection_id": "handbook",
+    "ks": ["1", "3"],
+    "configs": [
+        {"label": "fulltext baseline", "search_type": "FullText", "fusion": "Rrf", "rerank": False},
+        {"label": "hybrid + rerank", "search_type": "Hybrid", "fusion": "Rrf", "rerank": True},
+    ],
+}
+
+
+def imported(*, records: int, created: int = 0, updated: int = 0, unchanged: int = 0) -> dict:
+    """The body of an okfsmith golden-file import that created no document and warned of nothing."""
+    return {"records": records, "created": created, "updated": updated, "unchanged": unchanged,
+            "format": "okfsmith", "documents_created": 0, "warnings": []}  # fmt: skip
 
 
 def refused(response, status: int, code: str) -> dict:

@@ -12,10 +12,9 @@ from django.core.management import call_command
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from goldenset import services
 from tests.answer_support import decline_everything, scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import add_entries
+from tests.support import answer_entries
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
 ANSWER = "/lmkit/v1/search/answer"
@@ -24,29 +23,7 @@ METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_preci
 
 @pytest.fixture
 def golden(world):
-    add_entries(
-        world.collection,
-        services.EntryInput(
-            question="How many days do customers have to get a full refund?",
-            expected_document_ids=["refunds"],
-            reference_answer="Customers get a full refund within 30 days of purchase.",
-        ),
-        services.EntryInput(
-            question="How quickly do orders ship?",
-            expected_document_ids=["shipping"],
-            reference_answer="Orders ship within two business days.",
-        ),
-        services.EntryInput(
-            question="What does the device warranty cover?",
-            expected_document_ids=["warranty"],
-            reference_answer="Manufacturing defects, for two years.",
-        ),
-        services.EntryInput(
-            question="Do you offer gift wrapping for birthday presents?",
-            expected_document_ids=[],
-            answerable=False,
-        ),
-    )
+    answer_entries(world.collection)
     return world
 
 

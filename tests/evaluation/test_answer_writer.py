@@ -26,24 +26,9 @@ from evaluation.answers.writer import (
     split_sentences,
     unknown_citations,
 )
+from tests.answer_support import PASSAGES
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
-PASSAGES = [
-    Passage(
-        1,
-        "refunds",
-        1,
-        "Refund policy",
-        "Customers get a full refund within 30 days of purchase. Refunds go to the original card.",
-    ),
-    Passage(
-        2,
-        "shipping",
-        3,
-        "Shipping",
-        "Orders ship within two business days. Express shipping arrives the next day.",
-    ),
-]
 REFUND_QUESTION = "How long do customers have to request a refund?"  # terms: long, customer, request, refund
 
 

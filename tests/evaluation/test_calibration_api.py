@@ -20,7 +20,7 @@ from evaluation.warmup import warm_up
 from goldenset import services
 from tests.answer_support import scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import add_entries
+from tests.support import add_entries, answer_entries
 
 LABELS = "/lmkit/v1/search/evaluate/labels"
 CALIBRATION = "/lmkit/v1/search/evaluate/calibration"
@@ -33,26 +33,12 @@ REFUNDS = [
 
 @pytest.fixture
 def golden(world):
-    add_entries(
+    answer_entries(
         world.collection,
-        *(
-            services.EntryInput(question=q, key=k, expected_document_ids=[d], reference_answer=r)
-            for k, q, d, r in (
-                (
-                    "q1",
-                    "How many days do customers have to get a full refund?",
-                    "refunds",
-                    "Customers get a full refund within 30 days of purchase.",
-                ),
-                ("q2", "How quickly do orders ship?", "shipping", "Orders ship within two business days."),
-                (
-                    "q3",
-                    "What does the device warranty cover?",
-                    "warranty",
-                    "Manufacturing defects, for two years.",
-                ),
-            )
-        ),  # fmt: skip
+        "refund",
+        "shipping",
+        "warranty",
+        keys={"refund": "q1", "shipping": "q2", "warranty": "q3"},
     )
     return world
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.models import EvaluationRun, QuestionResult
-from tests.support import handbook_entries
+from tests.support import SEED_EVALUATE_BODY, handbook_entries
 
 URL = "/lmkit/v1/search/evaluate"
 
@@ -16,20 +16,7 @@ def golden(world):
 
 
 def test_the_seed_shape_evaluates_and_persists_one_run_per_config(world, golden):
-    response = world.client.post(
-        URL,
-        {
-            "cluster_id": "acme",
-            "tenant_id": "search",
-            "collection_id": "handbook",
-            "ks": ["1", "3"],
-            "configs": [
-                {"label": "fulltext baseline", "search_type": "FullText", "fusion": "Rrf", "rerank": False},
-                {"label": "hybrid + rerank", "search_type": "Hybrid", "fusion": "Rrf", "rerank": True},
-            ],
-        },
-        format="json",
-    )
+    response = world.client.post(URL, SEED_EVALUATE_BODY, format="json")
     assert response.status_code == 200, response.json()
     body = response.json()
     assert [r["label"] for r in body["runs"]] == ["fulltext baseline", "hybrid + rerank"]

@@ -8,20 +8,10 @@ from django.test import override_settings
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult
-from tests.support import handbook_entries
+from tests.support import SEED_EVALUATE_BODY, handbook_entries
 
 API = "/lmkit/v1"
 URL = f"{API}/search/evaluate"
-BODY = {
-    "cluster_id": "acme",
-    "tenant_id": "search",
-    "collection_id": "handbook",
-    "ks": ["1", "3"],
-    "configs": [
-        {"label": "fulltext baseline", "search_type": "FullText", "fusion": "Rrf", "rerank": False},
-        {"label": "hybrid + rerank", "search_type": "Hybrid", "fusion": "Rrf", "rerank": True},
-    ],
-}
 PERFECT = {"recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr": 1.0}
 
 
@@ -30,7 +20,7 @@ def golden(world):
     return handbook_entries(world.collection, 2)
 
 
-def start(world, callbacks_fixture, *, execute: bool, body=BODY):
+def start(world, callbacks_fixture, *, execute: bool, body=SEED_EVALUATE_BODY):
     """The evaluate call with a limit of one question x configuration, so it becomes a job."""
     with override_settings(EVALSITE_EVALUATE_SYNC_LIMIT=1), callbacks_fixture(execute=execute) as callbacks:
         response = world.client.post(URL, body, format="json")
@@ -90,7 +80,7 @@ def test_a_big_evaluation_answers_202_and_the_job_completes_with_the_runs(
 def test_the_job_gives_what_the_synchronous_call_gives(world, golden, django_capture_on_commit_callbacks):
     response, _ = start(world, django_capture_on_commit_callbacks, execute=True)
     from_job = Job.objects.get(pk=response.json()["job_id"]).result["runs"]
-    inline = world.client.post(URL, BODY, format="json")
+    inline = world.client.post(URL, SEED_EVALUATE_BODY, format="json")
     assert inline.status_code == 200
     keys = ("label", "config", "ks", "metrics", "question_count", "warnings")
     assert [{k: r[k] for k in keys} for r in from_job] == [
@@ -190,7 +180,7 @@ def test_a_collection_deleted_before_the_job_runs_fails_it_readably(
 
 def test_at_the_limit_the_call_is_answered_inline(world, golden):
     with override_settings(EVALSITE_EVALUATE_SYNC_LIMIT=4):
-        response = world.client.post(URL, BODY, format="json")
+        response = world.client.post(URL, SEED_EVALUATE_BODY, format="json")
     assert response.status_code == 200
     assert not Job.objects.filter(kind=EvaluationJobKind.EVALUATE).exists()
     assert [run.job_id for run in EvaluationRun.objects.all()] == [None, None]  # one run per configuration

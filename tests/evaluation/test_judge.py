@@ -23,25 +23,10 @@ from evaluation.answers.judge import (
     statements,
 )
 from evaluation.answers.judge_llm import LLMJudge
-from evaluation.answers.writer import REFUSAL, Answer, Citation, Passage, parse_citations
+from evaluation.answers.writer import REFUSAL, Answer, Citation, parse_citations
+from tests.answer_support import PASSAGES
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
-PASSAGES = [
-    Passage(
-        1,
-        "refunds",
-        1,
-        "Refund policy",
-        "Customers get a full refund within 30 days of purchase. Refunds go to the original card.",
-    ),
-    Passage(
-        2,
-        "shipping",
-        3,
-        "Shipping",
-        "Orders ship within two business days. Express shipping arrives the next day.",
-    ),
-]
 QUESTION = "How long do customers have to request a refund?"
 REFERENCE = "Customers get a full refund within 30 days; refunds are paid in cash."
 

@@ -21,6 +21,7 @@ from goldenset import services
 from tests.answer_support import scripted_rag
 from tests.conftest import add_documents
 from tests.llm_server import llm_server_fixture  # noqa: F401
+from tests.support import answer_entries
 
 API = "/lmkit/v1"
 
@@ -91,28 +92,7 @@ def conforms(schema: dict, response, path: str, method: str, status: int) -> dic
 
 @pytest.fixture
 def golden(world):
-    services.golden_entries_add(
-        collection=world.collection,
-        entries=[
-            services.EntryInput(
-                question="How many days do customers have to get a full refund?",
-                expected_document_ids=["refunds"],
-                reference_answer="Customers get a full refund within 30 days of purchase.",
-                key="refund-window",
-            ),
-            services.EntryInput(
-                question="How quickly do orders ship?",
-                expected_document_ids=["shipping"],
-                reference_answer="Orders ship within two business days.",
-            ),
-            services.EntryInput(
-                question="Do you offer gift wrapping for birthday presents?",
-                expected_document_ids=[],
-                answerable=False,
-            ),
-        ],
-        actor="test",
-    )
+    answer_entries(world.collection, "refund", "shipping", "gift-wrapping", keys={"refund": "refund-window"})
     policies = services.collection_create(tenant=world.tenant, slug="policies", name="Policies", actor="test")
     add_documents(policies, {"returns": "A refund for returned items needs the receipt."})
     return world

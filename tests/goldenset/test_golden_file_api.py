@@ -11,7 +11,7 @@ from goldenset.golden_files import GoldenRecord, parse_golden
 from goldenset.models import GoldenEntry, Origin
 from goldenset.services import EntryInput, collection_create
 from tests.conftest import add_documents
-from tests.support import add_entries
+from tests.support import add_entries, imported
 
 UPLOAD = "/lmkit/v1/search/golden-set/upload"
 EXPORT = "/lmkit/v1/search/golden-set/export"
@@ -42,15 +42,7 @@ def upload(client, content, **fields):
 def test_upload_loads_a_golden_file(world):
     response = upload(world.client, json.dumps(RECORDS, indent=2), cluster_id="acme", tenant_id="search")
     assert response.status_code == 201, response.json()
-    assert response.json() == {
-        "records": 3,
-        "created": 3,
-        "updated": 0,
-        "unchanged": 0,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert response.json() == imported(records=3, created=3)
     rows = list(
         world.collection.golden_entries.order_by("created_at", "id").values(
             "key", "question", "expected_document_ids", "reference_answer", "tags", "answerable", "origin"
@@ -95,15 +87,7 @@ def test_upload_again_updates_records_by_id(world):
     changed = [{**RECORDS[1], "expected_answer": "Next day."}]
     response = upload(world.client, json.dumps(changed))
     assert response.status_code == 200, response.json()  # nothing created
-    assert response.json() == {
-        "records": 1,
-        "created": 0,
-        "updated": 1,
-        "unchanged": 0,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert response.json() == imported(records=1, updated=1)
     assert world.collection.golden_entries.count() == 3
     assert world.collection.golden_entries.get(key="express").reference_answer == "Next day."
 

@@ -8,6 +8,7 @@ import json
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalsite.audit.models import AuditEvent
+from tests.support import imported
 
 UPLOAD = "/lmkit/v1/search/golden-set/upload"
 RECORDS = [
@@ -25,28 +26,12 @@ def upload(client, records):
 def test_an_identical_reimport_answers_200_with_everything_unchanged(world):
     first = upload(world.client, RECORDS)
     assert first.status_code == 201, first.json()
-    assert first.json() == {
-        "records": 2,
-        "created": 2,
-        "updated": 0,
-        "unchanged": 0,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert first.json() == imported(records=2, created=2)
     events = AuditEvent.objects.count()
 
     again = upload(world.client, RECORDS)
     assert again.status_code == 200, again.json()
-    assert again.json() == {
-        "records": 2,
-        "created": 0,
-        "updated": 0,
-        "unchanged": 2,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert again.json() == imported(records=2, unchanged=2)
     assert world.collection.golden_entries.count() == 2
     assert AuditEvent.objects.count() == events  # nothing changed, nothing audited
 
@@ -56,13 +41,5 @@ def test_a_reimport_that_adds_one_answers_201_and_counts_each_record(world):
     records = [RECORDS[0], {**RECORDS[1], "expected_answer": "Next day."}, {"question": "Warranty length?"}]
     response = upload(world.client, records)
     assert response.status_code == 201, response.json()
-    assert response.json() == {
-        "records": 3,
-        "created": 1,
-        "updated": 1,
-        "unchanged": 1,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert response.json() == imported(records=3, created=1, updated=1, unchanged=1)
     assert world.collection.golden_entries.count() == 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.goldenset.conftest import DOCS, GS, golden_upload
-from tests.support import add_entries, db_state, refused
+from tests.support import add_entries, db_state, imported, refused
 
 # --- 12. an export imports back into its own collection -------------------------------------------------------
 
@@ -23,15 +23,7 @@ def test_an_export_imports_back_into_its_own_collection_unchanged(world):
     before = db_state()
     response = golden_upload(world, exported)
     assert response.status_code == 200, response.json()  # nothing created
-    assert response.json() == {
-        "records": 3,
-        "created": 0,
-        "updated": 0,
-        "unchanged": 3,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert response.json() == imported(records=3, unchanged=3)
     assert db_state() == before  # grades too: golden.json has none, so the entries keep theirs
 
 
@@ -50,15 +42,7 @@ def test_an_import_without_ids_updates_the_entries_with_the_same_question(world)
         ]
     )
     response = golden_upload(world, golden)
-    assert response.json() == {
-        "records": 2,
-        "created": 1,
-        "updated": 1,
-        "unchanged": 0,
-        "format": "okfsmith",
-        "documents_created": 0,
-        "warnings": [],
-    }
+    assert response.json() == imported(records=2, created=1, updated=1)
     entry.refresh_from_db()
     assert (entry.question, entry.reference_answer) == ("refund   WINDOW?", "30 days.")
     assert (entry.expected_document_ids, entry.grades) == (["refunds", "warranty"], {"refunds": 2})
