@@ -98,14 +98,13 @@ def answer_entries(
     """The HANDBOOK_ANSWERS named (every one when none is), in that order; `keys` gives some of them a key."""
     keys = keys or {}
     chosen = names or tuple(HANDBOOK_ANSWERS)
-    return add_entries(
-        collection,
-        *(  # copies: the lists of HANDBOOK_ANSWERS are never handed to the service
-            replace(e, key=keys.get(n, ""), expected_document_ids=list(e.expected_document_ids))
-            for n in chosen
-            if (e := HANDBOOK_ANSWERS[n])
-        ),
-    )
+    entries = []
+    for name in chosen:  # copies: the lists of HANDBOOK_ANSWERS are never handed to the service
+        entry = HANDBOOK_ANSWERS[name]
+        entries.append(
+            replace(entry, key=keys.get(name, ""), expected_document_ids=list(entry.expected_document_ids))
+        )
+    return add_entries(collection, *entries)
 
 
 # POST /search/evaluate as the seed sends it (string ks, one configuration with rerank), over the world's collection.
