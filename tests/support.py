@@ -1,7 +1,7 @@
 """Builders and checks shared by test files of several folders (the shared world itself is in tests/conftest.py).
 
 `db_state()` snapshots every row, for the "a refused request changes nothing" checks; `uploaded()` is a file as a
-browser sends it; `add_entries()`, `handbook_entries()` and `answer_entries()` build golden entries on the world's
+browser sends it; `member_of()` makes a user of a tenant; `add_entries()`, `handbook_entries()` and `answer_entries()` build golden entries on the world's
 collections.
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.apps import apps
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from evalsite.tenancy.models import Membership
 from goldenset.models import Collection, GoldenEntry
 from goldenset.services import EntryInput, golden_entries_add
 
@@ -41,6 +43,13 @@ def uploaded(name: str, content: str | bytes) -> SimpleUploadedFile:
 def iso(moment) -> str | None:
     """A datetime as the API writes it (UTC with a Z), None as None."""
     return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def member_of(tenant, username: str, password: str = "x", **fields):
+    """A new user (a dashboard login) who is a member of `tenant`."""
+    user = get_user_model().objects.create_user(username, password=password, **fields)
+    Membership.objects.create(user=user, tenant=tenant)
+    return user
 
 
 def add_entries(collection: Collection, *entries: EntryInput | str, **fields) -> list[GoldenEntry]:

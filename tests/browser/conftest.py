@@ -14,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from evalsite.tenancy.services import tenant_get_or_create
+from goldenset import services
+from tests.browser.pages import open_page
+from tests.conftest import add_documents
+from tests.dashboard.answer_runs_support import PASSAGES
+from tests.support import member_of
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -64,14 +69,8 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.errors = errors
-    yield page
-    context.close()
+    with open_page(browser, {"width": 1280, "height": 900}) as page:
+        yield page
 
 
 @pytest.fixture
@@ -103,15 +102,9 @@ HANDBOOK_USER, HANDBOOK_PASSWORD, HANDBOOK = "alice", "alice-handbook-secret", "
 
 
 @pytest.fixture
-def handbook_member(django_user_model):
-    from evalsite.tenancy.models import Membership
-    from goldenset import services
-    from tests.conftest import add_documents
-    from tests.dashboard.answer_runs_support import PASSAGES
-
+def handbook_member():
     tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    user = django_user_model.objects.create_user(HANDBOOK_USER, password=HANDBOOK_PASSWORD)
-    Membership.objects.create(user=user, tenant=tenant)
+    user = member_of(tenant, HANDBOOK_USER, password=HANDBOOK_PASSWORD)
     collection = services.collection_create(tenant=tenant, slug=HANDBOOK, name="Handbook", actor="test")
     add_documents(collection, {doc: text for doc, (_, text) in PASSAGES.items()})
     return user

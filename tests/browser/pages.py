@@ -1,11 +1,31 @@
-"""What every browser test does with a page: watch its requests, assert it is clean, sign in, measure overflow."""
+"""What every browser test does with a page: open one that records its errors, watch its requests, assert it is
+clean, sign in, measure overflow."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1"}
+PHONE = {"width": 390, "height": 844}
+
+
+@contextmanager
+def open_page(browser, viewport: dict[str, int]) -> Iterator:
+    """A page in a browser context of its own at this size; `page.errors` collects its JavaScript errors and the
+    console's error messages. The context is closed afterwards."""
+    context = browser.new_context(viewport=viewport, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.errors = errors
+        yield page
+    finally:
+        context.close()
 
 
 def watch_requests(page) -> list[str]:

@@ -14,7 +14,6 @@ Screenshots go to test-artifacts/screenshots/ (not committed), prefixed "ans-".
 from __future__ import annotations
 
 import re
-import uuid
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,8 +23,8 @@ from django.utils import timezone
 from evaluation.models import EvaluationRun
 from goldenset.models import Collection
 from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
-from tests.browser.pages import assert_clean, log_in, overflow, watch_requests
-from tests.dashboard.answer_runs_support import make_answer_run, questions
+from tests.browser.pages import PHONE, assert_clean, log_in, open_page, overflow, watch_requests
+from tests.dashboard.answer_runs_support import make_answer_batch, make_answer_run, questions
 
 SLUG, USERNAME, PASSWORD = HANDBOOK, HANDBOOK_USER, HANDBOOK_PASSWORD
 
@@ -37,29 +36,8 @@ def answer_runs(handbook_member) -> list[EvaluationRun]:
     """Two answer runs of one batch (the extractive answer judged by the heuristic, and an LLM's answers judged
     by an LLM), over the same eight questions, every diagnosis among them."""
     collection = Collection.objects.get(slug=SLUG)
-    batch_id = uuid.uuid4()
-    now = timezone.now()
-    return [
-        make_answer_run(
-            collection.tenant,
-            collection,
-            "extractive",
-            questions(with_recall=False),
-            batch_id=batch_id,
-            created_at=now - timedelta(minutes=2),
-        ),
-        make_answer_run(
-            collection.tenant,
-            collection,
-            "llm answers",
-            questions(0.1, judge="llm-judge"),
-            batch_id=batch_id,
-            mode="mixed",
-            created_at=now - timedelta(minutes=1),
-            model="qwen2.5:7b",
-            judge_model="llama3.1:8b",
-        ),
-    ]
+    batch = make_answer_batch(collection.tenant, collection)
+    return [batch.heuristic, batch.judged]
 
 
 def test_an_answer_run_its_questions_and_an_answer_beside_its_passages(
@@ -191,12 +169,7 @@ def test_an_answer_run_its_questions_and_an_answer_beside_its_passages(
 
 
 def test_answer_pages_fit_a_narrow_screen(live_server, browser, screenshot, answer_runs):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
-    try:
-        page = context.new_page()
-        page.errors = []
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    with open_page(browser, PHONE) as page:
         urls = watch_requests(page)
         base = live_server.url
         log_in(page, base, USERNAME, PASSWORD)
@@ -220,5 +193,3 @@ def test_answer_pages_fit_a_narrow_screen(live_server, browser, screenshot, answ
         )
         assert answer and passages and passages["y"] >= answer["y"] + answer["height"]
         assert overflowing == {}, f"pages wider than the screen: {overflowing}"
-    finally:
-        context.close()

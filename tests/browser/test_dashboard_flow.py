@@ -22,7 +22,6 @@ from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
 from evalsite.jobs.models import Job, JobStatus
-from evalsite.tenancy.models import Membership
 from evalsite.tenancy.services import tenant_get_or_create
 from evaluation.configs import parse_configs
 from evaluation.dashboard.runs_reads import RUN_QUESTIONS_PER_PAGE
@@ -30,7 +29,8 @@ from evaluation.models import EvaluationJobKind, EvaluationRun
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import Collection, GoldenEntry
-from tests.browser.pages import assert_clean, is_local, log_in, overflow, watch_requests
+from tests.browser.pages import PHONE, assert_clean, is_local, log_in, open_page, overflow, watch_requests
+from tests.support import member_of
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAPNQ = ROOT / "demo" / "clapnq"  # shipped with the repository: 597 passages, 600 questions (300 answerable)
@@ -46,11 +46,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def member(django_user_model):
+def member():
     """alice, a member of tenant acme/search (which has no collection yet)."""
     tenant = tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
-    user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
-    Membership.objects.create(user=user, tenant=tenant)
+    user = member_of(tenant, USERNAME, password=PASSWORD)
     return user
 
 
@@ -397,12 +396,7 @@ def evaluated(member) -> list[EvaluationRun]:
 
 
 def test_the_main_pages_fit_a_narrow_screen(live_server, browser, screenshot, evaluated):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
-    try:
-        page = context.new_page()
-        page.errors = []
-        page.on("pageerror", lambda error: page.errors.append(str(error)))
-        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    with open_page(browser, PHONE) as page:
         urls = watch_requests(page)
         base = live_server.url
         log_in(page, base, USERNAME, PASSWORD)
@@ -425,5 +419,3 @@ def test_the_main_pages_fit_a_narrow_screen(live_server, browser, screenshot, ev
             assert_clean(page, urls, f"narrow {name}")
         # Every page is looked at (and photographed) before this fails, so one report names them all.
         assert overflowing == {}, f"pages wider than the screen: {overflowing}"
-    finally:
-        context.close()

@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from evalsite.audit.models import AuditEvent
 from evalsite.jobs.models import Job, JobStatus
-from evalsite.tenancy.models import Membership
 from evalsite.tenancy.services import tenant_get_or_create
 from evaluation.models import EvaluationJobKind
 from goldenset import services
@@ -25,6 +24,7 @@ from goldenset.generation import DISCARD_REASONS
 from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin
 from tests.browser.pages import assert_clean, log_in, watch_requests
 from tests.conftest import add_documents
+from tests.support import member_of
 
 CLUSTER, TENANT, SLUG = "acme", "search", "science"
 USERNAME, PASSWORD = "alice", "alice-generate-secret"
@@ -55,11 +55,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def member(django_user_model):
+def member():
     """alice, a member of tenant acme/search, which has the collection "science" with documents and no entries."""
     tenant = tenant_get_or_create(cluster_slug=CLUSTER, tenant_slug=TENANT)
-    user = django_user_model.objects.create_user(USERNAME, password=PASSWORD)
-    Membership.objects.create(user=user, tenant=tenant)
+    user = member_of(tenant, USERNAME, password=PASSWORD)
     collection = services.collection_create(tenant=tenant, slug=SLUG, name="Science", actor="test")
     add_documents(collection, DOCUMENTS)
     return user

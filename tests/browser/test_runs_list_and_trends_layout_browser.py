@@ -13,7 +13,7 @@ from django.utils import timezone
 from evaluation.models import EvaluationRun
 from goldenset.models import Collection
 from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
-from tests.browser.pages import assert_clean, log_in, watch_requests
+from tests.browser.pages import assert_clean, log_in, open_page, watch_requests
 from tests.dashboard.answer_runs_support import make_answer_run, questions
 from tests.dashboard.conftest import make_runs
 
@@ -48,33 +48,29 @@ def answer_runs(handbook_member) -> list[EvaluationRun]:
 def test_an_answer_runs_mode_chip_is_inside_the_runs_list(
     live_server, browser, screenshot, answer_runs, width
 ):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    urls = watch_requests(page)
-    log_in(page, live_server.url, USERNAME, PASSWORD)
-    page.goto(f"{live_server.url}/runs/")
-    screenshot(page, f"ux-runs-{width}")
-    wrap = page.locator(".table-wrap").bounding_box()
-    assert wrap is not None
-    chips = page.locator("table.runs td.metrics .mode")
-    assert chips.count() == 2
-    for index in range(2):
-        chip = chips.nth(index).bounding_box()
-        assert chip is not None
-        # Within the list's visible box, not scrolled or cut off past its right edge.
-        assert chip["x"] >= wrap["x"] and chip["x"] + chip["width"] <= wrap["x"] + wrap["width"] - 1, (
-            chip,
-            wrap,
-        )
-    if width >= 1280:  # a laptop's width shows every column without scrolling sideways
-        scroll, client = page.evaluate(
-            "(() => { const w = document.querySelector('.table-wrap'); return [w.scrollWidth, w.clientWidth]; })()"
-        )
-        assert scroll <= client, (scroll, client)
-    assert_clean(page, urls, "runs")
-    context.close()
+    with open_page(browser, {"width": width, "height": 900}) as page:
+        urls = watch_requests(page)
+        log_in(page, live_server.url, USERNAME, PASSWORD)
+        page.goto(f"{live_server.url}/runs/")
+        screenshot(page, f"ux-runs-{width}")
+        wrap = page.locator(".table-wrap").bounding_box()
+        assert wrap is not None
+        chips = page.locator("table.runs td.metrics .mode")
+        assert chips.count() == 2
+        for index in range(2):
+            chip = chips.nth(index).bounding_box()
+            assert chip is not None
+            # Within the list's visible box, not scrolled or cut off past its right edge.
+            assert chip["x"] >= wrap["x"] and chip["x"] + chip["width"] <= wrap["x"] + wrap["width"] - 1, (
+                chip,
+                wrap,
+            )
+        if width >= 1280:  # a laptop's width shows every column without scrolling sideways
+            scroll, client = page.evaluate(
+                "(() => { const w = document.querySelector('.table-wrap'); return [w.scrollWidth, w.clientWidth]; })()"
+            )
+            assert scroll <= client, (scroll, client)
+        assert_clean(page, urls, "runs")
 
 
 def test_trends_of_fresh_runs_span_a_day_not_milliseconds(live_server, page, screenshot, handbook_member):

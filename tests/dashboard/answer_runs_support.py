@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.utils import timezone
 
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 
@@ -380,3 +383,37 @@ def make_answer_run(
         ]
     )
     return run
+
+
+@dataclass
+class AnswerBatch:
+    batch_id: uuid.UUID
+    heuristic: EvaluationRun  # no context recall at all; one unreadable exclusion, one fallback
+    judged: EvaluationRun
+
+
+def make_answer_batch(tenant, collection) -> AnswerBatch:
+    """Two answer runs of one batch over the eight questions of `questions()`: the extractive answers judged by
+    the heuristic, and an LLM's answers judged partly by an LLM judge (mode "mixed"), a minute later."""
+    batch_id = uuid.uuid4()
+    now = timezone.now()
+    heuristic = make_answer_run(
+        tenant,
+        collection,
+        "extractive",
+        questions(with_recall=False),
+        batch_id=batch_id,
+        created_at=now - timedelta(minutes=2),
+    )
+    judged = make_answer_run(
+        tenant,
+        collection,
+        "llm answers",
+        questions(0.1, judge="llm-judge"),
+        batch_id=batch_id,
+        mode="mixed",
+        created_at=now - timedelta(minutes=1),
+        model="qwen2.5:7b",
+        judge_model="llama3.1:8b",
+    )
+    return AnswerBatch(batch_id, heuristic, judged)

@@ -13,7 +13,6 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from evalsite.tenancy.models import Membership
 from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.retrieval.evaluate import evaluate_retrieval
@@ -22,8 +21,8 @@ from goldenset import services
 from goldenset.models import Collection, GoldenEntry
 from goldenset.services import EntryInput
 from tests.conftest import add_documents
-from tests.dashboard.answer_runs_support import make_answer_run, questions
-from tests.support import add_entries
+from tests.dashboard.answer_runs_support import AnswerBatch, make_answer_batch
+from tests.support import add_entries, member_of
 
 
 @pytest.fixture(autouse=True)
@@ -37,18 +36,16 @@ def _status_line_cached_for_the_test(monkeypatch):
 
 
 @pytest.fixture
-def member(world, django_user_model):
+def member(world):
     """alice: a member of the world's tenant (acme/search) only."""
-    user = django_user_model.objects.create_user("alice", password="secret-alice")
-    Membership.objects.create(user=user, tenant=world.tenant)
+    user = member_of(world.tenant, "alice", password="secret-alice")
     return user
 
 
 @pytest.fixture
-def outsider(world, django_user_model):
+def outsider(world):
     """rob: a member of the rival tenant only."""
-    user = django_user_model.objects.create_user("rob", password="secret-rob")
-    Membership.objects.create(user=user, tenant=world.other_tenant)
+    user = member_of(world.other_tenant, "rob", password="secret-rob")
     return user
 
 
@@ -197,39 +194,10 @@ def _fresh_indexes(fresh_indexes):
     """Every test here gets search indexes of its own (tests/conftest.py)."""
 
 
-@dataclass
-class AnswerBatch:
-    batch_id: uuid.UUID
-    heuristic: EvaluationRun  # no context recall at all; one unreadable exclusion, one fallback
-    judged: EvaluationRun
-
-
 @pytest.fixture
 def answer_batch(world) -> AnswerBatch:
-    """Two answer runs of one batch over the eight questions of `questions()`: the extractive answers judged by
-    the heuristic, and an LLM's answers judged partly by an LLM judge (mode "mixed"), a minute later."""
-    batch_id = uuid.uuid4()
-    now = timezone.now()
-    heuristic = make_answer_run(
-        world.tenant,
-        world.collection,
-        "extractive",
-        questions(with_recall=False),
-        batch_id=batch_id,
-        created_at=now - timedelta(minutes=2),
-    )
-    judged = make_answer_run(
-        world.tenant,
-        world.collection,
-        "llm answers",
-        questions(0.1, judge="llm-judge"),
-        batch_id=batch_id,
-        mode="mixed",
-        created_at=now - timedelta(minutes=1),
-        model="qwen2.5:7b",
-        judge_model="llama3.1:8b",
-    )
-    return AnswerBatch(batch_id, heuristic, judged)
+    """The two answer runs of make_answer_batch in the world's collection."""
+    return make_answer_batch(world.tenant, world.collection)
 
 
 def run_url(run: EvaluationRun, query: str = "") -> str:

@@ -14,6 +14,7 @@ from django_q.conf import Conf
 from evalsite import health
 from evalsite.jobs.models import Worker
 from evalsite.tenancy.services import tenant_get_or_create
+from tests.support import member_of
 
 
 @pytest.fixture
@@ -103,12 +104,9 @@ def test_inline_jobs_need_no_worker(db, staff):
     assert body["status"] == "ok" and body["checks"]["workers"]["message"] == "jobs run inline (sync mode)"
 
 
-def test_the_dashboard_shows_the_same_status_line(db, real_queue, settings, django_user_model):
-    from evalsite.tenancy.models import Membership
-
+def test_the_dashboard_shows_the_same_status_line(db, real_queue, settings):
     settings.EVALSITE_JOB_HEARTBEAT_SECONDS = 10
-    user = django_user_model.objects.create_user("ann", password="pw-123456789")
-    Membership.objects.create(user=user, tenant=tenant_get_or_create(cluster_slug="c", tenant_slug="t"))
+    user = member_of(tenant_get_or_create(cluster_slug="c", tenant_slug="t"), "ann", password="pw-123456789")
     client = Client()
     client.force_login(user)
     html = client.get("/").content.decode()
@@ -123,18 +121,13 @@ def test_the_dashboard_shows_the_same_status_line(db, real_queue, settings, djan
     assert Client().get("/accounts/login/").content.decode().count("data-system-status") == 0  # signed out
 
 
-def test_the_status_line_shows_a_check_s_exception_text_to_staff_only(
-    db, real_queue, settings, django_user_model
-):
-    from evalsite.tenancy.models import Membership
-
+def test_the_status_line_shows_a_check_s_exception_text_to_staff_only(db, real_queue, settings):
     beat("h:1:1", 1)
     settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:9/0"}
     tenant = tenant_get_or_create(cluster_slug="c", tenant_slug="t")
     pages = {}
     for name, is_staff in (("ann", False), ("op", True)):
-        user = django_user_model.objects.create_user(name, password="pw-123456789", is_staff=is_staff)
-        Membership.objects.create(user=user, tenant=tenant)
+        user = member_of(tenant, name, password="pw-123456789", is_staff=is_staff)
         client = Client()
         client.force_login(user)
         pages[name] = client.get("/").content.decode()

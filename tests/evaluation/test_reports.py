@@ -12,10 +12,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from evalsite.tenancy.models import Membership
 from evaluation.models import EvaluationRun
 from evaluation.runs.report_formats import Case, Suite, junit_xml, markdown_table
-from tests.support import handbook_entries
+from tests.support import handbook_entries, member_of
 
 SCOPE = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]
 
@@ -85,11 +84,10 @@ def test_the_gate_writes_junit_and_markdown(world):
 
 
 def test_the_dashboard_downloads_a_run_as_junit_and_an_answer_run_as_ragas_rows(
-    world, django_user_model, django_capture_on_commit_callbacks
+    world, django_capture_on_commit_callbacks
 ):
     handbook_entries(world.collection)
-    user = django_user_model.objects.create_user("ann", password="x")
-    Membership.objects.create(user=user, tenant=world.tenant)
+    user = member_of(world.tenant, "ann", password="x")
     client = Client()
     client.force_login(user)
     retrieval = world.client.post(

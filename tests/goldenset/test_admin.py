@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -19,7 +18,7 @@ from goldenset.golden_files import GoldenRecord, parse_golden
 from goldenset.models import Collection, Document, GoldenEntry, GoldenJobKind, Origin, Page
 from goldenset.services import EntryInput
 from tests.goldenset.conftest import document_form, new_document_form
-from tests.support import add_entries
+from tests.support import add_entries, member_of
 
 ACTOR = "user:admin"  # pytest-django's admin_user
 
@@ -183,8 +182,7 @@ def test_other_changelists_do_not_grow_with_rows(admin_client, world, model):
         refund_entry(collection, expected_document_ids=[f"d{n}"])
         api_key_create(tenant=tenant, actor="test")
         Job.objects.create(tenant=tenant, collection=collection, kind=GoldenJobKind.INGEST)
-        user = get_user_model().objects.create_user(f"user{n}")
-        Membership.objects.create(user=user, tenant=tenant)
+        member_of(tenant, f"user{n}")
     assert queries() == before
 
 

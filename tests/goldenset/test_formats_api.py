@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from goldenset.formats import FORMATS
 from goldenset.models import Document, GoldenEntry
-from tests.support import refused
+from tests.support import member_of, refused
 
 UPLOAD = "/lmkit/v1/search/golden-set/upload"
 EXPORT = "/lmkit/v1/search/golden-set/export"
@@ -175,16 +175,13 @@ def test_the_commands_import_and_export_every_format(world, tmp_path):
     assert snapshot() == before
 
 
-def test_the_dashboards_csv_export_imports_back(world, django_user_model):
+def test_the_dashboards_csv_export_imports_back(world):
     from django.test import Client
     from django.urls import reverse
 
-    from evalsite.tenancy.models import Membership
-
     upload(world.client, "golden.csv", CSV)
     before = snapshot()
-    user = django_user_model.objects.create_user("cara", password="x")
-    Membership.objects.create(user=user, tenant=world.tenant)
+    user = member_of(world.tenant, "cara", password="x")
     client = Client()
     client.force_login(user)
     exported = client.get(reverse("dashboard:golden-csv", args=["handbook"]))
