@@ -7,11 +7,13 @@ collections.
 
 from __future__ import annotations
 
+import io
 from dataclasses import replace
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
 
 from evalsite.tenancy.models import Membership
 from goldenset.models import Collection, GoldenEntry
@@ -117,6 +119,18 @@ def answer_entries(
 
 
 # POST /search/evaluate as the seed sends it (string ks, one configuration with rerank), over the world's collection.
+def answers_gate(*args: str) -> tuple[int, str]:
+    """`manage.py evaluate --answers` on the world's handbook collection, as the CI gate runs it: its exit code
+    and what it printed."""
+    out = io.StringIO()
+    try:
+        call_command("evaluate", "--answers", "--cluster", "acme", "--tenant", "search", "--collection",
+                     "handbook", *args, stdout=out)  # fmt: skip
+    except SystemExit as exc:
+        return int(exc.code or 0), out.getvalue()
+    return 0, out.getvalue()
+
+
 SEED_EVALUATE_BODY = {
     "cluster_id": "acme",
     "tenant_id": "search",

@@ -14,7 +14,29 @@ import threading
 import time
 from pathlib import Path
 
+from evalsite.jobs.models import Job
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def job_until(client, job_id, condition, *, worker=None, timeout: float = 90.0) -> dict:
+    """Poll a job over the API as a client does (each poll also runs the web side's recovery) until
+    condition(body), and return that body. Fails, naming the last body and the worker's log, when the time is up
+    or when `worker` (a cluster process with a `log` path) has exited meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = client.get(f"/lmkit/v1/jobs/{job_id}").json()
+        if condition(body):
+            return body
+        log = f"\n{worker.log.read_text()}" if worker is not None else ""
+        assert worker is None or worker.poll() is None, f"the worker exited; last: {body}{log}"
+        assert time.monotonic() < deadline, f"timed out; last: {body}{log}"
+        time.sleep(0.2)
+
+
+def job_ended(body: dict) -> bool:
+    """A job that has finished: completed, failed or cancelled (for job_until)."""
+    return body["status"] in Job.FINISHED
 
 
 def group_alive(pgid: int) -> bool:

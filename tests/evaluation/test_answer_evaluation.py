@@ -4,7 +4,6 @@ heuristic) and against the scripted server (LLM answers, LLM judge, faults)."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -14,7 +13,8 @@ from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from tests.answer_support import decline_everything, scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import answer_entries
+from tests.support import answer_entries, answers_gate
+from tests.worker_support import job_ended, job_until
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
 ANSWER = "/lmkit/v1/search/answer"
@@ -289,27 +289,17 @@ def test_a_failed_answer_is_an_error_not_a_score(evaluate, llm):
 # --- the CLI gate -----------------------------------------------------------------------------------------------
 
 
-def gate(*args) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("evaluate", "--answers", "--cluster", "acme", "--tenant", "search", "--collection",
-                     "handbook", *args, stdout=out)  # fmt: skip
-    except SystemExit as exc:
-        return int(exc.code or 0), out.getvalue()
-    return 0, out.getvalue()
-
-
 def test_the_answer_gate_passes_and_fails_on_the_score(golden):
-    code, text = gate("--no-llm", "--fail-under", "0")
+    code, text = answers_gate("--no-llm", "--fail-under", "0")
     assert code == 0 and "gate: score >= 0 for every configuration: PASS" in text
-    code, text = gate("--no-llm", "--fail-under", "100")
+    code, text = answers_gate("--no-llm", "--fail-under", "100")
     assert code == 1 and "FAIL" in text
 
 
 def test_the_answer_gate_writes_json(golden, tmp_path):
     questions = tmp_path / "unanswerable.txt"
     questions.write_text("Can I pay with bitcoin?\n\nDo you ship to Mars?\n")
-    code, text = gate(
+    code, text = answers_gate(
         "--no-llm", "--format", "json", "--unanswerable", str(questions), "--metric-threshold", "0.5"
     )
     document = json.loads(text)
@@ -344,7 +334,6 @@ def llm_env(llm_server, monkeypatch):
 
 def test_an_answer_evaluation_runs_in_a_real_worker(golden, llm_env, manage_env, transactional_db, qcluster):
     """The job through a real qcluster process, with the scripted model answering and judging."""
-    import time
 
     response = golden.client.post(
         ANSWERS,
@@ -357,12 +346,7 @@ def test_an_answer_evaluation_runs_in_a_real_worker(golden, llm_env, manage_env,
     )
     assert response.status_code == 202, response.json()
     job_id = response.json()["job_id"]
-    deadline = time.monotonic() + 90
-    body = golden.client.get(f"/lmkit/v1/jobs/{job_id}").json()
-    while body["status"] in ("Queued", "Running") and time.monotonic() < deadline:
-        assert qcluster.poll() is None, qcluster.log.read_text()
-        time.sleep(0.2)
-        body = golden.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    body = job_until(golden.client, job_id, job_ended, worker=qcluster)
     assert body["status"] == "Completed", body
     (summary,) = body["result"]["runs"]
     assert summary["mode"] == "llm-judge" and summary["question_count"] == 5

@@ -4,7 +4,6 @@ confidence per question and its mean per metric in the run's summary, against th
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -14,7 +13,7 @@ from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun
 from tests.answer_support import scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import answer_entries
+from tests.support import answer_entries, answers_gate
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
 METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy")
@@ -152,19 +151,9 @@ def test_the_job_result_and_the_runs_endpoint_show_the_confidence(evaluate, llm,
 # --- the CLI ------------------------------------------------------------------------------------------------------
 
 
-def gate(*args) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("evaluate", "--answers", "--cluster", "acme", "--tenant", "search", "--collection",
-                     "handbook", *args, stdout=out)  # fmt: skip
-    except SystemExit as exc:
-        return int(exc.code or 0), out.getvalue()
-    return 0, out.getvalue()
-
-
 def test_the_cli_takes_judge_samples_and_records_them(golden, llm):
     faithfulness_by_seed(llm)
-    code, text = gate("--judge-samples", "3", "--judge-temperature", "0.5", "--format", "json")
+    code, text = answers_gate("--judge-samples", "3", "--judge-temperature", "0.5", "--format", "json")
     assert code == 0, text
     (run,) = json.loads(text)["runs"]
     assert run["config"]["judge_samples"] == 3 and run["config"]["judge_temperature"] == 0.5

@@ -19,6 +19,7 @@ from tests.conftest import add_documents
 from tests.generation_support import FAULTS, company_name, scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.support import add_entries
+from tests.worker_support import job_ended, job_until
 
 URL = "/lmkit/v1/search/golden-set/generate"
 
@@ -293,17 +294,6 @@ def test_a_job_whose_worker_died_too_often_fails_job_stale(world, companies, set
 # --- real workers --------------------------------------------------------------------------------------------
 
 
-def wait_for(world, job_id: str, statuses: tuple[str, ...], worker, timeout: float = 90.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
-        if body["status"] in statuses or time.monotonic() > deadline:
-            return body
-        if worker is not None:
-            assert worker.poll() is None, worker.log.read_text()
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def worker_llm(llm_server, monkeypatch):
     """The scripted model, configured for the test process and for the worker subprocess alike."""
@@ -330,7 +320,7 @@ def test_a_real_worker_generates_and_the_same_seed_gives_the_same_questions(
     worker_llm.latency = 0.05
     response = gen(count=10, seed=11)
     assert response.status_code == 202
-    body = wait_for(world, response.json()["job_id"], ("Completed", "Failed"), qcluster)
+    body = job_until(world.client, response.json()["job_id"], job_ended, worker=qcluster)
     assert body["status"] == "Completed", body
     result = body["result"]
     assert result["accepted"] == 10 == collection.golden_entries.count()
@@ -339,7 +329,7 @@ def test_a_real_worker_generates_and_the_same_seed_gives_the_same_questions(
 
     collection.golden_entries.all().delete()
     LLMCall.objects.all().delete()  # no cache: the model is asked again and answers the same
-    again = wait_for(world, gen(count=10, seed=11).json()["job_id"], ("Completed", "Failed"), qcluster)
+    again = job_until(world.client, gen(count=10, seed=11).json()["job_id"], job_ended, worker=qcluster)
     assert again["status"] == "Completed" and again["result"]["cache_hits"] == 0
     assert sorted(questions(collection)) == first
 
@@ -351,11 +341,7 @@ def test_a_job_cancelled_in_a_real_worker_stops_and_keeps_its_entries(
     add_documents(collection, synthetic_corpus(40))
     worker_llm.latency = 0.5
     job_id = gen(count=40, seed=1).json()["job_id"]
-    body = wait_for(world, job_id, ("Completed", "Failed"), qcluster, timeout=0)
-    deadline = time.monotonic() + 60
-    while body["progress_done"] < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-        body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    job_until(world.client, job_id, lambda body: body["progress_done"] >= 2, worker=qcluster, timeout=60)
     assert world.client.post(f"/lmkit/v1/jobs/{job_id}/cancel").status_code == 200
     time.sleep(3)  # the worker notices at its next page and stops calling
     calls = worker_llm.count()

@@ -23,7 +23,7 @@ from goldenset.models import Collection, GoldenEntry
 from tests.conftest import add_documents
 from tests.generation_support import scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.worker_support import Clusters, PrivateRedis, group_members
+from tests.worker_support import Clusters, PrivateRedis, group_members, job_ended, job_until
 
 URL = "/lmkit/v1/search/golden-set/generate"
 FAST = {  # seconds: quick beats, staleness and leases, so the tests take seconds, not minutes
@@ -69,24 +69,6 @@ def generate(world, slug: str, count: int, seed: int):
     return world.client.post(URL, {"collection_id": slug, "count": count, "seed": seed}, format="json")
 
 
-def wait_for(world, job_id, condition, timeout: float = 60.0, cluster=None) -> dict:
-    """Poll the job as a client does (each poll also runs the web side's recovery) until condition(body)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
-        if condition(body):
-            return body
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"timed out; last: {body}" + (f"\n{cluster.log.read_text()}" if cluster else "")
-            )
-        time.sleep(0.2)
-
-
-def finished(body: dict) -> bool:
-    return body["status"] in ("Completed", "Failed", "Cancelled")
-
-
 def test_a_killed_cluster_loses_neither_its_running_job_nor_the_task_it_had_taken(
     world, clusters, llm_server
 ):
@@ -102,7 +84,9 @@ def test_a_killed_cluster_loses_neither_its_running_job_nor_the_task_it_had_take
     first = clusters.start("first")
     running = generate(world, "companies", 20, 8).json()["job_id"]
     taken = generate(world, "others", 4, 3).json()["job_id"]
-    wait_for(world, running, lambda b: b["status"] == "Running" and b["progress_done"] >= 3, cluster=first)
+    job_until(
+        world.client, running, lambda b: b["status"] == "Running" and b["progress_done"] >= 3, worker=first
+    )
     # The cluster's pusher takes the next task while its one worker is busy: within seconds, however loaded
     # the machine (a fixed one-second wait failed when the machine was busy).
     deadline = time.monotonic() + 15
@@ -115,13 +99,15 @@ def test_a_killed_cluster_loses_neither_its_running_job_nor_the_task_it_had_take
     clusters.kill(first)
     done = GoldenEntry.objects.filter(job_id=running).count()
     assert 3 <= done < 20
-    body = wait_for(world, running, lambda b: b["status"] == "Queued")  # this host sees the worker is gone
+    body = job_until(
+        world.client, running, lambda b: b["status"] == "Queued"
+    )  # this host sees the worker is gone
     assert [e["event"] for e in body["history"]] == ["worker-lost"]
 
     llm_server.latency = 0.2  # the slow calls were for the first cluster's pusher; the rest need not wait
     second = clusters.start("second")
     for job_id in (running, taken):
-        body = wait_for(world, job_id, finished, cluster=second)
+        body = job_until(world.client, job_id, job_ended, worker=second)
         assert body["status"] == "Completed", body
     body = world.client.get(f"/lmkit/v1/jobs/{running}").json()
     assert body["attempts"] == 2
@@ -135,7 +121,9 @@ def test_sigterm_stops_a_cluster_within_seconds_and_puts_its_job_back(world, clu
     corpus(world, "companies", 30)
     first = clusters.start("first")
     job_id = generate(world, "companies", 20, 5).json()["job_id"]
-    wait_for(world, job_id, lambda b: b["status"] == "Running" and b["progress_done"] >= 2, cluster=first)
+    job_until(
+        world.client, job_id, lambda b: b["status"] == "Running" and b["progress_done"] >= 2, worker=first
+    )
 
     took = clusters.terminate(first)
     assert not group_members(first.pid), first.log.read_text()
@@ -146,7 +134,7 @@ def test_sigterm_stops_a_cluster_within_seconds_and_puts_its_job_back(world, clu
     kept = GoldenEntry.objects.filter(job=job).count()
 
     second = clusters.start("second")
-    body = wait_for(world, job_id, finished, cluster=second)
+    body = job_until(world.client, job_id, job_ended, worker=second)
     assert body["status"] == "Completed", body
     assert body["result"]["accepted_before"] == kept
     assert GoldenEntry.objects.filter(job=job).count() == 20
@@ -193,7 +181,7 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
         redis.start()
         cluster = clusters.start("worker", **broker_env)
         running = generate(world, "companies", 12, 2).json()["job_id"]
-        wait_for(world, running, lambda b: b["status"] == "Running", cluster=cluster)
+        job_until(world.client, running, lambda b: b["status"] == "Running", worker=cluster)
         waiting = [generate(world, slug, 3, 4).json()["job_id"] for slug in slugs]
         broker = get_broker()
         builds = {
@@ -214,7 +202,7 @@ def test_a_broker_down_at_enqueue_is_a_503_and_a_restart_that_empties_it_loses_n
         redis.stop()
         redis.start()  # back, empty: the tasks that waited in it are gone
         for job_id in (running, *waiting):
-            body = wait_for(world, job_id, finished, timeout=90, cluster=cluster)
+            body = job_until(world.client, job_id, job_ended, timeout=90, worker=cluster)
             assert body["status"] == "Completed", (body, cluster.log.read_text())
         for job_id in waiting:
             events = [e["event"] for e in Job.objects.get(pk=job_id).history]
@@ -232,14 +220,16 @@ def test_a_worker_whose_database_connection_is_cut_reports_it_and_retries(world,
     corpus(world, "companies", 30)
     cluster = clusters.start("first")
     job_id = generate(world, "companies", 20, 6).json()["job_id"]
-    wait_for(world, job_id, lambda b: b["status"] == "Running" and b["progress_done"] >= 2, cluster=cluster)
+    job_until(
+        world.client, job_id, lambda b: b["status"] == "Running" and b["progress_done"] >= 2, worker=cluster
+    )
     with connection.cursor() as cursor:  # every connection to the test database but the test's own
         cursor.execute(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         assert cursor.fetchone()[0] >= 1
-    body = wait_for(world, job_id, finished, timeout=90, cluster=cluster)
+    body = job_until(world.client, job_id, job_ended, timeout=90, worker=cluster)
     assert body["status"] == "Completed", (body, cluster.log.read_text())
     events = [e["event"] for e in body["history"]]
     assert "database-error" in events and "worker-lost" not in events, body["history"]

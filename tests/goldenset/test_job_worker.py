@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 from django.test import override_settings
 
 from evalsite.jobs.models import Job, JobStatus
 from goldenset.models import Document
+from tests.worker_support import job_ended, job_until
 
 
 @override_settings(EVALSITE_INGEST_JOB_THRESHOLD_DOCUMENTS=5)
@@ -19,12 +18,7 @@ def test_a_large_ingest_runs_as_a_job_in_a_real_worker(world, qcluster):
     assert response.status_code == 202, response.json()
     job_id = response.json()["job_id"]
 
-    deadline = time.monotonic() + 90
-    body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
-    while body["status"] in ("Queued", "Running") and time.monotonic() < deadline:
-        assert qcluster.poll() is None, qcluster.log.read_text()
-        time.sleep(0.3)
-        body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
+    body = job_until(world.client, job_id, job_ended, worker=qcluster)
 
     assert body["status"] == "Completed", body
     assert body["result"] == {
