@@ -246,3 +246,33 @@ def launch_data(configs: list[dict], collections=("handbook",), *, defaults=SEAR
             elif value:
                 data[f"configs-{i}-enabled"] = "on"
     return data
+
+
+def answer_launch_data(configs: list[dict], collections=("handbook",), **fields) -> dict:
+    fields = {"judge_model": "", "max_questions": "", "unanswerable_questions": "", **fields}
+    defaults = {**SEARCH_CONFIG, "top_k": "3", "model": "", "groundedness": "Off"}
+    return launch_data(configs, collections, defaults=defaults, **fields)
+
+
+ACTOR = "user:alice"
+
+
+def collection_url(world, query: str = "") -> str:
+    return reverse("dashboard:collection", args=[world.collection.slug]) + query
+
+
+def edit_data(entry: GoldenEntry, **overrides) -> dict:
+    """What the inline form posts for an entry as stored, with overrides (answerable / reviewed: booleans)."""
+    flags = {"answerable": entry.answerable, "reviewed": entry.reviewed}
+    for name in flags:
+        if name in overrides:
+            flags[name] = overrides.pop(name)
+    data = {
+        "question": entry.question,
+        "key": entry.key,
+        "expected_document_ids": "\n".join(entry.expected_document_ids),
+        "reference_answer": entry.reference_answer,
+        "tags": ", ".join(entry.tags),
+        **overrides,
+    }
+    return data | {name: "on" for name, on in flags.items() if on}

@@ -8,15 +8,9 @@ from django.urls import reverse
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationJobKind, EvaluationRun
 from goldenset.models import GoldenEntry
-from tests.dashboard.conftest import SEARCH_CONFIG, launch_data, question_url, run_url
+from tests.dashboard.conftest import answer_launch_data, question_url, run_url
 
 # --- launching an answer evaluation ------------------------------------------------------------------------
-
-
-def answer_launch_data(configs: list[dict], collections=("handbook",), **fields) -> dict:
-    fields = {"judge_model": "", "max_questions": "", "unanswerable_questions": "", **fields}
-    defaults = {**SEARCH_CONFIG, "top_k": "3", "model": "", "groundedness": "Off"}
-    return launch_data(configs, collections, defaults=defaults, **fields)
 
 
 def test_the_answer_launcher_offers_configurations_and_links_the_retrieval_one(alice, world, golden):

@@ -8,7 +8,7 @@ from django.urls import reverse
 from evalsite.audit.models import AuditEvent
 from goldenset import services
 from goldenset.models import GoldenEntry
-from tests.dashboard.test_dashboard_golden_set import ACTOR, collection_url, edit_data
+from tests.dashboard.conftest import ACTOR, collection_url, edit_data
 
 GOLDEN_API = "/lmkit/v1/search/golden-set"
 

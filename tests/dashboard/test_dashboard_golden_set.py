@@ -13,30 +13,8 @@ from evalsite.audit.models import AuditEvent
 from goldenset.golden_files import parse_golden
 from goldenset.models import GoldenEntry
 from goldenset.services.golden import EntryInput
+from tests.dashboard.conftest import ACTOR, collection_url, edit_data
 from tests.support import add_entries
-
-ACTOR = "user:alice"
-
-
-def collection_url(world, query: str = "") -> str:
-    return reverse("dashboard:collection", args=[world.collection.slug]) + query
-
-
-def edit_data(entry: GoldenEntry, **overrides) -> dict:
-    """What the inline form posts for an entry as stored, with overrides (answerable / reviewed: booleans)."""
-    flags = {"answerable": entry.answerable, "reviewed": entry.reviewed}
-    for name in flags:
-        if name in overrides:
-            flags[name] = overrides.pop(name)
-    data = {
-        "question": entry.question,
-        "key": entry.key,
-        "expected_document_ids": "\n".join(entry.expected_document_ids),
-        "reference_answer": entry.reference_answer,
-        "tags": ", ".join(entry.tags),
-        **overrides,
-    }
-    return data | {name: "on" for name, on in flags.items() if on}
 
 
 def test_the_golden_set_lists_and_filters(alice, world, golden):

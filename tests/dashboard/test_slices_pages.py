@@ -15,8 +15,7 @@ from evaluation.models import EvaluationRun
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.runs.slices import Subset
 from goldenset.models import GoldenEntry, Origin
-from tests.dashboard.conftest import compare_url, launch_data, run_url, text_of
-from tests.dashboard.test_answer_launch import answer_launch_data
+from tests.dashboard.conftest import answer_launch_data, compare_url, launch_data, run_url, text_of
 
 
 def slice_rows(response, table_class: str) -> list[list[str]]:

@@ -15,13 +15,12 @@ from collections.abc import Iterator
 
 import jsonschema
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from goldenset.models import GoldenJobKind
 from tests.conftest import api_client
-from tests.evaluation.test_response_schema import to_json_schema
+from tests.schema_support import served_schema, to_json_schema
 from tests.support import handbook_entries
 
 BODY_METHODS = ("post", "put", "patch")
@@ -34,7 +33,7 @@ SHARED = {"400", "401", "404", "414", "431", "503"}
 
 @pytest.fixture(scope="module")
 def openapi() -> dict:
-    return SchemaGenerator().get_schema(request=None, public=True)
+    return served_schema()
 
 
 def operations(openapi: dict) -> Iterator[tuple[str, str]]:

@@ -14,6 +14,7 @@ from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, QuestionResult
 from goldenset.models import GoldenEntry, Origin
 from goldenset.services import EntryInput, golden_entries_add
+from tests.schema_support import conforms, errors, served_schema
 from tests.support import db_state, refused
 
 URL = "/lmkit/v1/search/evaluate"
@@ -350,11 +351,7 @@ def test_the_cli_answers_take_a_tag_too(golden):
 def test_restricted_runs_and_their_slices_hold_to_the_served_schema(
     golden, django_capture_on_commit_callbacks
 ):
-    from drf_spectacular.generators import SchemaGenerator
-
-    from tests.evaluation.test_response_schema import conforms, errors
-
-    schema = SchemaGenerator().get_schema(request=None, public=True)
+    schema = served_schema()
     body = {
         "collection_id": "handbook",
         "ks": [1],

@@ -1,4 +1,5 @@
-"""The lmkit API paths of the world's "handbook" collection, its two upload calls, and the admin's document form.
+"""The lmkit API paths of the world's "handbook" collection, its two upload calls, the admin's document form and the
+admin's URLs of an object and of a model's list.
 
 Several files here hold regressions of the fuzzing run against the API (numbered as in its report): every bad
 input answers a 4xx in the one envelope naming the offending field, record or line, never a 500, and changes
@@ -7,6 +8,8 @@ database errors.
 """
 
 from __future__ import annotations
+
+from django.urls import reverse
 
 from goldenset.models import Document
 from tests.support import uploaded
@@ -79,3 +82,11 @@ def document_form(document: Document, *, title: str | None = None, page_suffix: 
             f"pages-{n}-text": new_page,
         }
     return data
+
+
+def change_url(obj) -> str:
+    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+
+
+def changelist_url(model) -> str:
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")

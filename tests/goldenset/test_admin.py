@@ -17,7 +17,7 @@ from goldenset import services
 from goldenset.golden_files import GoldenRecord, parse_golden
 from goldenset.models import Collection, Document, GoldenEntry, GoldenJobKind, Origin, Page
 from goldenset.services import EntryInput
-from tests.goldenset.conftest import document_form, new_document_form
+from tests.goldenset.conftest import change_url, changelist_url, document_form, new_document_form
 from tests.support import add_entries, member_of
 
 ACTOR = "user:admin"  # pytest-django's admin_user
@@ -33,14 +33,6 @@ def refund_entry(collection: Collection, **kwargs) -> GoldenEntry:
     }
     values.update(kwargs)
     return add_entries(collection, EntryInput(**values))[0]
-
-
-def change_url(obj) -> str:
-    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
-
-
-def changelist_url(model) -> str:
-    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
 
 
 def entry_form(entry: GoldenEntry, **overrides) -> dict:

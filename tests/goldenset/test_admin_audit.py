@@ -7,8 +7,7 @@ from django.urls import reverse
 from evalsite.audit.models import AuditEvent
 from evalsite.tenancy.models import ApiKey
 from goldenset.models import Collection, Document
-from tests.goldenset.conftest import new_document_form
-from tests.goldenset.test_admin import change_url, changelist_url, document_form
+from tests.goldenset.conftest import change_url, changelist_url, document_form, new_document_form
 
 ACTOR = "user:admin"  # pytest-django's admin_user
 

@@ -8,9 +8,11 @@ from typing import Any
 
 import jsonschema
 import pytest
-from drf_spectacular.generators import SchemaGenerator
+import yaml
 
+from goldenset.formats import FORMATS
 from tests.goldenset.conftest import API, DOCS, GS, upload
+from tests.schema_support import served_schema, to_json_schema
 from tests.support import add_entries
 
 # --- 15. the OpenAPI schema describes the responses -----------------------------------------------------------
@@ -18,23 +20,13 @@ from tests.support import add_entries
 
 @pytest.fixture(scope="module")
 def openapi() -> dict:
-    return SchemaGenerator().get_schema(request=None, public=True)
-
-
-def _json_schema(node: Any) -> Any:
-    """OpenAPI 3.0 to JSON Schema: `nullable: true` becomes a union with null."""
-    if isinstance(node, list):
-        return [_json_schema(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _json_schema(v) for k, v in node.items() if k != "nullable"}
-    return {"anyOf": [out, {"type": "null"}]} if node.get("nullable") else out
+    return served_schema()
 
 
 def _validate(openapi: dict, path: str, method: str, status: int, instance: Any) -> None:
     responses = openapi["paths"][path][method]["responses"]
-    schema = _json_schema(responses[str(status)]["content"]["application/json"]["schema"])
-    jsonschema.validate(instance, {**schema, "components": _json_schema(openapi["components"])})
+    schema = to_json_schema(responses[str(status)]["content"]["application/json"]["schema"])
+    jsonschema.validate(instance, {**schema, "components": to_json_schema(openapi["components"])})
 
 
 def test_real_responses_match_the_documented_schema(world, openapi):
@@ -79,15 +71,11 @@ def test_a_real_error_matches_the_documented_envelope(world, openapi):
 def test_every_export_format_answers_a_content_type_and_body_its_schema_documents(world, openapi):
     """The export answers a file by format: JSON and YAML ones are what clients (and schema checkers) parse, so
     the schema describes their records; the others are text. Each answer's content type is one documented."""
-    import yaml
-
-    from goldenset.formats import FORMATS
-
     add_entries(world.collection, "Q?", key="k", tags=["t"], expected_document_ids=["refunds"])
     add_entries(world.collection, "Unanswerable?", answerable=False)
     export = "/lmkit/v1/search/golden-set/export"
     content = openapi["paths"][export]["get"]["responses"]["200"]["content"]
-    components = _json_schema(openapi["components"])
+    components = to_json_schema(openapi["components"])
     seen = set()
     for fmt in FORMATS:
         for part in ("topics", "qrels") if fmt == "trec" else ("",):
@@ -97,7 +85,7 @@ def test_every_export_format_answers_a_content_type_and_body_its_schema_document
             media_type = response["Content-Type"].split(";")[0]
             assert media_type in content, (fmt, media_type, sorted(content))
             seen.add(media_type)
-            schema = {**_json_schema(content[media_type]["schema"]), "components": components}
+            schema = {**to_json_schema(content[media_type]["schema"]), "components": components}
             text = response.content.decode()
             parsed = {"application/json": json.loads, "application/yaml": yaml.safe_load}.get(media_type)
             instance = parsed(text) if parsed else text
