@@ -94,9 +94,7 @@ def batch_runs(*, tenant: Tenant, batch_id: uuid.UUID) -> list[EvaluationRun]:
 # --- one run -----------------------------------------------------------------------------------------------
 
 
-question_diagnosis = (
-    retrieval_diagnosis  # the one rule, shared with the reports (evaluation.runs.report_formats)
-)
+question_diagnosis = retrieval_diagnosis  # the one rule, shared with the reports and the REST detail
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The diagnosis of a retrieval question, decided here and nowhere else: error (a target's failed call), miss (no
 expected document retrieved), partial (some missed) or pass. It is not stored: a retrieval run's questions are
-diagnosed when they are read (the run's page, its CSV and JUnit downloads, the CLI), from what is stored
-(first relevant rank, missing documents, error). An answer question's diagnosis is its verdict's
+diagnosed when they are read (the run's page, its REST detail, its CSV and JUnit downloads, the CLI), from what
+is stored (first relevant rank, missing documents, error). An answer question's diagnosis is its verdict's
 (evaluation.answers.verdicts), stored with it, and passes through. Plain Python: no Django import."""
 
 from __future__ import annotations

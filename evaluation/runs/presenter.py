@@ -18,6 +18,7 @@ from evaluation.answers import verdicts
 from evaluation.configs import MAX_COLLECTIONS_PER_CALL
 from evaluation.judgments.calibration import run_calibration
 from evaluation.models import EvaluationRun, LabelLevel, RunKind, RunStatus
+from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSES, retrieval_diagnosis
 from evaluation.runs.shapes import (
     ANSWER_RUN_CONFIG,
     EXCLUSIONS,
@@ -216,8 +217,10 @@ class QuestionResultOut(serializers.Serializer):
     unjudged = serializers.DictField(
         child=serializers.IntegerField(), help_text='Targets: {"unjudged@10": 1}.'
     )
-    diagnosis = serializers.ChoiceField(
-        choices=verdicts.DIAGNOSES, allow_blank=True, help_text='"" for retrieval runs.'
+    diagnosis = serializers.SerializerMethodField(
+        help_text="Answer runs: pass, retrieval, generation or error (the verdict's). Retrieval runs: pass, "
+        "partial, miss or error, decided when read by the same rule as the dashboard, the CSV and JUnit files "
+        "and the CLI (evaluation.retrieval.diagnosis)."
     )
     warnings = serializers.ListField(child=serializers.CharField())
     # Answer runs (empty or null for retrieval runs):
@@ -244,6 +247,12 @@ class QuestionResultOut(serializers.Serializer):
     origin = serializers.CharField(
         help_text="The entry's origin then; \"\" for a request's unanswerable question."
     )
+
+    @extend_schema_field(serializers.ChoiceField(choices=sorted({*verdicts.DIAGNOSES, *RETRIEVAL_DIAGNOSES})))
+    def get_diagnosis(self, result) -> str:
+        return retrieval_diagnosis(
+            result.diagnosis, result.first_relevant_rank, result.missing_document_ids, result.error
+        )
 
     @extend_schema_field(RankedDocumentOut(many=True))
     def get_ranked(self, result) -> list[dict]:

@@ -2,10 +2,9 @@
 summary a CI job can post as a comment or a job summary, and the per-slice table the CLI prints. Plain Python
 (xml.etree): no Django import.
 
-A retrieval question passes when every expected document was retrieved (`pass`); `miss` (none) and `partial`
-(some) fail; a question whose target call failed is an error. An answer question passes or fails on its
-verdict (its diagnosis the failure's message: retrieval or generation, with the reasons); one that could not
-be judged is an error.
+A question's case passes, fails or is an error by its diagnosis, which is decided elsewhere
+(evaluation.retrieval.diagnosis for retrieval questions, evaluation.answers.verdicts for answer questions) and
+given here with its meaning.
 """
 
 from __future__ import annotations
