@@ -3,12 +3,14 @@ pure cores (search and ranking, metrics, the quality gate, the heuristic judge, 
 vocabularies, the outbound-call guard) load without Django, so they run and are tested as plain Python.
 
 A module listed in PURE that starts importing Django, or any goldenset module importing evaluation, fails here
-with the chain that does it. A new pure module is added to PURE by hand."""
+with the chain that does it. A new pure module is added to PURE by hand; one whose docstring (or its package's)
+says it imports no Django and is missing from PURE fails too."""
 
 from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +41,7 @@ PURE = [
     "evaluation.retrieval.diagnosis",
     "evaluation.retrieval.metrics",
     "evaluation.retrieval.run_files",
+    "evaluation.retrieval.search",
     "evaluation.retrieval.search.bm25",
     "evaluation.retrieval.search.embeddings",
     "evaluation.retrieval.search.engine",
@@ -57,6 +60,7 @@ PURE = [
     "goldenset.clear_sentences",
     "goldenset.duplicates",
     "goldenset.fluency",
+    "goldenset.formats",
     "goldenset.formats.json_rows",
     "goldenset.formats.tabular",
     "goldenset.formats.trec",
@@ -69,6 +73,7 @@ PURE = [
     "goldenset.sample",
     "goldenset.temporal",
     "goldenset.text",
+    "goldenset.vocabulary",
     "goldenset.vocabulary.chunks",
     "goldenset.vocabulary.golden_fields",
     "goldenset.vocabulary.groundedness",
@@ -154,6 +159,22 @@ def _modules() -> dict[str, Path]:
                 name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
                 found[name.removesuffix(".__init__")] = path
     return found
+
+
+SAYS_PURE = re.compile(r"no django import|imports? no django|importing no django", re.IGNORECASE)
+
+
+def test_a_module_that_says_it_imports_no_django_is_checked_as_pure():
+    """What a docstring promises is held: a module, or every module of a package, whose docstring says it imports
+    no Django is in PURE, so the probe above checks it."""
+    modules = _modules()
+    claimed = set()
+    for name, path in modules.items():
+        if SAYS_PURE.search(ast.get_docstring(ast.parse(path.read_text())) or ""):
+            claimed.add(name)
+            if path.name == "__init__.py":
+                claimed.update(other for other in modules if other.startswith(f"{name}."))
+    assert sorted(claimed - set(PURE)) == []
 
 
 def _module_level_imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
