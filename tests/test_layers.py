@@ -265,6 +265,29 @@ def test_the_platform_knows_no_domain():
     )
 
 
+ROOMS = ("retrieval", "answers", "judgments", "targets", "runs")
+FACES = ("evaluation.api", "evaluation.dashboard", "evaluation.management")
+
+
+def test_evaluations_rooms_know_none_of_its_faces():
+    """The rooms (the domain's work) serve the faces (REST API, dashboard, commands), never the other way: a room
+    module importing a face fails, so a face can be rewritten without touching what it shows."""
+    modules = _modules()
+    rooms = [name for name in modules if name.split(".")[:2] in ([["evaluation", room] for room in ROOMS])]
+    reaching = [
+        f"{name}:{line} imports {module}"
+        for name in rooms
+        for line, module in _imports(modules[name])
+        if module.startswith(FACES)
+    ]
+    assert reaching == []
+    assert {
+        "evaluation.runs.presenter",
+        "evaluation.retrieval.metrics",
+        "evaluation.answers.verdicts",
+    } <= set(rooms)
+
+
 # --- imports inside functions, and sizes -----------------------------------------------------------------------
 
 
