@@ -1,4 +1,5 @@
-"""Runs: the list (newest first, filtered, paginated), a run's questions, one question's ranking, downloads."""
+"""Runs: the list (newest first, filtered, paginated), a run's questions (a page at a time, numbered from 1 in their
+URLs), one question's ranking, downloads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.dashboard.runs_reads import run_questions
+from evaluation.dashboard.runs_reads import RUN_QUESTIONS_PER_PAGE, run_questions
 from evaluation.models import QuestionResult
 from tests.dashboard.conftest import make_runs
 
@@ -214,3 +215,73 @@ def test_a_retrieval_questions_diagnosis_is_the_same_over_rest_as_on_its_page(wo
     assert detail.status_code == 200, detail.json()
     answered = {q["position"]: q["diagnosis"] for q in detail.json()["results"]}
     assert answered == shown and "miss" in answered.values(), (answered, shown)
+
+
+def test_question_urls_count_from_one_like_the_page(alice, batch):
+    """Question 1 of the table is /questions/1/, its page says "question 1", and its neighbours link 1-based."""
+    run = batch.runs[0]
+    table = alice.get(reverse("dashboard:run", args=[run.pk])).content.decode()
+    first = reverse("dashboard:run-question", args=[run.pk, 1])
+    assert first.endswith("/questions/1/")
+    assert '<td class="num" data-value="0">1</td>' in table
+    assert f'<a href="{first}">' in table
+    page = alice.get(first)
+    assert page.status_code == 200
+    assert page.context["result"].position == 0
+    html = page.content.decode()
+    assert "<span>question 1</span>" in html
+    assert page.context["previous"] is None and page.context["following"] == 2
+    assert f'href="{reverse("dashboard:run-question", args=[run.pk, 2])}" rel="next"' in html
+    second = alice.get(reverse("dashboard:run-question", args=[run.pk, 2]))
+    assert second.context["result"].position == 1 and "<span>question 2</span>" in second.content.decode()
+    assert second.context["previous"] == 1
+
+
+def test_question_zero_and_past_the_last_are_404(alice, batch):
+    run = batch.runs[0]
+    count = run.results.count()
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, 0])).status_code == 404
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, count])).status_code == 200
+    assert alice.get(reverse("dashboard:run-question", args=[run.pk, count + 1])).status_code == 404
+
+
+def numbers_shown(response) -> list[int]:
+    """The question numbers (as shown, from 1) of the page's question rows."""
+    return [
+        int(n)
+        for n in re.findall(r'<tr>\s*<td class="num" data-value="\d+">(\d+)</td>', response.content.decode())
+    ]
+
+
+def test_a_retrieval_runs_questions_are_paged_like_an_answer_runs(alice, world):
+    (run,) = make_runs(world.tenant, world.collection, 1, questions=250)
+    url = reverse("dashboard:run", args=[run.pk])
+    first = alice.get(url)
+    assert first.context["question_total"] == 250
+    assert numbers_shown(first) == list(range(1, RUN_QUESTIONS_PER_PAGE + 1))
+    html = first.content.decode()
+    assert "page 1 of 3" in html and '<a href="?page=2" rel="next">' in html
+    last = alice.get(url + "?page=3")
+    assert numbers_shown(last) == list(range(2 * RUN_QUESTIONS_PER_PAGE + 1, 251))
+    # Each number links its own question; past the last page is the last page, as everywhere.
+    assert f'href="{reverse("dashboard:run-question", args=[run.pk, 250])}"' in last.content.decode()
+    assert numbers_shown(alice.get(url + "?page=9")) == numbers_shown(last)
+    assert numbers_shown(alice.get(url + "?page=x")) == numbers_shown(first)
+
+
+def test_the_failures_filter_pages_and_keeps_its_filter(alice, world):
+    (run,) = make_runs(world.tenant, world.collection, 1, questions=450)
+    response = alice.get(reverse("dashboard:run", args=[run.pk]) + "?failures=1")
+    failures = response.context["failures"]
+    assert failures > RUN_QUESTIONS_PER_PAGE  # enough failures for more than one page
+    assert len(numbers_shown(response)) == RUN_QUESTIONS_PER_PAGE
+    assert '<a href="?failures=1&amp;page=2" rel="next">' in response.content.decode()
+    pages = -(-failures // RUN_QUESTIONS_PER_PAGE)
+    tail = alice.get(reverse("dashboard:run", args=[run.pk]) + f"?failures=1&page={pages}")
+    assert len(numbers_shown(tail)) == failures - (pages - 1) * RUN_QUESTIONS_PER_PAGE
+
+
+def test_a_short_run_has_no_page_links(alice, batch):
+    response = alice.get(reverse("dashboard:run", args=[batch.runs[0].pk]))
+    assert numbers_shown(response) == list(range(1, batch.runs[0].question_count + 1))
+    assert 'class="pagination"' not in response.content.decode()

@@ -547,3 +547,49 @@ def test_the_queue_refuses_a_job_of_another_collection(alice, world, science, ge
     evaluate = Job.objects.create(tenant=world.tenant, kind=EvaluationJobKind.EVALUATE, collection=science)
     assert alice.get(review_url(query=f"?job={evaluate.pk}")).status_code == 404
     assert alice.get(review_url(query="?job=nonsense")).status_code == 404
+
+
+@pytest.fixture
+def drafted(world) -> GoldenEntry:
+    """A generated, unreviewed entry waiting in handbook's review queue."""
+    (entry,), _ = services.golden_entries_add(
+        collection=world.collection,
+        entries=[EntryInput(question="What does the warranty cover?", expected_document_ids=["warranty"])],
+        actor="job",
+        origin=Origin.GENERATED,
+    )
+    return entry
+
+
+def test_reject_asks_for_confirmation_before_deleting(alice, drafted):
+    review = reverse("dashboard:golden-review", args=["handbook"])
+    action = reverse("dashboard:golden-review-action", args=["handbook"])
+    response = alice.post(action, {"entry": str(drafted.pk), "action": "reject", "next": review + "?page=1"})
+    assert response.status_code == 200
+    assert GoldenEntry.objects.filter(pk=drafted.pk).exists()
+    assert not AuditEvent.objects.filter(object_id=str(drafted.pk), action="delete").exists()
+    html = response.content.decode()
+    assert "Reject 1 golden entry?" in html and drafted.question in html
+    assert "› <span>reject</span></nav>" in html
+    # The confirmation posts the same entry back as reject-confirmed, and Cancel returns to the queue.
+    assert f'<form method="post" action="{action}" class="buttons">' in html
+    assert f'<input type="hidden" name="entry" value="{drafted.pk}">' in html
+    assert 'value="reject-confirmed" class="danger">Yes, reject</button>' in html
+    assert f'<a href="{review}?page=1">Cancel</a>' in html
+
+    confirmed = alice.post(
+        action, {"entry": str(drafted.pk), "action": "reject-confirmed", "next": review + "?page=1"}
+    )
+    assert confirmed.status_code == 302 and confirmed["Location"] == review + "?page=1"
+    assert not GoldenEntry.objects.filter(pk=drafted.pk).exists()
+    assert AuditEvent.objects.filter(object_id=str(drafted.pk), action="delete").exists()
+
+
+def test_the_golden_set_delete_confirmation_is_unchanged(alice, drafted):
+    response = alice.post(
+        reverse("dashboard:golden-action", args=["handbook"]), {"entry": str(drafted.pk), "action": "delete"}
+    )
+    html = response.content.decode()
+    assert response.status_code == 200 and "Delete 1 golden entry?" in html
+    assert f'action="{reverse("dashboard:golden-action", args=["handbook"])}"' in html
+    assert 'value="delete-confirmed" class="danger">Yes, delete</button>' in html
