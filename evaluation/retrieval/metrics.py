@@ -12,7 +12,17 @@ with the C library's log2), so values equal pytrec_eval's to the last bit or wit
 - ``reciprocal_rank``    -> ``recip_rank``    (m_recip_rank.c)
 - ``reciprocal_rank_at`` -> ``recip_rank`` on the run cut at k ("MRR@10" in the reference figures)
 - ``ndcg_at``            -> ``ndcg_cut.k``    (m_ndcg_cut.c)
+- ``average_precision``  -> ``map``           (m_map.c)
+- ``bpref``              -> ``bpref``         (m_bpref.c)
+- ``judged_at``          -> ``P.k`` with every judged document counted relevant (ir_measures' ``Judged@k``)
+- ``condensed``          -> trec_eval's ``-J`` (judged documents only): the ranking with its unjudged documents
+  removed, on which ``ndcg_at`` and ``average_precision`` give the condensed-list measures
 - ``rank_run``           -> the order trec_eval gives a run (form_res_rels.c)
+
+Judgments can be incomplete: a run finds documents nobody judged, and the standard measures count them as
+non-relevant. ``judged_at`` says how much of the top k is judged at all; ``bpref`` and the measures over the
+condensed list (Sakai's condensed lists; trec_eval -J) read only what was judged, so they punish a run less for
+finding what nobody looked at. A judged document is one with a grade >= 0: grade 0 is judged non-relevant.
 
 Queries: trec_eval ignores a query that has no qrels line at all (and, unless ``-c``, one with no retrieved
 documents). A query that is judged but has no relevant document is NOT skipped: it scores 0 on every measure
@@ -31,8 +41,12 @@ import numpy as np
 from goldenset.vocabulary.metric_names import MRR, NDCG, RECALL, at_k
 
 __all__ = [
+    "average_precision",
+    "bpref",
+    "condensed",
     "evaluate_query",
     "first_relevant_rank",
+    "judged_at",
     "mean_metrics",
     "missing_relevant",
     "ndcg_at",
@@ -124,6 +138,58 @@ def ndcg_at(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> float:
     for i, gain in enumerate(sorted((grade for grade in qrels.values() if grade > 0), reverse=True)[:k]):
         ideal += gain / math.log2(i + 2)
     return dcg / ideal if ideal > 0.0 else 0.0
+
+
+def average_precision(ranking: Sequence[str], qrels: Mapping[str, int]) -> float:
+    """trec_eval ``map`` for one query: the precision at each relevant document retrieved, summed in rank order,
+    over all judged relevant documents (retrieved or not); 0.0 when none is retrieved."""
+    relevant = len(_relevant(qrels))
+    found = 0
+    total = 0.0
+    for i, doc in enumerate(_distinct(ranking)):
+        if qrels.get(doc, 0) > 0:
+            found += 1
+            total += found / (i + 1)
+    return total / relevant if found else 0.0
+
+
+def bpref(ranking: Sequence[str], qrels: Mapping[str, int]) -> float:
+    """trec_eval ``bpref``: for each judged relevant document retrieved, the share of the first R judged
+    non-relevant documents (R: the judged relevant ones) ranked above it is a preference lost; the preserved
+    share, summed over the relevant documents retrieved, over R. Unjudged documents are passed over: only
+    judgments count. 0.0 when the query has no relevant document."""
+    relevant = len(_relevant(qrels))
+    nonrelevant = sum(1 for grade in qrels.values() if grade == 0)
+    above = 0
+    total = 0.0
+    for doc in _distinct(ranking):
+        grade = qrels.get(doc)
+        if grade is None or grade < 0:  # unjudged (or trec_eval's "in the pool but unjudged")
+            continue
+        if grade == 0:
+            above += 1
+        elif above > 0:
+            total += 1.0 - min(above, relevant) / min(nonrelevant, relevant)
+        else:
+            total += 1.0
+    return total / relevant if relevant else 0.0
+
+
+def judged_at(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> float:
+    """The share of the top k that has a judgment (any grade >= 0), over k as precision@k counts: a ranking
+    shorter than k counts its empty places as unjudged."""
+    return sum(1 for doc in _cut(ranking, k) if qrels.get(doc, -1) >= 0) / k
+
+
+def condensed(ranking: Sequence[str], qrels: Mapping[str, int]) -> list[str]:
+    """The ranking with its unjudged documents removed, the judged ones in their order (trec_eval -J)."""
+    return [doc for doc in _distinct(ranking) if qrels.get(doc, -1) >= 0]
+
+
+def _distinct(ranking: Sequence[str]) -> Sequence[str]:
+    if len(set(ranking)) != len(ranking):  # trec_eval refuses a run that lists a document twice
+        raise ValueError("the ranking lists a document more than once")
+    return ranking
 
 
 def first_relevant_rank(ranking: Sequence[str], qrels: Mapping[str, int]) -> int | None:

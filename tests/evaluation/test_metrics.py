@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import random
 from functools import cache
 from pathlib import Path
 
@@ -330,3 +331,110 @@ def test_evaluate_query_equals_the_per_measure_functions_bit_for_bit():
         want |= {f"ndcg@{k}": metrics.ndcg_at(docs, qrels, k) for k in ks}
         want["mrr"] = metrics.reciprocal_rank_at(docs, qrels, max(ks))
         assert got == want and list(got) == list(want)
+
+
+# ---------------------------------------------------------------- measures for incomplete judgments
+
+# pytrec_eval's names of the measures for incomplete judgments at these cutoffs.
+HOLES_KS = (1, 5, 10)
+HOLES_MEASURES = {"bpref", "map", "ndcg_cut.1,5,10"}
+
+
+def incomplete_oracle(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, dict]:
+    """pytrec_eval's bpref and map, its nDCG@k and map over condensed lists (judged_docs_only_flag, trec_eval
+    -J), and Judged@k as P.k with every judged document made relevant (grades >= 0 raised by one)."""
+    run = {q: {doc: float(len(r) - i) for i, doc in enumerate(r)} for q, r in rankings.items()}
+    full = pytrec_eval.RelevanceEvaluator(qrels, HOLES_MEASURES).evaluate(run)
+    cond = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg_cut.1,5,10"}, judged_docs_only_flag=True)
+    condensed_values = cond.evaluate(run)
+    judged_qrels = {q: {d: g + 1 if g >= 0 else g for d, g in grades.items()} for q, grades in qrels.items()}
+    judged = pytrec_eval.RelevanceEvaluator(judged_qrels, {"P.1,5,10"}).evaluate(run)
+    oracle = {}
+    for q in full:
+        oracle[q] = {"bpref": full[q]["bpref"], "map": full[q]["map"], "map_cond": condensed_values[q]["map"]}
+        for k in HOLES_KS:
+            oracle[q][f"ndcg_cond@{k}"] = condensed_values[q][f"ndcg_cut_{k}"]
+            oracle[q][f"judged@{k}"] = judged[q][f"P_{k}"]
+    return oracle
+
+
+def ours_incomplete(ranking: list[str], qrels: dict[str, int]) -> dict[str, float]:
+    judged_only = metrics.condensed(ranking, qrels)
+    values = {
+        "bpref": metrics.bpref(ranking, qrels),
+        "map": metrics.average_precision(ranking, qrels),
+        "map_cond": metrics.average_precision(judged_only, qrels),
+    }
+    for k in HOLES_KS:
+        values[f"ndcg_cond@{k}"] = ndcg_at(judged_only, qrels, k)
+        values[f"judged@{k}"] = metrics.judged_at(ranking, qrels, k)
+    return values
+
+
+def test_bpref_map_and_judged_by_hand():
+    # RANKING d1 d2 d3 d4; relevant d2, d4, d9 (R = 3), d3 judged non-relevant (N = 1), d1 unjudged.
+    assert metrics.bpref(RANKING, QRELS) == 1 / 3  # d2: nothing judged above, 1; d4: d3 above, 1 - 1/1 = 0
+    assert metrics.average_precision(RANKING, QRELS) == (1 / 2 + 2 / 4) / 3
+    assert metrics.judged_at(RANKING, QRELS, 1) == 0.0 and metrics.judged_at(RANKING, QRELS, 4) == 3 / 4
+    assert metrics.judged_at(RANKING, QRELS, 8) == 3 / 8  # places past the ranking count as unjudged
+    assert metrics.condensed(RANKING, QRELS) == ["d2", "d3", "d4"]
+    # Over the condensed list the unjudged d1 no longer pushes d2 down.
+    assert metrics.average_precision(metrics.condensed(RANKING, QRELS), QRELS) == (1 / 1 + 2 / 3) / 3
+    # An unjudged document above a relevant one costs bpref nothing; a judged non-relevant one does.
+    assert metrics.bpref(["u", "r"], {"r": 1, "n": 0}) == 1.0
+    assert metrics.bpref(["n", "r"], {"r": 1, "n": 0}) == 0.0
+    assert metrics.bpref(["r"], {"r": 1}) == 1.0  # no judged non-relevant document at all
+    assert metrics.bpref(["a"], {"a": 0}) == 0.0 and metrics.average_precision(["a"], {}) == 0.0
+    with pytest.raises(ValueError, match="more than once"):
+        metrics.bpref(["r", "r"], {"r": 1})
+    for q, values in incomplete_oracle({"q": RANKING}, {"q": QRELS}).items():
+        assert ours_incomplete(RANKING, QRELS) == pytest.approx(values, abs=TOLERANCE), q
+
+
+def test_incomplete_judgment_measures_equal_pytrec_eval_on_random_runs():
+    rng = random.Random(11)
+    rankings, qrels = {}, {}
+    for q in range(400):
+        pool = [f"d{i}" for i in range(40)]
+        rankings[str(q)] = rng.sample(pool, rng.randint(0, 25))
+        judged = rng.sample(pool, rng.randint(1, 20))
+        qrels[str(q)] = {doc: rng.choice([-1, 0, 0, 0, 1, 2, 3]) for doc in judged}
+    oracle = incomplete_oracle(rankings, qrels)
+    assert set(oracle) == set(qrels)
+    mismatches = [
+        (q, key, value, oracle[q][key])
+        for q in oracle
+        for key, value in ours_incomplete(rankings[q], qrels[q]).items()
+        if abs(value - oracle[q][key]) > TOLERANCE
+    ]
+    assert not mismatches, f"{len(mismatches)} differences from pytrec_eval, first: {mismatches[:5]}"
+    # The oracle's judged-only option is in force: condensing changes map for many queries.
+    assert sum(oracle[q]["map_cond"] != oracle[q]["map"] for q in oracle) > 100
+
+
+@pytest.mark.skipif(not DATASETS.is_dir(), reason=f"the real collections are not at {DATASETS}")
+@pytest.mark.parametrize("name", ["cranfield", "vaswani_npl"])
+def test_incomplete_judgment_measures_equal_pytrec_eval_with_70_percent_of_the_judgments_hidden(name):
+    ids, tokens, queries, full_qrels = _collection(name)
+    index = build_index(tokens, BM25Params(variant="lucene"))
+    rng = np.random.default_rng(5)
+    qrels = {}
+    for query_id, grades in full_qrels.items():
+        kept = {doc: grade for doc, grade in grades.items() if rng.random() >= 0.7}
+        if kept:  # a query left with no judgment at all is one trec_eval ignores
+            qrels[query_id] = kept
+    rankings = {}
+    for query_id in qrels:
+        scores = index.scores(tokenize(queries[query_id]))
+        hits = {ids[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
+        rankings[query_id] = rank_run(hits)[:DEPTH]
+    oracle = incomplete_oracle(rankings, qrels)
+    mismatches = [
+        (q, key, value, oracle[q][key])
+        for q in oracle
+        for key, value in ours_incomplete(rankings[q], qrels[q]).items()
+        if abs(value - oracle[q][key]) > TOLERANCE
+    ]
+    assert not mismatches, f"{len(mismatches)} differences from pytrec_eval, first: {mismatches[:5]}"
+    # The holes are real: most top-10s hold unjudged documents, and bpref reads them differently from map.
+    assert sum(ours_incomplete(rankings[q], qrels[q])["judged@10"] < 1.0 for q in qrels) > len(qrels) / 2
