@@ -98,6 +98,14 @@ EXPECTED: dict[str, list[str]] = {
         "(c) new support, rarity over the collection",
         "the hand-written variants alone",
     ],
+    "pooling_bench": [
+        "## cranfield (--quick sample): ",
+        "## vaswani_npl (--quick sample): ",
+        "| 0% (0) | ",
+        "| 100% (",
+        "nDCG@10: mean tau >= 0.9 after ",
+        "before any judging, condensed nDCG@10 and bpref at least as close",
+    ],
     "calibration_bench": [
         "200 labels (2 raters, 100 items)",
         "report, cold (every item scored by the heuristic now):",
@@ -113,7 +121,11 @@ EXPECTED_ON_POSTGRES: dict[str, list[str]] = {
         "the second machine's first search (fetch and map): fetched ",
     ],
 }
-NEEDS_DATASET = {"search_bench": DATASETS / "vaswani_npl", "vector_quality": DATASETS / "vaswani_npl"}
+NEEDS_DATASET = {
+    "search_bench": DATASETS / "vaswani_npl",
+    "vector_quality": DATASETS / "vaswani_npl",
+    "pooling_bench": DATASETS / "cranfield",
+}
 BACKEND_BOUND = {"load_bench", "serve_scale_bench"}  # the others always run on a temporary SQLite database
 # Started longest first (as measured), so that the longest does not run alone at the end.
 LONGEST_FIRST = [
@@ -132,6 +144,7 @@ LONGEST_FIRST = [
     "fluency_bench",
     "judge_agreement",
     "calibration_bench",
+    "pooling_bench",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")
