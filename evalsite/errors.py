@@ -42,6 +42,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "duplicate-label": (400, "two configurations of one call share a label"),
     "too-many-configs": (400, "more configurations than one call may evaluate"),
     "empty-golden-set": (400, "no golden entry with expected documents to evaluate"),
+    "empty-pool": (400, "the runs rank no unjudged document within the pool's depth for the questions asked"),
     "embeddings-unavailable": (503, "the embeddings endpoint failed after its retries"),
     "index-building": (
         503,

@@ -87,6 +87,22 @@ def golden_entry_get(*, tenant: Tenant, entry_id: str) -> GoldenEntry:
         raise NotFound("Golden entry", entry_id) from None
 
 
+def golden_entries_named(*, collection: Collection, names: Iterable[str]) -> dict[str, GoldenEntry]:
+    """The collection's entries a client names, by key or (when none has that key) by id: name -> entry, for
+    the names that match one (the caller reports the others)."""
+    names = set(names)
+    found = {e.key: e for e in GoldenEntry.objects.filter(collection=collection, key__in=names)}
+    ids = {}
+    for name in names - set(found):
+        try:
+            ids[uuid.UUID(name)] = name
+        except ValueError:
+            continue
+    for entry in GoldenEntry.objects.filter(collection=collection, pk__in=list(ids)):
+        found[ids[entry.pk]] = entry
+    return found
+
+
 def golden_entries_list(
     *,
     tenant: Tenant,

@@ -37,6 +37,7 @@ PURE = [
     "evaluation.dashboard.charts",
     "evaluation.request_fields",
     "evaluation.judgments.agreement",
+    "evaluation.judgments.grades",
     "evaluation.judgments.pooling",
     "evaluation.judgments.labels",
     "evaluation.retrieval.diagnosis",

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation.api import calibration, views
+from evaluation.api import calibration, judgments, views
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
@@ -15,6 +15,10 @@ urlpatterns = [
         calibration.ThresholdApi.as_view(),
         name="calibration-thresholds",
     ),
+    path("search/judgments", judgments.JudgmentsApi.as_view(), name="judgments"),
+    path("search/judgments/pools", judgments.PoolsApi.as_view(), name="pools"),
+    path("search/judgments/pools/<str:pool_id>", judgments.PoolDetailApi.as_view(), name="pool"),
+    path("search/judgments/pools/<str:pool_id>/next", judgments.PoolNextApi.as_view(), name="pool-next"),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
     path("targets", views.TargetListApi.as_view(), name="targets"),

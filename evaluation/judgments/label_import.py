@@ -4,7 +4,6 @@ all rows are good (`POST /search/evaluate/labels`, `manage.py import_labels`, th
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -26,17 +25,11 @@ from evaluation.models import (
 )
 from goldenset.formats import Problems, fail
 from goldenset.models import Collection, GoldenEntry
+from goldenset.selectors import golden_entries_named
 
 
 def _entries(collection: Collection, rows: Sequence[LabelRow], problems: Problems) -> dict[str, GoldenEntry]:
-    names = {r.question_id for r in rows}
-    found = {e.key: e for e in GoldenEntry.objects.filter(collection=collection, key__in=names)}
-    ids = {}
-    for name in names - set(found):
-        with contextlib.suppress(ValueError):
-            ids[uuid.UUID(name)] = name
-    for entry in GoldenEntry.objects.filter(collection=collection, pk__in=list(ids)):
-        found[ids[entry.pk]] = entry
+    found = golden_entries_named(collection=collection, names=(r.question_id for r in rows))
     for row in rows:
         if row.question_id not in found:
             with problems.row():

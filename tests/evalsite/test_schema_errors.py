@@ -17,16 +17,18 @@ import jsonschema
 import pytest
 
 from evalsite.jobs.models import Job, JobStatus
+from evaluation.judgments.pools import pool_create
 from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.runs.slices import EVERY
 from goldenset.models import GoldenJobKind
 from tests.conftest import api_client
 from tests.schema_support import served_schema, to_json_schema
 from tests.support import handbook_entries
 
 BODY_METHODS = ("post", "put", "patch")
-# What the reads that require parameters need (the export, the calibration and its thresholds), so their tenant
-# and lookups are reached; the other reads ignore them.
-REQUIRED = "collection_id=handbook&metric=faithfulness"
+# What the reads that require parameters need (the export, the calibration and its thresholds, a pool's next
+# item), so their tenant and lookups are reached; the other reads ignore them.
+REQUIRED = "collection_id=handbook&metric=faithfulness&rater=ann"
 # On every operation; 413 and 415 on every one that reads a body.
 SHARED = {"400", "401", "404", "414", "431", "503"}
 
@@ -63,6 +65,10 @@ def ids(world) -> dict[str, str]:
         base_url="http://127.0.0.1:9/",
         options={"collection_id": "x"},
     )
+    pool = pool_create(
+        tenant=world.tenant, collection=world.collection, run_ids=[str(runs[0].pk)], depth=10,
+        raters_per_item=1, subset=EVERY, actor="test",
+    )  # fmt: skip
     job = Job.objects.create(
         tenant=world.tenant,
         collection=world.collection,
@@ -77,6 +83,7 @@ def ids(world) -> dict[str, str]:
         "job_id": str(job.pk),
         "run_id": str(runs[0].pk),
         "name": "stub",
+        "pool_id": str(pool.pk),
     }
 
 

@@ -1,0 +1,273 @@
+"""Pools and relevance judgments over REST (evaluation.judgments.pools does the work)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from evalsite.errors import NotFound
+from evaluation.api.views import read_strictly
+from evaluation.configs import parse_subset
+from evaluation.judgments import pools as services
+from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
+from evaluation.models import JudgmentPool, PoolItem, RelevanceJudgment
+from goldenset import selectors as golden_selectors
+from goldenset.api.base import TenantAPIView, read
+from goldenset.api.serializers import TenantIn
+from goldenset.models import Document
+
+TEXT_LIMIT = 20_000  # characters of a document's text a rater is shown
+
+
+# --- shapes ------------------------------------------------------------------------------------------------
+
+
+class PoolIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    run_ids = serializers.ListField(
+        child=serializers.CharField(max_length=64), min_length=1, max_length=services.MAX_POOL_RUNS,
+        help_text="Stored retrieval runs of this collection.",
+    )  # fmt: skip
+    depth = serializers.IntegerField(min_value=1, max_value=services.MAX_DEPTH, default=10)
+    raters_per_item = serializers.IntegerField(min_value=1, max_value=services.MAX_RATERS_PER_ITEM, default=1)
+    tags = serializers.JSONField(required=False, help_text="Subset: questions with any of these tags.")
+    origin = serializers.JSONField(required=False, help_text="Subset: Manual, Imported and/or Generated.")
+    reviewed_only = serializers.JSONField(required=False)
+    skip_unreviewed_generated = serializers.JSONField(required=False)
+
+
+class ProgressOut(serializers.Serializer):
+    items = serializers.IntegerField()
+    judgments_needed = serializers.IntegerField(help_text="Items x raters per item.")
+    judgments = serializers.IntegerField(help_text='Grades and "cannot judge" given so far.')
+    items_done = serializers.IntegerField(help_text="Items with as many judgments as the pool asks for.")
+    raters = serializers.DictField(child=serializers.IntegerField(), help_text="{rater: judgments}")
+
+
+class PoolOut(serializers.Serializer):
+    pool_id = serializers.UUIDField()
+    collection_id = serializers.CharField()
+    run_ids = serializers.ListField(child=serializers.UUIDField())
+    depth = serializers.IntegerField()
+    raters_per_item = serializers.IntegerField()
+    subset = serializers.DictField()
+    judged_already = serializers.IntegerField(
+        help_text="Documents the runs rank within the depth that had a judgment already (left out)."
+    )
+    items = serializers.IntegerField()
+    progress = ProgressOut()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class ItemOut(serializers.Serializer):
+    position = serializers.IntegerField()
+    question_id = serializers.CharField(help_text="The golden entry's key, or its id when it has none.")
+    question = serializers.CharField()
+    reference_answer = serializers.CharField()
+    document_id = serializers.CharField()
+    title = serializers.CharField()
+    text = serializers.CharField(help_text=f"The document's pages, the first {TEXT_LIMIT:,} characters.")
+    truncated = serializers.BooleanField()
+    exists = serializers.BooleanField(help_text="False: the document left the collection since the pool.")
+
+
+class NextOut(serializers.Serializer):
+    item = ItemOut(allow_null=True, help_text="null: nothing left for this rater.")
+    grades = serializers.DictField(child=serializers.CharField(), help_text="{grade: its meaning}")
+    progress = ProgressOut()
+
+
+class NextIn(TenantIn):
+    rater = serializers.CharField(max_length=RATER_MAX_LENGTH)
+
+
+class JudgmentsIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    pool_id = serializers.CharField(
+        required=False, max_length=64, help_text="Judgments of this pool's items."
+    )
+    judgments = serializers.ListField(
+        child=serializers.JSONField(),
+        help_text="[{question_id, document_id, grade (0-3 or null: cannot judge), rater, note}]",
+    )
+
+
+class JudgmentsOut(serializers.Serializer):
+    judgments = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+
+
+class JudgmentFilterIn(TenantIn):
+    collection_id = serializers.CharField(max_length=200)
+    rater = serializers.CharField(required=False, max_length=RATER_MAX_LENGTH)
+    pool_id = serializers.CharField(required=False, max_length=64)
+
+
+class JudgmentOut(serializers.Serializer):
+    question_id = serializers.CharField()
+    document_id = serializers.CharField()
+    grade = serializers.IntegerField(allow_null=True)
+    rater = serializers.CharField()
+    note = serializers.CharField()
+    pool_id = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+# --- what is sent back -------------------------------------------------------------------------------------
+
+
+def pool_body(pool: JudgmentPool) -> dict:
+    progress = services.pool_progress(pool)
+    return {
+        "pool_id": pool.pk,
+        "collection_id": pool.collection.slug,
+        "run_ids": sorted(str(pk) for pk in pool.runs.values_list("pk", flat=True)),
+        "depth": pool.depth,
+        "raters_per_item": pool.raters_per_item,
+        "subset": pool.subset,
+        "judged_already": pool.judged_already,
+        "items": progress.items,
+        "progress": vars(progress),
+        "created_by": pool.created_by,
+        "created_at": pool.created_at,
+    }
+
+
+def item_body(item: PoolItem) -> dict:
+    """What a rater sees of an item: never the runs that found it or their ranks."""
+    entry = item.entry
+    document = Document.objects.filter(
+        collection_id=entry.collection_id, external_id=item.document_id
+    ).first()
+    text = ""
+    if document is not None:
+        text = "\n\n".join(document.pages.order_by("number").values_list("text", flat=True))
+    return {
+        "position": item.position,
+        "question_id": entry.key or str(entry.pk),
+        "question": entry.question,
+        "reference_answer": entry.reference_answer,
+        "document_id": item.document_id,
+        "title": document.title if document is not None else "",
+        "text": text[:TEXT_LIMIT],
+        "truncated": len(text) > TEXT_LIMIT,
+        "exists": document is not None,
+    }
+
+
+# --- views -------------------------------------------------------------------------------------------------
+
+
+class PoolsApi(TenantAPIView):
+    @extend_schema(
+        request=PoolIn,
+        responses={201: PoolOut},
+        summary="Pools the documents stored runs found that nobody judged yet, most promising first.",
+        description="Each question's top `depth` documents of every run, less those judged already (an expected "
+        "document, or any grade a rater gave, 0 too), once each; ordered by the sum of 1 / rank over the runs "
+        "that rank them. The subset fields choose the questions. A pool of nothing left to judge is "
+        "empty-pool.",
+    )
+    def post(self, request):
+        data = read_strictly(PoolIn, request.data)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(data), collection_id=data["collection_id"]
+        )
+        pool = services.pool_create(
+            tenant=collection.tenant, collection=collection, run_ids=data["run_ids"], depth=data["depth"],
+            raters_per_item=data["raters_per_item"], subset=parse_subset(request.data), actor=self.actor,
+        )  # fmt: skip
+        return Response(pool_body(pool), status=status.HTTP_201_CREATED)
+
+
+class PoolDetailApi(TenantAPIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
+        responses=PoolOut,
+        summary="One pool and how far its judging is.",
+    )
+    def get(self, request, pool_id: str):
+        return Response(pool_body(services.pool_get(tenant=self.tenant(), pool_id=pool_id)))
+
+
+class PoolNextApi(TenantAPIView):
+    @extend_schema(
+        parameters=[NextIn],
+        responses=NextOut,
+        summary="The next item of a pool for a rater.",
+        description="The item this rater was given and has not judged yet, else the first in the pool's order "
+        "that fewer raters than the pool asks for were given and this rater never was; null when none is left. "
+        "It shows the question, its reference answer and the document, never which run found it or where.",
+    )
+    def get(self, request, pool_id: str):
+        data = read(NextIn, request.query_params)
+        pool = services.pool_get(tenant=self.tenant(), pool_id=pool_id)
+        item = services.pool_next(pool=pool, rater=data["rater"])
+        return Response(
+            {
+                "item": item_body(item) if item is not None else None,
+                "grades": {str(grade): meaning for grade, meaning in GRADE_MEANING.items()},
+                "progress": vars(services.pool_progress(pool)),
+            }
+        )
+
+
+class JudgmentsApi(TenantAPIView):
+    @extend_schema(
+        request=JudgmentsIn,
+        responses={201: JudgmentsOut},
+        summary="Stores relevance judgments: one rater's grade of one document for one question.",
+        description="All or none: every bad judgment is named (up to 50). A rater's new grade of a pair replaces "
+        "the old one; each write is audited.",
+    )
+    def post(self, request):
+        data = read_strictly(JudgmentsIn, request.data)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(data), collection_id=data["collection_id"]
+        )
+        pool = None
+        if data.get("pool_id"):
+            pool = services.pool_get(tenant=collection.tenant, pool_id=data["pool_id"])
+            if pool.collection_id != collection.pk:  # another collection's pool is none of this one's
+                raise NotFound("Pool", data["pool_id"])
+        rows = services.judgment_rows(data["judgments"])
+        summary = services.judgments_record(collection=collection, rows=rows, actor=self.actor, pool=pool)
+        return Response(summary, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[JudgmentFilterIn],
+        responses=JudgmentOut(many=True),
+        summary="Lists a collection's relevance judgments, by rater and pool if asked.",
+    )
+    def get(self, request):
+        filters = read(JudgmentFilterIn, request.query_params)
+        collection = golden_selectors.collection_get(
+            tenant=self.tenant(), collection_id=filters["collection_id"]
+        )
+        judgments = RelevanceJudgment.objects.filter(collection=collection).select_related("entry")
+        if filters.get("rater"):
+            judgments = judgments.filter(rater=filters["rater"])
+        if filters.get("pool_id"):
+            judgments = judgments.filter(
+                pool=services.pool_get(tenant=collection.tenant, pool_id=filters["pool_id"])
+            )
+        paginator = self.pagination_class()  # type: ignore[operator,misc]
+        page = paginator.paginate_queryset(judgments.order_by("created_at", "id"), request, view=self)
+        rows = [
+            {
+                "question_id": j.entry.key or str(j.entry_id),
+                "document_id": j.document_id,
+                "grade": j.grade,
+                "rater": j.rater,
+                "note": j.note,
+                "pool_id": j.pool_id,
+                "created_at": j.created_at,
+                "updated_at": j.updated_at,
+            }
+            for j in page
+        ]
+        return paginator.get_paginated_response(rows)

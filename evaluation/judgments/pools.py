@@ -1,0 +1,346 @@
+"""Pools of documents to judge, and the relevance judgments raters give them.
+
+A pool is made from stored retrieval runs of one collection (evaluation.judgments.pooling chooses and orders its
+documents); `pool_next` gives a rater the next item nobody has given them, to no more raters than the pool asks
+for; `judgments_record` stores raters' grades (0-3, or cannot judge), a rater's new grade of a pair replacing
+the old one. Every write is audited.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count
+
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record
+from evalsite.errors import EvalsiteError, NotFound
+from evalsite.tenancy.models import Tenant
+from evaluation.judgments.grades import GRADES, NOTE_MAX_LENGTH, rater_error
+from evaluation.judgments.pooling import pool_candidates
+from evaluation.models import (
+    EvaluationAuditObject,
+    EvaluationRun,
+    JudgmentPool,
+    PoolAssignment,
+    PoolItem,
+    QuestionResult,
+    RelevanceJudgment,
+    RunKind,
+)
+from evaluation.runs.slices import Subset
+from goldenset.formats import Problems
+from goldenset.models import Collection, GoldenEntry
+from goldenset.selectors import golden_entries_named
+
+MAX_POOL_RUNS = 50
+MAX_DEPTH = 100
+MAX_RATERS_PER_ITEM = 10
+MAX_JUDGMENTS_PER_CALL = 1000
+
+
+# --- pools -------------------------------------------------------------------------------------------------
+
+
+def _runs_of(tenant: Tenant, collection: Collection, run_ids: Sequence[str]) -> list[EvaluationRun]:
+    """The runs named, each the tenant's (404 otherwise, as for any object of another tenant) and a retrieval
+    run of this collection alone (400 naming it otherwise)."""
+    runs = []
+    for i, run_id in enumerate(run_ids):
+        try:
+            pk = uuid.UUID(str(run_id))
+        except ValueError:
+            raise NotFound("Run", run_id) from None
+        run = EvaluationRun.objects.filter(tenant=tenant, pk=pk).prefetch_related("collections").first()
+        if run is None:
+            raise NotFound("Run", run_id)
+        slugs = sorted(c.slug for c in run.collections.all())
+        if run.kind != RunKind.RETRIEVAL or slugs != [collection.slug]:
+            what = "an answer run" if run.kind != RunKind.RETRIEVAL else f"a run of {', '.join(slugs)}"
+            raise EvalsiteError(
+                "validation-error",
+                f"run_ids[{i}]: {run_id} is {what}; a pool takes retrieval runs of {collection.slug} alone.",
+                details={"field": f"run_ids[{i}]"},
+            )
+        runs.append(run)
+    return runs
+
+
+def judged_documents(entries: Sequence[GoldenEntry]) -> dict[str, set[str]]:
+    """Per entry id, the documents that have a judgment: its expected documents and every grade a rater gave."""
+    judged = {str(e.pk): set(e.expected_document_ids) for e in entries}
+    rows = RelevanceJudgment.objects.filter(entry__in=entries, grade__isnull=False)
+    for entry_id, document_id in rows.values_list("entry_id", "document_id"):
+        judged[str(entry_id)].add(document_id)
+    return judged
+
+
+def pool_create(
+    *,
+    tenant: Tenant,
+    collection: Collection,
+    run_ids: Sequence[str],
+    depth: int,
+    raters_per_item: int,
+    subset: Subset,
+    actor: str,
+) -> JudgmentPool:
+    """A pool of the documents the runs rank within `depth` for the subset's questions that nobody judged."""
+    runs = _runs_of(tenant, collection, run_ids)
+    entries = [
+        e
+        for e in GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id")
+        if subset.admits(e.tags or (), e.origin, e.reviewed)
+    ]
+    wanted = {str(e.pk): e for e in entries}
+    rankings: list[dict[str, list[str]]] = [{} for _ in runs]
+    place = {run.pk: n for n, run in enumerate(runs)}
+    results = QuestionResult.objects.filter(run__in=runs, entry_id__in=list(wanted), error="")
+    for run_id, entry_id, ranked_ids in results.values_list("run_id", "entry_id", "ranked_ids"):
+        rankings[place[run_id]][str(entry_id)] = ranked_ids.split("\n")[:depth] if ranked_ids else []
+    judged = judged_documents(entries)
+    candidates = pool_candidates(rankings, judged, depth, questions=list(wanted))
+    within = {(q, d) for ranking in rankings for q, docs in ranking.items() for d in docs}
+    already = sum(1 for q, d in within if d in judged[q])
+    if not candidates:
+        raise EvalsiteError(
+            "empty-pool",
+            f"run_ids: the runs rank no unjudged document within depth {depth} for the questions asked "
+            f"({already} found, all judged already).",
+            details={"field": "run_ids", "judged_already": already},
+        )
+    with transaction.atomic():
+        pool = JudgmentPool.objects.create(
+            tenant=tenant, collection=collection, depth=depth, raters_per_item=raters_per_item,
+            subset=subset.as_dict(), judged_already=already, created_by=actor,
+        )  # fmt: skip
+        pool.runs.set(runs)
+        PoolItem.objects.bulk_create(
+            [
+                PoolItem(
+                    pool=pool,
+                    position=n,
+                    entry=wanted[c.question],
+                    document_id=c.document_id,
+                    priority=c.priority,
+                    run_count=c.runs,
+                    best_rank=c.best_rank,
+                )  # fmt: skip
+                for n, c in enumerate(candidates)
+            ],
+            batch_size=1000,
+        )
+        audit_record(
+            tenant=tenant, action=AuditAction.CREATE, object_type=EvaluationAuditObject.POOL, object_id=pool.pk,
+            actor=actor, collection=collection,
+            changes={"runs": [str(r.pk) for r in runs], "depth": depth, "items": len(candidates),
+                     "raters_per_item": raters_per_item, "judged_already": already},
+        )  # fmt: skip
+    return pool
+
+
+def pool_get(*, tenant: Tenant, pool_id: str) -> JudgmentPool:
+    try:
+        pk = uuid.UUID(str(pool_id))
+    except ValueError:
+        raise NotFound("Pool", pool_id) from None
+    pool = JudgmentPool.objects.select_related("collection").filter(tenant=tenant, pk=pk).first()
+    if pool is None:
+        raise NotFound("Pool", pool_id)
+    return pool
+
+
+@dataclass(frozen=True)
+class PoolProgress:
+    items: int
+    judgments_needed: int  # items x raters per item
+    judgments: int  # grades and "cannot judge" given to the pool's items
+    items_done: int  # items with as many judgments as the pool asks for
+    raters: dict[str, int]  # rater -> judgments given
+
+
+def pool_progress(pool: JudgmentPool) -> PoolProgress:
+    judgments = list(
+        RelevanceJudgment.objects.filter(pool=pool).values_list("entry_id", "document_id", "rater")
+    )
+    per_item = Counter((entry_id, document_id) for entry_id, document_id, _ in judgments)
+    items = pool.items.count()
+    return PoolProgress(
+        items=items,
+        judgments_needed=items * pool.raters_per_item,
+        judgments=len(judgments),
+        items_done=sum(1 for n in per_item.values() if n >= pool.raters_per_item),
+        raters=dict(sorted(Counter(rater for _, _, rater in judgments).items())),
+    )
+
+
+def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:
+    """The item this rater should judge next: the one they were given and have not judged yet, else the first in
+    the pool's order that fewer than `raters_per_item` raters were given and this rater never was (None when
+    there is none left for them). Two raters asking at once never take one place twice: the assignment is a
+    unique row, and the loser of a race takes the next item."""
+    if (error := rater_error(rater)) is not None:
+        raise EvalsiteError("validation-error", f"rater: {error}.", details={"field": "rater"})
+    open_one = (
+        PoolItem.objects.filter(pool=pool, assignments__rater=rater)
+        .exclude(pk__in=_items_judged_by(pool, rater))
+        .order_by("position")
+        .first()
+    )
+    if open_one is not None:
+        return open_one
+    for _ in range(20):  # each pass loses at most a race or two
+        item = (
+            pool.items.annotate(given=Count("assignments"))
+            .filter(given__lt=pool.raters_per_item)
+            .exclude(assignments__rater=rater)
+            .order_by("position")
+            .first()
+        )
+        if item is None:
+            return None
+        try:
+            with transaction.atomic():
+                PoolAssignment.objects.create(item=item, rater=rater)
+                if item.assignments.count() > pool.raters_per_item:  # another rater took the last place
+                    raise IntegrityError("the item is full")
+        except IntegrityError:
+            continue
+        return item
+    return None
+
+
+def _items_judged_by(pool: JudgmentPool, rater: str) -> list[int]:
+    pairs = set(
+        RelevanceJudgment.objects.filter(pool=pool, rater=rater).values_list("entry_id", "document_id")
+    )
+    return [
+        pk
+        for pk, entry_id, document_id in PoolItem.objects.filter(
+            pool=pool, assignments__rater=rater
+        ).values_list("pk", "entry_id", "document_id")
+        if (entry_id, document_id) in pairs
+    ]
+
+
+# --- judgments ---------------------------------------------------------------------------------------------
+
+
+def _invalid(where: str, message: str, *, field: str) -> EvalsiteError:
+    return EvalsiteError("validation-error", f"{where}: {message}", details={"field": field})
+
+
+@dataclass(frozen=True)
+class JudgmentRow:
+    where: str  # "judgments[3]"
+    question_id: str
+    document_id: str
+    grade: int | None
+    rater: str
+    note: str
+
+
+def judgment_rows(raw: Sequence[object]) -> list[JudgmentRow]:
+    """Judgments as a client sends them, checked field by field; every bad one is named (up to 50)."""
+    if len(raw) > MAX_JUDGMENTS_PER_CALL:
+        raise EvalsiteError(
+            "validation-error",
+            f"judgments: at most {MAX_JUDGMENTS_PER_CALL} a call, got {len(raw)}.",
+            details={"field": "judgments"},
+        )
+    problems = Problems(EvalsiteError, "validation-error")
+    rows = []
+    for i, item in enumerate(raw):
+        where = f"judgments[{i}]"
+        with problems.row():
+            if not isinstance(item, dict):
+                raise _invalid(where, "a judgment is an object.", field=where)
+            unknown = sorted(set(item) - {"question_id", "document_id", "grade", "rater", "note"})
+            if unknown:
+                raise _invalid(where, f"{unknown[0]}: unknown field.", field=f"{where}.{unknown[0]}")
+            for name in ("question_id", "document_id", "rater"):
+                value = item.get(name)
+                if not isinstance(value, str) or not value.strip() or len(value) > 300:
+                    raise _invalid(
+                        where,
+                        f"{name}: a non-empty string of at most 300 characters.",
+                        field=f"{where}.{name}",
+                    )
+            if (error := rater_error(item["rater"])) is not None:
+                raise _invalid(where, f"rater: {error}.", field=f"{where}.rater")
+            grade = item.get("grade")
+            if grade is not None and (isinstance(grade, bool) or grade not in GRADES):
+                raise _invalid(
+                    where,
+                    f"grade: {grade!r} is not one of 0, 1, 2, 3 (or null: cannot judge).",
+                    field=f"{where}.grade",
+                )
+            note = item.get("note", "") or ""
+            if not isinstance(note, str) or len(note) > NOTE_MAX_LENGTH:
+                raise _invalid(
+                    where, f"note: a string of at most {NOTE_MAX_LENGTH} characters.", field=f"{where}.note"
+                )
+            rows.append(
+                JudgmentRow(where, item["question_id"], item["document_id"], grade, item["rater"], note)
+            )
+    problems.check()
+    return rows
+
+
+def judgments_record(
+    *, collection: Collection, rows: Sequence[JudgmentRow], actor: str, pool: JudgmentPool | None = None
+) -> dict:
+    """Store the judgments, all or none: each names an entry of the collection (by key or id) and, in a pool,
+    one of its items. A rater's new judgment of a pair replaces the old one."""
+    problems = Problems(EvalsiteError, "validation-error")
+    entries = golden_entries_named(collection=collection, names=(r.question_id for r in rows))
+    items = set()
+    if pool is not None:
+        items = set(pool.items.values_list("entry_id", "document_id"))
+    for row in rows:
+        with problems.row():
+            entry = entries.get(row.question_id)
+            if entry is None:
+                raise _invalid(
+                    row.where,
+                    f"question_id: {row.question_id!r} is no golden entry of {collection.slug} (a key or an id).",
+                    field=f"{row.where}.question_id",
+                )
+            if pool is not None and (entry.pk, row.document_id) not in items:
+                raise _invalid(
+                    row.where, f"document_id: {row.document_id!r} is not in this pool for that question.",
+                    field=f"{row.where}.document_id",
+                )  # fmt: skip
+    problems.check()
+    created = updated = 0
+    with transaction.atomic():
+        for row in rows:
+            entry = entries[row.question_id]
+            judgment, made = RelevanceJudgment.objects.select_for_update().get_or_create(
+                entry=entry, document_id=row.document_id, rater=row.rater,
+                defaults={"tenant_id": collection.tenant_id, "collection": collection, "grade": row.grade,
+                          "note": row.note, "pool": pool},
+            )  # fmt: skip
+            before = {"grade": judgment.grade, "note": judgment.note}
+            if not made:
+                judgment.grade, judgment.note = row.grade, row.note
+                judgment.pool = pool or judgment.pool
+                judgment.save(update_fields=["grade", "note", "pool", "updated_at"])
+            if pool is not None:
+                item = PoolItem.objects.get(pool=pool, entry=entry, document_id=row.document_id)
+                PoolAssignment.objects.get_or_create(item=item, rater=row.rater)
+            created += made
+            updated += not made
+            audit_record(
+                tenant=collection.tenant_id, action=AuditAction.CREATE if made else AuditAction.UPDATE,
+                object_type=EvaluationAuditObject.JUDGMENT, object_id=judgment.pk, actor=actor,
+                collection=collection,
+                changes={"question_id": row.question_id, "document_id": row.document_id, "rater": row.rater,
+                         "grade": [None if made else before["grade"], row.grade],
+                         **({"pool": str(pool.pk)} if pool is not None else {})},
+            )  # fmt: skip
+    return {"judgments": len(rows), "created": created, "updated": updated}

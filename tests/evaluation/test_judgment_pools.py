@@ -1,0 +1,289 @@
+"""Pools of documents to judge and relevance judgments over REST (issue 26): a pool from stored runs holds what
+they found that nobody judged; raters take items one at a time, never one twice, no more raters an item than
+the pool asks for; judgments are stored all or none, audited, and a grade of 0 counts as judged."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalsite.audit.models import AuditEvent
+from evaluation.configs import parse_configs
+from evaluation.models import EvaluationRun, JudgmentPool, RelevanceJudgment
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
+from tests.support import answer_entries, db_state, handbook_entries
+
+POOLS = "/lmkit/v1/search/judgments/pools"
+JUDGMENTS = "/lmkit/v1/search/judgments"
+CONFIGS = [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}]
+
+
+@pytest.fixture
+def runs(world):
+    """Two FullText runs (lucene, okapi) of the three handbook questions, each expecting one document of three:
+    the runs also rank the other two, which nobody judged."""
+    handbook_entries(world.collection)
+    _, made = evaluate_retrieval(
+        tenant=world.tenant,
+        collections=[world.collection],
+        ks=[1, 3],
+        configs=parse_configs(CONFIGS, available_rerankers()),
+    )
+    return made
+
+
+def make_pool(world, runs, **fields):
+    body = {"collection_id": "handbook", "run_ids": [str(r.pk) for r in runs], "depth": 3, **fields}
+    return world.client.post(POOLS, body, format="json")
+
+
+def judge(world, pool_id, question_id, document_id, grade, rater="alice", **fields):
+    one = {"question_id": question_id, "document_id": document_id, "grade": grade, "rater": rater, **fields}
+    body = {"collection_id": "handbook", "pool_id": pool_id, "judgments": [one]}
+    return world.client.post(JUDGMENTS, body, format="json")
+
+
+def named_field(error: dict) -> str | None:
+    """The field a refusal names: a serializer's (details.fields, one) or a service's (details.field)."""
+    details = error.get("details", {})
+    return details["field"] if "field" in details else next(iter(details.get("fields", {})), None)
+
+
+def unjudged_pairs(runs) -> set[tuple[str, str]]:
+    pairs = set()
+    for run in runs:
+        for result in run.results.all():
+            for document_id, _score in result.ranked[:3]:
+                if document_id not in result.expected:
+                    pairs.add((result.entry_key, document_id))
+    return pairs
+
+
+def test_a_pool_holds_what_the_runs_found_that_nobody_judged(world, runs):
+    response = make_pool(world, runs)
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    expected = unjudged_pairs(runs)
+    assert body["items"] == len(expected) > 0
+    assert body["judged_already"] == 3  # each question's expected document, found by both runs
+    assert body["progress"] == {
+        "items": len(expected),
+        "judgments_needed": len(expected),
+        "judgments": 0,
+        "items_done": 0,
+        "raters": {},
+    }
+    pool = JudgmentPool.objects.get(pk=body["pool_id"])
+    assert {(i.entry.key, i.document_id) for i in pool.items.all()} == expected
+    event = AuditEvent.objects.get(object_type="pool", object_id=body["pool_id"])
+    assert (event.action, event.changes["items"]) == ("create", len(expected))
+    assert world.client.get(f"{POOLS}/{body['pool_id']}").json() == body
+
+
+def test_a_rater_judges_item_after_item_and_sees_no_run_or_rank(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    seen = []
+    while True:
+        answer = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()
+        if answer["item"] is None:
+            break
+        item = answer["item"]
+        assert set(item) == {
+            "position", "question_id", "question", "reference_answer", "document_id", "title", "text",
+            "truncated", "exists",
+        }  # fmt: skip
+        assert item["exists"] and item["text"] and answer["grades"]["0"].startswith("not relevant")
+        # Asked again before judging: the same item, not the next one.
+        again = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
+        assert again == item
+        assert judge(world, pool_id, item["question_id"], item["document_id"], 0).status_code == 201
+        seen.append((item["question_id"], item["document_id"]))
+    assert set(seen) == unjudged_pairs(runs) and len(seen) == len(set(seen))
+    progress = world.client.get(f"{POOLS}/{pool_id}").json()["progress"]
+    assert progress["items_done"] == progress["items"] == len(seen) and progress["raters"] == {
+        "alice": len(seen)
+    }
+
+
+def test_one_rater_per_item_means_a_second_rater_never_gets_the_firsts_items(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    given = {}
+    for rater in ["alice", "bob"] * 10:
+        item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": rater}).json()["item"]
+        if item is None:
+            continue
+        pair = (item["question_id"], item["document_id"])
+        assert given.get(pair, rater) == rater, f"{pair} given to {given[pair]} and {rater}"
+        given[pair] = rater
+        judge(world, pool_id, *pair, 1, rater=rater)
+    assert set(given) == unjudged_pairs(runs) and set(given.values()) == {"alice", "bob"}
+
+
+def test_two_raters_per_item_each_item_goes_to_both_never_twice_to_one(world, runs):
+    pool_id = make_pool(world, runs, raters_per_item=2).json()["pool_id"]
+    taken: dict[str, list[tuple]] = {"alice": [], "bob": [], "cara": []}
+    for rater in ["alice", "bob", "cara"] * 20:
+        item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": rater}).json()["item"]
+        if item is not None:
+            taken[rater].append((item["question_id"], item["document_id"]))
+            judge(world, pool_id, item["question_id"], item["document_id"], 2, rater=rater)
+    for rater, pairs in taken.items():
+        assert len(pairs) == len(set(pairs)), rater
+    counts = [sum(pair in pairs for pairs in taken.values()) for pair in unjudged_pairs(runs)]
+    assert counts and set(counts) == {2}
+
+
+def test_grade_0_counts_as_judged_and_cannot_judge_does_not(world, runs):
+    first = make_pool(world, runs).json()
+    items = JudgmentPool.objects.get(pk=first["pool_id"]).items.order_by("position")
+    zero, unsure = items[0], items[1]
+    assert judge(world, first["pool_id"], zero.entry.key, zero.document_id, 0).status_code == 201
+    assert judge(world, first["pool_id"], unsure.entry.key, unsure.document_id, None).status_code == 201
+    second = make_pool(world, runs).json()
+    again = {(i.entry.key, i.document_id) for i in JudgmentPool.objects.get(pk=second["pool_id"]).items.all()}
+    assert (zero.entry.key, zero.document_id) not in again
+    assert (unsure.entry.key, unsure.document_id) in again
+    assert (second["items"], second["judged_already"]) == (first["items"] - 1, first["judged_already"] + 1)
+
+
+def test_a_raters_new_grade_replaces_the_old_one_and_both_are_audited(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    item = JudgmentPool.objects.get(pk=pool_id).items.first()
+    assert judge(world, pool_id, item.entry.key, item.document_id, 1).json() == {
+        "judgments": 1, "created": 1, "updated": 0,
+    }  # fmt: skip
+    assert judge(world, pool_id, item.entry.key, item.document_id, 3, note="holds it all").json() == {
+        "judgments": 1, "created": 0, "updated": 1,
+    }  # fmt: skip
+    (judgment,) = RelevanceJudgment.objects.all()
+    assert (judgment.grade, judgment.note, judgment.rater) == (3, "holds it all", "alice")
+    events = AuditEvent.objects.filter(object_type="judgment").order_by("pk")
+    assert [(e.action, e.changes["grade"]) for e in events] == [("create", [None, 1]), ("update", [1, 3])]
+    listed = world.client.get(JUDGMENTS, {"collection_id": "handbook", "rater": "alice"}).json()
+    assert [(j["question_id"], j["document_id"], j["grade"]) for j in listed["results"]] == [
+        (item.entry.key, item.document_id, 3)
+    ]
+
+
+# --- bad input: a 4xx naming what is wrong, nothing written ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "status", "code", "field"),
+    [
+        ({"depth": 0}, 400, "validation-error", "depth"),
+        ({"depth": 101}, 400, "validation-error", "depth"),
+        ({"raters_per_item": 11}, 400, "validation-error", "raters_per_item"),
+        ({"run_ids": []}, 400, "validation-error", "run_ids"),
+        ({"tags": "billing"}, 400, "validation-error", "tags"),
+        ({"colour": "red"}, 400, "validation-error", "colour"),
+        ({"run_ids": ["not-a-run"]}, 404, "not-found", None),
+    ],
+)
+def test_a_bad_pool_request_is_refused_and_writes_nothing(world, runs, fields, status, code, field):
+    before = db_state()
+    response = make_pool(world, runs, **fields)
+    assert response.status_code == status, response.json()
+    error = response.json()["error"]
+    assert error["code"] == code and (field is None or named_field(error) == field), error
+    assert db_state() == before
+
+
+def test_another_tenants_run_is_not_found_and_an_answer_run_is_named(
+    world, runs, django_capture_on_commit_callbacks
+):
+    before = db_state()  # the rival asks with our run ids: they are not its runs
+    response = world.other_client.post(
+        POOLS, {"collection_id": "handbook", "run_ids": [str(runs[0].pk)]}, format="json"
+    )
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not-found"
+    assert db_state() == before
+    answer_entries(world.collection, "refund", keys={"refund": "refund-window"})
+    with django_capture_on_commit_callbacks(execute=True):
+        answered = world.client.post(
+            "/lmkit/v1/search/evaluate/answers", {"collection_id": "handbook"}, format="json"
+        )
+    assert answered.status_code in (200, 202), answered.json()
+    answer_run = EvaluationRun.objects.filter(kind="answers").latest("created_at")
+    before = db_state()
+    response = make_pool(world, [runs[0], answer_run])
+    assert response.status_code == 400
+    assert response.json()["error"]["details"]["field"] == "run_ids[1]", response.json()
+    assert db_state() == before
+
+
+def test_an_empty_pool_is_refused_and_writes_nothing(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    for item in JudgmentPool.objects.get(pk=pool_id).items.all():
+        judge(world, pool_id, item.entry.key, item.document_id, 0)
+    before = db_state()
+    response = make_pool(world, runs)
+    assert response.status_code == 400, response.json()
+    error = response.json()["error"]
+    assert error["code"] == "empty-pool" and error["details"]["field"] == "run_ids"
+    assert db_state() == before
+
+
+@pytest.mark.parametrize(
+    ("judgment", "field"),
+    [
+        ({"grade": 4}, "judgments[0].grade"),
+        ({"grade": -1}, "judgments[0].grade"),
+        ({"grade": True}, "judgments[0].grade"),
+        ({"grade": "2"}, "judgments[0].grade"),
+        ({"rater": "ann\x07"}, "judgments[0].rater"),
+        ({"rater": " ann"}, "judgments[0].rater"),
+        ({"rater": "x" * 101}, "judgments[0].rater"),
+        ({"note": "n" * 2001}, "judgments[0].note"),
+        ({"question_id": "no-such-question"}, "judgments[0].question_id"),
+        ({"document_id": "not-in-the-pool"}, "judgments[0].document_id"),
+        ({"colour": "red"}, "judgments[0].colour"),
+    ],
+)
+def test_a_bad_judgment_is_refused_naming_its_field_and_writes_nothing(world, runs, judgment, field):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    item = JudgmentPool.objects.get(pk=pool_id).items.first()
+    good = {"question_id": item.entry.key, "document_id": item.document_id, "grade": 1, "rater": "ann"}
+    before = db_state()
+    body = {"collection_id": "handbook", "pool_id": pool_id, "judgments": [{**good, **judgment}]}
+    response = world.client.post(JUDGMENTS, body, format="json")
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"]["details"]["field"] == field, response.json()
+    assert db_state() == before
+
+
+def test_every_bad_judgment_of_a_call_is_named_and_none_is_stored(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    item = JudgmentPool.objects.get(pk=pool_id).items.first()
+    good = {"question_id": item.entry.key, "document_id": item.document_id, "grade": 1, "rater": "ann"}
+    body = {
+        "collection_id": "handbook",
+        "pool_id": pool_id,
+        "judgments": [good, {**good, "grade": 7}, {**good, "rater": ""}],
+    }
+    response = world.client.post(JUDGMENTS, body, format="json")
+    assert response.status_code == 400
+    listed = [e["field"] for e in response.json()["error"]["details"]["errors"]]
+    assert listed == ["judgments[1].grade", "judgments[2].rater"]
+    assert not RelevanceJudgment.objects.exists()
+
+
+def test_another_tenant_sees_none_of_the_pool_or_its_judgments(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    item = JudgmentPool.objects.get(pk=pool_id).items.first()
+    judge(world, pool_id, item.entry.key, item.document_id, 2)
+    for path in (f"{POOLS}/{pool_id}", f"{POOLS}/{pool_id}/next?rater=rob"):
+        response = world.other_client.get(path)
+        assert response.status_code == 404 and response.json()["error"]["code"] == "not-found", path
+    listed = world.other_client.get(JUDGMENTS, {"collection_id": "handbook"}).json()
+    assert listed["results"] == []
+    before = db_state()
+    stolen = {
+        "collection_id": "handbook",
+        "pool_id": pool_id,
+        "judgments": [
+            {"question_id": item.entry.key, "document_id": item.document_id, "grade": 0, "rater": "rob"}
+        ],
+    }
+    assert world.other_client.post(JUDGMENTS, stolen, format="json").status_code == 404
+    assert db_state() == before
