@@ -8,6 +8,7 @@ from evaluation.dashboard import (
     compare_views,
     generate_views,
     golden_views,
+    judging_views,
     launch_views,
     runs_views,
     targets_views,
@@ -78,5 +79,9 @@ urlpatterns = [
     path("targets/<str:name>/test/", targets_views.target_test, name="target-test"),
     path("targets/<str:name>/delete/", targets_views.target_delete, name="target-delete"),
     path("compare/", compare_views.compare, name="compare"),
+    path("pools/new/", judging_views.pool_new, name="pool-new"),
+    path("pools/<str:pool_id>/", judging_views.pool_detail, name="pool"),
+    path("pools/<str:pool_id>/judge/", judging_views.pool_judge, name="pool-judge"),
+    path("pools/<str:pool_id>/undo/", judging_views.pool_undo, name="pool-undo"),
     path("trends/", trends_views.trends, name="trends"),
 ]

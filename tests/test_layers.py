@@ -38,6 +38,7 @@ PURE = [
     "evaluation.request_fields",
     "evaluation.judgments.agreement",
     "evaluation.judgments.grades",
+    "evaluation.judgments.highlight",
     "evaluation.judgments.pooling",
     "evaluation.judgments.labels",
     "evaluation.retrieval.diagnosis",

@@ -9,16 +9,12 @@ from rest_framework.response import Response
 from evalsite.errors import NotFound
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
-from evaluation.judgments import pools as services
+from evaluation.judgments import pools
 from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
-from evaluation.models import JudgmentPool, PoolItem, RelevanceJudgment
+from evaluation.models import JudgmentPool, RelevanceJudgment
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import TenantIn
-from goldenset.models import Document
-
-TEXT_LIMIT = 20_000  # characters of a document's text a rater is shown
-
 
 # --- shapes ------------------------------------------------------------------------------------------------
 
@@ -26,11 +22,11 @@ TEXT_LIMIT = 20_000  # characters of a document's text a rater is shown
 class PoolIn(TenantIn):
     collection_id = serializers.CharField(max_length=200)
     run_ids = serializers.ListField(
-        child=serializers.CharField(max_length=64), min_length=1, max_length=services.MAX_POOL_RUNS,
+        child=serializers.CharField(max_length=64), min_length=1, max_length=pools.MAX_POOL_RUNS,
         help_text="Stored retrieval runs of this collection.",
     )  # fmt: skip
-    depth = serializers.IntegerField(min_value=1, max_value=services.MAX_DEPTH, default=10)
-    raters_per_item = serializers.IntegerField(min_value=1, max_value=services.MAX_RATERS_PER_ITEM, default=1)
+    depth = serializers.IntegerField(min_value=1, max_value=pools.MAX_DEPTH, default=10)
+    raters_per_item = serializers.IntegerField(min_value=1, max_value=pools.MAX_RATERS_PER_ITEM, default=1)
     tags = serializers.JSONField(required=False, help_text="Subset: questions with any of these tags.")
     origin = serializers.JSONField(required=False, help_text="Subset: Manual, Imported and/or Generated.")
     reviewed_only = serializers.JSONField(required=False)
@@ -68,7 +64,9 @@ class ItemOut(serializers.Serializer):
     reference_answer = serializers.CharField()
     document_id = serializers.CharField()
     title = serializers.CharField()
-    text = serializers.CharField(help_text=f"The document's pages, the first {TEXT_LIMIT:,} characters.")
+    text = serializers.CharField(
+        help_text=f"The document's pages, the first {pools.TEXT_LIMIT:,} characters."
+    )
     truncated = serializers.BooleanField()
     exists = serializers.BooleanField(help_text="False: the document left the collection since the pool.")
 
@@ -121,7 +119,7 @@ class JudgmentOut(serializers.Serializer):
 
 
 def pool_body(pool: JudgmentPool) -> dict:
-    progress = services.pool_progress(pool)
+    progress = pools.pool_progress(pool)
     return {
         "pool_id": pool.pk,
         "collection_id": pool.collection.slug,
@@ -134,28 +132,6 @@ def pool_body(pool: JudgmentPool) -> dict:
         "progress": vars(progress),
         "created_by": pool.created_by,
         "created_at": pool.created_at,
-    }
-
-
-def item_body(item: PoolItem) -> dict:
-    """What a rater sees of an item: never the runs that found it or their ranks."""
-    entry = item.entry
-    document = Document.objects.filter(
-        collection_id=entry.collection_id, external_id=item.document_id
-    ).first()
-    text = ""
-    if document is not None:
-        text = "\n\n".join(document.pages.order_by("number").values_list("text", flat=True))
-    return {
-        "position": item.position,
-        "question_id": entry.key or str(entry.pk),
-        "question": entry.question,
-        "reference_answer": entry.reference_answer,
-        "document_id": item.document_id,
-        "title": document.title if document is not None else "",
-        "text": text[:TEXT_LIMIT],
-        "truncated": len(text) > TEXT_LIMIT,
-        "exists": document is not None,
     }
 
 
@@ -177,7 +153,7 @@ class PoolsApi(TenantAPIView):
         collection = golden_selectors.collection_get(
             tenant=self.tenant(data), collection_id=data["collection_id"]
         )
-        pool = services.pool_create(
+        pool = pools.pool_create(
             tenant=collection.tenant, collection=collection, run_ids=data["run_ids"], depth=data["depth"],
             raters_per_item=data["raters_per_item"], subset=parse_subset(request.data), actor=self.actor,
         )  # fmt: skip
@@ -191,7 +167,7 @@ class PoolDetailApi(TenantAPIView):
         summary="One pool and how far its judging is.",
     )
     def get(self, request, pool_id: str):
-        return Response(pool_body(services.pool_get(tenant=self.tenant(), pool_id=pool_id)))
+        return Response(pool_body(pools.pool_get(tenant=self.tenant(), pool_id=pool_id)))
 
 
 class PoolNextApi(TenantAPIView):
@@ -205,13 +181,13 @@ class PoolNextApi(TenantAPIView):
     )
     def get(self, request, pool_id: str):
         data = read(NextIn, request.query_params)
-        pool = services.pool_get(tenant=self.tenant(), pool_id=pool_id)
-        item = services.pool_next(pool=pool, rater=data["rater"])
+        pool = pools.pool_get(tenant=self.tenant(), pool_id=pool_id)
+        item = pools.pool_next(pool=pool, rater=data["rater"])
         return Response(
             {
-                "item": item_body(item) if item is not None else None,
+                "item": pools.item_view(item) if item is not None else None,
                 "grades": {str(grade): meaning for grade, meaning in GRADE_MEANING.items()},
-                "progress": vars(services.pool_progress(pool)),
+                "progress": vars(pools.pool_progress(pool)),
             }
         )
 
@@ -231,11 +207,11 @@ class JudgmentsApi(TenantAPIView):
         )
         pool = None
         if data.get("pool_id"):
-            pool = services.pool_get(tenant=collection.tenant, pool_id=data["pool_id"])
+            pool = pools.pool_get(tenant=collection.tenant, pool_id=data["pool_id"])
             if pool.collection_id != collection.pk:  # another collection's pool is none of this one's
                 raise NotFound("Pool", data["pool_id"])
-        rows = services.judgment_rows(data["judgments"])
-        summary = services.judgments_record(collection=collection, rows=rows, actor=self.actor, pool=pool)
+        rows = pools.judgment_rows(data["judgments"])
+        summary = pools.judgments_record(collection=collection, rows=rows, actor=self.actor, pool=pool)
         return Response(summary, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -253,7 +229,7 @@ class JudgmentsApi(TenantAPIView):
             judgments = judgments.filter(rater=filters["rater"])
         if filters.get("pool_id"):
             judgments = judgments.filter(
-                pool=services.pool_get(tenant=collection.tenant, pool_id=filters["pool_id"])
+                pool=pools.pool_get(tenant=collection.tenant, pool_id=filters["pool_id"])
             )
         paginator = self.pagination_class()  # type: ignore[operator,misc]
         page = paginator.paginate_queryset(judgments.order_by("created_at", "id"), request, view=self)

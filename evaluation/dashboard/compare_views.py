@@ -15,6 +15,7 @@ from evaluation.dashboard.common_views import (
 )
 from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch, series_names
 from evaluation.dashboard.slices_reads import compare_slices
+from evaluation.models import RunKind
 
 
 @require_GET
@@ -42,4 +43,13 @@ def compare(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     context["slices"] = compare_slices(runs, series_names(runs), request.GET.get("slice_metric"))
     # The metric picker keeps the selection (run=... or batch=...) it was opened with.
     context["selection"] = [(k, v) for k in ("run", "batch") for v in request.GET.getlist(k)]
+    context["pool_collection"] = pool_collection(runs)
     return render(request, "dashboard/compare.html", context)
+
+
+def pool_collection(runs) -> str | None:
+    """The one collection whose documents these runs rank, when a pool can be made of them (retrieval runs of
+    one collection alone: compare_runs holds them to one set of collections), else None."""
+    if any(run.kind != RunKind.RETRIEVAL for run in runs) or len(runs[0].collection_ids) != 1:
+        return None
+    return runs[0].collection_ids[0]

@@ -34,13 +34,14 @@ from evaluation.models import (
 )
 from evaluation.runs.slices import Subset
 from goldenset.formats import Problems
-from goldenset.models import Collection, GoldenEntry
+from goldenset.models import Collection, Document, GoldenEntry
 from goldenset.selectors import golden_entries_named
 
 MAX_POOL_RUNS = 50
 MAX_DEPTH = 100
 MAX_RATERS_PER_ITEM = 10
 MAX_JUDGMENTS_PER_CALL = 1000
+TEXT_LIMIT = 20_000  # characters of a document's text a rater is shown
 
 
 # --- pools -------------------------------------------------------------------------------------------------
@@ -225,6 +226,62 @@ def _items_judged_by(pool: JudgmentPool, rater: str) -> list[int]:
         ).values_list("pk", "entry_id", "document_id")
         if (entry_id, document_id) in pairs
     ]
+
+
+def item_view(item: PoolItem) -> dict:
+    """What a rater sees of an item: never the runs that found it or their ranks."""
+    entry = item.entry
+    document = Document.objects.filter(
+        collection_id=entry.collection_id, external_id=item.document_id
+    ).first()
+    text = ""
+    if document is not None:
+        text = "\n\n".join(document.pages.order_by("number").values_list("text", flat=True))
+    return {
+        "position": item.position,
+        "question_id": entry.key or str(entry.pk),
+        "question": entry.question,
+        "reference_answer": entry.reference_answer,
+        "document_id": item.document_id,
+        "title": document.title if document is not None else "",
+        "text": text[:TEXT_LIMIT],
+        "truncated": len(text) > TEXT_LIMIT,
+        "exists": document is not None,
+    }
+
+
+def rater_items(*, pool: JudgmentPool, rater: str) -> list[PoolItem]:
+    """The items this rater was given, in the pool's order."""
+    return list(pool.items.filter(assignments__rater=rater).select_related("entry").order_by("position"))
+
+
+def judgment_of(*, pool: JudgmentPool, item: PoolItem, rater: str) -> RelevanceJudgment | None:
+    return RelevanceJudgment.objects.filter(
+        pool=pool, entry_id=item.entry_id, document_id=item.document_id, rater=rater
+    ).first()
+
+
+def judgment_undo(*, pool: JudgmentPool, rater: str, actor: str) -> PoolItem | None:
+    """The rater's latest judgment in the pool taken back (deleted, audited); its item, which stays theirs to
+    judge again, or None when they have judged nothing."""
+    with transaction.atomic():
+        latest = (
+            RelevanceJudgment.objects.select_for_update()
+            .filter(pool=pool, rater=rater)
+            .order_by("-updated_at", "-id")
+            .first()
+        )
+        if latest is None:
+            return None
+        item = PoolItem.objects.get(pool=pool, entry_id=latest.entry_id, document_id=latest.document_id)
+        audit_record(
+            tenant=pool.tenant_id, action=AuditAction.DELETE, object_type=EvaluationAuditObject.JUDGMENT,
+            object_id=latest.pk, actor=actor, collection=pool.collection,
+            changes={"document_id": latest.document_id, "rater": rater, "grade": [latest.grade, None],
+                     "pool": str(pool.pk)},
+        )  # fmt: skip
+        latest.delete()
+    return item
 
 
 # --- judgments ---------------------------------------------------------------------------------------------

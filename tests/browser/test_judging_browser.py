@@ -1,0 +1,134 @@
+"""Judging in a real browser (issue 26): from Compare, "judge what these runs found" makes a pool; a rater judges
+30 of its documents by keyboard alone (0-3, x, a note with n, u to undo, k and j to go back and forth), and a
+second rater, when the pool asks for one rater per item, is never given the first one's items."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from evalsite.tenancy.services import tenant_get_or_create
+from evaluation.configs import parse_configs
+from evaluation.models import JudgmentPool, RelevanceJudgment
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
+from goldenset import services
+from tests.browser.pages import assert_clean, log_in, open_page, watch_requests
+from tests.conftest import add_documents
+from tests.support import add_entries, member_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SUBJECTS = ["refund", "shipping", "warranty", "returns"]
+KEYS = ["0", "1", "2", "3", "x"]
+
+
+@pytest.fixture
+def batch():
+    """A collection of 16 documents that all share words with 4 questions (one expected document each), and two
+    FullText runs of them to depth 10: a pool of well over 30 documents nobody judged."""
+    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    collection = services.collection_create(tenant=tenant, slug="policies", name="Policies", actor="test")
+    add_documents(
+        collection,
+        {
+            f"p{n:02d}": f"Policy note {n}: the {SUBJECTS[n % 4]} rules, with {SUBJECTS[(n + 1) % 4]} and "
+            f"{SUBJECTS[(n + 2) % 4]} details for case {n}."
+            for n in range(16)
+        },
+    )
+    for n, subject in enumerate(SUBJECTS):
+        add_entries(
+            collection,
+            services.EntryInput(
+                question=f"What are the {subject} rules?", expected_document_ids=[f"p{n:02d}"]
+            ),
+        )
+    configs = parse_configs(
+        [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}], available_rerankers()
+    )
+    batch_id, _ = evaluate_retrieval(tenant=tenant, collections=[collection], ks=[10], configs=configs)
+    member_of(tenant, "alice", password="alice-judges-pools")
+    member_of(tenant, "bob", password="bob-judges-pools")
+    return batch_id
+
+
+def position(page) -> int:
+    return int(page.get_attribute("#judge-item", "data-position"))
+
+
+def press(page, key: str) -> None:
+    """A key that submits or follows a link: wait for the next page to be loaded."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
+def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, screenshot, batch):
+    urls = watch_requests(page)
+    base = live_server.url
+    log_in(page, base, "alice", "alice-judges-pools")
+    page.goto(f"{base}/compare/?batch={batch}")
+    page.click("#pool-new button:has-text('Judge what these runs found')")
+    page.wait_for_selector("#pool-progress")
+    pool = JudgmentPool.objects.get()
+    assert pool.items.count() >= 30
+    screenshot(page, "judge-01-pool", max_height=900)
+    page.click("#start-judging")
+    page.wait_for_selector("#judge-item")
+    screenshot(page, "judge-02-workspace", max_height=1400)
+    assert page.locator("#judge-item mark").count() > 0  # the question's words, marked in the document
+    given = {}
+    for n in range(30):
+        at, key = position(page), KEYS[n % len(KEYS)]
+        if n == 7:  # a note, typed after "n", kept with the grade
+            page.keyboard.press("n")
+            page.keyboard.type("mentions it only in passing")
+            page.keyboard.press("Escape")
+        press(page, key)
+        given[at] = key
+        assert position(page) != at or n == 29
+    # u: the last judgment taken back, its document shown again, first in line.
+    last = list(given)[-1]
+    press(page, "u")
+    assert position(page) == last
+    del given[last]
+    # k and j: back to the item before, then forward again.
+    press(page, "k")
+    before = position(page)
+    assert before < last and page.locator("#judge-item .grade.chosen").count() == 1
+    press(page, "j")
+    assert position(page) == last
+    screenshot(page, "judge-03-after-undo", max_height=1400)
+    stored = {
+        pool.items.get(entry=j.entry, document_id=j.document_id).position: j
+        for j in RelevanceJudgment.objects.filter(pool=pool, rater="user:alice")
+    }
+    assert {p: ("x" if j.grade is None else str(j.grade)) for p, j in stored.items()} == given
+    assert [j.note for j in stored.values() if j.note] == ["mentions it only in passing"]
+    assert re.search(r"You judged\s+29", page.inner_text("#judge-progress"))
+    assert_clean(page, urls, "judging")
+
+
+def test_a_second_rater_never_gets_the_first_raters_items(live_server, browser, page, batch):
+    pool_items = None
+    base = live_server.url
+    log_in(page, base, "alice", "alice-judges-pools")
+    page.goto(f"{base}/compare/?batch={batch}")
+    page.click("#pool-new button:has-text('Judge what these runs found')")
+    page.wait_for_selector("#pool-progress")
+    pool = JudgmentPool.objects.get()
+    pool_items = pool.items.count()
+    with open_page(browser, {"width": 1280, "height": 900}) as other:
+        log_in(other, base, "bob", "bob-judges-pools")
+        seen = {"alice": [], "bob": []}
+        page.goto(f"{base}/pools/{pool.pk}/judge/")
+        other.goto(f"{base}/pools/{pool.pk}/judge/")
+        for _ in range(8):
+            for rater, tab in (("alice", page), ("bob", other)):
+                seen[rater].append(position(tab))
+                press(tab, "1")
+        assert not set(seen["alice"]) & set(seen["bob"]), seen
+        assert len(set(seen["alice"])) == len(set(seen["bob"])) == 8
+        assert other.errors == [] and page.errors == []
+    assert RelevanceJudgment.objects.filter(pool=pool).count() == 16 and pool_items >= 30

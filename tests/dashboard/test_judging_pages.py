@@ -1,0 +1,159 @@
+"""Judging in the dashboard (issue 26): Compare makes a pool of what its runs found; the workspace shows one
+pooled document at a time with the question's words marked, stores the signed-in rater's grade, goes back and
+forth among their items, and takes their last judgment back; another tenant's pool is a 404."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from evalsite.audit.models import AuditEvent
+from evaluation.configs import parse_configs
+from evaluation.judgments import pools
+from evaluation.models import JudgmentPool, RelevanceJudgment
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
+from goldenset.text import tokenize
+from goldenset.vocabulary.stopwords import CONTENT_STOPWORDS
+from tests.conftest import add_documents
+from tests.dashboard.conftest import CONFIGS, Batch
+
+RATER = "user:alice"
+
+
+@pytest.fixture
+def batch(world, golden) -> Batch:
+    """The dashboard's batch, over the handbook and one more document that shares words with a question but is
+    expected by none (so the runs rank it and the pool holds it)."""
+    add_documents(
+        world.collection, {"window-faq": "How long is a refund window? Ask the shop about the window."}
+    )
+    batch_id, runs = evaluate_retrieval(
+        tenant=world.tenant, collections=[world.collection], ks=[1, 3],
+        configs=parse_configs(CONFIGS, available_rerankers()),
+    )  # fmt: skip
+    return Batch(batch_id, runs)
+
+
+def make_pool(alice, batch) -> JudgmentPool:
+    response = alice.post(
+        reverse("dashboard:pool-new"),
+        {"collection": "handbook", "run": [str(r.pk) for r in batch.runs], "depth": "3"},
+    )
+    pool = JudgmentPool.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("dashboard:pool", args=[pool.pk])
+    return pool
+
+
+def shown_position(response) -> int:
+    return int(re.search(r'id="judge-item" data-position="(\d+)"', response.content.decode()).group(1))
+
+
+def test_compare_offers_to_judge_what_its_runs_found(alice, world, batch):
+    page = alice.get(reverse("dashboard:compare") + f"?batch={batch.batch_id}")
+    html = page.content.decode()
+    assert 'id="pool-new"' in html and "Judge what these runs found" in html
+    assert all(f'name="run" value="{r.pk}"' in html for r in batch.runs)
+    pool = make_pool(alice, batch)
+    assert set(pool.runs.all()) == set(batch.runs) and pool.created_by == RATER
+    detail = alice.get(reverse("dashboard:pool", args=[pool.pk]))
+    assert (
+        detail.status_code == 200
+        and f"<strong>{pool.items.count()}</strong> document" in detail.content.decode()
+    )
+
+
+def test_answer_runs_offer_no_pool(alice, world, answer_batch):
+    page = alice.get(reverse("dashboard:compare") + f"?batch={answer_batch.batch_id}")
+    assert page.status_code == 200 and 'id="pool-new"' not in page.content.decode()
+
+
+def test_the_workspace_shows_an_item_with_the_questions_words_marked_and_no_run_or_rank(alice, world, batch):
+    pool = make_pool(alice, batch)
+    url = reverse("dashboard:pool-judge", args=[pool.pk])
+    seen_marks = 0
+    while 'id="judge-item"' in (page := alice.get(url)).content.decode():
+        html = page.content.decode()
+        item = pool.items.get(position=shown_position(page))
+        assert item.entry.question in html and f'data-document="{item.document_id}"' in html
+        # Every word of the document that is a content word of the question is marked, and nothing else.
+        terms = {t for t in tokenize(item.entry.question) if t not in CONTENT_STOPWORDS}
+        text = pools.item_view(item)["text"]
+        expected = [w for w in re.findall(r"\w+", text) if tokenize(w) and set(tokenize(w)) <= terms]
+        assert re.findall(r"<mark>([^<]+)</mark>", html) == expected
+        seen_marks += len(expected)
+        shown = html.split('id="judge-item"')[1].split("</section>")[0]
+        assert "rank" not in shown.lower() and not any(f">{r.label}<" in shown for r in batch.runs)
+        for grade in ("0", "1", "2", "3", "cannot"):
+            assert f'name="grade" value="{grade}"' in shown
+        alice.post(url, {"position": item.position, "grade": "0"})
+    assert seen_marks > 0  # some pooled document shares words with its question
+
+
+def test_grading_moves_on_and_undo_brings_the_item_back(alice, world, batch):
+    pool = make_pool(alice, batch)
+    url = reverse("dashboard:pool-judge", args=[pool.pk])
+    first = shown_position(alice.get(url))
+    response = alice.post(url, {"position": first, "grade": "2", "note": "half of it"})
+    assert response.status_code == 302
+    judgment = RelevanceJudgment.objects.get(rater=RATER)
+    assert (judgment.grade, judgment.note, judgment.pool_id) == (2, "half of it", pool.pk)
+    second = shown_position(alice.get(url))
+    assert second != first
+    alice.post(url, {"position": second, "grade": "cannot"})
+    unsure = pool.items.get(position=second)
+    assert (
+        RelevanceJudgment.objects.get(rater=RATER, entry=unsure.entry, document_id=unsure.document_id).grade
+        is None
+    )
+    # k: back to the first item, its grade shown as chosen.
+    back = alice.get(f"{url}?position={first}")
+    assert shown_position(back) == first and 'value="2" class="grade chosen"' in back.content.decode()
+    undone = alice.post(reverse("dashboard:pool-undo", args=[pool.pk]))
+    assert undone["Location"] == f"{url}?position={second}"
+    assert RelevanceJudgment.objects.filter(rater=RATER).count() == 1
+    assert AuditEvent.objects.filter(object_type="judgment", action="delete").count() == 1
+    assert shown_position(alice.get(url)) == second  # theirs to judge again, first in line
+
+
+def test_a_bad_grade_stores_nothing(alice, world, batch):
+    pool = make_pool(alice, batch)
+    url = reverse("dashboard:pool-judge", args=[pool.pk])
+    position = shown_position(alice.get(url))
+    for grade in ("4", "-1", "", "two"):
+        response = alice.post(url, {"position": position, "grade": grade}, follow=True)
+        assert "Choose a grade from 0 to 3" in response.content.decode()
+    assert not RelevanceJudgment.objects.exists()
+
+
+def test_an_empty_pool_says_why_and_makes_nothing(alice, world, batch):
+    pool = make_pool(alice, batch)
+    url = reverse("dashboard:pool-judge", args=[pool.pk])
+    while 'id="judge-item"' in (page := alice.get(url)).content.decode():
+        alice.post(url, {"position": shown_position(page), "grade": "0"})
+    assert 'id="judge-done"' in page.content.decode()
+    response = alice.post(
+        reverse("dashboard:pool-new"),
+        {"collection": "handbook", "run": [str(r.pk) for r in batch.runs], "depth": "3",
+         "back": reverse("dashboard:compare")},
+        follow=True,
+    )  # fmt: skip
+    assert "No pool was made" in response.content.decode() and JudgmentPool.objects.count() == 1
+
+
+def test_another_tenants_pool_is_a_404(alice, world, batch, outsider):
+    pool = make_pool(alice, batch)
+    rob = Client()
+    rob.force_login(outsider)
+    for name in ("dashboard:pool", "dashboard:pool-judge"):
+        assert rob.get(reverse(name, args=[pool.pk])).status_code == 404
+    assert rob.post(reverse("dashboard:pool-undo", args=[pool.pk])).status_code == 404
+    assert (
+        rob.post(
+            reverse("dashboard:pool-new"), {"collection": "handbook", "run": [str(r.pk) for r in batch.runs]}
+        ).status_code
+        == 404
+    )
