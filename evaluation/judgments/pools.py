@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Count
 
 from evalsite.audit.models import AuditAction
@@ -204,13 +204,14 @@ def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:
         )
         if item is None:
             return None
-        try:
-            with transaction.atomic():
-                PoolAssignment.objects.create(item=item, rater=rater)
-                if item.assignments.count() > pool.raters_per_item:  # another rater took the last place
-                    raise IntegrityError("the item is full")
-        except IntegrityError:
-            continue
+        with transaction.atomic():
+            # The item's row locked (PostgreSQL; SQLite's transactions are IMMEDIATE, one writer at a time), so
+            # the count below sees every assignment committed before this one.
+            locked = PoolItem.objects.select_for_update().get(pk=item.pk)
+            given = PoolAssignment.objects.filter(item=locked)
+            if given.count() >= pool.raters_per_item or given.filter(rater=rater).exists():
+                continue  # another rater took the last place first: the next item
+            PoolAssignment.objects.create(item=locked, rater=rater)
         return item
     return None
 
@@ -219,11 +220,10 @@ def _items_judged_by(pool: JudgmentPool, rater: str) -> list[int]:
     pairs = set(
         RelevanceJudgment.objects.filter(pool=pool, rater=rater).values_list("entry_id", "document_id")
     )
+    mine = PoolItem.objects.filter(pool=pool, assignments__rater=rater)
     return [
         pk
-        for pk, entry_id, document_id in PoolItem.objects.filter(
-            pool=pool, assignments__rater=rater
-        ).values_list("pk", "entry_id", "document_id")
+        for pk, entry_id, document_id in mine.values_list("pk", "entry_id", "document_id")
         if (entry_id, document_id) in pairs
     ]
 

@@ -4,7 +4,10 @@ the pool asks for; judgments are stored all or none, audited, and a grade of 0 c
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
 from evaluation.configs import parse_configs
@@ -286,4 +289,47 @@ def test_another_tenant_sees_none_of_the_pool_or_its_judgments(world, runs):
         ],
     }
     assert world.other_client.post(JUDGMENTS, stolen, format="json").status_code == 404
+    assert db_state() == before
+
+
+# --- the command ---------------------------------------------------------------------------------------------
+
+SCOPE = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]
+
+
+def pool_command(*args: str) -> tuple[int, str, str]:
+    out, err = StringIO(), StringIO()
+    try:
+        call_command("pool", *SCOPE, *args, stdout=out, stderr=err)
+    except SystemExit as exc:
+        return int(exc.code or 0), out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
+
+
+def test_the_command_pools_runs_or_a_batch_and_says_where_to_judge(world, runs):
+    code, out, _ = pool_command("--runs", *(str(r.pk) for r in runs), "--depth", "3")
+    pool = JudgmentPool.objects.get()
+    assert code == 0 and out.startswith(f"pool {pool.pk}: {pool.items.count()} documents to judge (3 judged")
+    assert f"/pools/{pool.pk}/judge/" in out and pool.created_by == "command:pool"
+    code, out, _ = pool_command("--batch", str(runs[0].batch_id), "--depth", "3", "--raters-per-item", "2")
+    assert code == 0 and JudgmentPool.objects.count() == 2
+    assert set(JudgmentPool.objects.latest("created_at").runs.all()) == set(runs)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--batch", "not-a-batch"], "Batch not-a-batch not found."),
+        (["--batch", "00000000-0000-0000-0000-000000000000"], "not found"),
+        (
+            ["--runs", "00000000-0000-0000-0000-000000000000"],
+            "Run 00000000-0000-0000-0000-000000000000 not found.",
+        ),
+        (["--depth", "0", "--runs", "x"], "--depth: a whole number from 1 to 100."),
+    ],
+)
+def test_the_command_refuses_in_one_line_and_writes_nothing(world, runs, args, says):
+    before = db_state()
+    code, out, err = pool_command(*args)
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and says in err, err
     assert db_state() == before
