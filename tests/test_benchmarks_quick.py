@@ -98,6 +98,15 @@ EXPECTED: dict[str, list[str]] = {
         "(c) new support, rarity over the collection",
         "the hand-written variants alone",
     ],
+    "judging_load": [
+        "## sqlite: a pool of ",
+        "every request answered 2xx: yes",
+        "every judgment answered 201 stored once, with its grade: yes",
+        "nothing stored that no client was told was stored: yes",
+        "no rater given an item twice: yes",
+        "no item given to more than 2 raters: yes",
+        "no traceback in the server's log: yes",
+    ],
     "pooling_bench": [
         "## cranfield (--quick sample): ",
         "## vaswani_npl (--quick sample): ",
@@ -134,6 +143,7 @@ LONGEST_FIRST = [
     "search_bench",
     "dashboard_bench",
     "vector_quality",
+    "judging_load",
     "answers_bench",
     "generate_bench",
     "target_bench",

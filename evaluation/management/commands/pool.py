@@ -25,7 +25,9 @@ class Command(CollectionCommand):
             batch_id = uuid.UUID(batch)
         except ValueError:
             raise EvalsiteError("not-found", f"Batch {batch} not found.", status=404) from None
-        runs = EvaluationRun.objects.filter(tenant=collection.tenant, batch_id=batch_id).order_by("created_at")
+        runs = EvaluationRun.objects.filter(tenant=collection.tenant, batch_id=batch_id).order_by(
+            "created_at"
+        )
         found = [str(pk) for pk in runs.values_list("pk", flat=True)]
         if not found:
             raise EvalsiteError("not-found", f"Batch {batch} not found.", status=404)
