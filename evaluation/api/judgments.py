@@ -41,6 +41,26 @@ class ProgressOut(serializers.Serializer):
     raters = serializers.DictField(child=serializers.IntegerField(), help_text="{rater: judgments}")
 
 
+class RaterPairOut(serializers.Serializer):
+    raters = serializers.ListField(child=serializers.CharField())
+    items = serializers.IntegerField(help_text="Items both graded.")
+    weighted_kappa = serializers.FloatField(allow_null=True, help_text="Cohen's kappa, quadratic weights.")
+
+
+class PoolAgreementOut(serializers.Serializer):
+    raters = serializers.ListField(child=serializers.CharField())
+    items_graded_twice = serializers.IntegerField()
+    krippendorff_alpha = serializers.FloatField(
+        allow_null=True, help_text="Ordinal alpha over the items two or more raters graded."
+    )
+    pairs = RaterPairOut(many=True)
+    splits = serializers.IntegerField(help_text="Items whose raters are 2 grades apart or more: to review.")
+    combined_grades = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="{grade: items}, each item's grades combined by their median.",
+    )
+
+
 class PoolOut(serializers.Serializer):
     pool_id = serializers.UUIDField()
     collection_id = serializers.CharField()
@@ -53,6 +73,7 @@ class PoolOut(serializers.Serializer):
     )
     items = serializers.IntegerField()
     progress = ProgressOut()
+    agreement = PoolAgreementOut()
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
 
@@ -130,6 +151,7 @@ def pool_body(pool: JudgmentPool) -> dict:
         "judged_already": pool.judged_already,
         "items": progress.items,
         "progress": vars(progress),
+        "agreement": pools.pool_agreement(pool),
         "created_by": pool.created_by,
         "created_at": pool.created_at,
     }

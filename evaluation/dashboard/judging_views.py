@@ -73,6 +73,7 @@ def pool_detail(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespo
         "collection": pool.collection,
         "runs": pool.runs.order_by("created_at"),
         "progress": pools.pool_progress(pool),
+        "agreement": pools.pool_agreement(pool),
         "mine": len(pools.rater_items(pool=pool, rater=actor_user(request.user))),
     }
     return render(request, "dashboard/pool.html", context)

@@ -129,14 +129,20 @@ def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float | None:
     return float((p_bar - p_e) / (1 - p_e))
 
 
-def krippendorff_alpha(ratings: Sequence[Sequence[object | None]]) -> float | None:
-    """Nominal Krippendorff's alpha; `ratings` is items x raters, None for a missing rating. Items with fewer
-    than two ratings are not pairable and are left out. None when there is no disagreement to expect."""
+def krippendorff_alpha(ratings: Sequence[Sequence[object | None]], metric: str = "nominal") -> float | None:
+    """Krippendorff's alpha; `ratings` is items x raters, None for a missing rating. Items with fewer than two
+    ratings are not pairable and are left out. None when there is no disagreement to expect.
+
+    `metric` is how far apart two values are: "nominal" (any two different values, equally), "interval"
+    (numbers: their squared difference) or "ordinal" (ranked values: the squared count of values between them,
+    Krippendorff's ordinal difference, for relevance grades)."""
     values: list[list[object]] = [[v for v in item if v is not None] for item in ratings]
     values = [item for item in values if len(item) >= 2]
     if not values:
         return None
     categories = sorted({v for item in values for v in item}, key=repr)
+    if metric != "nominal":
+        categories = sorted({v for item in values for v in item})  # type: ignore[type-var]
     index = {c: i for i, c in enumerate(categories)}
     coincidence = np.zeros((len(categories), len(categories)))
     for item in values:
@@ -147,11 +153,51 @@ def krippendorff_alpha(ratings: Sequence[Sequence[object | None]]) -> float | No
                     coincidence[index[item[a]], index[item[b]]] += 1 / (m - 1)
     n_c = coincidence.sum(axis=1)
     n = n_c.sum()
-    observed = coincidence.sum() - np.trace(coincidence)
-    expected = (n * n - (n_c * n_c).sum()) / (n - 1)
+    delta = _differences(categories, n_c, metric)
+    observed = float((coincidence * delta).sum())
+    expected = float((np.outer(n_c, n_c) * delta).sum()) / (n - 1)
     if expected == 0:
         return None
     return float(1 - observed / expected)
+
+
+def _differences(categories: Sequence, n_c: np.ndarray, metric: str) -> np.ndarray:
+    """The squared difference of every pair of categories under the metric."""
+    k = len(categories)
+    if metric == "nominal":
+        return 1.0 - np.eye(k)
+    if metric == "interval":
+        numbers = np.asarray(categories, dtype=np.float64)
+        return (numbers[:, None] - numbers[None, :]) ** 2
+    if metric == "ordinal":
+        delta = np.zeros((k, k))
+        for i in range(k):
+            for j in range(k):
+                low, high = min(i, j), max(i, j)
+                between = n_c[low : high + 1].sum() - (n_c[low] + n_c[high]) / 2
+                delta[i, j] = between**2
+        return delta
+    raise ValueError(f"unknown metric {metric!r}: nominal, interval or ordinal")
+
+
+def weighted_kappa(first: Sequence[int], second: Sequence[int], categories: Sequence[int]) -> float | None:
+    """Cohen's kappa with quadratic weights for two raters' ordered grades (each one of `categories`, in order):
+    1 - sum(w * observed) / sum(w * expected), w = (i - j)^2 / (k - 1)^2. None when chance disagreement is nil."""
+    if len(first) != len(second) or not first:
+        raise ValueError("two non-empty lists of the same length")
+    k = len(categories)
+    index = {c: i for i, c in enumerate(categories)}
+    observed = np.zeros((k, k))
+    for a, b in zip(first, second, strict=True):
+        observed[index[a], index[b]] += 1
+    observed /= len(first)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    ranks = np.arange(k, dtype=np.float64)
+    weights = (ranks[:, None] - ranks[None, :]) ** 2 / max(1, (k - 1) ** 2)
+    chance = float((weights * expected).sum())
+    if chance == 0:
+        return None
+    return 1.0 - float((weights * observed).sum()) / chance
 
 
 @dataclass(frozen=True)
@@ -255,7 +301,7 @@ def roc_points(scores: Sequence[float], labels: Sequence[bool]) -> list[tuple[fl
     return [(0.0, 0.0), *zip((fp / negatives).tolist(), (tp / positives).tolist(), strict=True)]
 
 
-def _rounded(value: float | None, digits: int = 4) -> float | None:
+def rounded(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
@@ -272,20 +318,20 @@ def judge_agreement(
     return {
         "n": int(len(s)),
         "positives": sum(y),
-        "auc": _rounded(roc_auc(s, y)) if len(s) else None,
+        "auc": rounded(roc_auc(s, y)) if len(s) else None,
         "threshold": threshold,
         "confusion": {"tp": cut.tp, "fp": cut.fp, "tn": cut.tn, "fn": cut.fn},
-        "precision": _rounded(cut.precision),
-        "recall": _rounded(cut.recall),
-        "balanced_accuracy": _rounded(cut.balanced_accuracy),
-        "cohen_kappa": _rounded(cohen_kappa(verdicts, y)) if len(s) else None,
+        "precision": rounded(cut.precision),
+        "recall": rounded(cut.recall),
+        "balanced_accuracy": rounded(cut.balanced_accuracy),
+        "cohen_kappa": rounded(cohen_kappa(verdicts, y)) if len(s) else None,
         "reliability": [
             {
                 "low": b.low,
                 "high": b.high,
                 "count": b.count,
-                "mean_score": _rounded(b.mean_score),
-                "pass_rate": _rounded(b.pass_rate),
+                "mean_score": rounded(b.mean_score),
+                "pass_rate": rounded(b.pass_rate),
             }
             for b in reliability_bins(s, y)
         ],
@@ -313,6 +359,6 @@ def rater_agreement(items: Sequence[Sequence[object | None]]) -> dict:
     return {
         "items": len(rated),
         "items_rated_twice": len(pairable),
-        "krippendorff_alpha": _rounded(krippendorff_alpha(items)),
-        "fleiss_kappa": _rounded(fleiss),
+        "krippendorff_alpha": rounded(krippendorff_alpha(items)),
+        "fleiss_kappa": rounded(fleiss),
     }

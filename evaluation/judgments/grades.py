@@ -7,7 +7,20 @@ is no longer unjudged, and the measures for incomplete judgments (bpref, condens
 
 from __future__ import annotations
 
-__all__ = ["CANNOT_JUDGE", "GRADES", "GRADE_MEANING", "RATER_MAX_LENGTH", "NOTE_MAX_LENGTH", "rater_error"]
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "CANNOT_JUDGE",
+    "GRADES",
+    "GRADE_MEANING",
+    "NOTE_MAX_LENGTH",
+    "RATER_MAX_LENGTH",
+    "SPLIT",
+    "Combined",
+    "combine",
+    "rater_error",
+]
 
 GRADE_MEANING = {
     0: "not relevant: nothing to do with the question",
@@ -19,6 +32,7 @@ GRADES: tuple[int, ...] = tuple(GRADE_MEANING)
 CANNOT_JUDGE = None  # the rater could not tell (a page that does not load, a language they do not read)
 RATER_MAX_LENGTH = 100
 NOTE_MAX_LENGTH = 2000
+SPLIT = 2  # raters this many grades apart or more disagree about the document: the item is flagged for review
 
 
 def rater_error(rater: str) -> str | None:
@@ -32,3 +46,20 @@ def rater_error(rater: str) -> str | None:
     if not rater.isprintable():
         return "a rater's name holds no control characters"
     return None
+
+
+@dataclass(frozen=True)
+class Combined:
+    grade: int | None  # None: nobody could judge it
+    raters: int  # the raters who graded it ("cannot judge" is no grade)
+    split: bool  # two of them SPLIT or more grades apart: flagged for review
+
+
+def combine(grades: Sequence[int | None]) -> Combined:
+    """Several raters' grades of one document as one: the median of the grades given (the lower of the two
+    middle ones for an even count, so two raters at 1 and 3 give 1: a grade is never more than half the
+    raters gave); "cannot judge" is left out. Raters SPLIT or more grades apart flag the item for review."""
+    given = sorted(g for g in grades if g is not None)
+    if not given:
+        return Combined(None, 0, False)
+    return Combined(given[(len(given) - 1) // 2], len(given), given[-1] - given[0] >= SPLIT)

@@ -20,7 +20,8 @@ from evalsite.audit.models import AuditAction
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
-from evaluation.judgments.grades import GRADES, NOTE_MAX_LENGTH, rater_error
+from evaluation.judgments.agreement import krippendorff_alpha, rounded, weighted_kappa
+from evaluation.judgments.grades import GRADES, NOTE_MAX_LENGTH, combine, rater_error
 from evaluation.judgments.pooling import pool_candidates
 from evaluation.models import (
     EvaluationAuditObject,
@@ -177,6 +178,44 @@ def pool_progress(pool: JudgmentPool) -> PoolProgress:
         items_done=sum(1 for n in per_item.values() if n >= pool.raters_per_item),
         raters=dict(sorted(Counter(rater for _, _, rater in judgments).items())),
     )
+
+
+def pool_agreement(pool: JudgmentPool) -> dict:
+    """How far the pool's raters agree, on the items two or more of them graded ("cannot judge" is no grade):
+    Krippendorff's alpha over all (ordinal: grades are ranked), Cohen's kappa with quadratic weights per pair of
+    raters over the items both graded; and the items' combined grades (evaluation.judgments.grades.combine), with
+    the splits flagged for review."""
+    by_item: dict[tuple, dict[str, int | None]] = {}
+    for entry_id, document_id, rater, grade in RelevanceJudgment.objects.filter(pool=pool).values_list(
+        "entry_id", "document_id", "rater", "grade"
+    ):
+        by_item.setdefault((entry_id, document_id), {})[rater] = grade
+    raters = sorted({r for grades in by_item.values() for r in grades})
+    matrix = [[grades.get(r) for r in raters] for grades in by_item.values()]
+    pairs = []
+    for n, first in enumerate(raters):
+        for second in raters[n + 1 :]:
+            both = [
+                (a, b)
+                for g in by_item.values()
+                if (a := g.get(first)) is not None and (b := g.get(second)) is not None
+            ]
+            if both:
+                kappa = weighted_kappa([a for a, _ in both], [b for _, b in both], GRADES)
+                pairs.append(
+                    {"raters": [first, second], "items": len(both), "weighted_kappa": rounded(kappa)}
+                )
+    combined = [combine(list(grades.values())) for grades in by_item.values()]
+    return {
+        "raters": raters,
+        "items_graded_twice": sum(1 for c in combined if c.raters >= 2),
+        "krippendorff_alpha": rounded(krippendorff_alpha(matrix, metric="ordinal")),
+        "pairs": pairs,
+        "splits": sum(1 for c in combined if c.split),
+        "combined_grades": dict(
+            sorted(Counter(str(c.grade) for c in combined if c.grade is not None).items())
+        ),
+    }
 
 
 def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:

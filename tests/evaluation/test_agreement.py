@@ -13,6 +13,7 @@ from evaluation.judgments.agreement import (
     krippendorff_alpha,
     reliability_bins,
     roc_auc,
+    weighted_kappa,
 )
 
 
@@ -113,3 +114,33 @@ def test_rater_agreement_gives_fleiss_only_when_every_item_has_as_many_raters():
         [["pass", "pass", "pass"], ["fail", "fail", None], ["pass", None, None]]
     )
     assert uneven["fleiss_kappa"] is None and uneven["items_rated_twice"] == 2 and uneven["items"] == 3
+
+
+def test_krippendorff_alpha_interval_and_ordinal_on_his_example():
+    # The same example's published figures: interval 0.849, ordinal 0.815 (nominal 0.743 above).
+    a = [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None]
+    b = [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3]
+    c = [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None]
+    d = [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None]
+    units = list(zip(a, b, c, d, strict=True))
+    assert krippendorff_alpha(units, metric="interval") == pytest.approx(0.849, abs=5e-4)
+    assert krippendorff_alpha(units, metric="ordinal") == pytest.approx(0.815, abs=5e-4)
+    with pytest.raises(ValueError, match="unknown metric"):
+        krippendorff_alpha(units, metric="ratio")
+
+
+def test_weighted_kappa_by_hand():
+    grades = [0, 1, 2, 3]
+    assert weighted_kappa([0, 1, 2, 3], [0, 1, 2, 3], grades) == 1.0
+    assert weighted_kappa([0, 0], [0, 0], grades) is None  # no disagreement to expect
+    # Two raters, four items: (0,0) (1,2) (2,2) (3,1). Observed weighted disagreement: (1 + 4) / 9 / 4 = 5/36.
+    # Marginals: first 0,1,2,3 once each; second 0 once, 1 once, 2 twice. Expected: sum over cells of
+    # p(i) q(j) (i - j)^2 / 9 = (1/4) * (1/4 * 0 + 1/4 * 1 + 1/2 * 4 + ... ) summed for each i.
+    first, second = [0, 1, 2, 3], [0, 2, 2, 1]
+    q = {0: 0.25, 1: 0.25, 2: 0.5}
+    chance = sum(0.25 * q[j] * (i - j) ** 2 / 9 for i in grades for j in q)
+    assert weighted_kappa(first, second, grades) == pytest.approx(1 - (5 / 36) / chance, abs=1e-12)
+    # A grade one apart costs a ninth of one three apart: near misses are near agreement.
+    assert weighted_kappa([0, 1, 2, 3], [1, 1, 2, 3], grades) > weighted_kappa(
+        [0, 1, 2, 3], [3, 1, 2, 3], grades
+    )

@@ -4,6 +4,7 @@ the pool asks for; judgments are stored all or none, audited, and a grade of 0 c
 
 from __future__ import annotations
 
+from collections import Counter
 from io import StringIO
 
 import pytest
@@ -333,3 +334,28 @@ def test_the_command_refuses_in_one_line_and_writes_nothing(world, runs, args, s
     code, out, err = pool_command(*args)
     assert (code, out) == (2, "") and len(err.splitlines()) == 1 and says in err, err
     assert db_state() == before
+
+
+def test_the_pool_reports_its_raters_agreement_and_the_splits_to_review(world, runs):
+    pool_id = make_pool(world, runs, raters_per_item=2).json()["pool_id"]
+    items = list(JudgmentPool.objects.get(pk=pool_id).items.order_by("position"))
+    assert len(items) >= 3
+    for n, item in enumerate(items):
+        for rater in ("alice", "bob"):
+            assert (
+                judge(world, pool_id, item.entry.key, item.document_id, n % 4, rater=rater).status_code == 201
+            )
+    agreement = world.client.get(f"{POOLS}/{pool_id}").json()["agreement"]
+    assert agreement == {
+        "raters": ["alice", "bob"],
+        "items_graded_twice": len(items),
+        "krippendorff_alpha": 1.0,
+        "pairs": [{"raters": ["alice", "bob"], "items": len(items), "weighted_kappa": 1.0}],
+        "splits": 0,
+        "combined_grades": dict(sorted(Counter(str(n % 4) for n in range(len(items))).items())),
+    }
+    # bob now says 3 where alice said 0: a split, and less agreement.
+    judge(world, pool_id, items[0].entry.key, items[0].document_id, 3, rater="bob")
+    changed = world.client.get(f"{POOLS}/{pool_id}").json()["agreement"]
+    assert changed["splits"] == 1 and changed["krippendorff_alpha"] < 1.0
+    assert changed["pairs"][0]["weighted_kappa"] < 1.0
