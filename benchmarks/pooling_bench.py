@@ -45,6 +45,7 @@ from evalsite.env import limit_blas_threads  # noqa: E402  (before numpy: one BL
 limit_blas_threads(1)
 
 import numpy as np  # noqa: E402
+import search_bench  # noqa: E402
 from scipy.stats import kendalltau  # noqa: E402
 
 from evaluation.judgments.pooling import pool_candidates  # noqa: E402
@@ -56,7 +57,6 @@ from goldenset.temporal import Validity  # noqa: E402
 DATASETS = ROOT.parent / "shared" / "datasets"
 DEFAULT = [DATASETS / "cranfield", DATASETS / "vaswani_npl"]
 RUN_DEPTH = 100
-QUICK_QUESTIONS, QUICK_DOCUMENTS = 20, 300
 MEASURES = ("nDCG@10", "condensed nDCG@10", "bpref")
 HIDE = 0.7  # the share of the judged pairs hidden
 TAU_GOAL, SHARE_GOAL = 0.9, 1 / 3
@@ -74,17 +74,9 @@ def load(folder: Path, quick: bool) -> tuple[list[dict], list[dict], Qrels]:
         next(reader)
         for query, doc, grade in reader:
             qrels.setdefault(query, {})[doc] = int(grade)
-    queries = [q for q in queries if q["_id"] in qrels]
-    if quick:
-        queries = queries[:QUICK_QUESTIONS]
-        wanted = {doc for q in queries for doc in qrels[q["_id"]]}
-        for document in corpus:
-            if len(wanted) >= QUICK_DOCUMENTS:
-                break
-            wanted.add(document["_id"])
-        corpus = [d for d in corpus if d["_id"] in wanted]
-        qrels = {q["_id"]: {d: g for d, g in qrels[q["_id"]].items() if d in wanted} for q in queries}
-    return corpus, queries, qrels
+    if quick:  # the benchmarks' one sample: the first judged questions, their judged documents, topped up
+        return search_bench.quick_sample(corpus, queries, qrels)
+    return corpus, [q for q in queries if q["_id"] in qrels], qrels
 
 
 def system_runs(corpus: list[dict], queries: list[dict]) -> dict[str, dict[str, list[str]]]:

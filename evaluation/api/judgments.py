@@ -109,6 +109,8 @@ class JudgmentsIn(TenantIn):
     )
     judgments = serializers.ListField(
         child=serializers.JSONField(),
+        min_length=1,
+        max_length=pools.MAX_JUDGMENTS_PER_CALL,
         help_text="[{question_id, document_id, grade (0-3 or null: cannot judge), rater, note}]",
     )
 

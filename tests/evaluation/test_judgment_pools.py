@@ -256,6 +256,20 @@ def test_a_bad_judgment_is_refused_naming_its_field_and_writes_nothing(world, ru
     assert db_state() == before
 
 
+@pytest.mark.parametrize("count", [0, 1001])
+def test_a_call_holds_one_to_a_thousand_judgments(world, runs, count):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    item = JudgmentPool.objects.get(pk=pool_id).items.first()
+    one = {"question_id": item.entry.key, "document_id": item.document_id, "grade": 1, "rater": "ann"}
+    before = db_state()
+    body = {"collection_id": "handbook", "pool_id": pool_id, "judgments": [one] * count}
+    response = world.client.post(JUDGMENTS, body, format="json")
+    assert response.status_code == 400 and named_field(response.json()["error"]) == "judgments", (
+        response.json()
+    )
+    assert db_state() == before
+
+
 def test_every_bad_judgment_of_a_call_is_named_and_none_is_stored(world, runs):
     pool_id = make_pool(world, runs).json()["pool_id"]
     item = JudgmentPool.objects.get(pk=pool_id).items.first()
