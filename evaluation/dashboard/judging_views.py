@@ -98,7 +98,7 @@ def pool_judge(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespon
         return _judge_post(request, pool, rater)
     mine = pools.rater_items(pool=pool, rater=rater)
     item: PoolItem | None = None
-    if request.GET.get("position", "").isdigit():
+    if request.GET.get("position", "").isdigit() and len(request.GET["position"]) < 10:
         item = next((i for i in mine if i.position == int(request.GET["position"])), None)
         if item is None:
             raise Http404("No item of yours at that place in the pool.")
@@ -129,9 +129,10 @@ def pool_judge(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespon
 
 
 def _judge_post(request: HttpRequest, pool: JudgmentPool, rater: str) -> HttpResponse:
-    item = (
-        pool.items.filter(position=request.POST.get("position", "-1") or -1).select_related("entry").first()
-    )
+    position = request.POST.get("position", "")
+    item = None
+    if position.isdigit() and len(position) < 10:  # a position as the form sends it; anything else finds none
+        item = pool.items.filter(position=int(position)).select_related("entry").first()
     grade_text = request.POST.get("grade", "")
     if item is None or grade_text not in {*map(str, GRADE_MEANING), "cannot"}:
         messages.error(request, "Choose a grade from 0 to 3, or cannot judge.")

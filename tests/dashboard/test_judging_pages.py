@@ -126,6 +126,12 @@ def test_a_bad_grade_stores_nothing(alice, world, batch):
     for grade in ("4", "-1", "", "two"):
         response = alice.post(url, {"position": position, "grade": grade}, follow=True)
         assert "Choose a grade from 0 to 3" in response.content.decode()
+    for bad in ("abc", "-1", "99999999999999999999", ""):
+        response = alice.post(url, {"position": bad, "grade": "1"}, follow=True)
+        assert response.status_code == 200 and "Choose a grade from 0 to 3" in response.content.decode()
+    for bad in ("99999999999999999999", "abc"):  # no position: the rater's next item, as without one
+        assert shown_position(alice.get(f"{url}?position={bad}")) == position
+    assert alice.get(f"{url}?position=12345").status_code == 404  # a place that is not theirs
     assert not RelevanceJudgment.objects.exists()
 
 
