@@ -44,6 +44,7 @@ PURE = [
     "evaluation.retrieval.diagnosis",
     "evaluation.retrieval.metrics",
     "evaluation.retrieval.run_files",
+    "evaluation.retrieval.similarity",
     "evaluation.retrieval.search",
     "evaluation.retrieval.search.bm25",
     "evaluation.retrieval.search.embeddings",
