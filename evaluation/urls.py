@@ -79,6 +79,7 @@ urlpatterns = [
     path("targets/<str:name>/test/", targets_views.target_test, name="target-test"),
     path("targets/<str:name>/delete/", targets_views.target_delete, name="target-delete"),
     path("compare/", compare_views.compare, name="compare"),
+    path("compare/rankings/", compare_views.compare_rankings, name="compare-rankings"),
     path("pools/new/", judging_views.pool_new, name="pool-new"),
     path("pools/<str:pool_id>/", judging_views.pool_detail, name="pool"),
     path("pools/<str:pool_id>/judge/", judging_views.pool_judge, name="pool-judge"),

@@ -35,6 +35,7 @@ PURE = [
     "evaluation.answers.writer",
     "evaluation.configs",
     "evaluation.dashboard.charts",
+    "evaluation.dashboard.count_charts",
     "evaluation.request_fields",
     "evaluation.judgments.agreement",
     "evaluation.judgments.grades",

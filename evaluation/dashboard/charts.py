@@ -1,4 +1,5 @@
-"""Plotly figures for the dashboard's Compare, Trends and generation-job pages. No Django: views build the inputs
+"""Plotly figures for the dashboard's Compare, Trends, calibration and slices pages (bar charts of counts are in
+count_charts). No Django: views build the inputs
 and embed the HTML.
 
 A configuration label keeps one colour everywhere (``label_color``: a hash of the label, so the same in every page
@@ -30,7 +31,6 @@ __all__ = [
     "PALETTE",
     "TrendPoint",
     "compare_figure",
-    "discard_figure",
     "distinct_colors",
     "figure_html",
     "label_color",
@@ -117,7 +117,7 @@ def _clash_index(labels: Sequence[str]) -> list[int]:
     return result
 
 
-def _base_layout(title: str, x_title: str, y_title: str) -> dict[str, Any]:
+def base_layout(title: str, x_title: str, y_title: str) -> dict[str, Any]:
     """The layout both figures share."""
     return {
         "title": {
@@ -150,7 +150,7 @@ def _base_layout(title: str, x_title: str, y_title: str) -> dict[str, Any]:
     }
 
 
-def _empty_note(layout: dict[str, Any], text: str) -> None:
+def empty_note(layout: dict[str, Any], text: str) -> None:
     """Say why a figure has no data, instead of showing bare axes with invented ticks."""
     layout["annotations"] = [
         {"text": text, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}
@@ -215,13 +215,13 @@ def compare_figure(
         else sorted({s.questions for s in series})
     )
     questions = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}" if counts else "0"
-    layout = _base_layout(
+    layout = base_layout(
         f"Metrics by configuration (95% bootstrap CI over {questions} questions)", "metric", "score (0–1)"
     )
     layout["barmode"] = "group"
     layout["xaxis"]["type"] = "category"
     if not series:
-        _empty_note(layout, "No runs to compare")
+        empty_note(layout, "No runs to compare")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
@@ -243,14 +243,14 @@ def latency_figure(points: Sequence[tuple[str, float, float]], metric: str) -> g
         }
         for label, value, p95 in points
     ]
-    layout = _base_layout(f"{metric} against p95 latency per question", "p95 latency (ms, log scale)", metric)
+    layout = base_layout(f"{metric} against p95 latency per question", "p95 latency (ms, log scale)", metric)
     layout["xaxis"]["type"] = "log"
     layout["yaxis"]["range"] = [0, 1.12]  # room for the label above a marker at 1
     if points:  # room for half a label either side of the outermost markers (a log axis: powers of ten)
         lows, highs = min(p95 for _, _, p95 in points), max(p95 for _, _, p95 in points)
         layout["xaxis"]["range"] = [math.log10(max(lows, 1e-3)) - 0.3, math.log10(max(highs, 1e-3)) + 0.3]
     else:
-        _empty_note(layout, "No run here recorded its latency")
+        empty_note(layout, "No run here recorded its latency")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
@@ -286,11 +286,11 @@ def roc_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                 "%{y:.2f}<extra></extra>",
             }
         )
-    layout = _base_layout("ROC against the raters' majority", "false positive rate", "true positive rate")
+    layout = base_layout("ROC against the raters' majority", "false positive rate", "true positive rate")
     layout["xaxis"]["range"] = [0, 1.02]
     layout["legend"]["title"] = {"text": "judge"}
     if not any(row["roc"] for row in rows):
-        _empty_note(layout, "People passed all or none of these items: no curve")
+        empty_note(layout, "People passed all or none of these items: no curve")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
@@ -317,7 +317,7 @@ def reliability_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                 "%{text}<extra></extra>",
             }
         )
-    layout = _base_layout(
+    layout = base_layout(
         "Reliability: score against the human pass rate", "judge score (bin mean)", "people passed"
     )
     layout["xaxis"]["range"] = [0, 1.02]
@@ -375,7 +375,7 @@ def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )
-    layout = _base_layout(
+    layout = base_layout(
         f"{html.escape(metric)} over time", "run date (UTC)", f"{html.escape(metric)} (0–{scale:g})"
     )
     layout["yaxis"]["range"] = [0, scale * 1.05]
@@ -388,52 +388,7 @@ def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1
             pad = (MIN_TREND_SPAN - (last - first)) / 2
             layout["xaxis"]["range"] = [(first - pad).isoformat(sep=" "), (last + pad).isoformat(sep=" ")]
     else:
-        _empty_note(layout, "No runs in this range")
-    return go.Figure({"data": traces, "layout": layout}, _validate=False)
-
-
-def discard_figure(discards: Mapping[str, int], reasons: Sequence[str]) -> go.Figure:
-    """Horizontal bars: how many drafts of a generation job the quality gate discarded, per reason.
-
-    One bar per reason in ``reasons`` order (top to bottom), zeros included so that every check shows; a reason
-    in ``discards`` but not in ``reasons`` (one a newer gate reports) follows at the end. Each bar carries its
-    count as text, so a zero reads as 0, not as a missing bar."""
-    names = list(reasons) + [r for r in discards if r not in reasons]
-    counts = [int(discards.get(name, 0) or 0) for name in names]
-    labels = [html.escape(name.replace("_", " ")) for name in names]
-    total = sum(counts)
-    traces = [
-        {
-            "type": "bar",
-            "orientation": "h",
-            "x": counts,
-            "y": labels,
-            "text": [str(n) for n in counts],
-            "textposition": "outside",
-            "cliponaxis": False,
-            "marker": {"color": PALETTE[6]},
-            "hovertext": [
-                f"<b>{label}</b><br>{n} draft{'' if n == 1 else 's'} discarded"
-                for label, n in zip(labels, counts, strict=True)
-            ],
-            "hovertemplate": "%{hovertext}<extra></extra>",
-        }
-    ]
-    layout = _base_layout(f"Discarded drafts by reason ({total} in all)", "drafts discarded", "")
-    layout["showlegend"] = False
-    layout["height"] = 110 + 30 * len(names)
-    layout["margin"] = {"l": 20, "r": 40, "t": 50, "b": 50}
-    layout["bargap"] = 0.35
-    # Whole drafts: integer ticks from zero, with room for the largest bar's text.
-    top = max(counts, default=0) * 1.12 + 1
-    layout["xaxis"].update(range=[0, top], tickformat="d", tick0=0, automargin=True)
-    if top <= 10:
-        layout["xaxis"]["dtick"] = 1
-    layout["yaxis"] = {
-        "type": "category",
-        "autorange": "reversed",  # the first reason at the top
-        "automargin": True,
-    }
+        empty_note(layout, "No runs in this range")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
@@ -470,10 +425,10 @@ def slices_figure(
         }
         for (label, values), clash in zip(series, clashes, strict=True)
     ]
-    layout = _base_layout(f"{metric} per slice", "slice", metric)
+    layout = base_layout(f"{metric} per slice", "slice", metric)
     layout["barmode"] = "group"
     layout["xaxis"]["type"] = "category"
     layout["yaxis"]["range"] = [0, top * 1.05]
     if not slices:
-        _empty_note(layout, "No slices")
+        empty_note(layout, "No slices")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)

@@ -134,6 +134,8 @@ class PairRow:
     color_b: str
     cells: list[stats.PairwiseResult | None]
     metrics: list[str] = field(default_factory=list)  # the cells' metrics, in order
+    run_a: str = ""  # the runs' ids, for the rankings side by side
+    run_b: str = ""
 
     @property
     def by_metric(self) -> list[tuple[str, stats.PairwiseResult | None]]:
@@ -288,10 +290,18 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         for run, name, color in zip(runs, names, colors, strict=True)
     ]
     color_of = dict(zip(names, colors, strict=True))
+    run_of = {name: str(run.pk) for name, run in zip(names, runs, strict=True)}
     pair_rows = [
         PairRow(
-            a, b, color_of[a], color_of[b], [results.get(metric) for metric in metric_names], metric_names
-        )
+            a,
+            b,
+            color_of[a],
+            color_of[b],
+            [results.get(metric) for metric in metric_names],
+            metric_names,
+            run_of[a],
+            run_of[b],
+        )  # fmt: skip
         for (a, b), results in pair_results.items()
     ]
     answers = runs[0].kind == answer_runs_reads.ANSWERS

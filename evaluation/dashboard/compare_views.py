@@ -10,12 +10,16 @@ from django.views.decorators.http import require_GET
 
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evaluation.dashboard import charts, count_charts
 from evaluation.dashboard.common_views import (
     tenant_page,
 )
 from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch, series_names
+from evaluation.dashboard.rankings_reads import ranking_pairs, summary
 from evaluation.dashboard.slices_reads import compare_slices
 from evaluation.models import RunKind
+
+MOST_CHANGED = 20  # the least alike questions listed
 
 
 @require_GET
@@ -53,3 +57,45 @@ def pool_collection(runs) -> str | None:
     if any(run.kind != RunKind.RETRIEVAL for run in runs) or len(runs[0].collection_ids) != 1:
         return None
     return runs[0].collection_ids[0]
+
+
+@require_GET
+@tenant_page
+def compare_rankings(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """Two retrieval runs question by question: how alike their top k are (overlap, Jaccard, rank-biased
+    overlap; no judgment needed), least alike first, and which questions got better or worse on a metric."""
+    first_id, second_id = request.GET.get("a", ""), request.GET.get("b", "")
+    try:
+        runs = compare_runs(tenant=tenant, run_ids=[first_id, second_id])
+    except EvalsiteError as exc:
+        if exc.status_code == 404:
+            raise Http404(exc.message) from None
+        return render(request, "dashboard/compare_rankings.html", {"problem": exc.message}, status=400)
+    first, second = sorted(runs, key=lambda run: str(run.pk) != first_id)  # in the order asked
+    if first.kind != RunKind.RETRIEVAL:
+        message = "Rankings side by side compare retrieval runs."
+        return render(request, "dashboard/compare_rankings.html", {"problem": message}, status=400)
+    k = (
+        int(request.GET["k"])
+        if request.GET.get("k", "").isdigit() and 0 < int(request.GET["k"]) <= 100
+        else 10
+    )
+    metric = f"ndcg@{k}" if f"ndcg@{k}" in (first.metrics or {}) else next(iter(first.metrics or {}), "")
+    pairs = ranking_pairs(first, second, k, metric)
+    names = series_names([first, second])
+    context = {
+        "tenant": tenant,
+        "first": first,
+        "second": second,
+        "names": names,
+        "k": k,
+        "metric": metric,
+        "summary": summary(pairs),
+        "least_alike": pairs[:MOST_CHANGED],
+        "better": sorted((p for p in pairs if (p.delta or 0) > 0), key=lambda p: -(p.delta or 0)),
+        "worse": sorted((p for p in pairs if (p.delta or 0) < 0), key=lambda p: p.delta or 0),
+        "chart": charts.figure_html(
+            count_charts.similarity_figure([p.rbo for p in pairs], *names), "rbo-chart"
+        ),
+    }
+    return render(request, "dashboard/compare_rankings.html", context)

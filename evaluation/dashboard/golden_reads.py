@@ -20,7 +20,7 @@ from evalsite.audit.models import AuditEvent
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
-from evaluation.dashboard import charts
+from evaluation.dashboard import charts, count_charts
 from evaluation.dashboard.common_reads import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
@@ -268,7 +268,7 @@ def generate_report(job: Job) -> GenerateReport | None:
         ]
         rows = [(reason, int(discards.get(reason) or 0)) for reason in reasons]
         chart = charts.figure_html(
-            charts.discard_figure(discards, generation.DISCARD_REASONS), DISCARD_CHART_ID
+            count_charts.discard_figure(discards, generation.DISCARD_REASONS), DISCARD_CHART_ID
         )
     return GenerateReport(result, rows, chart, counts["total"], counts["pending"])
 

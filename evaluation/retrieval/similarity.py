@@ -11,9 +11,10 @@ The RBO given is their extrapolated RBO_ext (eq. 32), which assumes the agreemen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-__all__ = ["jaccard_at", "overlap_at", "rbo"]
+__all__ = ["QuestionSimilarity", "jaccard_at", "overlap_at", "rankings_similarity", "rbo"]
 
 
 def _top(ranking: Sequence[str], k: int) -> set[str]:
@@ -72,3 +73,28 @@ def rbo(first: Sequence[str], second: Sequence[str], p: float = 0.9) -> float:
         if d > s:
             total += x_s * (d - s) / (s * d) * p**d
     return (1 - p) / p * total + ((overlap - x_s) / length + x_s / s) * p**length
+
+
+@dataclass(frozen=True)
+class QuestionSimilarity:
+    question: str  # the question's key in the rankings given
+    overlap: float  # overlap@k
+    jaccard: float  # Jaccard@k
+    rbo: float  # extrapolated RBO of the rankings cut at k
+
+
+def rankings_similarity(
+    first: Mapping[str, Sequence[str]], second: Mapping[str, Sequence[str]], k: int = 10, p: float = 0.9
+) -> list[QuestionSimilarity]:
+    """Per question both rankings answered (in `first`'s order), how alike their top k are; least alike first
+    is the caller's sort."""
+    return [
+        QuestionSimilarity(
+            question,
+            overlap_at(ranking, second[question], k),
+            jaccard_at(ranking, second[question], k),
+            rbo(list(ranking[:k]), list(second[question][:k]), p),
+        )
+        for question, ranking in first.items()
+        if question in second
+    ]

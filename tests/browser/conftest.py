@@ -14,11 +14,14 @@ from pathlib import Path
 import pytest
 
 from evalsite.tenancy.services import tenant_get_or_create
+from evaluation.configs import parse_configs
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
 from tests.browser.pages import open_page
 from tests.conftest import add_documents
 from tests.dashboard.answer_runs_support import PASSAGES
-from tests.support import member_of
+from tests.support import add_entries, member_of
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -108,3 +111,36 @@ def handbook_member():
     collection = services.collection_create(tenant=tenant, slug=HANDBOOK, name="Handbook", actor="test")
     add_documents(collection, {doc: text for doc, (_, text) in PASSAGES.items()})
     return user
+
+
+SUBJECTS = ["refund", "shipping", "warranty", "returns"]
+
+
+@pytest.fixture
+def policies_batch():
+    """A collection of 16 documents that all share words with 4 questions (one expected document each), and two
+    FullText runs of them to depth 10: a pool of well over 30 documents nobody judged."""
+    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
+    collection = services.collection_create(tenant=tenant, slug="policies", name="Policies", actor="test")
+    add_documents(
+        collection,
+        {
+            f"p{n:02d}": f"Policy note {n}: the {SUBJECTS[n % 4]} rules, with {SUBJECTS[(n + 1) % 4]} and "
+            f"{SUBJECTS[(n + 2) % 4]} details for case {n}."
+            for n in range(16)
+        },
+    )
+    for n, subject in enumerate(SUBJECTS):
+        add_entries(
+            collection,
+            services.EntryInput(
+                question=f"What are the {subject} rules?", expected_document_ids=[f"p{n:02d}"]
+            ),
+        )
+    configs = parse_configs(
+        [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}], available_rerankers()
+    )
+    batch_id, _ = evaluate_retrieval(tenant=tenant, collections=[collection], ks=[10], configs=configs)
+    member_of(tenant, "alice", password="alice-judges-pools")
+    member_of(tenant, "bob", password="bob-judges-pools")
+    return batch_id

@@ -8,50 +8,12 @@ import re
 
 import pytest
 
-from evalsite.tenancy.services import tenant_get_or_create
-from evaluation.configs import parse_configs
 from evaluation.models import JudgmentPool, RelevanceJudgment
-from evaluation.retrieval.evaluate import evaluate_retrieval
-from evaluation.retrieval.read_path import available_rerankers
-from goldenset import services
 from tests.browser.pages import assert_clean, log_in, open_page, watch_requests
-from tests.conftest import add_documents
-from tests.support import add_entries, member_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SUBJECTS = ["refund", "shipping", "warranty", "returns"]
 KEYS = ["0", "1", "2", "3", "x"]
-
-
-@pytest.fixture
-def batch():
-    """A collection of 16 documents that all share words with 4 questions (one expected document each), and two
-    FullText runs of them to depth 10: a pool of well over 30 documents nobody judged."""
-    tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    collection = services.collection_create(tenant=tenant, slug="policies", name="Policies", actor="test")
-    add_documents(
-        collection,
-        {
-            f"p{n:02d}": f"Policy note {n}: the {SUBJECTS[n % 4]} rules, with {SUBJECTS[(n + 1) % 4]} and "
-            f"{SUBJECTS[(n + 2) % 4]} details for case {n}."
-            for n in range(16)
-        },
-    )
-    for n, subject in enumerate(SUBJECTS):
-        add_entries(
-            collection,
-            services.EntryInput(
-                question=f"What are the {subject} rules?", expected_document_ids=[f"p{n:02d}"]
-            ),
-        )
-    configs = parse_configs(
-        [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}], available_rerankers()
-    )
-    batch_id, _ = evaluate_retrieval(tenant=tenant, collections=[collection], ks=[10], configs=configs)
-    member_of(tenant, "alice", password="alice-judges-pools")
-    member_of(tenant, "bob", password="bob-judges-pools")
-    return batch_id
 
 
 def position(page) -> int:
@@ -64,11 +26,11 @@ def press(page, key: str) -> None:
         page.keyboard.press(key)
 
 
-def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, screenshot, batch):
+def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, screenshot, policies_batch):
     urls = watch_requests(page)
     base = live_server.url
     log_in(page, base, "alice", "alice-judges-pools")
-    page.goto(f"{base}/compare/?batch={batch}")
+    page.goto(f"{base}/compare/?batch={policies_batch}")
     page.click("#pool-new button:has-text('Judge what these runs found')")
     page.wait_for_selector("#pool-progress")
     pool = JudgmentPool.objects.get()
@@ -110,11 +72,11 @@ def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, sc
     assert_clean(page, urls, "judging")
 
 
-def test_a_second_rater_never_gets_the_first_raters_items(live_server, browser, page, batch):
+def test_a_second_rater_never_gets_the_first_raters_items(live_server, browser, page, policies_batch):
     pool_items = None
     base = live_server.url
     log_in(page, base, "alice", "alice-judges-pools")
-    page.goto(f"{base}/compare/?batch={batch}")
+    page.goto(f"{base}/compare/?batch={policies_batch}")
     page.click("#pool-new button:has-text('Judge what these runs found')")
     page.wait_for_selector("#pool-progress")
     pool = JudgmentPool.objects.get()

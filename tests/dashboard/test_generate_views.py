@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from evalsite.audit.models import AuditEvent
 from evalsite.jobs.models import Job, JobStatus
-from evaluation.dashboard import charts
+from evaluation.dashboard import charts, count_charts
 from evaluation.dashboard.golden_views import REVIEW_PER_PAGE
 from evaluation.models import EvaluationJobKind
 from goldenset import services
@@ -314,7 +314,7 @@ def test_the_job_page_itself_puts_a_stale_job_back_in_the_queue_and_says_so(alic
 
 
 def test_the_discard_figure_shows_every_reason_in_order():
-    figure = charts.discard_figure(
+    figure = count_charts.discard_figure(
         {"near_duplicate": 2, "too_short": 1, "document_deleted": 1}, DISCARD_REASONS
     )
     [bar] = figure.data

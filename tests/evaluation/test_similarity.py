@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from evaluation.retrieval.similarity import jaccard_at, overlap_at, rbo
+from evaluation.retrieval.similarity import jaccard_at, overlap_at, rankings_similarity, rbo
 
 
 def test_overlap_and_jaccard_by_hand():
@@ -54,3 +54,12 @@ def test_rbo_weighs_the_top_more():
         rbo(ranking, ranking, p=1.0)
     with pytest.raises(ValueError, match="more than once"):
         rbo(["a", "a"], ranking)
+
+
+def test_rankings_similarity_per_question_both_answered():
+    first = {"q1": ["a", "b", "c"], "q2": ["x", "y"], "q3": ["m"]}
+    second = {"q2": ["y", "x"], "q1": ["a", "b", "c"], "q9": ["z"]}
+    rows = rankings_similarity(first, second, k=2, p=0.5)
+    assert [r.question for r in rows] == ["q1", "q2"]
+    assert (rows[0].overlap, rows[0].jaccard, rows[0].rbo) == (1.0, 1.0, pytest.approx(1.0))
+    assert (rows[1].overlap, rows[1].jaccard, rows[1].rbo) == (1.0, 1.0, pytest.approx(0.5))
