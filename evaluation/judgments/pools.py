@@ -52,7 +52,7 @@ def _runs_of(tenant: Tenant, collection: Collection, run_ids: Sequence[str]) -> 
     """The runs named, each the tenant's (404 otherwise, as for any object of another tenant) and a retrieval
     run of this collection alone (400 naming it otherwise)."""
     runs = []
-    for i, run_id in enumerate(run_ids):
+    for i, run_id in enumerate(dict.fromkeys(run_ids)):  # a run named twice votes once
         try:
             pk = uuid.UUID(str(run_id))
         except ValueError:
@@ -72,12 +72,13 @@ def _runs_of(tenant: Tenant, collection: Collection, run_ids: Sequence[str]) -> 
     return runs
 
 
-def judged_documents(entries: Sequence[GoldenEntry]) -> dict[str, set[str]]:
+def judged_documents(collection: Collection, entries: Sequence[GoldenEntry]) -> dict[str, set[str]]:
     """Per entry id, the documents that have a judgment: its expected documents and every grade a rater gave."""
     judged = {str(e.pk): set(e.expected_document_ids) for e in entries}
-    rows = RelevanceJudgment.objects.filter(entry__in=entries, grade__isnull=False)
+    rows = RelevanceJudgment.objects.filter(collection=collection, grade__isnull=False)
     for entry_id, document_id in rows.values_list("entry_id", "document_id"):
-        judged[str(entry_id)].add(document_id)
+        if str(entry_id) in judged:  # read by collection, not by a list of entries that may run to thousands
+            judged[str(entry_id)].add(document_id)
     return judged
 
 
@@ -101,10 +102,11 @@ def pool_create(
     wanted = {str(e.pk): e for e in entries}
     rankings: list[dict[str, list[str]]] = [{} for _ in runs]
     place = {run.pk: n for n, run in enumerate(runs)}
-    results = QuestionResult.objects.filter(run__in=runs, entry_id__in=list(wanted), error="")
+    results = QuestionResult.objects.filter(run__in=runs, error="")
     for run_id, entry_id, ranked_ids in results.values_list("run_id", "entry_id", "ranked_ids"):
-        rankings[place[run_id]][str(entry_id)] = ranked_ids.split("\n")[:depth] if ranked_ids else []
-    judged = judged_documents(entries)
+        if str(entry_id) in wanted:  # the subset's questions; filtered here, not by a long IN list
+            rankings[place[run_id]][str(entry_id)] = ranked_ids.split("\n")[:depth] if ranked_ids else []
+    judged = judged_documents(collection, entries)
     candidates = pool_candidates(rankings, judged, depth, questions=list(wanted))
     within = {(q, d) for ranking in rankings for q, docs in ranking.items() for d in docs}
     already = sum(1 for q, d in within if d in judged[q])

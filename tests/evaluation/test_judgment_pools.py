@@ -373,3 +373,16 @@ def test_the_pool_reports_its_raters_agreement_and_the_splits_to_review(world, r
     changed = world.client.get(f"{POOLS}/{pool_id}").json()["agreement"]
     assert changed["splits"] == 1 and changed["krippendorff_alpha"] < 1.0
     assert changed["pairs"][0]["weighted_kappa"] < 1.0
+
+
+def test_a_run_named_twice_votes_once(world, runs):
+    once = make_pool(world, runs).json()["pool_id"]
+    twice = make_pool(world, [runs[0], *runs]).json()["pool_id"]
+    order = [
+        [
+            (i.entry_id, i.document_id, i.priority)
+            for i in JudgmentPool.objects.get(pk=pk).items.order_by("position")
+        ]
+        for pk in (once, twice)
+    ]
+    assert order[0] == order[1]
