@@ -275,9 +275,13 @@ def item_view(item: PoolItem) -> dict:
     document = Document.objects.filter(
         collection_id=entry.collection_id, external_id=item.document_id
     ).first()
-    text = ""
-    if document is not None:
-        text = "\n\n".join(document.pages.order_by("number").values_list("text", flat=True))
+    parts: list[str] = []
+    if document is not None:  # pages read until the limit is passed, not a whole long document
+        for page in document.pages.order_by("number").values_list("text", flat=True).iterator(chunk_size=20):
+            parts.append(page)
+            if sum(map(len, parts)) + 2 * len(parts) > TEXT_LIMIT:
+                break
+    text = "\n\n".join(parts)
     return {
         "position": item.position,
         "question_id": entry.key or str(entry.pk),

@@ -15,6 +15,7 @@ from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, JudgmentPool, RelevanceJudgment
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
+from tests.conftest import add_documents
 from tests.support import answer_entries, db_state, handbook_entries
 
 POOLS = "/lmkit/v1/search/judgments/pools"
@@ -386,3 +387,14 @@ def test_a_run_named_twice_votes_once(world, runs):
         for pk in (once, twice)
     ]
     assert order[0] == order[1]
+
+
+def test_a_long_document_is_shown_cut_and_says_so(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "ann"}).json()["item"]
+    assert item["truncated"] is False
+    long_text = {item["document_id"]: "\n\n".join(f"Paragraph {n}. " + "word " * 400 for n in range(30))}
+    add_documents(world.collection, long_text)  # the same document, now some 60,000 characters long
+    shown = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "ann"}).json()["item"]
+    assert shown["document_id"] == item["document_id"] and shown["truncated"] is True
+    assert len(shown["text"]) == 20_000 and shown["text"].startswith("Paragraph 0.")
