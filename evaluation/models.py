@@ -373,6 +373,9 @@ class RelevanceJudgment(models.Model):
     grade = models.PositiveSmallIntegerField(null=True, blank=True, help_text="0-3; null: cannot judge.")
     rater = models.CharField(max_length=grades.RATER_MAX_LENGTH)
     note = models.TextField(blank=True)
+    detail = models.JSONField(
+        default=dict, blank=True, help_text="A machine assessor's prompt version and hash, and its samples."
+    )
     pool = models.ForeignKey(
         JudgmentPool, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgments"
     )

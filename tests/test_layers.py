@@ -38,6 +38,7 @@ PURE = [
     "evaluation.dashboard.count_charts",
     "evaluation.request_fields",
     "evaluation.judgments.agreement",
+    "evaluation.judgments.assessors",
     "evaluation.judgments.grades",
     "evaluation.judgments.highlight",
     "evaluation.judgments.pooling",

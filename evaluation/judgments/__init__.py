@@ -1,6 +1,7 @@
 """Judgments by people (relevance grades of documents, labels of answer judgements), and how far a judge
 agrees with them.
 
+- `assessors` (pure): a chat model as a relevance assessor: its versioned prompt, its answer read, samples combined;
 - `grades` (pure): relevance grades 0-3 and what each means;
 - `highlight` (pure): the question's words marked in a document, for a rater;
 - `pooling` (pure): the documents a set of runs found that nobody judged yet, most promising first;

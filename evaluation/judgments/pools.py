@@ -21,6 +21,7 @@ from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
 from evaluation.judgments.agreement import krippendorff_alpha, rounded, weighted_kappa
+from evaluation.judgments.assessors import MACHINE_PREFIX
 from evaluation.judgments.grades import GRADES, NOTE_MAX_LENGTH, combine, rater_error
 from evaluation.judgments.pooling import pool_candidates
 from evaluation.models import (
@@ -168,9 +169,10 @@ class PoolProgress:
 
 
 def pool_progress(pool: JudgmentPool) -> PoolProgress:
+    people = RelevanceJudgment.objects.filter(pool=pool).exclude(rater__startswith=MACHINE_PREFIX)
     judgments = list(
-        RelevanceJudgment.objects.filter(pool=pool).values_list("entry_id", "document_id", "rater")
-    )
+        people.values_list("entry_id", "document_id", "rater")
+    )  # a machine's are not the raters' work
     per_item = Counter((entry_id, document_id) for entry_id, document_id, _ in judgments)
     items = pool.items.count()
     return PoolProgress(
@@ -220,12 +222,19 @@ def pool_agreement(pool: JudgmentPool) -> dict:
     }
 
 
+def person_rater_error(rater: str) -> str | None:
+    """Why `rater` cannot name a person judging, or None: a machine assessor's names are its own."""
+    if rater.startswith(MACHINE_PREFIX):
+        return f"{MACHINE_PREFIX}... names a machine assessor (manage.py judge), not a person"
+    return rater_error(rater)
+
+
 def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:
     """The item this rater should judge next: the one they were given and have not judged yet, else the first in
     the pool's order that fewer than `raters_per_item` raters were given and this rater never was (None when
     there is none left for them). Two raters asking at once never take one place twice: the assignment is a
     unique row, and the loser of a race takes the next item."""
-    if (error := rater_error(rater)) is not None:
+    if (error := person_rater_error(rater)) is not None:
         raise EvalsiteError("validation-error", f"rater: {error}.", details={"field": "rater"})
     open_one = (
         PoolItem.objects.filter(pool=pool, assignments__rater=rater)
@@ -372,7 +381,7 @@ def judgment_rows(raw: Sequence[object]) -> list[JudgmentRow]:
                         f"{name}: a non-empty string of at most 300 characters.",
                         field=f"{where}.{name}",
                     )
-            if (error := rater_error(item["rater"])) is not None:
+            if (error := person_rater_error(item["rater"])) is not None:
                 raise _invalid(where, f"rater: {error}.", field=f"{where}.rater")
             grade = item.get("grade")
             if grade is not None and (isinstance(grade, bool) or grade not in GRADES):

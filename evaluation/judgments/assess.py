@@ -1,0 +1,129 @@
+"""A pool judged by a chat model (evaluation.judgments.assessors): every item it has not judged yet, each asked
+`samples` times at once (the client's concurrency), the samples' majority stored as the model's judgment beside
+the people's, never over them. An item whose every sample is unreadable, or whose calls failed, is counted and
+left unjudged: never a silent grade."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record
+from evalsite.errors import EvalsiteError
+from evalsite.llm.client import ChatClient
+from evaluation.judgments.assessors import (
+    PROMPT_SHA,
+    PROMPT_VERSION,
+    assessor_name,
+    majority,
+    messages,
+    read_grade,
+)
+from evaluation.judgments.pools import item_view
+from evaluation.models import EvaluationAuditObject, JudgmentPool, PoolItem, RelevanceJudgment
+
+SAMPLE_TEMPERATURE = 0.7  # several samples are drawn at this temperature (one sample: 0)
+
+
+@dataclass(frozen=True)
+class Asked:
+    item: PoolItem
+    samples: tuple[int | None, ...]  # each readable sample's grade, None for an unreadable one
+    failed: int  # calls that failed after the client's retries
+    gone: bool  # the document left the collection
+
+
+def _ask(client: ChatClient, model: str, samples: int) -> Callable[[tuple[PoolItem, dict]], Asked]:
+    """The calls for one item, whose question and text were read beforehand: the threads that make the calls
+    never touch the database."""
+
+    def ask(job: tuple[PoolItem, dict]) -> Asked:
+        item, view = job
+        if not view["exists"]:
+            return Asked(item, (), 0, True)
+        grades: list[int | None] = []
+        failed = 0
+        for seed in range(samples):
+            try:
+                answer = client.complete(
+                    messages(view["question"], view["text"]), model=model,
+                    temperature=0.0 if samples == 1 else SAMPLE_TEMPERATURE, seed=seed,
+                )  # fmt: skip
+            except EvalsiteError:  # the endpoint failed after its retries: counted, never a grade
+                failed += 1
+                continue
+            grades.append(read_grade(answer.text))
+        return Asked(item, tuple(grades), failed, False)
+
+    return ask
+
+
+def pool_assess(*, pool: JudgmentPool, client: ChatClient, model: str, samples: int, actor: str) -> dict:
+    """The model's judgments of the pool's items it has not judged yet, stored together; what happened to each."""
+    if not 1 <= samples <= 9:
+        raise EvalsiteError(
+            "validation-error", "samples: a whole number from 1 to 9.", details={"field": "samples"}
+        )
+    rater = assessor_name(model)
+    done = set(
+        RelevanceJudgment.objects.filter(pool=pool, rater=rater).values_list("entry_id", "document_id")
+    )
+    todo = [
+        i
+        for i in pool.items.select_related("entry").order_by("position")
+        if (i.entry_id, i.document_id) not in done
+    ]
+    views = [(item, item_view(item)) for item in todo]  # read here, in this thread and its transaction
+    asked = client.map_concurrent(_ask(client, model, samples), views)
+    stored: list[RelevanceJudgment] = []
+    counts: Counter[str] = Counter()
+    for a in asked:
+        verdict = majority(a.samples)
+        if a.gone:
+            counts["gone"] += 1
+        elif verdict.grade is None:
+            counts["failed" if a.failed and not a.samples else "unreadable"] += 1
+        else:
+            stored.append(
+                RelevanceJudgment(
+                    tenant_id=pool.tenant_id,
+                    collection_id=pool.collection_id,
+                    entry=a.item.entry,
+                    document_id=a.item.document_id,
+                    grade=verdict.grade,
+                    rater=rater,
+                    pool=pool,
+                    detail={
+                        "prompt_version": PROMPT_VERSION,
+                        "prompt_sha256": PROMPT_SHA,
+                        "samples": list(a.samples),
+                        "agreement": round(verdict.agreement, 4),
+                        "failed_calls": a.failed,
+                    },
+                )  # fmt: skip
+            )
+    grades = Counter(str(j.grade) for j in stored)
+    summary = {
+        "rater": rater,
+        "prompt_version": PROMPT_VERSION,
+        "prompt_sha256": PROMPT_SHA,
+        "samples": samples,
+        "items": len(todo),
+        "judged_before": len(done),
+        "judged": len(stored),
+        "unreadable": counts["unreadable"],
+        "failed": counts["failed"],
+        "gone": counts["gone"],
+        "grades": dict(sorted(grades.items())),
+    }
+    with transaction.atomic():
+        RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
+        audit_record(
+            tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
+            object_id=pool.pk, actor=actor, collection=pool.collection, changes=summary,
+        )  # fmt: skip
+    return summary
