@@ -13,6 +13,7 @@ class EvaluationConfig(AppConfig):
         from evalsite.audit.models import register_audit_objects
         from evalsite.jobs.kinds import register_job_handler
         from evaluation.answers.evaluate import AnswerRequest
+        from evaluation.judgments.assess import assess_job
         from evaluation.models import EvaluationAuditObject, EvaluationJobKind
         from evaluation.retrieval.evaluate import RetrievalRequest
         from evaluation.retrieval.indexes import build_schedule, index_build_job
@@ -22,5 +23,6 @@ class EvaluationConfig(AppConfig):
         for request_type in (RetrievalRequest, AnswerRequest):  # one job skeleton for both kinds of batch
             register_job_handler(request_type.job_kind, batch_job_handler(request_type))
         register_job_handler(EvaluationJobKind.INDEX_BUILD, index_build_job)
+        register_job_handler(EvaluationJobKind.ASSESS, assess_job)
         register_audit_objects(EvaluationAuditObject)
         content_changed_hooks.append(build_schedule)

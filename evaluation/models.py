@@ -19,6 +19,7 @@ class EvaluationJobKind(models.TextChoices):
     EVALUATE = "Evaluate"
     EVALUATE_ANSWERS = "EvaluateAnswers"
     INDEX_BUILD = "IndexBuild"
+    ASSESS = "Assess"  # a pool's documents graded by a chat model
 
 
 class EvaluationAuditObject(models.TextChoices):

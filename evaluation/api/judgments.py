@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from evalsite.errors import NotFound
+from evalsite.errors import EvalsiteError, NotFound
+from evalsite.jobs.services import job_create
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
 from evaluation.judgments import pools
 from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
-from evaluation.models import JudgmentPool, RelevanceJudgment
+from evaluation.models import EvaluationJobKind, JudgmentPool, RelevanceJudgment
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
-from goldenset.api.serializers import TenantIn
+from goldenset.api.serializers import JobAcceptedOut, TenantIn, error_responses
 
 # --- shapes ------------------------------------------------------------------------------------------------
 
@@ -102,6 +104,11 @@ class NextIn(TenantIn):
     rater = serializers.CharField(max_length=RATER_MAX_LENGTH)
 
 
+class AssessIn(TenantIn):
+    model = serializers.CharField(required=False, max_length=200, help_text="Default: EVALSITE_LLM_MODEL.")
+    samples = serializers.IntegerField(required=False, min_value=1, max_value=9, default=1)
+
+
 class JudgmentsIn(TenantIn):
     collection_id = serializers.CharField(max_length=200)
     pool_id = serializers.CharField(
@@ -165,7 +172,7 @@ def pool_body(pool: JudgmentPool) -> dict:
 class PoolsApi(TenantAPIView):
     @extend_schema(
         request=PoolIn,
-        responses={201: PoolOut},
+        responses={201: PoolOut, **error_responses("empty-pool")},
         summary="Pools the documents stored runs found that nobody judged yet, most promising first.",
         description="Each question's top `depth` documents of every run, less those judged already (an expected "
         "document, or any grade a rater gave, 0 too), once each; ordered by the sum of 1 / rank over the runs "
@@ -214,6 +221,36 @@ class PoolNextApi(TenantAPIView):
                 "progress": vars(pools.pool_progress(pool)),
             }
         )
+
+
+class PoolAssessApi(TenantAPIView):
+    @extend_schema(
+        request=AssessIn,
+        responses={202: JobAcceptedOut, **error_responses("llm-unavailable", "broker-unavailable")},
+        summary="Has the configured chat model grade the pool's documents, as a job.",
+        description="Every item the model has not graded yet, with the versioned UMBRELA-style prompt "
+        "(evalsite-relevance-1), `samples` answers each and their majority, stored beside people's judgments "
+        "as rater llm-relevance:<model>. Unreadable answers and failed calls are counted in the job's result, "
+        "never graded. No chat endpoint configured: llm-unavailable (503).",
+    )
+    def post(self, request, pool_id: str):
+        data = read_strictly(AssessIn, request.data)
+        pool = pools.pool_get(tenant=self.tenant(data), pool_id=pool_id)
+        model = data.get("model") or settings.EVALSITE_LLM_MODEL
+        if not settings.EVALSITE_LLM_BASE_URL:
+            raise EvalsiteError(
+                "llm-unavailable", "No LLM endpoint configured (EVALSITE_LLM_BASE_URL).", status=503
+            )
+        if not model:
+            raise EvalsiteError(
+                "validation-error", "model: name the model (no EVALSITE_LLM_MODEL is set).",
+                details={"field": "model"},
+            )  # fmt: skip
+        job = job_create(
+            tenant=pool.tenant, kind=EvaluationJobKind.ASSESS, collection=pool.collection, actor=self.actor,
+            input={"pool_id": str(pool.pk), "model": model, "samples": data["samples"], "actor": self.actor},
+        )  # fmt: skip
+        return Response({"job_id": job.pk, "status": job.status}, status=status.HTTP_202_ACCEPTED)
 
 
 class JudgmentsApi(TenantAPIView):

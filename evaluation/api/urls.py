@@ -19,6 +19,9 @@ urlpatterns = [
     path("search/judgments/pools", judgments.PoolsApi.as_view(), name="pools"),
     path("search/judgments/pools/<str:pool_id>", judgments.PoolDetailApi.as_view(), name="pool"),
     path("search/judgments/pools/<str:pool_id>/next", judgments.PoolNextApi.as_view(), name="pool-next"),
+    path(
+        "search/judgments/pools/<str:pool_id>/assess", judgments.PoolAssessApi.as_view(), name="pool-assess"
+    ),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
     path("targets", views.TargetListApi.as_view(), name="targets"),

@@ -14,6 +14,7 @@ from django.db import transaction
 from evalsite.audit.models import AuditAction
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError
+from evalsite.jobs.models import Job
 from evalsite.llm.client import ChatClient
 from evaluation.judgments.assessors import (
     PROMPT_SHA,
@@ -62,8 +63,15 @@ def _ask(client: ChatClient, model: str, samples: int) -> Callable[[tuple[PoolIt
     return ask
 
 
-def pool_assess(*, pool: JudgmentPool, client: ChatClient, model: str, samples: int, actor: str) -> dict:
-    """The model's judgments of the pool's items it has not judged yet, stored together; what happened to each."""
+CHUNK = 20  # items asked, stored and reported at a time: a job stopped midway keeps what it stored
+
+
+def pool_assess(
+    *, pool: JudgmentPool, client: ChatClient, model: str, samples: int, actor: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:  # fmt: skip
+    """The model's judgments of the pool's items it has not judged yet, stored CHUNK items at a time (each
+    chunk with its audit event); what happened to each item."""
     if not 1 <= samples <= 9:
         raise EvalsiteError(
             "validation-error", "samples: a whole number from 1 to 9.", details={"field": "samples"}
@@ -77,10 +85,43 @@ def pool_assess(*, pool: JudgmentPool, client: ChatClient, model: str, samples: 
         for i in pool.items.select_related("entry").order_by("position")
         if (i.entry_id, i.document_id) not in done
     ]
-    views = [(item, item_view(item)) for item in todo]  # read here, in this thread and its transaction
-    asked = client.map_concurrent(_ask(client, model, samples), views)
-    stored: list[RelevanceJudgment] = []
     counts: Counter[str] = Counter()
+    grades: Counter[str] = Counter()
+    if progress is not None:
+        progress(0, len(todo))
+    for start in range(0, len(todo), CHUNK):
+        chunk = todo[start : start + CHUNK]
+        views = [(item, item_view(item)) for item in chunk]  # read here, in this thread and its transaction
+        stored = _judgments(pool, rater, client.map_concurrent(_ask(client, model, samples), views), counts)
+        grades.update(str(j.grade) for j in stored)
+        with transaction.atomic():
+            RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
+            audit_record(
+                tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
+                object_id=pool.pk, actor=actor, collection=pool.collection,
+                changes={"rater": rater, "prompt_version": PROMPT_VERSION, "items": len(chunk), "judged": len(stored)},
+            )  # fmt: skip
+        if progress is not None:
+            progress(start + len(chunk), len(todo))
+    return {
+        "rater": rater,
+        "prompt_version": PROMPT_VERSION,
+        "prompt_sha256": PROMPT_SHA,
+        "samples": samples,
+        "items": len(todo),
+        "judged_before": len(done),
+        "judged": sum(grades.values()),
+        "unreadable": counts["unreadable"],
+        "failed": counts["failed"],
+        "gone": counts["gone"],
+        "grades": dict(sorted(grades.items())),
+    }
+
+
+def _judgments(
+    pool: JudgmentPool, rater: str, asked: list[Asked], counts: Counter[str]
+) -> list[RelevanceJudgment]:
+    stored = []
     for a in asked:
         verdict = majority(a.samples)
         if a.gone:
@@ -106,24 +147,20 @@ def pool_assess(*, pool: JudgmentPool, client: ChatClient, model: str, samples: 
                     },
                 )  # fmt: skip
             )
-    grades = Counter(str(j.grade) for j in stored)
-    summary = {
-        "rater": rater,
-        "prompt_version": PROMPT_VERSION,
-        "prompt_sha256": PROMPT_SHA,
-        "samples": samples,
-        "items": len(todo),
-        "judged_before": len(done),
-        "judged": len(stored),
-        "unreadable": counts["unreadable"],
-        "failed": counts["failed"],
-        "gone": counts["gone"],
-        "grades": dict(sorted(grades.items())),
-    }
-    with transaction.atomic():
-        RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
-        audit_record(
-            tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
-            object_id=pool.pk, actor=actor, collection=pool.collection, changes=summary,
+    return stored
+
+
+def assess_job(job: Job, progress: Callable[[int, int], None]) -> dict:
+    """The Assess job: a pool graded by the model its input names (job.input: pool_id, model, samples)."""
+    pool = (
+        JudgmentPool.objects.select_related("collection")
+        .filter(tenant=job.tenant, pk=job.input["pool_id"])
+        .first()
+    )
+    if pool is None:
+        raise EvalsiteError("not-found", "The pool of this job was deleted.", status=404)
+    with ChatClient.from_settings() as client:
+        return pool_assess(
+            pool=pool, client=client, model=job.input["model"], samples=job.input["samples"],
+            actor=job.input.get("actor") or "job", progress=progress,
         )  # fmt: skip
-    return summary

@@ -160,3 +160,37 @@ def test_no_person_may_judge_under_a_machines_name(world, pool):
     assert response.status_code == 400 and "machine assessor" in response.json()["error"]["message"]
     answer = world.client.get(f"/lmkit/v1/search/judgments/pools/{pool.pk}/next", {"rater": RATER})
     assert answer.status_code == 400 and not RelevanceJudgment.objects.exists()
+
+
+# --- as a job over REST ------------------------------------------------------------------------------------------
+
+
+def test_the_model_judges_a_pool_as_a_job_over_rest(world, pool, model, django_capture_on_commit_callbacks):
+    model.reply(r"##final score: <grade>", "##final score: 2")
+    url = f"/lmkit/v1/search/judgments/pools/{pool.pk}/assess"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = world.client.post(url, {"samples": 1}, format="json")
+    assert response.status_code == 202, response.json()
+    job = world.client.get(f"/lmkit/v1/jobs/{response.json()['job_id']}").json()
+    items = pool.items.count()
+    assert (job["kind"], job["status"], job["progress_done"], job["progress_total"]) == (
+        "Assess",
+        "Completed",
+        items,
+        items,
+    )
+    assert job["result"]["judged"] == items and job["result"]["grades"] == {"2": items}
+    assert RelevanceJudgment.objects.filter(pool=pool, rater=RATER, grade=2).count() == items
+    assert AuditEvent.objects.filter(object_type="judgment", actor__startswith="api-key:").exists()
+
+
+def test_the_job_is_refused_without_an_endpoint_or_for_another_tenants_pool(world, pool, settings):
+    url = f"/lmkit/v1/search/judgments/pools/{pool.pk}/assess"
+    settings.EVALSITE_LLM_BASE_URL = ""
+    response = world.client.post(url, {}, format="json")
+    assert response.status_code == 503 and response.json()["error"]["code"] == "llm-unavailable"
+    settings.EVALSITE_LLM_BASE_URL = "http://127.0.0.1:9/v1"
+    assert world.other_client.post(url, {}, format="json").status_code == 404
+    bad = world.client.post(url, {"samples": 10}, format="json")
+    assert bad.status_code == 400 and "samples" in bad.json()["error"]["message"]
+    assert not RelevanceJudgment.objects.exists()
