@@ -55,7 +55,8 @@ class PoolAgreementOut(serializers.Serializer):
     krippendorff_alpha = serializers.FloatField(
         allow_null=True, help_text="Ordinal alpha over the items two or more raters graded."
     )
-    pairs = RaterPairOut(many=True)
+    pairs = RaterPairOut(many=True, help_text="People in pairs, and each machine assessor with each person.")
+    per_rater = RaterPairOut(many=True, help_text="Each person against the others' combined grade.")
     splits = serializers.IntegerField(help_text="Items whose raters are 2 grades apart or more: to review.")
     combined_grades = serializers.DictField(
         child=serializers.IntegerField(),

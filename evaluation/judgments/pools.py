@@ -185,41 +185,53 @@ def pool_progress(pool: JudgmentPool) -> PoolProgress:
 
 
 def pool_agreement(pool: JudgmentPool) -> dict:
-    """How far the pool's raters agree, on the items two or more of them graded ("cannot judge" is no grade):
-    Krippendorff's alpha over all (ordinal: grades are ranked), Cohen's kappa with quadratic weights per pair of
-    raters over the items both graded; and the items' combined grades (evaluation.judgments.grades.combine), with
-    the splits flagged for review."""
+    """How far the pool's raters agree, on the items two or more of them graded ("cannot judge" is no grade).
+
+    Among people: Krippendorff's alpha over all (ordinal: grades are ranked), Cohen's kappa with quadratic
+    weights per pair and per rater (against the others' combined grade), and the items' combined grades
+    (evaluation.judgments.grades.combine) with the splits flagged for review. A machine assessor's grades are
+    never combined with people's: each machine is paired with each person instead, its agreement with people."""
     by_item: dict[tuple, dict[str, int | None]] = {}
     for entry_id, document_id, rater, grade in RelevanceJudgment.objects.filter(pool=pool).values_list(
         "entry_id", "document_id", "rater", "grade"
     ):
         by_item.setdefault((entry_id, document_id), {})[rater] = grade
     raters = sorted({r for grades in by_item.values() for r in grades})
-    matrix = [[grades.get(r) for r in raters] for grades in by_item.values()]
-    pairs = []
-    for n, first in enumerate(raters):
-        for second in raters[n + 1 :]:
-            both = [
-                (a, b)
-                for g in by_item.values()
-                if (a := g.get(first)) is not None and (b := g.get(second)) is not None
-            ]
-            if both:
-                kappa = weighted_kappa([a for a, _ in both], [b for _, b in both], GRADES)
-                pairs.append(
-                    {"raters": [first, second], "items": len(both), "weighted_kappa": rounded(kappa)}
-                )
-    combined = [combine(list(grades.values())) for grades in by_item.values()]
+    people = [r for r in raters if not r.startswith(MACHINE_PREFIX)]
+    machines = [r for r in raters if r.startswith(MACHINE_PREFIX)]
+    pairs = [
+        _pair(first, second, [(g.get(first), g.get(second)) for g in by_item.values()])
+        for n, first in enumerate(people)
+        for second in [*people[n + 1 :], *machines]
+    ]
+    per_rater = [
+        _pair(rater, "the others", [(g.get(rater), _others(g, rater, people)) for g in by_item.values()])
+        for rater in people
+    ]
+    combined = [combine([g.get(r) for r in people]) for g in by_item.values()]
     return {
         "raters": raters,
         "items_graded_twice": sum(1 for c in combined if c.raters >= 2),
-        "krippendorff_alpha": rounded(krippendorff_alpha(matrix, metric="ordinal")),
-        "pairs": pairs,
+        "krippendorff_alpha": rounded(
+            krippendorff_alpha([[g.get(r) for r in people] for g in by_item.values()], metric="ordinal")
+        ),
+        "pairs": [p for p in pairs if p["items"]],
+        "per_rater": [p for p in per_rater if p["items"]],
         "splits": sum(1 for c in combined if c.split),
         "combined_grades": dict(
             sorted(Counter(str(c.grade) for c in combined if c.grade is not None).items())
         ),
     }
+
+
+def _others(grades: dict[str, int | None], rater: str, people: list[str]) -> int | None:
+    return combine([grades.get(r) for r in people if r != rater]).grade
+
+
+def _pair(first: str, second: str, grades: list[tuple[int | None, int | None]]) -> dict:
+    both = [(a, b) for a, b in grades if a is not None and b is not None]
+    kappa = weighted_kappa([a for a, _ in both], [b for _, b in both], GRADES) if both else None
+    return {"raters": [first, second], "items": len(both), "weighted_kappa": rounded(kappa)}
 
 
 def person_rater_error(rater: str) -> str | None:

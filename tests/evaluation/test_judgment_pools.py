@@ -366,6 +366,10 @@ def test_the_pool_reports_its_raters_agreement_and_the_splits_to_review(world, r
         "items_graded_twice": len(items),
         "krippendorff_alpha": 1.0,
         "pairs": [{"raters": ["alice", "bob"], "items": len(items), "weighted_kappa": 1.0}],
+        "per_rater": [
+            {"raters": ["alice", "the others"], "items": len(items), "weighted_kappa": 1.0},
+            {"raters": ["bob", "the others"], "items": len(items), "weighted_kappa": 1.0},
+        ],
         "splits": 0,
         "combined_grades": dict(sorted(Counter(str(n % 4) for n in range(len(items))).items())),
     }
@@ -398,3 +402,26 @@ def test_a_long_document_is_shown_cut_and_says_so(world, runs):
     shown = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "ann"}).json()["item"]
     assert shown["document_id"] == item["document_id"] and shown["truncated"] is True
     assert len(shown["text"]) == 20_000 and shown["text"].startswith("Paragraph 0.")
+
+
+def test_a_machines_grades_are_paired_with_people_never_combined_with_theirs(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    pool = JudgmentPool.objects.get(pk=pool_id)
+    items = list(pool.items.order_by("position"))
+    for n, item in enumerate(items):
+        judge(world, pool_id, item.entry.key, item.document_id, n % 3, rater="alice")
+        RelevanceJudgment.objects.create(
+            tenant=world.tenant, collection=world.collection, entry=item.entry, document_id=item.document_id,
+            grade=3, rater="llm-relevance:scripted", pool=pool,
+        )  # fmt: skip
+    agreement = world.client.get(f"{POOLS}/{pool_id}").json()["agreement"]
+    assert agreement["raters"] == ["alice", "llm-relevance:scripted"]
+    # Only alice graded as a person: nothing is graded twice, her grades are the combined ones.
+    assert agreement["items_graded_twice"] == 0 and agreement["krippendorff_alpha"] is None
+    assert agreement["combined_grades"] == dict(
+        sorted(Counter(str(n % 3) for n in range(len(items))).items())
+    )
+    (pair,) = agreement["pairs"]
+    assert pair["raters"] == ["alice", "llm-relevance:scripted"] and pair["items"] == len(items)
+    assert pair["weighted_kappa"] is not None and pair["weighted_kappa"] <= 0.0  # it always says 3
+    assert world.client.get(f"{POOLS}/{pool_id}").json()["progress"]["raters"] == {"alice": len(items)}
