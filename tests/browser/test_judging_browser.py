@@ -26,14 +26,19 @@ def press(page, key: str) -> None:
         page.keyboard.press(key)
 
 
+def pool_from_compare(page, base: str, batch) -> JudgmentPool:
+    """alice signs in, opens the batch's comparison and makes a pool of what its runs found."""
+    log_in(page, base, "alice", "alice-judges-pools")
+    page.goto(f"{base}/compare/?batch={batch}")
+    page.click("#pool-new button:has-text('Judge what these runs found')")
+    page.wait_for_selector("#pool-progress")
+    return JudgmentPool.objects.get()
+
+
 def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, screenshot, policies_batch):
     urls = watch_requests(page)
     base = live_server.url
-    log_in(page, base, "alice", "alice-judges-pools")
-    page.goto(f"{base}/compare/?batch={policies_batch}")
-    page.click("#pool-new button:has-text('Judge what these runs found')")
-    page.wait_for_selector("#pool-progress")
-    pool = JudgmentPool.objects.get()
+    pool = pool_from_compare(page, base, policies_batch)
     assert pool.items.count() >= 30
     screenshot(page, "judge-01-pool", max_height=900)
     page.click("#start-judging")
@@ -73,13 +78,8 @@ def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, sc
 
 
 def test_a_second_rater_never_gets_the_first_raters_items(live_server, browser, page, policies_batch):
-    pool_items = None
     base = live_server.url
-    log_in(page, base, "alice", "alice-judges-pools")
-    page.goto(f"{base}/compare/?batch={policies_batch}")
-    page.click("#pool-new button:has-text('Judge what these runs found')")
-    page.wait_for_selector("#pool-progress")
-    pool = JudgmentPool.objects.get()
+    pool = pool_from_compare(page, base, policies_batch)
     pool_items = pool.items.count()
     with open_page(browser, {"width": 1280, "height": 900}) as other:
         log_in(other, base, "bob", "bob-judges-pools")

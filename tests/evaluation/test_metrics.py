@@ -371,6 +371,16 @@ def ours_incomplete(ranking: list[str], qrels: dict[str, int]) -> dict[str, floa
     return values
 
 
+def incomplete_mismatches(rankings, qrels, oracle) -> list[tuple]:
+    """(query, measure, ours, pytrec_eval's) wherever the two differ by more than TOLERANCE."""
+    return [
+        (q, key, value, oracle[q][key])
+        for q in oracle
+        for key, value in ours_incomplete(rankings[q], qrels[q]).items()
+        if abs(value - oracle[q][key]) > TOLERANCE
+    ]
+
+
 def test_bpref_map_and_judged_by_hand():
     # RANKING d1 d2 d3 d4; relevant d2, d4, d9 (R = 3), d3 judged non-relevant (N = 1), d1 unjudged.
     assert metrics.bpref(RANKING, QRELS) == 1 / 3  # d2: nothing judged above, 1; d4: d3 above, 1 - 1/1 = 0
@@ -401,12 +411,7 @@ def test_incomplete_judgment_measures_equal_pytrec_eval_on_random_runs():
         qrels[str(q)] = {doc: rng.choice([-1, 0, 0, 0, 1, 2, 3]) for doc in judged}
     oracle = incomplete_oracle(rankings, qrels)
     assert set(oracle) == set(qrels)
-    mismatches = [
-        (q, key, value, oracle[q][key])
-        for q in oracle
-        for key, value in ours_incomplete(rankings[q], qrels[q]).items()
-        if abs(value - oracle[q][key]) > TOLERANCE
-    ]
+    mismatches = incomplete_mismatches(rankings, qrels, oracle)
     assert not mismatches, f"{len(mismatches)} differences from pytrec_eval, first: {mismatches[:5]}"
     # The oracle's judged-only option is in force: condensing changes map for many queries.
     assert sum(oracle[q]["map_cond"] != oracle[q]["map"] for q in oracle) > 100
@@ -429,12 +434,7 @@ def test_incomplete_judgment_measures_equal_pytrec_eval_with_70_percent_of_the_j
         hits = {ids[i]: float(scores[i]) for i in np.flatnonzero(scores > 0)}
         rankings[query_id] = rank_run(hits)[:DEPTH]
     oracle = incomplete_oracle(rankings, qrels)
-    mismatches = [
-        (q, key, value, oracle[q][key])
-        for q in oracle
-        for key, value in ours_incomplete(rankings[q], qrels[q]).items()
-        if abs(value - oracle[q][key]) > TOLERANCE
-    ]
+    mismatches = incomplete_mismatches(rankings, qrels, oracle)
     assert not mismatches, f"{len(mismatches)} differences from pytrec_eval, first: {mismatches[:5]}"
-    # The holes are real: most top-10s hold unjudged documents, and bpref reads them differently from map.
+    # The holes are real: most top-10s hold documents the remaining judgments do not grade.
     assert sum(ours_incomplete(rankings[q], qrels[q])["judged@10"] < 1.0 for q in qrels) > len(qrels) / 2
