@@ -421,9 +421,9 @@ def judgments_record(
     one of its items. A rater's new judgment of a pair replaces the old one."""
     problems = Problems(EvalsiteError, "validation-error")
     entries = golden_entries_named(collection=collection, names=(r.question_id for r in rows))
-    items = set()
+    items: dict[tuple, int] = {}  # (entry id, document id) -> the pool item's id, read once for every row
     if pool is not None:
-        items = set(pool.items.values_list("entry_id", "document_id"))
+        items = {(e, d): pk for pk, e, d in pool.items.values_list("pk", "entry_id", "document_id")}
     for row in rows:
         with problems.row():
             entry = entries.get(row.question_id)
@@ -454,8 +454,9 @@ def judgments_record(
                 judgment.pool = pool or judgment.pool
                 judgment.save(update_fields=["grade", "note", "pool", "updated_at"])
             if pool is not None:
-                item = PoolItem.objects.get(pool=pool, entry=entry, document_id=row.document_id)
-                PoolAssignment.objects.get_or_create(item=item, rater=row.rater)
+                PoolAssignment.objects.get_or_create(
+                    item_id=items[(entry.pk, row.document_id)], rater=row.rater
+                )
             created += made
             updated += not made
             audit_record(
