@@ -21,8 +21,16 @@ every judgment read, grade 0 included):
 Means are over the questions with a relevant document in the complete judgments, the same set at every step.
 It prints a table per collection and the three goals with yes / no: tau >= 0.9 with at most a third of the pool
 judged; the priority order reaching its tau with no more judgments than the random orders; the condensed
-measures and bpref closer to the complete ranking than nDCG@10 before any judging. `--quick` runs the same steps
-on a sample (the first 20 judged questions, their judged documents, topped up to 300 documents) in seconds.
+measures and bpref closer to the complete ranking than nDCG@10 before any judging.
+
+Then the case Compare warns about, a system that found what nobody judged (leave one out, as Zobel 1998 tested
+TREC's pools): for each system, the judgments are those a depth-`--depth` pool of the OTHER systems would have
+produced (the complete grade of every document they pooled, nothing else), and the left-out system is scored
+with the others under them. It prints, per measure, the places the left-out system moves in that ranking against
+its place under the complete judgments, and Kendall's tau of the ranking in which every system is scored left out.
+
+`--quick` runs the same steps on a sample (the first 20 judged questions, their judged documents, topped up to
+300 documents) in seconds.
 """
 
 from __future__ import annotations
@@ -244,7 +252,43 @@ def measure_collection(folder: Path, args: argparse.Namespace) -> list[str]:
         f"{'yes' if closer else 'no'} ({', '.join(f'{m} {before[m]:.3f}' for m in MEASURES)})"
     )
     print("\n".join(lines))
+    print()
+    print("\n".join(leave_one_out(runs, truth, questions, reference, args.depth)))
     print(f"\n({time.perf_counter() - started:.1f} s)\n")
+    return lines
+
+
+def leave_one_out(runs, truth: Qrels, questions: list[str], reference, depth: int) -> list[str]:
+    """Each system in turn left out of the pool: every system scored under the judgments of a pool of the others
+    (see the module docstring), and the left-out one's place among them compared with its place under the
+    complete judgments (what Compare shows a team whose new run found what nobody judged)."""
+    labels = list(runs)
+    left_scores: dict[str, list[float]] = {measure: [] for measure in MEASURES}
+    moved: dict[str, list[int]] = {measure: [] for measure in MEASURES}
+    judged = []
+    for i, left_out in enumerate(labels):
+        others = [runs[label] for label in labels if label != left_out]
+        qrels: Qrels = {
+            q: {doc: truth[q][doc] for rankings in others for doc in rankings[q][:depth]} for q in questions
+        }
+        table = means(runs, qrels, questions)
+        for measure in MEASURES:
+            left_scores[measure].append(table[measure][i])
+            place = sum(v > table[measure][i] for j, v in enumerate(table[measure]) if j != i)
+            place_full = sum(v > reference[measure][i] for j, v in enumerate(reference[measure]) if j != i)
+            moved[measure].append(abs(place - place_full))
+        judged.append(statistics.fmean(metrics.judged_at(runs[left_out][q], qrels[q], 10) for q in questions))
+    lines = [
+        f"leave one out: judged@10 of the left-out system {min(judged):.2f} to {max(judged):.2f} "
+        f"(mean {statistics.fmean(judged):.2f}; the others' near 1)\n",
+        "| measure | places the left-out system moves, mean (most) | tau, each system scored left out |",
+        "|---|---|---|",
+    ]
+    for measure in MEASURES:
+        tau = float(kendalltau(left_scores[measure], reference[measure]).statistic)
+        lines.append(
+            f"| {measure} | {statistics.fmean(moved[measure]):.2f} ({max(moved[measure])}) | {tau:.3f} |"
+        )
     return lines
 
 

@@ -43,6 +43,11 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "too-many-configs": (400, "more configurations than one call may evaluate"),
     "empty-golden-set": (400, "no golden entry with expected documents to evaluate"),
     "empty-pool": (400, "the runs rank no unjudged document within the pool's depth for the questions asked"),
+    "changed-since": (
+        409,
+        "a pool's application cannot be taken back: entries it changed were changed since",
+    ),
+    "already-reverted": (409, "a pool's application was taken back already"),
     "embeddings-unavailable": (503, "the embeddings endpoint failed after its retries"),
     "index-building": (
         503,

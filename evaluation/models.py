@@ -192,6 +192,12 @@ class QuestionResult(models.Model):
         return f"{self.run_id} #{self.position}"
 
     @property
+    def relevant_ids(self) -> list[str]:
+        """The expected documents the run read as relevant, sorted (`expected` also holds those judged not
+        relevant, grade 0: judged, never relevant)."""
+        return sorted(d for d, grade in self.expected.items() if grade > 0)
+
+    @property
     def ranked(self) -> list[tuple[str, float]]:
         """[(document_id, score), ...] in rank order."""
         if not self.ranked_ids:
@@ -398,6 +404,32 @@ class RelevanceJudgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater}: {self.document_id} {self.grade}"
+
+
+class PoolApplication(models.Model):
+    """A pool's combined grades written into the golden set (evaluation.judgments.apply): what each entry held
+    before and after, so that it can be taken back while nobody has changed those entries since."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    pool = models.ForeignKey(JudgmentPool, on_delete=models.CASCADE, related_name="applications")
+    source = models.CharField(
+        max_length=grades.RATER_MAX_LENGTH, help_text='"people" (their combined grades), or a machine rater.'
+    )
+    judgments = models.PositiveIntegerField(help_text="The documents whose grade was written.")
+    changes = models.JSONField(
+        default=list,
+        help_text="[{entry_id, before: {expected_document_ids, grades}, after: {...}}, ...], one per entry.",
+    )
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    reverted_by = models.CharField(max_length=200, blank=True)
+    reverted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.pool}: {self.judgments} judgments applied by {self.created_by}"
 
 
 class IndexManifest(models.Model):

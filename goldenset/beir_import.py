@@ -108,12 +108,13 @@ def _beir_files(folder: Path) -> tuple[dict[str, Path], Path]:
 
 
 def _beir_entry(query, judgments: dict[str, int]) -> EntryInput:
-    """A query as a golden entry: its judged-relevant documents (grade > 0) expected, with their grades."""
+    """A query as a golden entry: its judged-relevant documents (grade > 0) expected, with their grades, and
+    those judged not relevant (grade 0) kept as judged; a negative grade (in the pool, unjudged) is left out."""
     relevant = {d: g for d, g in judgments.items() if g > 0}
     return EntryInput(
         question=query.text,
         expected_document_ids=sorted(relevant),
-        grades=relevant,
+        grades={**relevant, **{d: 0 for d, g in judgments.items() if g == 0}},
         reference_answer=query.reference_answer,
         key=query.id,
         answerable=query.answerable,

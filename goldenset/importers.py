@@ -333,7 +333,10 @@ def _every_unknown_document(
 
 
 def _input(entry: Entry, expected: tuple[str, ...]) -> EntryInput:
-    grades = None if entry.grades is None else {d: g for d, g in entry.grades.items() if d in expected}
+    # a grade of 0 is a judgment (judged not relevant) whether or not the document is expected: kept
+    grades = (
+        None if entry.grades is None else {d: g for d, g in entry.grades.items() if d in expected or g == 0}
+    )
     return EntryInput(
         question=entry.question,
         expected_document_ids=list(expected),

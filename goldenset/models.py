@@ -95,7 +95,10 @@ class GoldenEntry(models.Model):
     question_hash = models.CharField(max_length=64, editable=False)
     expected_document_ids = models.JSONField(default=list, blank=True)
     grades = models.JSONField(
-        default=dict, blank=True, help_text="Graded relevance per expected document id (1 when absent)."
+        default=dict,
+        blank=True,
+        help_text="Graded relevance per expected document id (1 when absent); 0 for a document judged not "
+        "relevant, expected or not.",
     )
     reference_answer = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
@@ -137,6 +140,14 @@ class GoldenEntry(models.Model):
 
     def grade(self, document_id: str) -> int:
         return int(self.grades.get(document_id, 1))
+
+    def qrels(self) -> dict[str, int]:
+        """Every judged document with its grade, as trec_eval reads qrels: the expected ones (1 unless graded)
+        and those judged not relevant (0), which count as judged, never as relevant."""
+        judged = {d: self.grade(d) for d in self.expected_document_ids}
+        for document_id, grade in (self.grades or {}).items():
+            judged.setdefault(document_id, int(grade))
+        return judged
 
 
 class GoldenJobKind(models.TextChoices):

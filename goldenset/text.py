@@ -203,10 +203,17 @@ def expected_documents_problem(values: Sized) -> str | None:
 MAX_GRADE = 1000
 
 
+def stray_grades(grades: dict, expected: Iterable[str]) -> set[str]:
+    """The graded documents an entry cannot hold: not expected, with a grade other than 0."""
+    wanted = set(expected)
+    return {k for k, v in grades.items() if k not in wanted and v != 0}
+
+
 def grades_problem(grades: object, expected: Iterable[str]) -> str | None:
     """Why these cannot be an entry's graded relevance, or None: whole numbers 0 to MAX_GRADE, each of a
-    document the entry expects. An edit that drops an expected document must drop its grade too; the writer
-    is told so (every writer: the API, the dashboard, the admin, the importers), never left to guess."""
+    document the entry expects, or 0 for a document it does not expect (judged not relevant: a judged document,
+    no longer an unjudged one). An edit that drops an expected document must drop its grade too, or make it 0;
+    the writer is told so (every writer: the API, the dashboard, the admin, the importers), never left to guess."""
     if not isinstance(grades, dict):
         return 'expected an object of document id -> grade, e.g. {"refunds": 2}'
     bad = [
@@ -216,10 +223,10 @@ def grades_problem(grades: object, expected: Iterable[str]) -> str | None:
     ]
     if bad:
         return f"grades are whole numbers from 0 to {MAX_GRADE}; check: {', '.join(bad)}"
-    unknown = sorted(set(grades) - set(expected))
+    unknown = sorted(stray_grades(grades, expected))
     if unknown:
         return (
             f"graded documents not in expected_document_ids: {', '.join(unknown)} "
-            "(remove their grades, or keep them expected)"
+            "(a document that is not expected takes only grade 0, judged not relevant)"
         )
     return None

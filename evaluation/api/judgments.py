@@ -11,9 +11,9 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
-from evaluation.judgments import pools
+from evaluation.judgments import apply, pools
 from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
-from evaluation.models import EvaluationJobKind, JudgmentPool, RelevanceJudgment
+from evaluation.models import EvaluationJobKind, JudgmentPool, PoolApplication, RelevanceJudgment
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, TenantIn, error_responses
@@ -64,6 +64,17 @@ class PoolAgreementOut(serializers.Serializer):
     )
 
 
+class ApplicationOut(serializers.Serializer):
+    application_id = serializers.UUIDField()
+    source = serializers.CharField(help_text='"people", or the machine rater whose grades were written.')
+    judgments = serializers.IntegerField(help_text="The documents whose grade was written.")
+    entries = serializers.IntegerField()
+    created_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    reverted_by = serializers.CharField()
+    reverted_at = serializers.DateTimeField(allow_null=True)
+
+
 class PoolOut(serializers.Serializer):
     pool_id = serializers.UUIDField()
     collection_id = serializers.CharField()
@@ -77,8 +88,61 @@ class PoolOut(serializers.Serializer):
     items = serializers.IntegerField()
     progress = ProgressOut()
     agreement = PoolAgreementOut()
+    applications = ApplicationOut(
+        many=True, help_text="Its grades written into the golden set, newest first."
+    )
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
+
+
+class ApplyIn(TenantIn):
+    dry_run = serializers.BooleanField(default=False, help_text="true: show the change, write nothing.")
+    source = serializers.CharField(
+        default=apply.PEOPLE, max_length=RATER_MAX_LENGTH,
+        help_text='"people": the raters\' combined grades (median); or a machine rater (llm-relevance:...).',
+    )  # fmt: skip
+
+
+class RunBeforeAfterOut(serializers.Serializer):
+    run_id = serializers.UUIDField()
+    label = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    in_pool = serializers.BooleanField(help_text="One of the runs the pool was made from.")
+    questions_before = serializers.IntegerField()
+    questions_after = serializers.IntegerField()
+    before = serializers.DictField(
+        child=serializers.FloatField(), help_text="Its metrics under the golden set now."
+    )
+    after = serializers.DictField(child=serializers.FloatField(), help_text="With the pool's grades written.")
+
+
+class SplitOut(serializers.Serializer):
+    question_id = serializers.CharField()
+    document_id = serializers.CharField()
+
+
+class ApplyOut(serializers.Serializer):
+    pool_id = serializers.UUIDField()
+    source = serializers.CharField()
+    dry_run = serializers.BooleanField()
+    judgments = serializers.IntegerField(help_text="Grades written (or that would be).")
+    relevant = serializers.IntegerField(help_text="Of them, grades 1-3: the document becomes expected.")
+    not_relevant = serializers.IntegerField(help_text="Of them, grade 0: judged not relevant.")
+    splits = SplitOut(many=True, help_text="Items whose raters were 2 grades apart or more: to review.")
+    entries = serializers.IntegerField(help_text="Golden entries changed.")
+    ungraded = serializers.IntegerField(
+        help_text='Items nobody graded yet (or only "cannot judge"): left out.'
+    )
+    judged_since = serializers.IntegerField(
+        help_text="Items the golden set has judged since the pool was made: its judgment kept."
+    )
+    runs = RunBeforeAfterOut(many=True)
+    runs_not_shown = serializers.IntegerField(
+        help_text="Older stored runs of the collection not scored here."
+    )
+    application_id = serializers.UUIDField(
+        allow_null=True, help_text="null for a dry run or nothing to write."
+    )
 
 
 class ItemOut(serializers.Serializer):
@@ -162,9 +226,18 @@ def pool_body(pool: JudgmentPool) -> dict:
         "items": progress.items,
         "progress": vars(progress),
         "agreement": pools.pool_agreement(pool),
+        "applications": [application_body(a) for a in pool.applications.all()],
         "created_by": pool.created_by,
         "created_at": pool.created_at,
     }
+
+
+def application_body(a: PoolApplication) -> dict:
+    return {
+        "application_id": a.pk, "source": a.source, "judgments": a.judgments, "entries": len(a.changes),
+        "created_by": a.created_by, "created_at": a.created_at, "reverted_by": a.reverted_by,
+        "reverted_at": a.reverted_at,
+    }  # fmt: skip
 
 
 # --- views -------------------------------------------------------------------------------------------------
@@ -252,6 +325,42 @@ class PoolAssessApi(TenantAPIView):
             input={"pool_id": str(pool.pk), "model": model, "samples": data["samples"], "actor": self.actor},
         )  # fmt: skip
         return Response({"job_id": job.pk, "status": job.status}, status=status.HTTP_202_ACCEPTED)
+
+
+class PoolApplyApi(TenantAPIView):
+    @extend_schema(
+        request=ApplyIn,
+        responses={200: ApplyOut},
+        summary="Writes a pool's grades into the golden set (or, with dry_run, shows what that changes).",
+        description="Each graded item's grade (the people's median, or one machine rater's) is written to its "
+        "golden entry: 1-3 makes the document expected with that grade, 0 records it judged not relevant. "
+        f"First, for the pool's runs and the newest other stored runs of the collection ({apply.RUNS_SHOWN} in "
+        "all), each metric over the run's stored rankings before and after. All or nothing, audited; a "
+        "document judged in the golden set since the pool was made keeps that judgment. Taken back with "
+        ".../applications/{application_id}/revert.",
+    )
+    def post(self, request, pool_id: str):
+        data = read_strictly(ApplyIn, request.data)
+        pool = pools.pool_get(tenant=self.tenant(data), pool_id=pool_id)
+        summary = apply.pool_apply(
+            pool=pool, actor=self.actor, dry_run=data["dry_run"], source=data["source"]
+        )
+        return Response(summary)
+
+
+class ApplicationRevertApi(TenantAPIView):
+    @extend_schema(
+        request=TenantIn,
+        responses={200: ApplicationOut, **error_responses("changed-since", "already-reverted")},
+        summary="Takes a pool's application back: every entry it changed as it was before.",
+        description="All or nothing: when an entry it changed was changed or deleted since, 409 changed-since "
+        "names it and nothing is written.",
+    )
+    def post(self, request, pool_id: str, application_id: str):
+        data = read_strictly(TenantIn, request.data)
+        pool = pools.pool_get(tenant=self.tenant(data), pool_id=pool_id)
+        application = apply.application_revert(pool=pool, application_id=application_id, actor=self.actor)
+        return Response(application_body(application))
 
 
 class JudgmentsApi(TenantAPIView):

@@ -19,6 +19,12 @@ urlpatterns = [
     path("search/judgments/pools", judgments.PoolsApi.as_view(), name="pools"),
     path("search/judgments/pools/<str:pool_id>", judgments.PoolDetailApi.as_view(), name="pool"),
     path("search/judgments/pools/<str:pool_id>/next", judgments.PoolNextApi.as_view(), name="pool-next"),
+    path("search/judgments/pools/<str:pool_id>/apply", judgments.PoolApplyApi.as_view(), name="pool-apply"),
+    path(
+        "search/judgments/pools/<str:pool_id>/applications/<str:application_id>/revert",
+        judgments.ApplicationRevertApi.as_view(),
+        name="pool-application-revert",
+    ),
     path(
         "search/judgments/pools/<str:pool_id>/assess", judgments.PoolAssessApi.as_view(), name="pool-assess"
     ),

@@ -27,8 +27,9 @@ from evaluation.dashboard.answer_runs_reads import (
 from evaluation.dashboard.common_reads import Memo, ordered_metrics
 from evaluation.dashboard.runs_reads import batch_runs
 from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.retrieval.completeness import judged_gap
 from evaluation.runs import stats
-from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS
+from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS, JUDGED_SHARE
 
 MAX_COMPARE_RUNS = 20
 
@@ -174,7 +175,8 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
     else:
         per_run = compare_question_metrics(runs)
         metric_names = ordered_metrics(set.intersection(*(set(run.metrics) for run in runs)))
-        chart_metrics = metric_names
+        # judged@k is how complete the judgments were, not how good the run is: in the tables, not the bars
+        chart_metrics = [name for name in metric_names if not name.startswith(f"{JUDGED_SHARE}@")]
     means: dict[str, dict[str, float]] = {name: {} for name in names}
     intervals: dict[str, dict[str, tuple[float, float]]] = {name: {} for name in names}
     pair_results: dict[tuple[str, str], dict[str, stats.PairwiseResult]] = {}
@@ -324,6 +326,7 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         "permutations_text": f"{PERMUTATIONS:,}",
         "resamples_text": f"{RESAMPLES:,}",
         "same_batch": len({run.batch_id for run in runs}) == 1,
+        "judged_gap": None if answers else judged_gap(means),
     }
 
 

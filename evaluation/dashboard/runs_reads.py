@@ -276,7 +276,7 @@ def run_csv(run: EvaluationRun) -> str:
                 question_diagnosis(r.diagnosis, r.first_relevant_rank, r.missing_document_ids, r.error),
                 *([_flag(r.answerable), _flag(r.refused), _flag(r.passed)] if answers else []),
                 *[r.metrics.get(name, "") for name in names],
-                json.dumps(sorted(r.expected), ensure_ascii=False),
+                json.dumps(r.relevant_ids, ensure_ascii=False),
                 json.dumps(r.missing_document_ids, ensure_ascii=False),
                 json.dumps([doc for doc, _ in r.ranked], ensure_ascii=False),
                 *([r.answer] if answers else []),

@@ -74,8 +74,9 @@ def _runs_of(tenant: Tenant, collection: Collection, run_ids: Sequence[str]) -> 
 
 
 def judged_documents(collection: Collection, entries: Sequence[GoldenEntry]) -> dict[str, set[str]]:
-    """Per entry id, the documents that have a judgment: its expected documents and every grade a rater gave."""
-    judged = {str(e.pk): set(e.expected_document_ids) for e in entries}
+    """Per entry id, the documents that have a judgment: those its qrels hold (expected, or judged not relevant)
+    and every grade a rater gave."""
+    judged = {str(e.pk): set(e.qrels()) for e in entries}
     rows = RelevanceJudgment.objects.filter(collection=collection, grade__isnull=False)
     for entry_id, document_id in rows.values_list("entry_id", "document_id"):
         if str(entry_id) in judged:  # read by collection, not by a list of entries that may run to thousands

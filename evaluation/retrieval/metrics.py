@@ -38,7 +38,16 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from goldenset.vocabulary.metric_names import MRR, NDCG, RECALL, at_k
+from goldenset.vocabulary.metric_names import (
+    BPREF,
+    JUDGED_SHARE,
+    MAP_COND,
+    MRR,
+    NDCG,
+    NDCG_COND,
+    RECALL,
+    at_k,
+)
 
 __all__ = [
     "average_precision",
@@ -207,9 +216,11 @@ def missing_relevant(ranking: Sequence[str], qrels: Mapping[str, int]) -> list[s
 
 
 def evaluate_query(ranking: Sequence[str], qrels: Mapping[str, int], ks: Iterable[int]) -> dict[str, float]:
-    """The metrics of one query: ``recall@k`` for each k, then ``ndcg@k`` for each k, then ``mrr``.
+    """The metrics of one query: ``recall@k`` for each k, then ``ndcg@k`` for each k, then ``mrr``; then the
+    measures for incomplete judgments: ``judged@k`` and ``ndcg_cond@k`` for each k, ``bpref`` and ``map_cond``.
 
-    The search depth is max(ks): ``mrr`` is the reciprocal rank within it (the ranking is cut there if longer).
+    The search depth is max(ks): every measure reads the ranking cut there (``mrr`` is the reciprocal rank within
+    it; ``bpref`` and ``map_cond`` read the whole cut ranking, as trec_eval reads a run of that depth).
     """
     cutoffs = list(dict.fromkeys(ks))
     if not cutoffs:
@@ -221,15 +232,39 @@ def evaluate_query(ranking: Sequence[str], qrels: Mapping[str, int], ks: Iterabl
     top = ranking[:depth]
     if len(set(top)) != len(top):  # trec_eval refuses a run that lists a document twice
         raise ValueError("the ranking lists a document more than once")
+    gains = sorted((grade for grade in qrels.values() if grade > 0), reverse=True)
+    metrics: dict[str, float] = {}
     # One pass over the ranking, then every cutoff from it. Gains are added in rank order and the ideal in
     # grade order, term by term, exactly as recall_at / ndcg_at add them, so the values are bit-identical.
     hits = [(i, qrels[doc]) for i, doc in enumerate(top) if qrels.get(doc, 0) > 0]
-    gains = sorted((grade for grade in qrels.values() if grade > 0), reverse=True)
-    relevant = len(gains)
-    metrics: dict[str, float] = {}
     for k in cutoffs:
         found = sum(1 for i, _ in hits if i < k)
-        metrics[at_k(RECALL, k)] = found / relevant if relevant else 0.0
+        metrics[at_k(RECALL, k)] = found / len(gains) if gains else 0.0
+    ndcg = _ndcg_cuts(hits, gains, cutoffs)
+    for k in cutoffs:
+        metrics[at_k(NDCG, k)] = ndcg[k]
+    metrics[MRR] = 1.0 / (hits[0][0] + 1) if hits else 0.0
+    # The same over the condensed list (judged documents only, in their order): trec_eval -J.
+    judged = [(i, qrels[doc]) for i, doc in enumerate(top) if qrels.get(doc, -1) >= 0]
+    for k in cutoffs:
+        metrics[at_k(JUDGED_SHARE, k)] = sum(1 for i, _ in judged if i < k) / k
+    condensed_hits = [(j, grade) for j, (_, grade) in enumerate(judged) if grade > 0]
+    ndcg_cond = _ndcg_cuts(condensed_hits, gains, cutoffs)
+    for k in cutoffs:
+        metrics[at_k(NDCG_COND, k)] = ndcg_cond[k]
+    metrics[BPREF] = bpref(top, qrels)
+    total = 0.0
+    for found, (j, _) in enumerate(condensed_hits, start=1):
+        total += found / (j + 1)
+    metrics[MAP_COND] = total / len(gains) if condensed_hits else 0.0
+    return metrics
+
+
+def _ndcg_cuts(
+    hits: Sequence[tuple[int, int]], gains: Sequence[int], cutoffs: Sequence[int]
+) -> dict[int, float]:
+    """nDCG at each cutoff from the (0-based rank, grade) of the relevant documents, as ndcg_at sums it."""
+    values = {}
     for k in cutoffs:
         dcg = 0.0
         for i, gain in hits:
@@ -239,9 +274,8 @@ def evaluate_query(ranking: Sequence[str], qrels: Mapping[str, int], ks: Iterabl
         ideal = 0.0
         for i, gain in enumerate(gains[:k]):
             ideal += gain / math.log2(i + 2)
-        metrics[at_k(NDCG, k)] = dcg / ideal if ideal > 0.0 else 0.0
-    metrics[MRR] = 1.0 / (hits[0][0] + 1) if hits else 0.0
-    return metrics
+        values[k] = dcg / ideal if ideal > 0.0 else 0.0
+    return values
 
 
 def mean_metrics(per_query: Sequence[Mapping[str, float]]) -> dict[str, float]:

@@ -203,7 +203,11 @@ class QuestionResultOut(serializers.Serializer):
     entry_key = serializers.CharField()
     collection_id = serializers.CharField()
     question = serializers.CharField()
-    expected = serializers.DictField(child=serializers.IntegerField())
+    expected = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="Each judged document's grade, as the run read the golden set: above 0 expected (relevant), "
+        "0 judged not relevant.",
+    )
     ranked = serializers.SerializerMethodField()
     first_relevant_rank = serializers.IntegerField(allow_null=True)
     missing_document_ids = serializers.ListField(child=serializers.CharField())
@@ -257,7 +261,7 @@ class QuestionResultOut(serializers.Serializer):
     @extend_schema_field(RankedDocumentOut(many=True))
     def get_ranked(self, result) -> list[dict]:
         return [
-            {"rank": rank, "document_id": doc, "score": score, "relevant": doc in result.expected}
+            {"rank": rank, "document_id": doc, "score": score, "relevant": result.expected.get(doc, 0) > 0}
             for rank, (doc, score) in enumerate(result.ranked, start=1)
         ]
 

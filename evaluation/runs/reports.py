@@ -71,7 +71,7 @@ def ragas_rows(run: EvaluationRun) -> str:
             "retrieved_contexts": [p.get("text", "") for p in r.context],
             "retrieved_context_ids": [p.get("document_id", "") for p in r.context],
             "reference": references.get(r.entry_id, ""),
-            "reference_context_ids": sorted(r.expected),
+            "reference_context_ids": r.relevant_ids,
             **{name: r.metrics.get(name) for name in JUDGED_METRICS},
         }
         rows.append(json.dumps(row, ensure_ascii=False))

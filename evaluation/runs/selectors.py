@@ -116,10 +116,7 @@ def golden_questions(collections: Sequence[Collection]) -> list[GoldenQuestion]:
             key=entry.key,
             collection_id=collection.slug,
             question=entry.question,
-            qrels={
-                (f"{collection.slug}/{d}" if multi else d): entry.grade(d)
-                for d in entry.expected_document_ids
-            },
+            qrels={(f"{collection.slug}/{d}" if multi else d): grade for d, grade in entry.qrels().items()},
             document_ids=tuple(entry.expected_document_ids),
             reference=entry.reference_answer if entry.answerable else "",
             answerable=entry.answerable,

@@ -5,8 +5,10 @@ Topics, in either of the two forms IR collections ship:
   `<narr> Narrative: ...`; the title is the question (the desc when there is no title), the number its key;
 - tab-separated `qid<TAB>query` lines.
 Qrels: `qid iteration docid grade` lines, whitespace-separated (trec_eval's input). A grade above 0 makes the
-document expected, with its grade (1, the default, is not stored); 0 and negative grades (judged not relevant) are not kept. A topic no qrels
-line names is an entry without expected documents; a qrels line whose topic is not in the topics is an error.
+document expected, with its grade (1, the default, is not stored); grade 0 is kept as a judgment (judged not
+relevant: a grade of 0 for a document the entry does not expect), and a negative grade (trec_eval's "in the pool
+but unjudged") is not kept. A topic no qrels line names is an entry without expected documents; a qrels line
+whose topic is not in the topics is an error. Export writes the judged-not-relevant documents back as grade 0.
 Export writes `<name>.topics.tsv` and `<name>.qrels`; reference answers and tags have no place in TREC files
 and are named in the warnings.
 """
@@ -33,13 +35,13 @@ def read(topics_text: str, qrels_text: str) -> list[Entry]:
         with problems.row():
             _qrels_line(line, number, topics, grades)
     problems.check()
-    # An expected document's grade is 1 unless said otherwise: only the others are kept as grades.
+    # An expected document's grade is 1 unless said otherwise: only the others are kept as grades (0 included).
     graded = {qid: {d: g for d, g in found.items() if g != 1} for qid, found in grades.items()}
     return [
         Entry(
             question=question,
             key=qid,
-            expected_document_ids=tuple(grades.get(qid, {})),
+            expected_document_ids=tuple(d for d, g in grades.get(qid, {}).items() if g > 0),
             grades=graded.get(qid, {}),
             answerable=True,
             where=where,
@@ -50,7 +52,7 @@ def read(topics_text: str, qrels_text: str) -> list[Entry]:
 
 
 def _qrels_line(line: str, number: int, topics: dict, grades: dict[str, dict[str, int]]) -> None:
-    """One qrels line into `grades` (qid -> document -> grade above 0), or the line's problem."""
+    """One qrels line into `grades` (qid -> document -> grade 0 or above), or the line's problem."""
     parts = line.split()
     if len(parts) != 4:
         raise fail(f"qrels line {number}", f"expected 4 columns (qid iteration docid grade), found {len(parts)}.",
@@ -67,7 +69,7 @@ def _qrels_line(line: str, number: int, topics: dict, grades: dict[str, dict[str
             line=number,
             file="qrels",
         )
-    if int(grade) > 0:
+    if int(grade) >= 0:
         grades.setdefault(qid, {})[document] = int(grade)
 
 
@@ -124,6 +126,10 @@ def write(entries: Sequence[Entry], name: str) -> Written:
         topics.append(f"{qid}\t{' '.join(e.question.split())}")
         for document in e.expected_document_ids:
             qrels.append(f"{qid} 0 {document} {(e.grades or {}).get(document, 1)}")
+        judged_not_relevant = [
+            d for d, g in (e.grades or {}).items() if g == 0 and d not in e.expected_document_ids
+        ]
+        qrels.extend(f"{qid} 0 {document} 0" for document in judged_not_relevant)
     if keyless:
         warnings.append(f"{len(keyless)} entries have no key: numbered q1, q2, ... by position as topic ids.")
     lost = [

@@ -23,6 +23,7 @@ from goldenset.text import (
     question_hash,
     question_problem,
     reference_answer_problem,
+    stray_grades,
     tag_problem,
     tags_problem,
 )
@@ -177,7 +178,7 @@ def _check_grades(index: int, entry: EntryInput) -> None:
     if entry.grades is None or not (problem := grades_problem(entry.grades, entry.expected_document_ids)):
         return
     details: dict[str, Any] = {"index": index, "field": "grades"}
-    if isinstance(entry.grades, dict) and (stray := set(entry.grades) - set(entry.expected_document_ids)):
+    if isinstance(entry.grades, dict) and (stray := stray_grades(entry.grades, entry.expected_document_ids)):
         details["document_ids"] = sorted(stray)
     raise EvalsiteError("validation-error", f"entries[{index}].grades: {problem}.", details=details)
 
@@ -257,7 +258,9 @@ def golden_entries_add(
                 grades = {k: int(v) for k, v in entry.grades.items()}
             else:
                 kept = current.grades if current is not None else {}
-                grades = {k: v for k, v in kept.items() if k in expected}
+                grades = {
+                    k: v for k, v in kept.items() if k in expected or v == 0
+                }  # judged not relevant: kept
             values = {
                 "question": entry.question.strip(),
                 "expected_document_ids": expected,

@@ -1,7 +1,9 @@
 """The names of evalsite's metrics, in the order they are shown. Plain Python: no Django import.
 
 Retrieval (trec_eval's measures, computed by evaluation.retrieval.metrics): recall and nDCG at each cutoff k, named
-"recall@k" and "ndcg@k", and MRR, "mrr". Answers (evaluation.answers.judge and evaluation.answers.verdicts): the five
+"recall@k" and "ndcg@k", and MRR, "mrr"; then the measures that say how complete the judgments were and read
+only what was judged: "judged@k" (the share of the top k that is judged), "ndcg_cond@k" (nDCG over the condensed
+list, unjudged documents removed), "bpref" and "map_cond" (MAP over the condensed list). Answers (evaluation.answers.judge and evaluation.answers.verdicts): the five
 judged metrics, each a per-question value in 0..1; the two refusal rates of a run (counts, no per-question
 value); and the run's overall score (0-100). These names are keys of stored runs and of the API's JSON, so
 they never change; the order here is the order of the judge's calls, the CLI's columns and the dashboard's
@@ -13,9 +15,14 @@ from __future__ import annotations
 __all__ = [
     "ANSWER_METRICS",
     "ANSWER_SCORE",
+    "BPREF",
+    "INCOMPLETE_METRICS",
+    "JUDGED_SHARE",
     "JUDGED_METRICS",
+    "MAP_COND",
     "MRR",
     "NDCG",
+    "NDCG_COND",
     "RECALL",
     "REFUSAL_METRICS",
     "RETRIEVAL_METRICS",
@@ -23,8 +30,11 @@ __all__ = [
 ]
 
 RECALL, NDCG, MRR = "recall", "ndcg", "mrr"
-# Display order; recall and nDCG carry a cutoff ("recall@10"), MRR does not.
-RETRIEVAL_METRICS: tuple[str, ...] = (RECALL, NDCG, MRR)
+JUDGED_SHARE, NDCG_COND, BPREF, MAP_COND = "judged", "ndcg_cond", "bpref", "map_cond"
+# The measures for incomplete judgments, shown after the standard ones.
+INCOMPLETE_METRICS: tuple[str, ...] = (JUDGED_SHARE, NDCG_COND, BPREF, MAP_COND)
+# Display order; recall, nDCG, judged and condensed nDCG carry a cutoff ("recall@10"), the others do not.
+RETRIEVAL_METRICS: tuple[str, ...] = (RECALL, NDCG, MRR, *INCOMPLETE_METRICS)
 
 JUDGED_METRICS: tuple[str, ...] = (
     "faithfulness",

@@ -223,7 +223,9 @@ def test_a_user_imports_evaluates_compares_and_curates_in_the_browser(
     assert pairs.count() == 1
     assert pairs.first.locator("td.pair").inner_text().split(" vs ") in (LABELS, LABELS[::-1])
     metrics = page.locator("table.compare-pairs thead th.num").all_text_contents()
-    assert metrics == ["recall@1", "recall@5", "recall@10", "ndcg@1", "ndcg@5", "ndcg@10", "mrr"]
+    assert metrics == ["recall@1", "recall@5", "recall@10", "ndcg@1", "ndcg@5", "ndcg@10", "mrr"] + [
+        "judged@1", "judged@5", "judged@10", "ndcg_cond@1", "ndcg_cond@5", "ndcg_cond@10", "bpref", "map_cond",
+    ]  # fmt: skip
     assert pairs.first.locator("div.p").count() == len(metrics)  # a p-value per metric
     screenshot(page, "05-compare")
     assert_plotly_local(urls)

@@ -65,7 +65,7 @@ def test_dropping_a_graded_document_is_refused_naming_the_grades(alice, world, g
     since = last_id()
     response = alice.post(entry_url(world, entry), edit_data(entry, expected_document_ids="refunds"))
     assert response.status_code == 400
-    message = "Graded documents not in expected_document_ids: warranty (remove their grades, or keep them expected)."
+    message = "Graded documents not in expected_document_ids: warranty (a document that is not expected takes only grade 0, judged not relevant)."
     assert response.context["form"].errors == {"grades": [message]}
     # The page shows the grades as stored, to fix.
     assert "warranty: 2" in response.content.decode()

@@ -19,7 +19,9 @@ def test_compare_a_batch_shows_every_metric_with_intervals_and_pairwise_tests(al
     page = alice.get(reverse("dashboard:compare") + f"?batch={batch.batch_id}")
     assert page.status_code == 200
     context = page.context
-    assert context["metric_names"] == ["recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"]
+    assert context["metric_names"] == ["recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"] + [
+        "judged@1", "judged@3", "ndcg_cond@1", "ndcg_cond@3", "bpref", "map_cond",
+    ]  # fmt: skip
     assert [s.name for s in context["series_rows"]] == ["fulltext", "vector", "hybrid"]
     assert context["questions"] == 3 and context["same_batch"]
     for row, run in zip(context["series_rows"], batch.runs, strict=True):

@@ -48,7 +48,8 @@ def test_a_retrieval_runs_page_shows_every_metric_per_tag_and_origin(alice, batc
     assert page.status_code == 200
     rows = slice_rows(page, "run-slices")
     header = ["recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"]
-    assert page.context["slices"].metric_names == header
+    holes = ["judged@1", "judged@3", "ndcg_cond@1", "ndcg_cond@3", "bpref", "map_cond"]
+    assert page.context["slices"].metric_names == header + holes
     assert [row[:2] for row in rows] == [
         ["tag money", "1"],
         ["tag policy", "2"],
@@ -56,8 +57,8 @@ def test_a_retrieval_runs_page_shows_every_metric_per_tag_and_origin(alice, batc
         ["origin Manual", "3"],
     ]
     policy = rows[1][2:]
-    assert policy == [f"{mean_over(run, metric, 'policy'):.3f}" for metric in header]
-    assert policy == [f"{run.slices['tag']['policy'][metric]:.3f}" for metric in header]
+    assert policy == [f"{mean_over(run, metric, 'policy'):.3f}" for metric in header + holes]
+    assert policy == [f"{run.slices['tag']['policy'][metric]:.3f}" for metric in header + holes]
 
 
 def test_a_restricted_runs_page_says_its_subset(alice, world, golden, django_capture_on_commit_callbacks):

@@ -18,6 +18,7 @@ import pytest
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.judgments.pools import pool_create
+from evaluation.models import PoolApplication
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.runs.slices import EVERY
 from goldenset.models import GoldenJobKind
@@ -69,6 +70,9 @@ def ids(world) -> dict[str, str]:
         tenant=world.tenant, collection=world.collection, run_ids=[str(runs[0].pk)], depth=10,
         raters_per_item=1, subset=EVERY, actor="test",
     )  # fmt: skip
+    application = PoolApplication.objects.create(
+        pool=pool, source="people", judgments=0, changes=[], created_by="test"
+    )
     job = Job.objects.create(
         tenant=world.tenant,
         collection=world.collection,
@@ -84,6 +88,7 @@ def ids(world) -> dict[str, str]:
         "run_id": str(runs[0].pk),
         "name": "stub",
         "pool_id": str(pool.pk),
+        "application_id": str(application.pk),
     }
 
 

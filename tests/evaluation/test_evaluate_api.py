@@ -23,7 +23,10 @@ def test_the_seed_shape_evaluates_and_persists_one_run_per_config(world, golden)
     baseline = body["runs"][0]
     assert baseline["ks"] == [1, 3]
     assert baseline["question_count"] == 3
-    assert baseline["metrics"] == {"recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr": 1.0}
+    assert baseline["metrics"] == {
+        "recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr": 1.0,
+        "judged@1": 1.0, "judged@3": 1 / 3, "ndcg_cond@1": 1.0, "ndcg_cond@3": 1.0, "bpref": 1.0, "map_cond": 1.0,
+    }  # fmt: skip
     assert baseline["warnings"] == ["1 golden entries have no expected documents and were not evaluated."]
     assert body["runs"][1]["config"]["rerank"] == "proximity"
 

@@ -361,7 +361,11 @@ def test_a_golden_entry_naming_a_deleted_document_is_a_warning_not_a_crash(world
     )
     assert run["warnings"] == [warning]
     assert run["question_count"] == 2
-    assert run["metrics"] == {"recall@1": 0.5, "recall@3": 0.5, "ndcg@1": 0.5, "ndcg@3": 0.5, "mrr": 0.5}
+    assert run["metrics"] == {
+        "recall@1": 0.5, "recall@3": 0.5, "ndcg@1": 0.5, "ndcg@3": 0.5, "mrr": 0.5,
+        # q1's top 1 is judged (its expected document), q2's top 3 hold nothing judged (its document is gone).
+        "judged@1": 0.5, "judged@3": 1 / 6, "ndcg_cond@1": 0.5, "ndcg_cond@3": 0.5, "bpref": 0.5, "map_cond": 0.5,
+    }  # fmt: skip
 
     detail = world.client.get(f"{URL}/runs/{run['run_id']}").json()
     assert detail["warnings"] == [warning]

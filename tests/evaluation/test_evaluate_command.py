@@ -86,11 +86,25 @@ def test_a_passing_bar_exits_0_reports_a_table_and_stores_the_runs(world, golden
     assert (code, err) == (0, "")
     rows = table(out)
     header = ["label", "recall@1", "recall@5", "recall@10", "ndcg@1", "ndcg@5", "ndcg@10", "mrr"]
-    assert rows[0] == [*header, "questions", "ms", "gate"]
+    holes = [
+        "judged@1",
+        "judged@5",
+        "judged@10",
+        "ndcg_cond@1",
+        "ndcg_cond@5",
+        "ndcg_cond@10",
+        "bpref",
+        "map_cond",
+    ]
+    assert rows[0] == [*header, *holes, "questions", "ms", "gate"]
     assert [row[0] for row in rows[1:]] == ["FullText", "Hybrid Rrf"]
     for row in rows[1:]:
         assert row[1:8] == ["1.0000"] * 7
-        assert row[8] == "3" and re.fullmatch(r"\d+\.\d", row[9]) and row[10] == "PASS"
+        assert row[8] == "1.0000" and row[9:11] != ["1.0000"] * 2  # the top 1 is judged, the top 5 not all
+        assert (
+            row[11:16] == ["1.0000"] * 5
+        )  # condensed nDCG, bpref and condensed MAP: every relevant one first
+        assert row[16] == "3" and re.fullmatch(r"\d+\.\d", row[17]) and row[18] == "PASS"
     assert out.splitlines()[-2:] == [NO_EXPECTED, "gate: ndcg@10 >= 0.7 for every configuration: PASS"]
 
     runs = EvaluationRun.objects.order_by("created_at")
@@ -105,7 +119,9 @@ def test_without_a_bar_it_reports_and_exits_0(world, hard):
     code, out, err = run(**SCOPE, ks="1,3", metric="mrr")
     assert (code, err) == (0, "")
     rows = table(out)
-    assert rows[0] == ["label", "recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr", "questions", "ms"]
+    assert rows[0] == ["label", "recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"] + [
+        "judged@1", "judged@3", "ndcg_cond@1", "ndcg_cond@3", "bpref", "map_cond", "questions", "ms",
+    ]  # fmt: skip
     assert rows[1][0] == "FullText" and rows[1][5] == "0.7000"
     assert out.splitlines()[-1] == "gate: none (no --fail-under); mrr reported only"
     assert EvaluationRun.objects.count() == 1
@@ -302,11 +318,13 @@ def test_bad_ks_exit_2(world, golden):
 def test_an_unknown_metric_exits_2_naming_the_available_ones(world, golden):
     assert fails(metric="ndcg@20") == (
         "error [unknown-metric] metric: 'ndcg@20' is not computed for ks 1,5,10; "
-        "available: recall@1, recall@5, recall@10, ndcg@1, ndcg@5, ndcg@10, mrr."
+        "available: recall@1, recall@5, recall@10, ndcg@1, ndcg@5, ndcg@10, mrr, judged@1, judged@5, judged@10, "
+        "ndcg_cond@1, ndcg_cond@5, ndcg_cond@10, bpref, map_cond."
     )
     assert fails(ks="1,3") == (  # the default metric, ndcg@10, needs k=10
         "error [unknown-metric] metric: 'ndcg@10' is not computed for ks 1,3; "
-        "available: recall@1, recall@3, ndcg@1, ndcg@3, mrr."
+        "available: recall@1, recall@3, ndcg@1, ndcg@3, mrr, judged@1, judged@3, ndcg_cond@1, ndcg_cond@3, bpref, "
+        "map_cond."
     )
     assert fails(metric="map").startswith("error [unknown-metric] metric: 'map' is not computed")
 

@@ -12,7 +12,11 @@ from tests.support import SEED_EVALUATE_BODY, handbook_entries
 
 API = "/lmkit/v1"
 URL = f"{API}/search/evaluate"
-PERFECT = {"recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr": 1.0}
+PERFECT = {
+    "recall@1": 1.0, "recall@3": 1.0, "ndcg@1": 1.0, "ndcg@3": 1.0, "mrr": 1.0,
+    # each question's one expected document first; the two after it nobody judged
+    "judged@1": 1.0, "judged@3": 1 / 3, "ndcg_cond@1": 1.0, "ndcg_cond@3": 1.0, "bpref": 1.0, "map_cond": 1.0,
+}  # fmt: skip
 
 
 @pytest.fixture

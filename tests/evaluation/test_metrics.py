@@ -191,7 +191,10 @@ def test_cutoffs_must_be_positive_and_rankings_free_of_duplicates():
 
 def test_evaluate_query_keys_and_search_depth():
     metrics = evaluate_query(RANKING, QRELS, (1, 10))
-    assert list(metrics) == ["recall@1", "recall@10", "ndcg@1", "ndcg@10", "mrr"]
+    assert list(metrics) == ["recall@1", "recall@10", "ndcg@1", "ndcg@10", "mrr"] + [
+        "judged@1", "judged@10", "ndcg_cond@1", "ndcg_cond@10", "bpref", "map_cond",
+    ]  # fmt: skip
+    assert metrics["judged@1"] == 0.0 and metrics["judged@10"] == 3 / 10  # d2, d3, d4 judged; d1 not
     assert metrics["recall@10"] == 2 / 3
     assert metrics["ndcg@1"] == 0.0
     assert metrics["mrr"] == 1 / 2
@@ -223,7 +226,9 @@ def test_trec_eval_query_selection():
     assert set(result["judged_none_relevant"].values()) == {0.0}  # evaluated, all zeros
     assert set(result["not_retrieved"].values()) == {0.0}  # pytrec_eval evaluates an empty run as zeros
     assert set(result["normal"].values()) == {1.0}
-    assert set(evaluate_query(["a"], qrels["judged_none_relevant"], KS).values()) == {0.0}
+    judged_none = evaluate_query(["a"], qrels["judged_none_relevant"], KS)
+    assert {judged_none[key] for key in ORACLE_KEY} == {0.0}
+    assert judged_none["judged@1"] == 1.0  # "a" is judged, non-relevant
     assert set(evaluate_query([], qrels["not_retrieved"], KS).values()) == {0.0}
 
 
@@ -330,6 +335,11 @@ def test_evaluate_query_equals_the_per_measure_functions_bit_for_bit():
         want = {f"recall@{k}": metrics.recall_at(docs, qrels, k) for k in ks}
         want |= {f"ndcg@{k}": metrics.ndcg_at(docs, qrels, k) for k in ks}
         want["mrr"] = metrics.reciprocal_rank_at(docs, qrels, max(ks))
+        top = docs[: max(ks)]
+        want |= {f"judged@{k}": metrics.judged_at(top, qrels, k) for k in ks}
+        want |= {f"ndcg_cond@{k}": metrics.ndcg_at(metrics.condensed(top, qrels), qrels, k) for k in ks}
+        want["bpref"] = metrics.bpref(top, qrels)
+        want["map_cond"] = metrics.average_precision(metrics.condensed(top, qrels), qrels)
         assert got == want and list(got) == list(want)
 
 
@@ -372,13 +382,26 @@ def ours_incomplete(ranking: list[str], qrels: dict[str, int]) -> dict[str, floa
 
 
 def incomplete_mismatches(rankings, qrels, oracle) -> list[tuple]:
-    """(query, measure, ours, pytrec_eval's) wherever the two differ by more than TOLERANCE."""
-    return [
-        (q, key, value, oracle[q][key])
-        for q in oracle
-        for key, value in ours_incomplete(rankings[q], qrels[q]).items()
-        if abs(value - oracle[q][key]) > TOLERANCE
-    ]
+    """(query, measure, ours, pytrec_eval's) wherever the two differ by more than TOLERANCE: the per-measure
+    functions, and evaluate_query (what every run stores) at the search depth of the rankings given."""
+    mismatches = []
+    for q in oracle:
+        ours = ours_incomplete(rankings[q], qrels[q])
+        stored = evaluate_query(rankings[q], qrels[q], (*HOLES_KS, max(DEPTH, len(rankings[q]))))
+        ours |= {key: stored[key.removeprefix("stored ")] for key in STORED}
+        for key, value in ours.items():
+            expected = oracle[q][key.removeprefix("stored ")]
+            if abs(value - expected) > TOLERANCE:
+                mismatches.append((q, key, value, expected))
+    return mismatches
+
+
+# The measures a run stores that pytrec_eval has (map itself is not stored: map_cond is).
+STORED = (
+    "stored bpref",
+    "stored map_cond",
+    *(f"stored {m}@{k}" for m in ("judged", "ndcg_cond") for k in HOLES_KS),
+)
 
 
 def test_bpref_map_and_judged_by_hand():

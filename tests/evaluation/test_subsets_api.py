@@ -67,7 +67,10 @@ def asked(run_summary: dict) -> list[str]:
 
 
 def figures(value: float, n: int) -> dict:
-    return {"n": n, "recall@1": value, "ndcg@1": value, "mrr": value}
+    # At depth 1 with only the expected documents judged, the top document is judged exactly when it is
+    # relevant, so every measure for incomplete judgments equals the share of questions found at rank 1 too.
+    measures = ("recall@1", "ndcg@1", "mrr", "judged@1", "ndcg_cond@1", "bpref", "map_cond")
+    return {"n": n, **dict.fromkeys(measures, value)}
 
 
 # --- retrieval: the subset --------------------------------------------------------------------------------------
@@ -318,8 +321,10 @@ def test_the_cli_restricts_by_tag_and_prints_the_breakdown(golden):
     assert run.config["subset"] == {**EVERY, "tags": ["billing", "nothing-else"]} and run.question_count == 2
     lines = out.splitlines()
     start = lines.index("per slice:")
-    assert lines[start + 1].split() == ["configuration", "slice", "n", "recall@1", "ndcg@1", "mrr"]
-    assert [line.split()[-5:] for line in lines[start + 2 : start + 6]] == [
+    assert lines[start + 1].split() == ["configuration", "slice", "n", "recall@1", "ndcg@1", "mrr"] + [
+        "judged@1", "ndcg_cond@1", "bpref", "map_cond",
+    ]  # fmt: skip
+    assert [line.split()[-9:-4] for line in lines[start + 2 : start + 6]] == [
         ["tag:billing", "2", "0.5000", "0.5000", "0.5000"],
         ["tag:faq", "1", "1.0000", "1.0000", "1.0000"],  # a carries faq too
         ["origin:Generated", "1", "0.0000", "0.0000", "0.0000"],
@@ -331,9 +336,12 @@ def test_the_cli_markdown_has_the_breakdown_and_other_subset_switches(golden):
     out = cli("--format", "markdown", "--origin", "Generated", "--skip-unreviewed-generated")
     run = EvaluationRun.objects.get()
     assert run.config["subset"] == {**EVERY, "origin": ["Generated"], "skip_unreviewed_generated": True}
-    assert "| configuration | slice | n | recall@1 | ndcg@1 | mrr |" in out
     assert (
-        "| FullText origin:Generated skip_unreviewed_generated | tag:faq | 1 | 1.0000 | 1.0000 | 1.0000 |"
+        "| configuration | slice | n | recall@1 | ndcg@1 | mrr | judged@1 | ndcg_cond@1 | bpref | map_cond |"
+        in out
+    )
+    assert (
+        "| FullText origin:Generated skip_unreviewed_generated | tag:faq | 1 | 1.0000 | 1.0000 | 1.0000 | 1.0000 |"
         in out
     )
 

@@ -433,7 +433,8 @@ def test_grades_must_name_expected_documents(admin_client, world):
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
     assert errors["grades"] == [
-        "Graded documents not in expected_document_ids: warranty (remove their grades, or keep them expected)."
+        "Graded documents not in expected_document_ids: warranty "
+        "(a document that is not expected takes only grade 0, judged not relevant)."
     ]
     entry.refresh_from_db()
     assert entry.grades == {}

@@ -136,12 +136,21 @@ def test_cranfield_carries_the_graded_judgments_over():
         == "what similarity laws must be obeyed when constructing aeroelastic models of heated high speed aircraft ."
     )
     relevant = {d: g for d, g in qrels["1"].items() if g > 0}
-    assert first.grades == relevant and first.grades["184"] == 3 and first.grades["13"] == 1
+    assert first.grades == {
+        d: g for d, g in qrels["1"].items() if g >= 0
+    }  # grade 0 kept: judged not relevant
+    assert first.grades["184"] == 3 and first.grades["13"] == 1
     assert first.expected_document_ids == sorted(relevant)
     assert "486" in qrels["1"] and qrels["1"]["486"] == 0 and "486" not in first.expected_document_ids
+    assert first.qrels()["486"] == 0
     for key, entry in entries.items():
-        assert entry.grades == {d: g for d, g in qrels[key].items() if g > 0}, key
-    assert sum(len(e.grades) for e in entries.values()) == 1612  # relevant judgments, per the README
+        assert entry.grades == {d: g for d, g in qrels[key].items() if g >= 0}, key
+    assert (
+        sum(len(e.expected_document_ids) for e in entries.values()) == 1612
+    )  # relevant judgments, per the README
+    assert sum(e.qrels() == qrels[key] for key, e in entries.items()) == len(
+        entries
+    )  # every judgment, as read
 
 
 @needs_datasets
@@ -179,7 +188,7 @@ QUERIES = [
 ]
 
 
-def test_only_judgments_above_zero_become_expected_documents(tmp_path):
+def test_only_judgments_above_zero_become_expected_documents_and_grade_0_is_kept_as_judged(tmp_path):
     folder = write_folder(
         tmp_path / "small",
         corpus=CORPUS,
@@ -199,14 +208,14 @@ def test_only_judgments_above_zero_become_expected_documents(tmp_path):
         "q1": {
             "key": "q1",
             "expected_document_ids": ["d1"],
-            "grades": {"d1": 2},
+            "grades": {"d1": 2, "d2": 0},
             "answerable": True,
             "origin": "Imported",
         },
         "q2": {
             "key": "q2",
             "expected_document_ids": [],
-            "grades": {},
+            "grades": {"d1": 0, "d2": 0},  # judged, nothing relevant: not evaluated, never pooled again
             "answerable": True,
             "origin": "Imported",
         },

@@ -26,7 +26,7 @@ ENTRIES = [
         question="When does express shipping arrive?",
         key="q-ship",
         expected_document_ids=("shipping",),
-        grades={"shipping": 1},
+        grades={"shipping": 1, "warranty": 0},  # warranty: judged not relevant, carried wherever grades are
         tags=("shipping",),
     ),  # fmt: skip
     Entry(question="Who is the chief executive?", key="q-ceo", grades={}, answerable=False),
@@ -146,9 +146,10 @@ def test_real_looking_samples_of_each_format_are_read():
     entries = read_entries(
         "trec", topics, qrels="401 0 FBIS3-10082 1\n401 0 FBIS3-10169 0\n402 0 LA010189-0001 2\n"
     )
-    assert [(e.key, e.question, e.grades) for e in entries] == [
-        ("401", "foreign minorities, Germany", {}),  # grade 1, the default
-        ("402", "behavioral genetics", {"LA010189-0001": 2}),
+    assert [(e.key, e.question, e.expected_document_ids, e.grades) for e in entries] == [
+        # grade 1 is the default; grade 0 is a judgment kept: judged not relevant, never expected
+        ("401", "foreign minorities, Germany", ("FBIS3-10082",), {"FBIS3-10169": 0}),
+        ("402", "behavioral genetics", ("LA010189-0001",), {"LA010189-0001": 2}),
     ]
     csv_text = "question,expected_document_ids,answerable\nHow long?,refunds|shipping,\nWho?,,false\n"
     entries = read_entries("csv", csv_text)

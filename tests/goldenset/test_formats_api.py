@@ -188,3 +188,23 @@ def test_the_dashboards_csv_export_imports_back(world):
     again = upload(world.client, "dashboard.csv", exported.content)
     assert again.status_code == 200 and again.json()["unchanged"] == 3, again.json()
     assert snapshot() == before  # its grades column is absent: grades kept
+
+
+def test_trec_grade_0_is_imported_as_judged_not_relevant_and_exported_back(world):
+    topics = "q1\tHow long is the refund window?\nq2\tHow fast is shipping?\n"
+    qrels = "q1 0 refunds 1\nq1 0 warranty 0\nq2 0 shipping 3\nq2 0 refunds -1\n"
+    response = upload(
+        world.client, "topics.tsv", topics.encode(), format="trec",
+        qrels=SimpleUploadedFile("qrels.txt", qrels.encode()),
+    )  # fmt: skip
+    assert response.status_code == 201, response.json()
+    q1 = GoldenEntry.objects.get(collection=world.collection, key="q1")
+    # warranty is judged (0), never expected; a negative grade (in the pool, unjudged) is not kept
+    assert (q1.expected_document_ids, q1.grades, q1.qrels()) == (
+        ["refunds"],
+        {"warranty": 0},
+        {"refunds": 1, "warranty": 0},
+    )
+    assert GoldenEntry.objects.get(collection=world.collection, key="q2").qrels() == {"shipping": 3}
+    exported = world.client.get(EXPORT, {"collection_id": "handbook", "format": "trec", "part": "qrels"})
+    assert exported.content.decode().splitlines() == ["q1 0 refunds 1", "q1 0 warranty 0", "q2 0 shipping 3"]

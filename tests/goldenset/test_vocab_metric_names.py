@@ -8,6 +8,7 @@ from evaluation.retrieval.metrics import evaluate_query
 from goldenset.vocabulary.metric_names import (
     ANSWER_METRICS,
     ANSWER_SCORE,
+    INCOMPLETE_METRICS,
     JUDGED_METRICS,
     REFUSAL_METRICS,
     RETRIEVAL_METRICS,
@@ -16,7 +17,8 @@ from goldenset.vocabulary.metric_names import (
 
 
 def test_the_names_stored_runs_and_the_api_carry() -> None:
-    assert RETRIEVAL_METRICS == ("recall", "ndcg", "mrr")
+    assert RETRIEVAL_METRICS == ("recall", "ndcg", "mrr", "judged", "ndcg_cond", "bpref", "map_cond")
+    assert RETRIEVAL_METRICS[3:] == INCOMPLETE_METRICS
     assert JUDGED_METRICS == (
         "faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy",
     )  # fmt: skip
@@ -33,7 +35,9 @@ def test_the_judge_scores_the_judged_metrics_in_their_order() -> None:
 
 def test_a_query_is_scored_under_the_retrieval_names_in_display_order() -> None:
     metrics = evaluate_query(["a", "b", "c"], {"b": 1}, [1, 3])
-    assert list(metrics) == ["recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"]
+    assert list(metrics) == ["recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"] + [
+        "judged@1", "judged@3", "ndcg_cond@1", "ndcg_cond@3", "bpref", "map_cond",
+    ]  # fmt: skip
     assert list(metrics) == ordered_metrics(metrics)
 
 
