@@ -84,5 +84,11 @@ urlpatterns = [
     path("pools/<str:pool_id>/", judging_views.pool_detail, name="pool"),
     path("pools/<str:pool_id>/judge/", judging_views.pool_judge, name="pool-judge"),
     path("pools/<str:pool_id>/undo/", judging_views.pool_undo, name="pool-undo"),
+    path("pools/<str:pool_id>/apply/", judging_views.pool_apply, name="pool-apply"),
+    path(
+        "pools/<str:pool_id>/applications/<str:application_id>/revert/",
+        judging_views.pool_revert,
+        name="pool-revert",
+    ),
     path("trends/", trends_views.trends, name="trends"),
 ]

@@ -18,7 +18,7 @@ from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import collection_for, tenant_page
-from evaluation.judgments import pools
+from evaluation.judgments import apply, pools
 from evaluation.judgments.grades import GRADE_MEANING
 from evaluation.judgments.highlight import marked_spans
 from evaluation.models import JudgmentPool, PoolItem
@@ -75,6 +75,7 @@ def pool_detail(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespo
         "progress": pools.pool_progress(pool),
         "agreement": pools.pool_agreement(pool),
         "mine": len(pools.rater_items(pool=pool, rater=actor_user(request.user))),
+        "applications": list(pool.applications.all()),
     }
     return render(request, "dashboard/pool.html", context)
 
@@ -165,3 +166,77 @@ def pool_undo(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespons
         return redirect("dashboard:pool-judge", pool_id=pool.pk)
     messages.info(request, "Your last judgment was taken back.")
     return redirect(f"{reverse('dashboard:pool-judge', args=[pool.pk])}?position={item.position}")
+
+
+# --- into the golden set -----------------------------------------------------------------------------------
+
+SHOWN_METRICS = ("ndcg", "recall", "judged", "ndcg_cond")  # at each run's largest k, then bpref
+
+
+def before_after_rows(runs: list[dict]) -> list[dict]:
+    """Each run's few headline metrics (at its largest k) before and after, with the change."""
+    rows = []
+    for run in runs:
+        ks = [int(name.split("@")[1]) for name in run["before"] if name.startswith("ndcg@")]
+        names = [f"{base}@{max(ks)}" for base in SHOWN_METRICS] if ks else []
+        names += ["bpref"]
+        cells = [
+            (name, run["before"].get(name), run["after"].get(name))
+            for name in names
+            if name in run["before"] or name in run["after"]
+        ]
+        rows.append(
+            {**run, "cells": [(n, b, a, None if b is None or a is None else a - b) for n, b, a in cells]}
+        )
+    return rows
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page
+def pool_apply(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
+    """GET: what writing the pool's grades into the golden set changes, run by run; POST: write them."""
+    pool = _pool(tenant, pool_id)
+    actor = actor_user(request.user)
+    if request.method == "POST":
+        shown = request.POST.get("judgments", "")
+        if shown != str(apply.pool_apply(pool=pool, actor=actor, dry_run=True)["judgments"]):
+            messages.error(
+                request, "The pool's grades changed since the preview: nothing was written. Look again."
+            )
+            return redirect("dashboard:pool-apply", pool_id=pool.pk)
+        summary = apply.pool_apply(pool=pool, actor=actor, dry_run=False)
+        if summary["application_id"]:
+            messages.success(
+                request,
+                f"{summary['judgments']} judgments written into {summary['entries']} golden entries "
+                f"({summary['relevant']} relevant, {summary['not_relevant']} not relevant).",
+            )
+        else:
+            messages.info(request, "Nothing to write: no graded document the golden set has not judged.")
+        return redirect("dashboard:pool", pool_id=pool.pk)
+    summary = apply.pool_apply(pool=pool, actor=actor, dry_run=True)
+    context = {
+        "tenant": tenant,
+        "pool": pool,
+        "collection": pool.collection,
+        "summary": summary,
+        "rows": before_after_rows(summary["runs"]),
+    }
+    return render(request, "dashboard/pool_apply.html", context)
+
+
+@require_POST
+@tenant_page
+def pool_revert(request: HttpRequest, tenant: Tenant, pool_id: str, application_id: str) -> HttpResponse:
+    pool = _pool(tenant, pool_id)
+    try:
+        application = apply.application_revert(
+            pool=pool, application_id=application_id, actor=actor_user(request.user)
+        )
+    except EvalsiteError as exc:
+        if exc.status_code == 404:
+            raise Http404(exc.message) from None
+        messages.error(request, f"Not taken back: {exc.message}")
+        return redirect("dashboard:pool", pool_id=pool.pk)
+    messages.success(request, f"Taken back: {len(application.changes)} golden entries as they were before.")
+    return redirect("dashboard:pool", pool_id=pool.pk)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from evaluation.models import JudgmentPool, RelevanceJudgment
+from evaluation.models import JudgmentPool, PoolApplication, RelevanceJudgment
 from tests.browser.pages import assert_clean, log_in, open_page, watch_requests
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,6 +74,24 @@ def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, sc
     assert {p: ("x" if j.grade is None else str(j.grade)) for p, j in stored.items()} == given
     assert [j.note for j in stored.values() if j.note] == ["mentions it only in passing"]
     assert re.search(r"You judged\s+29", page.inner_text("#judge-progress"))
+
+    # Into the golden set: the preview shows every run's metrics before and after, then the write.
+    page.goto(f"{base}/pools/{pool.pk}/")
+    page.click("#apply-preview")
+    page.wait_for_selector("#apply-runs")
+    graded = sum(1 for key in given.values() if key != "x")
+    assert f"Write {graded} judgments" in page.inner_text("#apply-form")
+    assert page.locator("#apply-runs tbody tr").count() == pool.runs.count()  # no other run is stored
+    judged_cells = page.locator("#apply-runs td[data-metric^='judged@']").all_inner_texts()
+    assert judged_cells and all("→" in cell for cell in judged_cells)
+    screenshot(page, "judge-04-apply-preview", max_height=1200)
+    with page.expect_navigation():
+        page.click("#apply-form button")
+    assert f"{graded} judgments written" in page.inner_text("body")
+    assert page.locator("#pool-applications tbody tr").count() == 1
+    application = PoolApplication.objects.get(pool=pool)
+    assert application.judgments == graded and application.created_by == "user:alice"
+    screenshot(page, "judge-05-applied", max_height=1200)
     assert_clean(page, urls, "judging")
 
 

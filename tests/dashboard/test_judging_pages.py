@@ -13,9 +13,10 @@ from django.urls import reverse
 from evalsite.audit.models import AuditEvent
 from evaluation.configs import parse_configs
 from evaluation.judgments import pools
-from evaluation.models import JudgmentPool, RelevanceJudgment
+from evaluation.models import JudgmentPool, PoolApplication, RelevanceJudgment
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
+from goldenset.models import GoldenEntry
 from goldenset.text import tokenize
 from goldenset.vocabulary.stopwords import CONTENT_STOPWORDS
 from tests.conftest import add_documents
@@ -154,12 +155,58 @@ def test_another_tenants_pool_is_a_404(alice, world, batch, outsider):
     pool = make_pool(alice, batch)
     rob = Client()
     rob.force_login(outsider)
-    for name in ("dashboard:pool", "dashboard:pool-judge"):
+    for name in ("dashboard:pool", "dashboard:pool-judge", "dashboard:pool-apply"):
         assert rob.get(reverse(name, args=[pool.pk])).status_code == 404
     assert rob.post(reverse("dashboard:pool-undo", args=[pool.pk])).status_code == 404
+    assert rob.post(reverse("dashboard:pool-apply", args=[pool.pk]), {"judgments": "0"}).status_code == 404
     assert (
         rob.post(
             reverse("dashboard:pool-new"), {"collection": "handbook", "run": [str(r.pk) for r in batch.runs]}
         ).status_code
         == 404
     )
+
+
+def judge_all(alice, pool, grade="0") -> int:
+    url = reverse("dashboard:pool-judge", args=[pool.pk])
+    judged = 0
+    while 'id="judge-item"' in (page := alice.get(url)).content.decode():
+        alice.post(url, {"position": shown_position(page), "grade": grade})
+        judged += 1
+    return judged
+
+
+def test_apply_shows_every_run_before_and_after_then_writes_and_takes_back(alice, world, batch):
+    pool = make_pool(alice, batch)
+    judged = judge_all(alice, pool)
+    preview_url = reverse("dashboard:pool-apply", args=[pool.pk])
+    page = alice.get(preview_url)
+    assert page.status_code == 200
+    rows = page.context["rows"]
+    assert {row["label"] for row in rows} == {r.label for r in batch.runs}
+    for row in rows:
+        cells = {name: (before, after) for name, before, after, _ in row["cells"]}
+        assert set(cells) == {"ndcg@3", "recall@3", "judged@3", "ndcg_cond@3", "bpref"}
+        assert cells["judged@3"][1] > cells["judged@3"][0]  # every pooled document judged (0)
+        assert cells["ndcg@3"][0] == cells["ndcg@3"][1]  # grade 0 is no gain: the standard measures hold
+    html = page.content.decode()
+    assert f"Write {judged} judgments into the golden set" in html and 'id="apply-runs"' in html
+    before = {e.key: dict(e.grades) for e in GoldenEntry.objects.all()}
+
+    # The pool's grades changed since the preview: nothing is written.
+    stale = alice.post(preview_url, {"judgments": str(judged + 1)}, follow=True)
+    assert "changed since the preview" in stale.content.decode() and not PoolApplication.objects.exists()
+
+    done = alice.post(preview_url, {"judgments": str(judged)}, follow=True)
+    assert f"{judged} judgments written" in done.content.decode()
+    application = PoolApplication.objects.get()
+    assert application.created_by == RATER and application.judgments == judged
+    after = {e.key: dict(e.grades) for e in GoldenEntry.objects.all()}
+    assert after != before and sum(list(g.values()).count(0) for g in after.values()) == judged
+    assert 'id="pool-applications"' in done.content.decode() and "Take back" in done.content.decode()
+
+    taken = alice.post(reverse("dashboard:pool-revert", args=[pool.pk, application.pk]), follow=True)
+    assert "Taken back" in taken.content.decode()
+    assert {e.key: dict(e.grades) for e in GoldenEntry.objects.all()} == before
+    again = alice.post(reverse("dashboard:pool-revert", args=[pool.pk, application.pk]), follow=True)
+    assert "Not taken back" in again.content.decode()
