@@ -114,6 +114,15 @@ EXPECTED: dict[str, list[str]] = {
         "| 100% (",
         "nDCG@10: mean tau >= 0.9 after ",
         "before any judging, condensed nDCG@10 and bpref at least as close",
+        "leave one out: judged@10 of the left-out system ",
+        "| condensed nDCG@10 | ",
+    ],
+    "lexical_assessor": [
+        "chosen cuts (dev halves): related ",
+        "shipped cuts (evaluation.judgments.lexical.CUTS): ",
+        "| cranfield | ",
+        "| clapnq, question only | ",
+        "cranfield test half, people's grade (rows) against the assessor's (columns)",
     ],
     "calibration_bench": [
         "200 labels (2 raters, 100 items)",
@@ -134,6 +143,7 @@ NEEDS_DATASET = {
     "search_bench": DATASETS / "vaswani_npl",
     "vector_quality": DATASETS / "vaswani_npl",
     "pooling_bench": DATASETS / "cranfield",
+    "lexical_assessor": DATASETS / "clapnq",
 }
 BACKEND_BOUND = {"load_bench", "serve_scale_bench"}  # the others always run on a temporary SQLite database
 # Started longest first (as measured), so that the longest does not run alone at the end.
@@ -155,6 +165,7 @@ LONGEST_FIRST = [
     "judge_agreement",
     "calibration_bench",
     "pooling_bench",
+    "lexical_assessor",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")

@@ -43,6 +43,7 @@ PURE = [
     "evaluation.judgments.highlight",
     "evaluation.judgments.pooling",
     "evaluation.judgments.labels",
+    "evaluation.judgments.lexical",
     "evaluation.retrieval.completeness",
     "evaluation.retrieval.diagnosis",
     "evaluation.retrieval.metrics",

@@ -49,6 +49,20 @@ class RaterPairOut(serializers.Serializer):
     weighted_kappa = serializers.FloatField(allow_null=True, help_text="Cohen's kappa, quadratic weights.")
 
 
+class MachineAgreementOut(serializers.Serializer):
+    rater = serializers.CharField()
+    items = serializers.IntegerField(help_text="Items both it and people graded.")
+    weighted_kappa = serializers.FloatField(allow_null=True, help_text="Against the people's combined grade.")
+    confusion = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        help_text="Rows: the people's combined grade 0-3; columns: the machine's grade 0-3.",
+    )
+    same_grade = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="{people's grade: the share of those items the machine graded the same}",
+    )
+
+
 class PoolAgreementOut(serializers.Serializer):
     raters = serializers.ListField(child=serializers.CharField())
     items_graded_twice = serializers.IntegerField()
@@ -62,6 +76,7 @@ class PoolAgreementOut(serializers.Serializer):
         child=serializers.IntegerField(),
         help_text="{grade: items}, each item's grades combined by their median.",
     )
+    machines = MachineAgreementOut(many=True, help_text="Each machine assessor against the people.")
 
 
 class ApplicationOut(serializers.Serializer):
@@ -170,6 +185,10 @@ class NextIn(TenantIn):
 
 
 class AssessIn(TenantIn):
+    assessor = serializers.ChoiceField(
+        choices=["llm", "lexical"], default="llm",
+        help_text="llm: the configured chat model; lexical: the keyless word-overlap assessor, a weak fallback.",
+    )  # fmt: skip
     model = serializers.CharField(required=False, max_length=200, help_text="Default: EVALSITE_LLM_MODEL.")
     samples = serializers.IntegerField(required=False, min_value=1, max_value=9, default=1)
 
@@ -301,8 +320,11 @@ class PoolAssessApi(TenantAPIView):
     @extend_schema(
         request=AssessIn,
         responses={202: JobAcceptedOut, **error_responses("llm-unavailable", "broker-unavailable")},
-        summary="Has the configured chat model grade the pool's documents, as a job.",
-        description="Every item the model has not graded yet, with the versioned UMBRELA-style prompt "
+        summary="Has the configured chat model (or the keyless lexical assessor) grade the pool's documents, as a job.",
+        description="assessor lexical: every item graded by word overlap with the question and its reference "
+        "answer (evalsite-lexical-1, rater lexical-relevance:evalsite-lexical-1), a weak fallback whose "
+        "agreement with people is in docs/benchmarks.md; no endpoint needed. Otherwise every item the model has "
+        "not graded yet, with the versioned UMBRELA-style prompt "
         "(evalsite-relevance-1), `samples` answers each and their majority, stored beside people's judgments "
         "as rater llm-relevance:<model>. Unreadable answers and failed calls are counted in the job's result, "
         "never graded. No chat endpoint configured: llm-unavailable (503).",
@@ -310,6 +332,12 @@ class PoolAssessApi(TenantAPIView):
     def post(self, request, pool_id: str):
         data = read_strictly(AssessIn, request.data)
         pool = pools.pool_get(tenant=self.tenant(data), pool_id=pool_id)
+        if data["assessor"] == "lexical":
+            job = job_create(
+                tenant=pool.tenant, kind=EvaluationJobKind.ASSESS, collection=pool.collection, actor=self.actor,
+                input={"pool_id": str(pool.pk), "assessor": "lexical", "actor": self.actor},
+            )  # fmt: skip
+            return Response({"job_id": job.pk, "status": job.status}, status=status.HTTP_202_ACCEPTED)
         model = data.get("model") or settings.EVALSITE_LLM_MODEL
         if not settings.EVALSITE_LLM_BASE_URL:
             raise EvalsiteError(

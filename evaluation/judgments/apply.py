@@ -23,8 +23,7 @@ from django.utils import timezone
 from evalsite.audit.models import AuditAction, AuditEvent
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
-from evaluation.judgments.assessors import MACHINE_PREFIX
-from evaluation.judgments.grades import combine
+from evaluation.judgments.grades import MACHINE_PREFIXES, combine, is_machine
 from evaluation.models import (
     EvaluationAuditObject,
     EvaluationRun,
@@ -61,7 +60,7 @@ def pool_grades(pool: JudgmentPool, source: str = PEOPLE) -> tuple[list[Grade], 
         "entry_id", "document_id", "rater", "grade"
     )
     for entry_id, document_id, rater, grade in rows:
-        machine = rater.startswith(MACHINE_PREFIX)
+        machine = is_machine(rater)
         if (source == PEOPLE and not machine) or rater == source:
             by_item.setdefault((str(entry_id), document_id), []).append(grade)
     found: list[Grade] = []
@@ -78,10 +77,10 @@ def pool_grades(pool: JudgmentPool, source: str = PEOPLE) -> tuple[list[Grade], 
 def _source_checked(pool: JudgmentPool, source: str) -> str:
     if source == PEOPLE:
         return source
-    if not source.startswith(MACHINE_PREFIX):
+    if not is_machine(source):
         raise EvalsiteError(
             "validation-error",
-            f'source: {source!r} is neither "people" nor a machine rater ({MACHINE_PREFIX}...).',
+            f'source: {source!r} is neither "people" nor a machine rater ({", ".join(MACHINE_PREFIXES)}...).',
             details={"field": "source"},
         )
     if not RelevanceJudgment.objects.filter(pool=pool, rater=source).exists():

@@ -24,9 +24,11 @@ from evaluation.judgments.assessors import (
     messages,
     read_grade,
 )
+from evaluation.judgments.lexical import CUTS, LEXICAL_RATER, LEXICAL_VERSION, grade_of, idf_of, lexical_score
 from evaluation.judgments.pools import item_view
 from evaluation.models import EvaluationAuditObject, JudgmentPool, PoolItem, RelevanceJudgment
 
+LLM, LEXICAL = "llm", "lexical"  # the assessors a pool can be judged by
 SAMPLE_TEMPERATURE = 0.7  # several samples are drawn at this temperature (one sample: 0)
 
 
@@ -150,8 +152,76 @@ def _judgments(
     return stored
 
 
+def pool_assess_lexical(
+    *, pool: JudgmentPool, actor: str, progress: Callable[[int, int], None] | None = None
+) -> dict:
+    """The keyless lexical assessor's judgments of the pool's items it has not judged yet (evaluation.judgments
+    .lexical): its idf over the texts of every item of the pool, each judgment stored with its score, version and
+    cuts, CHUNK items at a time. A labelled weak fallback: see its agreement with people before reading it."""
+    done = set(
+        RelevanceJudgment.objects.filter(pool=pool, rater=LEXICAL_RATER).values_list(
+            "entry_id", "document_id"
+        )
+    )
+    items = list(pool.items.select_related("entry").order_by("position"))
+    views = {item.pk: item_view(item) for item in items}
+    texts = {v["document_id"]: f"{v['title']}\n{v['text']}" for v in views.values() if v["exists"]}
+    idf = idf_of(texts.values())
+    todo = [i for i in items if (i.entry_id, i.document_id) not in done]
+    grades: Counter[str] = Counter()
+    gone = 0
+    if progress is not None:
+        progress(0, len(todo))
+    for start in range(0, len(todo), CHUNK):
+        chunk = todo[start : start + CHUNK]
+        stored = []
+        for item in chunk:
+            view = views[item.pk]
+            if not view["exists"]:
+                gone += 1
+                continue
+            text = f"{view['title']}\n{view['text']}"  # as benchmarks/lexical_assessor.py scores it
+            score = lexical_score(view["question"], view["reference_answer"], text, idf)
+            stored.append(
+                RelevanceJudgment(
+                    tenant_id=pool.tenant_id,
+                    collection_id=pool.collection_id,
+                    entry=item.entry,
+                    document_id=item.document_id,
+                    grade=grade_of(score),
+                    rater=LEXICAL_RATER,
+                    pool=pool,
+                    detail={"version": LEXICAL_VERSION, "score": round(score, 4), "cuts": vars(CUTS)},
+                )  # fmt: skip
+            )
+        grades.update(str(j.grade) for j in stored)
+        with transaction.atomic():
+            RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
+            audit_record(
+                tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
+                object_id=pool.pk, actor=actor, collection=pool.collection,
+                changes={"rater": LEXICAL_RATER, "items": len(chunk), "judged": len(stored)},
+            )  # fmt: skip
+        if progress is not None:
+            progress(start + len(chunk), len(todo))
+    return {
+        "rater": LEXICAL_RATER,
+        "prompt_version": LEXICAL_VERSION,
+        "prompt_sha256": "",
+        "samples": 1,
+        "items": len(todo),
+        "judged_before": len(done),
+        "judged": sum(grades.values()),
+        "unreadable": 0,
+        "failed": 0,
+        "gone": gone,
+        "grades": dict(sorted(grades.items())),
+    }
+
+
 def assess_job(job: Job, progress: Callable[[int, int], None]) -> dict:
-    """The Assess job: a pool graded by the model its input names (job.input: pool_id, model, samples)."""
+    """The Assess job: a pool graded by the assessor its input names (job.input: pool_id, and model and samples
+    for a chat model, or assessor "lexical")."""
     pool = (
         JudgmentPool.objects.select_related("collection")
         .filter(tenant=job.tenant, pk=job.input["pool_id"])
@@ -159,6 +229,8 @@ def assess_job(job: Job, progress: Callable[[int, int], None]) -> dict:
     )
     if pool is None:
         raise EvalsiteError("not-found", "The pool of this job was deleted.", status=404)
+    if job.input.get("assessor") == LEXICAL:
+        return pool_assess_lexical(pool=pool, actor=job.input.get("actor") or "job", progress=progress)
     with ChatClient.from_settings() as client:
         return pool_assess(
             pool=pool, client=client, model=job.input["model"], samples=job.input["samples"],

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluation.judgments.grades import GRADE_MEANING, GRADES
+from evaluation.judgments.grades import GRADE_MEANING, GRADES, LLM_PREFIX
 
 __all__ = [
     "MACHINE_PREFIX",
@@ -49,7 +49,7 @@ PROMPT_SHA = hashlib.sha256(_TEMPLATE.encode()).hexdigest()
 _FINAL = re.compile(r"##\s*final\s+score\s*:\s*([0-9]+)\b", re.IGNORECASE)
 
 
-MACHINE_PREFIX = "llm-relevance:"
+MACHINE_PREFIX = LLM_PREFIX
 
 
 def assessor_name(model: str) -> str:

@@ -19,6 +19,10 @@ __all__ = [
     "SPLIT",
     "Combined",
     "combine",
+    "LEXICAL_PREFIX",
+    "LLM_PREFIX",
+    "MACHINE_PREFIXES",
+    "is_machine",
     "rater_error",
 ]
 
@@ -33,6 +37,16 @@ CANNOT_JUDGE = None  # the rater could not tell (a page that does not load, a la
 RATER_MAX_LENGTH = 100
 NOTE_MAX_LENGTH = 2000
 SPLIT = 2  # raters this many grades apart or more disagree about the document: the item is flagged for review
+
+
+# The names machine assessors judge under: a chat model (evaluation.judgments.assessors), the keyless lexical
+# assessor (evaluation.judgments.lexical). A person cannot take one; their grades are never combined with people's.
+LLM_PREFIX, LEXICAL_PREFIX = "llm-relevance:", "lexical-relevance:"
+MACHINE_PREFIXES: tuple[str, ...] = (LLM_PREFIX, LEXICAL_PREFIX)
+
+
+def is_machine(rater: str) -> bool:
+    return rater.startswith(MACHINE_PREFIXES)
 
 
 def rater_error(rater: str) -> str | None:

@@ -21,8 +21,14 @@ from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
 from evaluation.judgments.agreement import krippendorff_alpha, rounded, weighted_kappa
-from evaluation.judgments.assessors import MACHINE_PREFIX
-from evaluation.judgments.grades import GRADES, NOTE_MAX_LENGTH, combine, rater_error
+from evaluation.judgments.grades import (
+    GRADES,
+    MACHINE_PREFIXES,
+    NOTE_MAX_LENGTH,
+    combine,
+    is_machine,
+    rater_error,
+)
 from evaluation.judgments.pooling import pool_candidates
 from evaluation.models import (
     EvaluationAuditObject,
@@ -170,7 +176,9 @@ class PoolProgress:
 
 
 def pool_progress(pool: JudgmentPool) -> PoolProgress:
-    people = RelevanceJudgment.objects.filter(pool=pool).exclude(rater__startswith=MACHINE_PREFIX)
+    people = RelevanceJudgment.objects.filter(pool=pool)
+    for prefix in MACHINE_PREFIXES:
+        people = people.exclude(rater__startswith=prefix)
     judgments = list(
         people.values_list("entry_id", "document_id", "rater")
     )  # a machine's are not the raters' work
@@ -198,8 +206,8 @@ def pool_agreement(pool: JudgmentPool) -> dict:
     ):
         by_item.setdefault((entry_id, document_id), {})[rater] = grade
     raters = sorted({r for grades in by_item.values() for r in grades})
-    people = [r for r in raters if not r.startswith(MACHINE_PREFIX)]
-    machines = [r for r in raters if r.startswith(MACHINE_PREFIX)]
+    people = [r for r in raters if not is_machine(r)]
+    machines = [r for r in raters if is_machine(r)]
     pairs = [
         _pair(first, second, [(g.get(first), g.get(second)) for g in by_item.values()])
         for n, first in enumerate(people)
@@ -210,6 +218,12 @@ def pool_agreement(pool: JudgmentPool) -> dict:
         for rater in people
     ]
     combined = [combine([g.get(r) for r in people]) for g in by_item.values()]
+    against_people = [
+        machine_agreement(
+            machine, [(c.grade, g.get(machine)) for c, g in zip(combined, by_item.values(), strict=True)]
+        )
+        for machine in machines
+    ]
     return {
         "raters": raters,
         "items_graded_twice": sum(1 for c in combined if c.raters >= 2),
@@ -222,6 +236,27 @@ def pool_agreement(pool: JudgmentPool) -> dict:
         "combined_grades": dict(
             sorted(Counter(str(c.grade) for c in combined if c.grade is not None).items())
         ),
+        "machines": [m for m in against_people if m["items"]],
+    }
+
+
+def machine_agreement(machine: str, grades: list[tuple[int | None, int | None]]) -> dict:
+    """A machine assessor against the people's combined grade, on the items both graded: the confusion matrix
+    (rows: people's grade 0-3, columns: the machine's), weighted kappa, and per people's grade the share the
+    machine gave the same grade."""
+    both = [(a, b) for a, b in grades if a is not None and b is not None]
+    matrix = [[0] * len(GRADES) for _ in GRADES]
+    for people_grade, machine_grade in both:
+        matrix[people_grade][machine_grade] += 1
+    kappa = weighted_kappa([a for a, _ in both], [b for _, b in both], GRADES) if both else None
+    return {
+        "rater": machine,
+        "items": len(both),
+        "weighted_kappa": rounded(kappa),
+        "confusion": matrix,
+        "same_grade": {
+            str(g): rounded(matrix[g][g] / sum(matrix[g])) if sum(matrix[g]) else None for g in GRADES
+        },
     }
 
 
@@ -237,8 +272,8 @@ def _pair(first: str, second: str, grades: list[tuple[int | None, int | None]]) 
 
 def person_rater_error(rater: str) -> str | None:
     """Why `rater` cannot name a person judging, or None: a machine assessor's names are its own."""
-    if rater.startswith(MACHINE_PREFIX):
-        return f"{MACHINE_PREFIX}... names a machine assessor (manage.py judge), not a person"
+    if is_machine(rater):
+        return f"{rater.split(':')[0]}:... names a machine assessor (manage.py judge), not a person"
     return rater_error(rater)
 
 

@@ -5,8 +5,10 @@ second rater, when the pool asks for one rater per item, is never given the firs
 from __future__ import annotations
 
 import re
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from evaluation.models import JudgmentPool, PoolApplication, RelevanceJudgment
 from tests.browser.pages import assert_clean, log_in, open_page, watch_requests
@@ -92,6 +94,15 @@ def test_a_rater_judges_thirty_documents_by_keyboard_alone(live_server, page, sc
     application = PoolApplication.objects.get(pool=pool)
     assert application.judgments == graded and application.created_by == "user:alice"
     screenshot(page, "judge-05-applied", max_height=1200)
+
+    # The keyless assessor judges the same pool: shown against alice, never combined with her grades.
+    call_command(
+        "judge", "--cluster", pool.tenant.cluster.slug, "--tenant", pool.tenant.slug,
+        "--collection", pool.collection.slug, "--pool", str(pool.pk), "--assessor", "lexical", stdout=StringIO(),
+    )  # fmt: skip
+    page.goto(f"{base}/pools/{pool.pk}/")
+    assert page.locator("#pool-machines table.confusion").count() == 1
+    screenshot(page, "judge-06-machines", max_height=1400)
     assert_clean(page, urls, "judging")
 
 

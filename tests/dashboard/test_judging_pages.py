@@ -5,14 +5,17 @@ forth among their items, and takes their last judgment back; another tenant's po
 from __future__ import annotations
 
 import re
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
 from evalsite.audit.models import AuditEvent
 from evaluation.configs import parse_configs
 from evaluation.judgments import pools
+from evaluation.judgments.lexical import LEXICAL_RATER
 from evaluation.models import JudgmentPool, PoolApplication, RelevanceJudgment
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
@@ -210,3 +213,23 @@ def test_apply_shows_every_run_before_and_after_then_writes_and_takes_back(alice
     assert {e.key: dict(e.grades) for e in GoldenEntry.objects.all()} == before
     again = alice.post(reverse("dashboard:pool-revert", args=[pool.pk, application.pk]), follow=True)
     assert "Not taken back" in again.content.decode()
+
+
+def test_a_machine_assessor_is_shown_against_people_with_its_confusion_matrix(alice, world, batch):
+    pool = make_pool(alice, batch)
+    judged = judge_all(alice, pool, grade="1")
+    call_command(
+        "judge", "--cluster", world.tenant.cluster.slug, "--tenant", world.tenant.slug, "--collection", "handbook",
+        "--pool", str(pool.pk), "--assessor", "lexical", stdout=StringIO(),
+    )  # fmt: skip
+    page = alice.get(reverse("dashboard:pool", args=[pool.pk]))
+    (machine,) = page.context["agreement"]["machines"]
+    assert machine["rater"] == LEXICAL_RATER and machine["items"] == judged
+    assert sum(machine["confusion"][1]) == judged and sum(map(sum, machine["confusion"])) == judged
+    lexical = RelevanceJudgment.objects.filter(pool=pool, rater=LEXICAL_RATER)
+    assert machine["same_grade"]["1"] == pytest.approx(lexical.filter(grade=1).count() / judged, abs=1e-4)
+    html = page.content.decode()
+    assert 'id="pool-machines"' in html and "weak fallback" in html
+    # The people's progress and their combined grades are theirs alone.
+    assert page.context["progress"].judgments == judged
+    assert page.context["agreement"]["combined_grades"] == {"1": judged}

@@ -10,7 +10,6 @@ import pytest
 from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
-from evaluation.configs import parse_configs
 from evaluation.judgments.assessors import (
     PROMPT_SHA,
     PROMPT_VERSION,
@@ -19,13 +18,9 @@ from evaluation.judgments.assessors import (
     messages,
     read_grade,
 )
-from evaluation.judgments.pools import pool_create, pool_progress
+from evaluation.judgments.pools import pool_progress
 from evaluation.models import JudgmentPool, RelevanceJudgment
-from evaluation.retrieval.evaluate import evaluate_retrieval
-from evaluation.retrieval.read_path import available_rerankers
-from evaluation.runs.slices import EVERY
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import handbook_entries
 
 SCOPE = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]
 RATER = "llm-relevance:scripted"
@@ -66,19 +61,6 @@ def test_samples_combine_by_majority_the_lower_grade_on_a_tie_unreadable_left_ou
 
 
 # --- a pool judged over HTTP -------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def pool(world):
-    handbook_entries(world.collection)
-    configs = parse_configs(
-        [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}], available_rerankers()
-    )
-    _, runs = evaluate_retrieval(tenant=world.tenant, collections=[world.collection], ks=[3], configs=configs)
-    return pool_create(
-        tenant=world.tenant, collection=world.collection, run_ids=[str(r.pk) for r in runs], depth=3,
-        raters_per_item=1, subset=EVERY, actor="test",
-    )  # fmt: skip
 
 
 @pytest.fixture

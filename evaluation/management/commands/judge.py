@@ -2,6 +2,7 @@
 (evaluation.judgments.assess), stored beside people's judgments as rater `llm-relevance:<model>`.
 
     manage.py judge --cluster C --tenant T --collection X --pool POOL_ID [--model M] [--samples 1]
+    manage.py judge --cluster C --tenant T --collection X --pool POOL_ID --assessor lexical
 
 The model is EVALSITE_LLM_MODEL unless --model names one; the endpoint is EVALSITE_LLM_BASE_URL. Items it judged
 already are skipped. Prints what it judged, what it could not read and which calls failed; no endpoint, or an
@@ -12,7 +13,7 @@ from django.conf import settings
 
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.llm.client import ChatClient
-from evaluation.judgments.assess import pool_assess
+from evaluation.judgments.assess import pool_assess, pool_assess_lexical
 from evaluation.judgments.pools import pool_get
 from goldenset.management.base import CollectionCommand
 
@@ -23,6 +24,10 @@ class Command(CollectionCommand):
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)
         parser.add_argument("--pool", required=True, help="The pool's id.")
+        parser.add_argument(
+            "--assessor", choices=["llm", "lexical"], default="llm",
+            help="llm (default): the chat model; lexical: the keyless word-overlap assessor, a weak fallback.",
+        )  # fmt: skip
         parser.add_argument("--model", help="Default: EVALSITE_LLM_MODEL.")
         parser.add_argument(
             "--samples", type=int, default=1, help="Answers asked per document; their majority."
@@ -33,13 +38,18 @@ class Command(CollectionCommand):
         pool = pool_get(tenant=collection.tenant, pool_id=options["pool"])
         if pool.collection_id != collection.pk:  # another collection's pool is none of this one's
             raise NotFound("Pool", options["pool"])
-        model = options["model"] or settings.EVALSITE_LLM_MODEL
-        if not model:
-            raise EvalsiteError("validation-error", "--model: name the model (or set EVALSITE_LLM_MODEL).")
-        with ChatClient.from_settings() as client:
-            result = pool_assess(
-                pool=pool, client=client, model=model, samples=options["samples"], actor="command:judge"
-            )
+        if options["assessor"] == "lexical":
+            result = pool_assess_lexical(pool=pool, actor="command:judge")
+        else:
+            model = options["model"] or settings.EVALSITE_LLM_MODEL
+            if not model:
+                raise EvalsiteError(
+                    "validation-error", "--model: name the model (or set EVALSITE_LLM_MODEL)."
+                )
+            with ChatClient.from_settings() as client:
+                result = pool_assess(
+                    pool=pool, client=client, model=model, samples=options["samples"], actor="command:judge"
+                )
         grades = ", ".join(f"{grade}: {n}" for grade, n in result["grades"].items()) or "none"
         self.stdout.write(
             f"pool {pool.pk}: {result['judged']} of {result['items']} documents judged by {result['rater']} "
