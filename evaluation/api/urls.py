@@ -17,6 +17,7 @@ urlpatterns = [
     ),
     path("search/judgments", judgments.JudgmentsApi.as_view(), name="judgments"),
     path("search/judgments/pools", judgments.PoolsApi.as_view(), name="pools"),
+    path("search/judgments/clicks", judgments.ClicksApi.as_view(), name="judgment-clicks"),
     path("search/judgments/pools/<str:pool_id>", judgments.PoolDetailApi.as_view(), name="pool"),
     path("search/judgments/pools/<str:pool_id>/next", judgments.PoolNextApi.as_view(), name="pool-next"),
     path("search/judgments/pools/<str:pool_id>/apply", judgments.PoolApplyApi.as_view(), name="pool-apply"),

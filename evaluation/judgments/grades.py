@@ -19,6 +19,7 @@ __all__ = [
     "SPLIT",
     "Combined",
     "combine",
+    "CLICKS_PREFIX",
     "LEXICAL_PREFIX",
     "LLM_PREFIX",
     "MACHINE_PREFIXES",
@@ -40,9 +41,9 @@ SPLIT = 2  # raters this many grades apart or more disagree about the document: 
 
 
 # The names machine assessors judge under: a chat model (evaluation.judgments.assessors), the keyless lexical
-# assessor (evaluation.judgments.lexical). A person cannot take one; their grades are never combined with people's.
-LLM_PREFIX, LEXICAL_PREFIX = "llm-relevance:", "lexical-relevance:"
-MACHINE_PREFIXES: tuple[str, ...] = (LLM_PREFIX, LEXICAL_PREFIX)
+# assessor (evaluation.judgments.lexical), a click model over search logs (evaluation.judgments.clicks). A person cannot take one; their grades are never combined with people's.
+LLM_PREFIX, LEXICAL_PREFIX, CLICKS_PREFIX = "llm-relevance:", "lexical-relevance:", "clicks:"
+MACHINE_PREFIXES: tuple[str, ...] = (LLM_PREFIX, LEXICAL_PREFIX, CLICKS_PREFIX)
 
 
 def is_machine(rater: str) -> bool:

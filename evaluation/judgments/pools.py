@@ -20,7 +20,7 @@ from evalsite.audit.models import AuditAction
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
-from evaluation.judgments.agreement import krippendorff_alpha, rounded, weighted_kappa
+from evaluation.judgments.agreement import krippendorff_alpha, rounded
 from evaluation.judgments.grades import (
     GRADES,
     MACHINE_PREFIXES,
@@ -30,6 +30,7 @@ from evaluation.judgments.grades import (
     rater_error,
 )
 from evaluation.judgments.pooling import pool_candidates
+from evaluation.judgments.rater_agreement import machine_agreement, others_grade, pair_agreement
 from evaluation.models import (
     EvaluationAuditObject,
     EvaluationRun,
@@ -209,12 +210,14 @@ def pool_agreement(pool: JudgmentPool) -> dict:
     people = [r for r in raters if not is_machine(r)]
     machines = [r for r in raters if is_machine(r)]
     pairs = [
-        _pair(first, second, [(g.get(first), g.get(second)) for g in by_item.values()])
+        pair_agreement(first, second, [(g.get(first), g.get(second)) for g in by_item.values()])
         for n, first in enumerate(people)
         for second in [*people[n + 1 :], *machines]
     ]
     per_rater = [
-        _pair(rater, "the others", [(g.get(rater), _others(g, rater, people)) for g in by_item.values()])
+        pair_agreement(
+            rater, "the others", [(g.get(rater), others_grade(g, rater, people)) for g in by_item.values()]
+        )
         for rater in people
     ]
     combined = [combine([g.get(r) for r in people]) for g in by_item.values()]
@@ -238,36 +241,6 @@ def pool_agreement(pool: JudgmentPool) -> dict:
         ),
         "machines": [m for m in against_people if m["items"]],
     }
-
-
-def machine_agreement(machine: str, grades: list[tuple[int | None, int | None]]) -> dict:
-    """A machine assessor against the people's combined grade, on the items both graded: the confusion matrix
-    (rows: people's grade 0-3, columns: the machine's), weighted kappa, and per people's grade the share the
-    machine gave the same grade."""
-    both = [(a, b) for a, b in grades if a is not None and b is not None]
-    matrix = [[0] * len(GRADES) for _ in GRADES]
-    for people_grade, machine_grade in both:
-        matrix[people_grade][machine_grade] += 1
-    kappa = weighted_kappa([a for a, _ in both], [b for _, b in both], GRADES) if both else None
-    return {
-        "rater": machine,
-        "items": len(both),
-        "weighted_kappa": rounded(kappa),
-        "confusion": matrix,
-        "same_grade": {
-            str(g): rounded(matrix[g][g] / sum(matrix[g])) if sum(matrix[g]) else None for g in GRADES
-        },
-    }
-
-
-def _others(grades: dict[str, int | None], rater: str, people: list[str]) -> int | None:
-    return combine([grades.get(r) for r in people if r != rater]).grade
-
-
-def _pair(first: str, second: str, grades: list[tuple[int | None, int | None]]) -> dict:
-    both = [(a, b) for a, b in grades if a is not None and b is not None]
-    kappa = weighted_kappa([a for a, _ in both], [b for _, b in both], GRADES) if both else None
-    return {"raters": [first, second], "items": len(both), "weighted_kappa": rounded(kappa)}
 
 
 def person_rater_error(rater: str) -> str | None:

@@ -372,6 +372,7 @@ def test_the_pool_reports_its_raters_agreement_and_the_splits_to_review(world, r
         ],
         "splits": 0,
         "combined_grades": dict(sorted(Counter(str(n % 4) for n in range(len(items))).items())),
+        "machines": [],  # no machine assessor judged this pool
     }
     # bob now says 3 where alice said 0: a split, and less agreement.
     judge(world, pool_id, items[0].entry.key, items[0].document_id, 3, rater="bob")
@@ -424,4 +425,11 @@ def test_a_machines_grades_are_paired_with_people_never_combined_with_theirs(wor
     (pair,) = agreement["pairs"]
     assert pair["raters"] == ["alice", "llm-relevance:scripted"] and pair["items"] == len(items)
     assert pair["weighted_kappa"] is not None and pair["weighted_kappa"] <= 0.0  # it always says 3
+    # Against the people's combined grade: every document in column 3, in the row of alice's grade.
+    (machine,) = agreement["machines"]
+    people = Counter(n % 3 for n in range(len(items)))
+    assert machine["rater"] == "llm-relevance:scripted" and machine["items"] == len(items)
+    assert machine["confusion"] == [[0, 0, 0, people[g]] for g in range(3)] + [[0, 0, 0, 0]]
+    assert machine["same_grade"] == {"0": 0.0, "1": 0.0, "2": 0.0, "3": None}
+    assert machine["weighted_kappa"] == pair["weighted_kappa"]  # one person: her grades are the combined ones
     assert world.client.get(f"{POOLS}/{pool_id}").json()["progress"]["raters"] == {"alice": len(items)}
