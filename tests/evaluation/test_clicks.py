@@ -260,7 +260,12 @@ def test_bad_click_input_is_a_400_naming_the_field_and_writes_nothing(world, bod
 def test_another_tenants_log_never_judges_this_tenants_questions(world):
     handbook_entries(world.collection)
     rows = [
-        {"query": "When does express shipping arrive?", "document_id": "shipping", "position": 1, "clicked": True}
+        {
+            "query": "When does express shipping arrive?",
+            "document_id": "shipping",
+            "position": 1,
+            "clicked": True,
+        }
         for _ in range(10)
     ]
     response = world.other_client.post(CLICKS, {"collection_id": "handbook", "rows": rows}, format="json")
