@@ -11,14 +11,12 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
-from evaluation.judgments import apply, click_import, clicks, pools
+from evaluation.judgments import pools
 from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
 from evaluation.models import EvaluationJobKind, JudgmentPool, PoolApplication, RelevanceJudgment
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, TenantIn, error_responses
-
-MAX_API_ROWS = 100_000  # rows (or UBI documents) one call takes; a bigger log: manage.py import_clicks
 
 # --- shapes ------------------------------------------------------------------------------------------------
 
@@ -110,56 +108,6 @@ class PoolOut(serializers.Serializer):
     )
     created_by = serializers.CharField()
     created_at = serializers.DateTimeField()
-
-
-class ApplyIn(TenantIn):
-    dry_run = serializers.BooleanField(default=False, help_text="true: show the change, write nothing.")
-    source = serializers.CharField(
-        default=apply.PEOPLE, max_length=RATER_MAX_LENGTH,
-        help_text='"people": the raters\' combined grades (median); or a machine rater (llm-relevance:...).',
-    )  # fmt: skip
-
-
-class RunBeforeAfterOut(serializers.Serializer):
-    run_id = serializers.UUIDField()
-    label = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    in_pool = serializers.BooleanField(help_text="One of the runs the pool was made from.")
-    questions_before = serializers.IntegerField()
-    questions_after = serializers.IntegerField()
-    before = serializers.DictField(
-        child=serializers.FloatField(), help_text="Its metrics under the golden set now."
-    )
-    after = serializers.DictField(child=serializers.FloatField(), help_text="With the pool's grades written.")
-
-
-class SplitOut(serializers.Serializer):
-    question_id = serializers.CharField()
-    document_id = serializers.CharField()
-
-
-class ApplyOut(serializers.Serializer):
-    pool_id = serializers.UUIDField()
-    source = serializers.CharField()
-    dry_run = serializers.BooleanField()
-    judgments = serializers.IntegerField(help_text="Grades written (or that would be).")
-    relevant = serializers.IntegerField(help_text="Of them, grades 1-3: the document becomes expected.")
-    not_relevant = serializers.IntegerField(help_text="Of them, grade 0: judged not relevant.")
-    splits = SplitOut(many=True, help_text="Items whose raters were 2 grades apart or more: to review.")
-    entries = serializers.IntegerField(help_text="Golden entries changed.")
-    ungraded = serializers.IntegerField(
-        help_text='Items nobody graded yet (or only "cannot judge"): left out.'
-    )
-    judged_since = serializers.IntegerField(
-        help_text="Items the golden set has judged since the pool was made: its judgment kept."
-    )
-    runs = RunBeforeAfterOut(many=True)
-    runs_not_shown = serializers.IntegerField(
-        help_text="Older stored runs of the collection not scored here."
-    )
-    application_id = serializers.UUIDField(
-        allow_null=True, help_text="null for a dry run or nothing to write."
-    )
 
 
 class ItemOut(serializers.Serializer):
@@ -355,123 +303,6 @@ class PoolAssessApi(TenantAPIView):
             input={"pool_id": str(pool.pk), "model": model, "samples": data["samples"], "actor": self.actor},
         )  # fmt: skip
         return Response({"job_id": job.pk, "status": job.status}, status=status.HTTP_202_ACCEPTED)
-
-
-class PoolApplyApi(TenantAPIView):
-    @extend_schema(
-        request=ApplyIn,
-        responses={200: ApplyOut},
-        summary="Writes a pool's grades into the golden set (or, with dry_run, shows what that changes).",
-        description="Each graded item's grade (the people's median, or one machine rater's) is written to its "
-        "golden entry: 1-3 makes the document expected with that grade, 0 records it judged not relevant. "
-        f"First, for the pool's runs and the newest other stored runs of the collection ({apply.RUNS_SHOWN} in "
-        "all), each metric over the run's stored rankings before and after. All or nothing, audited; a "
-        "document judged in the golden set since the pool was made keeps that judgment. Taken back with "
-        ".../applications/{application_id}/revert.",
-    )
-    def post(self, request, pool_id: str):
-        data = read_strictly(ApplyIn, request.data)
-        pool = pools.pool_get(tenant=self.tenant(data), pool_id=pool_id)
-        summary = apply.pool_apply(
-            pool=pool, actor=self.actor, dry_run=data["dry_run"], source=data["source"]
-        )
-        return Response(summary)
-
-
-class ApplicationRevertApi(TenantAPIView):
-    @extend_schema(
-        request=TenantIn,
-        responses={200: ApplicationOut, **error_responses("changed-since", "already-reverted")},
-        summary="Takes a pool's application back: every entry it changed as it was before.",
-        description="All or nothing: when an entry it changed was changed or deleted since, 409 changed-since "
-        "names it and nothing is written.",
-    )
-    def post(self, request, pool_id: str, application_id: str):
-        data = read_strictly(TenantIn, request.data)
-        pool = pools.pool_get(tenant=self.tenant(data), pool_id=pool_id)
-        application = apply.application_revert(pool=pool, application_id=application_id, actor=self.actor)
-        return Response(application_body(application))
-
-
-class ClicksIn(TenantIn):
-    collection_id = serializers.CharField(max_length=200)
-    rows = serializers.ListField(
-        child=serializers.JSONField(), required=False, max_length=MAX_API_ROWS,
-        help_text="[{query, document_id, position (1: the top result), clicked}]: one per result shown.",
-    )  # fmt: skip
-    ubi_queries = serializers.ListField(
-        child=serializers.JSONField(), required=False, max_length=MAX_API_ROWS,
-        help_text="OpenSearch UBI's ubi_queries documents (query_id, user_query).",
-    )  # fmt: skip
-    ubi_events = serializers.ListField(
-        child=serializers.JSONField(), required=False, max_length=MAX_API_ROWS,
-        help_text="OpenSearch UBI's ubi_events documents; impression and click actions are read.",
-    )  # fmt: skip
-    min_impressions = serializers.IntegerField(
-        min_value=1, max_value=1_000_000, default=clicks.MIN_IMPRESSIONS
-    )
-    max_rank = serializers.IntegerField(min_value=1, max_value=1000, default=20)
-
-
-class ClicksOut(serializers.Serializer):
-    rater = serializers.CharField()
-    model = serializers.CharField()
-    cuts = serializers.ListField(
-        child=serializers.FloatField(), help_text="The lowest COEC of grades 1, 2, 3."
-    )
-    min_impressions = serializers.IntegerField()
-    impressions = serializers.IntegerField()
-    clicks = serializers.IntegerField()
-    pairs = serializers.IntegerField(help_text="(query, document) pairs in the log.")
-    too_few_impressions = serializers.IntegerField()
-    judged = serializers.IntegerField(
-        help_text="Judgments stored: pairs of golden questions and known documents."
-    )
-    grades = serializers.DictField(child=serializers.IntegerField())
-    unmatched_queries = serializers.IntegerField(
-        help_text="Queries that are no golden question of the collection."
-    )
-    unmatched_examples = serializers.ListField(child=serializers.CharField())
-    unknown_documents = serializers.IntegerField()
-    skipped = serializers.DictField(
-        child=serializers.IntegerField(), help_text="UBI events not read, by reason."
-    )
-    rank_ctr = serializers.DictField(child=serializers.FloatField(), help_text="{rank: clicks / impressions}")
-    agreement_with_golden_set = MachineAgreementOut()
-
-
-class ClicksApi(TenantAPIView):
-    @extend_schema(
-        request=ClicksIn,
-        responses={201: ClicksOut},
-        summary="Relevance judgments from a search log by clicks over expected clicks (rater clicks:coec).",
-        description="Either `rows` (what was shown and clicked) or `ubi_queries` and `ubi_events` (OpenSearch "
-        "UBI). Each (query, document) pair shown at least `min_impressions` times is graded by COEC: its "
-        "click rate over its rank's click rate over the whole log, 3 at 2 or more, 2 at 1, 1 at 0.5, else 0. "
-        "A query is matched to the golden entry that has its question (case and spaces folded). Stored beside "
-        "people's judgments as rater clicks:coec, never over them, all or none; the answer reports the "
-        "agreement with the golden set's own judgments.",
-    )
-    def post(self, request):
-        data = read_strictly(ClicksIn, request.data)
-        collection = golden_selectors.collection_get(
-            tenant=self.tenant(data), collection_id=data["collection_id"]
-        )
-        skipped: dict[str, int] = {}
-        if "rows" in data and not ("ubi_queries" in data or "ubi_events" in data):
-            observations = clicks.read_rows(data["rows"])
-        elif "ubi_queries" in data and "ubi_events" in data and "rows" not in data:
-            observations, skipped = clicks.read_ubi(data["ubi_queries"], data["ubi_events"], data["max_rank"])
-        else:
-            raise EvalsiteError(
-                "validation-error", "rows: send rows, or ubi_queries and ubi_events (not both).",
-                details={"field": "rows"},
-            )  # fmt: skip
-        result = click_import.clicks_import(
-            collection=collection, observations=observations, min_impressions=data["min_impressions"],
-            actor=self.actor, skipped=skipped,
-        )  # fmt: skip
-        return Response(result, status=status.HTTP_201_CREATED)
 
 
 class JudgmentsApi(TenantAPIView):

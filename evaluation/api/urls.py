@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation.api import calibration, judgments, views
+from evaluation.api import calibration, clicks, judgments, pool_apply, views
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
@@ -17,13 +17,13 @@ urlpatterns = [
     ),
     path("search/judgments", judgments.JudgmentsApi.as_view(), name="judgments"),
     path("search/judgments/pools", judgments.PoolsApi.as_view(), name="pools"),
-    path("search/judgments/clicks", judgments.ClicksApi.as_view(), name="judgment-clicks"),
+    path("search/judgments/clicks", clicks.ClicksApi.as_view(), name="judgment-clicks"),
     path("search/judgments/pools/<str:pool_id>", judgments.PoolDetailApi.as_view(), name="pool"),
     path("search/judgments/pools/<str:pool_id>/next", judgments.PoolNextApi.as_view(), name="pool-next"),
-    path("search/judgments/pools/<str:pool_id>/apply", judgments.PoolApplyApi.as_view(), name="pool-apply"),
+    path("search/judgments/pools/<str:pool_id>/apply", pool_apply.PoolApplyApi.as_view(), name="pool-apply"),
     path(
         "search/judgments/pools/<str:pool_id>/applications/<str:application_id>/revert",
-        judgments.ApplicationRevertApi.as_view(),
+        pool_apply.ApplicationRevertApi.as_view(),
         name="pool-application-revert",
     ),
     path(
