@@ -2,7 +2,8 @@
 doubled, no item given to more raters than the pool asks for, none twice to one rater.
 
     .venv/bin/python benchmarks/judging_load.py [--raters 10] [--seconds 60] [--raters-per-item 2]
-                                                [--backend sqlite|postgres] [--quick]
+                                                [--backend sqlite|postgres] [--order adaptive|fixed|both]
+                                                [--quick]
 
 Sets up the demo as `scripts/run` does (migrate, load_demo) in a temporary data directory, on SQLite or on a new
 PostgreSQL database with a Redis broker, starts `manage.py serve` (DEBUG off) on a free port, makes a pool of
@@ -11,7 +12,8 @@ a client of its own: GET .../next?rater=, then POST its grade of that item, agai
 or nothing is left for it. Afterwards it reads every judgment back over REST and checks, against what the
 clients sent and were told: every judgment answered 201 is stored once, with the grade sent; no rater was given
 an item twice; no item went to more raters than the pool asks for; no request answered 5xx or 4xx; the server's
-log holds no traceback. Exits 1 when a check fails. `--quick` runs 4 raters for 5 s on a demo of a few
+log holds no traceback. `--order` is the pool's (adaptive, the default, or fixed); `both` runs the drill once for
+each, one after the other, each on a fresh data directory and server. Exits 1 when a check fails. `--quick` runs 4 raters for 5 s on a demo of a few
 questions (benchmarks/load_bench.py's quick demo).
 """
 
@@ -135,10 +137,10 @@ def drill(args: argparse.Namespace, stack: contextlib.ExitStack) -> list[str]:
                      "kind": "retrieval"}, headers=headers, timeout=60).json()["results"]  # fmt: skip
     made = httpx.post(f"{base}/lmkit/v1/search/judgments/pools", headers=headers, timeout=120,
                       json={"collection_id": COLLECTION, "run_ids": [r["run_id"] for r in runs], "depth": 10,
-                            "raters_per_item": args.raters_per_item})  # fmt: skip
+                            "raters_per_item": args.raters_per_item, "order": args.order})  # fmt: skip
     made.raise_for_status()
     pool = made.json()
-    print(f"## {args.backend}: a pool of {pool['items']:,} documents from {len(runs)} runs, "
+    print(f"## {args.backend}, {args.order} order: a pool of {pool['items']:,} documents from {len(runs)} runs, "
           f"{args.raters_per_item} raters each; {args.raters} raters for {args.seconds:.0f} s\n")  # fmt: skip
     until = time.monotonic() + args.seconds
     raters = [Rater(f"rater-{n:02d}", base, key, pool["pool_id"], until, n) for n in range(args.raters)]
@@ -193,12 +195,15 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--postgres-url", default="postgres://postgres@127.0.0.1:5432")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
+    parser.add_argument("--order", choices=["adaptive", "fixed", "both"], default="adaptive")
     parser.add_argument("--quick", action="store_true", help="4 raters for 5 s on a small demo")
     args = parser.parse_args()
     if args.quick:
         args.raters, args.seconds = 4, 5.0
-    with contextlib.ExitStack() as stack:
-        failed = drill(args, stack)
+    failed = []
+    for order in ("adaptive", "fixed") if args.order == "both" else (args.order,):
+        with contextlib.ExitStack() as stack:
+            failed += drill(argparse.Namespace(**{**vars(args), "order": order}), stack)
     if failed:
         sys.exit(f"failed: {'; '.join(failed)}")
 

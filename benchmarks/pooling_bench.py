@@ -11,17 +11,18 @@ every judgment read, grade 0 included):
 2. `--hide` of the judged (question, document) pairs are hidden at random; what is left is what a team knows;
 3. the pool (evaluation.judgments.pooling.pool_candidates) holds every system's top `--depth` documents that
    are not judged yet, in its priority order;
-4. a scripted rater judges the pool in that order from the complete judgments as trec_eval reads them: a pair's
-   hidden grade, and 0 for a document they never graded (the complete ranking below counts it non-relevant too,
-   so judging the whole pool brings every measure to its complete value for what the pool holds);
+4. a scripted rater judges the pool from the complete judgments as trec_eval reads them (a pair's hidden grade,
+   and 0 for a document they never graded: the complete ranking below counts it non-relevant too, so judging the
+   whole pool brings every measure to its complete value for what the pool holds), in three orders: the adaptive
+   one a pool gives raters (evaluation.judgments.pooling.AdaptiveOrder, MaxMean over the rater's answers so far),
+   the pool's fixed priority order, and `--shuffles` random orders of the same pool;
 5. after each tenth of the pool, the systems are ranked by nDCG@10, nDCG@10 over condensed lists and bpref
    (evaluation.retrieval.metrics, equal to trec_eval's), each ranking compared with the one that measure gives
-   under the complete judgments by Kendall's tau (tau-b). The same is done for `--shuffles` random orders of the
-   same pool (their mean tau).
+   under the complete judgments by Kendall's tau (tau-b).
 Means are over the questions with a relevant document in the complete judgments, the same set at every step.
 It prints a table per collection and the three goals with yes / no: tau >= 0.9 with at most a third of the pool
-judged; the priority order reaching its tau with no more judgments than the random orders; the condensed
-measures and bpref closer to the complete ranking than nDCG@10 before any judging.
+judged in the adaptive order; the adaptive order reaching its tau with no more judgments than the random orders;
+the condensed measures and bpref closer to the complete ranking than nDCG@10 before any judging.
 
 Then the case Compare warns about, a system that found what nobody judged (leave one out, as Zobel 1998 tested
 TREC's pools): for each system, the judgments are those a depth-`--depth` pool of the OTHER systems would have
@@ -56,7 +57,7 @@ import numpy as np  # noqa: E402
 import search_bench  # noqa: E402
 from scipy.stats import kendalltau  # noqa: E402
 
-from evaluation.judgments.pooling import pool_candidates  # noqa: E402
+from evaluation.judgments.pooling import AdaptiveOrder, pool_candidates  # noqa: E402
 from evaluation.retrieval import metrics  # noqa: E402
 from evaluation.retrieval.search.embeddings import LsiEmbedder  # noqa: E402
 from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex  # noqa: E402
@@ -192,9 +193,21 @@ def one_hiding(seed: int, full: Qrels, truth: Qrels, runs, questions, reference,
     return (
         len(order),
         graded,
-        judge_in_order(order, known, truth, runs, questions, reference),
+        judge_in_order(adaptive(order, truth), known, truth, runs, questions, reference),
         judge_in_order(shuffled, known, truth, runs, questions, reference),
+        judge_in_order(order, known, truth, runs, questions, reference),
     )
+
+
+def adaptive(order, truth: Qrels) -> list:
+    """The pool in the order AdaptiveOrder gives a rater who answers from the complete judgments."""
+    moving = AdaptiveOrder(order)
+    sequence = []
+    while (index := moving.next()) is not None:
+        candidate = order[index]
+        sequence.append(candidate)
+        moving.record(index, truth[candidate.question][candidate.document_id] > 0)
+    return sequence
 
 
 def measure_collection(folder: Path, args: argparse.Namespace) -> list[str]:
@@ -208,9 +221,9 @@ def measure_collection(folder: Path, args: argparse.Namespace) -> list[str]:
         one_hiding(args.seed + n, full, truth, runs, questions, reference, args.depth)
         for n in range(args.hidings)
     ]
-    sizes = [size for size, _, _, _ in hidings]
-    graded = [count for _, count, _, _ in hidings]
-    ours, theirs = mean_curve([h[2] for h in hidings]), mean_curve([h[3] for h in hidings])
+    sizes = [h[0] for h in hidings]
+    graded = [h[1] for h in hidings]
+    ours, theirs, fixed = (mean_curve([h[n] for h in hidings]) for n in (2, 3, 4))
     judgments = sum(len(grades) for grades in full.values())
     name = folder.name + (" (--quick sample)" if args.quick else "")
     spread = ", ".join(
@@ -225,10 +238,12 @@ def measure_collection(folder: Path, args: argparse.Namespace) -> list[str]:
         f"pool: depth {args.depth}, {statistics.fmean(sizes):,.0f} items on average "
         f"({statistics.fmean(graded):,.0f} graded in the hidden judgments; the others never graded: 0)\n"
     )
-    print("| judged | " + " | ".join(f"tau {m} (pool order / random order)" for m in MEASURES) + " |")
+    print("| judged | " + " | ".join(f"tau {m} (adaptive / fixed / random order)" for m in MEASURES) + " |")
     print("|---|" + "---|" * len(MEASURES))
     for tenth in range(11):
-        cells = " | ".join(f"{ours[tenth][m]:.3f} / {theirs[tenth][m]:.3f}" for m in MEASURES)
+        cells = " | ".join(
+            f"{ours[tenth][m]:.3f} / {fixed[tenth][m]:.3f} / {theirs[tenth][m]:.3f}" for m in MEASURES
+        )
         spent = statistics.fmean(h[2][tenth][0] for h in hidings)
         print(f"| {tenth * 10}% ({spent:,.0f}) | {cells} |")
     print()
@@ -241,8 +256,9 @@ def measure_collection(folder: Path, args: argparse.Namespace) -> list[str]:
         within = reached is not None and reached / 10 <= SHARE_GOAL
         fewer = reached is not None and (by_random is None or reached <= by_random)
         lines.append(
-            f"{measure}: mean tau >= {TAU_GOAL} after {_tenths(reached)} of the pool "
-            f"(random order: {_tenths(by_random)}); within a third of the pool: {'yes' if within else 'no'}; "
+            f"{measure}: mean tau >= {TAU_GOAL} after {_tenths(reached)} of the pool in the adaptive order "
+            f"(fixed order: {_tenths(first_reaching(fixed, measure, TAU_GOAL))}, random order: "
+            f"{_tenths(by_random)}); within a third of the pool: {'yes' if within else 'no'}; "
             f"no later than the random order: {'yes' if fewer else 'no'}"
         )
     before = ours[0]

@@ -321,6 +321,11 @@ class JudgmentPool(models.Model):
     judged_already = models.PositiveIntegerField(
         default=0, help_text="Documents within the depth that had a judgment when the pool was made."
     )
+    adaptive = models.BooleanField(
+        default=True,
+        help_text="Items are given in MaxMean's order as judgments come in (evaluation.judgments.pooling."
+        "AdaptiveOrder); False: in the fixed order of their positions.",
+    )
     created_by = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -341,6 +346,11 @@ class PoolItem(models.Model):
     priority = models.FloatField(help_text="The sum of 1 / rank over the runs that rank it within the depth.")
     run_count = models.PositiveSmallIntegerField()
     best_rank = models.PositiveIntegerField()
+    ranks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[[run index, rank], ...]: each pooled run that ranks it, in the pool.",
+    )
 
     class Meta:
         ordering = ["pool", "position"]

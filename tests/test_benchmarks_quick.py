@@ -99,7 +99,7 @@ EXPECTED: dict[str, list[str]] = {
         "the hand-written variants alone",
     ],
     "judging_load": [
-        "## sqlite: a pool of ",
+        "## sqlite, adaptive order: a pool of ",
         "every request answered 2xx: yes",
         "every judgment answered 201 stored once, with its grade: yes",
         "nothing stored that no client was told was stored: yes",

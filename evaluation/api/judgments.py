@@ -11,7 +11,7 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
-from evaluation.judgments import pools
+from evaluation.judgments import assignment, pools
 from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
 from evaluation.models import EvaluationJobKind, JudgmentPool, PoolApplication, RelevanceJudgment
 from goldenset import selectors as golden_selectors
@@ -29,6 +29,10 @@ class PoolIn(TenantIn):
     )  # fmt: skip
     depth = serializers.IntegerField(min_value=1, max_value=pools.MAX_DEPTH, default=10)
     raters_per_item = serializers.IntegerField(min_value=1, max_value=pools.MAX_RATERS_PER_ITEM, default=1)
+    order = serializers.ChoiceField(
+        choices=["adaptive", "fixed"], default="adaptive",
+        help_text="adaptive: MaxMean, the runs whose documents turn out relevant followed first; fixed: priority.",
+    )  # fmt: skip
     tags = serializers.JSONField(required=False, help_text="Subset: questions with any of these tags.")
     origin = serializers.JSONField(required=False, help_text="Subset: Manual, Imported and/or Generated.")
     reviewed_only = serializers.JSONField(required=False)
@@ -96,6 +100,7 @@ class PoolOut(serializers.Serializer):
     run_ids = serializers.ListField(child=serializers.UUIDField())
     depth = serializers.IntegerField()
     raters_per_item = serializers.IntegerField()
+    order = serializers.CharField(help_text="adaptive (MaxMean) or fixed (priority).")
     subset = serializers.DictField()
     judged_already = serializers.IntegerField(
         help_text="Documents the runs rank within the depth that had a judgment already (left out)."
@@ -190,6 +195,7 @@ def pool_body(pool: JudgmentPool) -> dict:
         "run_ids": sorted(str(pk) for pk in pool.runs.values_list("pk", flat=True)),
         "depth": pool.depth,
         "raters_per_item": pool.raters_per_item,
+        "order": "adaptive" if pool.adaptive else "fixed",
         "subset": pool.subset,
         "judged_already": pool.judged_already,
         "items": progress.items,
@@ -230,6 +236,7 @@ class PoolsApi(TenantAPIView):
         pool = pools.pool_create(
             tenant=collection.tenant, collection=collection, run_ids=data["run_ids"], depth=data["depth"],
             raters_per_item=data["raters_per_item"], subset=parse_subset(request.data), actor=self.actor,
+            adaptive=data["order"] == "adaptive",
         )  # fmt: skip
         return Response(pool_body(pool), status=status.HTTP_201_CREATED)
 
@@ -256,7 +263,7 @@ class PoolNextApi(TenantAPIView):
     def get(self, request, pool_id: str):
         data = read(NextIn, request.query_params)
         pool = pools.pool_get(tenant=self.tenant(), pool_id=pool_id)
-        item = pools.pool_next(pool=pool, rater=data["rater"])
+        item = assignment.pool_next(pool=pool, rater=data["rater"])
         return Response(
             {
                 "item": pools.item_view(item) if item is not None else None,

@@ -18,7 +18,7 @@ from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import collection_for, tenant_page
-from evaluation.judgments import apply, pools
+from evaluation.judgments import apply, assignment, pools
 from evaluation.judgments.grades import GRADE_MEANING
 from evaluation.judgments.highlight import marked_spans
 from evaluation.models import JudgmentPool, PoolItem
@@ -104,7 +104,7 @@ def pool_judge(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespon
         if item is None:
             raise Http404("No item of yours at that place in the pool.")
     else:
-        item = pools.pool_next(pool=pool, rater=rater)
+        item = assignment.pool_next(pool=pool, rater=rater)
         mine = pools.rater_items(pool=pool, rater=rater) if item is not None else mine
     progress = pools.pool_progress(pool)
     context: dict[str, Any] = {

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Count
 
 from evalsite.audit.models import AuditAction
 from evalsite.audit.services import audit_record
@@ -100,8 +99,10 @@ def pool_create(
     raters_per_item: int,
     subset: Subset,
     actor: str,
+    adaptive: bool = True,
 ) -> JudgmentPool:
-    """A pool of the documents the runs rank within `depth` for the subset's questions that nobody judged."""
+    """A pool of the documents the runs rank within `depth` for the subset's questions that nobody judged, given
+    to raters in MaxMean's adaptive order (`adaptive`) or in the fixed order of their priority."""
     runs = _runs_of(tenant, collection, run_ids)
     entries = [
         e
@@ -129,7 +130,7 @@ def pool_create(
     with transaction.atomic():
         pool = JudgmentPool.objects.create(
             tenant=tenant, collection=collection, depth=depth, raters_per_item=raters_per_item,
-            subset=subset.as_dict(), judged_already=already, created_by=actor,
+            subset=subset.as_dict(), judged_already=already, created_by=actor, adaptive=adaptive,
         )  # fmt: skip
         pool.runs.set(runs)
         PoolItem.objects.bulk_create(
@@ -142,6 +143,7 @@ def pool_create(
                     priority=c.priority,
                     run_count=c.runs,
                     best_rank=c.best_rank,
+                    ranks=[list(pair) for pair in c.ranks],
                 )  # fmt: skip
                 for n, c in enumerate(candidates)
             ],
@@ -151,7 +153,8 @@ def pool_create(
             tenant=tenant, action=AuditAction.CREATE, object_type=EvaluationAuditObject.POOL, object_id=pool.pk,
             actor=actor, collection=collection,
             changes={"runs": [str(r.pk) for r in runs], "depth": depth, "items": len(candidates),
-                     "raters_per_item": raters_per_item, "judged_already": already},
+                     "raters_per_item": raters_per_item, "judged_already": already,
+                     "order": "adaptive" if adaptive else "fixed"},
         )  # fmt: skip
     return pool
 
@@ -248,55 +251,6 @@ def person_rater_error(rater: str) -> str | None:
     if is_machine(rater):
         return f"{rater.split(':')[0]}:... names a machine assessor (manage.py judge), not a person"
     return rater_error(rater)
-
-
-def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:
-    """The item this rater should judge next: the one they were given and have not judged yet, else the first in
-    the pool's order that fewer than `raters_per_item` raters were given and this rater never was (None when
-    there is none left for them). Two raters asking at once never take one place twice: each counts an item's
-    raters with the item's row locked, and the one that finds the places taken goes on to the next item."""
-    if (error := person_rater_error(rater)) is not None:
-        raise EvalsiteError("validation-error", f"rater: {error}.", details={"field": "rater"})
-    open_one = (
-        PoolItem.objects.filter(pool=pool, assignments__rater=rater)
-        .exclude(pk__in=_items_judged_by(pool, rater))
-        .order_by("position")
-        .first()
-    )
-    if open_one is not None:
-        return open_one
-    for _ in range(20):  # each pass loses at most a race or two
-        item = (
-            pool.items.annotate(given=Count("assignments"))
-            .filter(given__lt=pool.raters_per_item)
-            .exclude(assignments__rater=rater)
-            .order_by("position")
-            .first()
-        )
-        if item is None:
-            return None
-        with transaction.atomic():
-            # The item's row locked (PostgreSQL; SQLite's transactions are IMMEDIATE, one writer at a time), so
-            # the count below sees every assignment committed before this one.
-            locked = PoolItem.objects.select_for_update().get(pk=item.pk)
-            given = PoolAssignment.objects.filter(item=locked)
-            if given.count() >= pool.raters_per_item or given.filter(rater=rater).exists():
-                continue  # another rater took the last place first: the next item
-            PoolAssignment.objects.create(item=locked, rater=rater)
-        return item
-    return None
-
-
-def _items_judged_by(pool: JudgmentPool, rater: str) -> list[int]:
-    pairs = set(
-        RelevanceJudgment.objects.filter(pool=pool, rater=rater).values_list("entry_id", "document_id")
-    )
-    mine = PoolItem.objects.filter(pool=pool, assignments__rater=rater)
-    return [
-        pk
-        for pk, entry_id, document_id in mine.values_list("pk", "entry_id", "document_id")
-        if (entry_id, document_id) in pairs
-    ]
 
 
 def item_view(item: PoolItem) -> dict:

@@ -4,6 +4,7 @@ the pool asks for; judgments are stored all or none, audited, and a grade of 0 c
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from io import StringIO
 
@@ -12,11 +13,12 @@ from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
 from evaluation.configs import parse_configs
-from evaluation.models import EvaluationRun, JudgmentPool, RelevanceJudgment
+from evaluation.models import EvaluationRun, JudgmentPool, QuestionResult, RelevanceJudgment
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
+from goldenset.services.golden import EntryInput
 from tests.conftest import add_documents
-from tests.support import answer_entries, db_state, handbook_entries
+from tests.support import add_entries, answer_entries, db_state, handbook_entries
 
 POOLS = "/lmkit/v1/search/judgments/pools"
 JUDGMENTS = "/lmkit/v1/search/judgments"
@@ -433,3 +435,43 @@ def test_a_machines_grades_are_paired_with_people_never_combined_with_theirs(wor
     assert machine["same_grade"] == {"0": 0.0, "1": 0.0, "2": 0.0, "3": None}
     assert machine["weighted_kappa"] == pair["weighted_kappa"]  # one person: her grades are the combined ones
     assert world.client.get(f"{POOLS}/{pool_id}").json()["progress"]["raters"] == {"alice": len(items)}
+
+
+def test_a_fixed_order_pool_gives_items_by_position_and_an_unknown_order_is_refused(world, runs):
+    made = make_pool(world, runs, order="fixed").json()
+    assert made["order"] == "fixed" and make_pool(world, runs).json()["order"] == "adaptive"
+    positions = []
+    while item := world.client.get(f"{POOLS}/{made['pool_id']}/next", {"rater": "alice"}).json()["item"]:
+        positions.append(item["position"])
+        judge(world, made["pool_id"], item["question_id"], item["document_id"], 3)
+    assert positions == sorted(positions) == list(range(made["items"]))
+    bad = make_pool(world, runs, order="best-first")
+    assert bad.status_code == 400 and named_field(bad.json()["error"]) == "order"
+
+
+def test_an_adaptive_pool_follows_the_run_whose_documents_turn_out_relevant(world):
+    """Two runs over one question, each ranking its own three documents: once alice finds run B's first
+    document relevant and run A's not, B's documents come before A's, whatever the fixed order says."""
+    add_documents(
+        world.collection, {f"{run}{n}": f"alpha beta gamma {run}{n}" for run in "ab" for n in (1, 2, 3)}
+    )
+    entry = add_entries(world.collection, EntryInput(question="alpha beta gamma?", key="q"))[0]
+    made = []
+    for run in "ab":
+        stored = EvaluationRun.objects.create(
+            tenant=world.tenant, collection_ids=["handbook"], batch_id=uuid.uuid4(), label=run,
+            config={"search_type": "FullText"}, ks=[3], metrics={"ndcg@3": 0.0}, question_count=1,
+        )  # fmt: skip
+        stored.collections.add(world.collection)
+        QuestionResult.objects.create(
+            run=stored, position=0, entry_id=entry.pk, entry_key="q", collection_id="handbook",
+            question=entry.question, expected={}, ranked_ids="\n".join(f"{run}{n}" for n in (1, 2, 3)),
+        )  # fmt: skip
+        made.append(stored)
+    pool_id = make_pool(world, made).json()["pool_id"]
+    given = []
+    for _ in range(4):
+        item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
+        given.append(item["document_id"])
+        judge(world, pool_id, "q", item["document_id"], 2 if item["document_id"].startswith("b") else 0)
+    assert given == ["a1", "b1", "b2", "b3"]  # the fixed order would give a1 b1 a2 b2

@@ -46,6 +46,10 @@ class Command(CollectionCommand):
             "--depth", type=int, default=10, help="Each run's top documents pooled (default 10)."
         )
         parser.add_argument("--raters-per-item", type=int, default=1, help="Raters each document goes to.")
+        parser.add_argument(
+            "--order", choices=["adaptive", "fixed"], default="adaptive",
+            help="adaptive (default): MaxMean, following the runs whose documents turn out relevant; fixed: priority.",
+        )  # fmt: skip
         parser.add_argument("--tags", nargs="+", help="Subset: questions with any of these tags.")
         parser.add_argument("--origin", nargs="+", help="Subset: Manual, Imported and/or Generated.")
         parser.add_argument("--reviewed-only", action="store_true", help="Subset: reviewed questions only.")
@@ -68,6 +72,7 @@ class Command(CollectionCommand):
         pool = pools.pool_create(
             tenant=collection.tenant, collection=collection, run_ids=run_ids, depth=options["depth"],
             raters_per_item=options["raters_per_item"], subset=subset, actor="command:pool",
+            adaptive=options["order"] == "adaptive",
         )  # fmt: skip
         progress = pools.pool_progress(pool)
         self.stdout.write(
