@@ -426,6 +426,12 @@ class PoolApplication(models.Model):
         max_length=grades.RATER_MAX_LENGTH, help_text='"people" (their combined grades), or a machine rater.'
     )
     judgments = models.PositiveIntegerField(help_text="The documents whose grade was written.")
+    source_detail = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="A machine source's versions as its judgments record them ([{prompt_version, prompt_sha256}, "
+        "{version}, {model}...]); [] for people.",
+    )
     changes = models.JSONField(
         default=list,
         help_text="[{entry_id, before: {expected_document_ids, grades}, after: {...}}, ...], one per entry.",

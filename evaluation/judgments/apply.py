@@ -241,8 +241,9 @@ def _write(pool, entries, after, written, source, actor) -> PoolApplication:
     )
     AuditEvent.objects.bulk_create(events, batch_size=CHUNK)
     application = PoolApplication.objects.create(
-        pool=pool, source=source, judgments=len(written), changes=changes, created_by=actor
-    )
+        pool=pool, source=source, judgments=len(written), changes=changes, created_by=actor,
+        source_detail=_versions(pool, source),
+    )  # fmt: skip
     audit_record(
         tenant=pool.tenant, action=AuditAction.UPDATE, object_type=EvaluationAuditObject.POOL, object_id=pool.pk,
         actor=actor, collection=pool.collection,
@@ -250,6 +251,36 @@ def _write(pool, entries, after, written, source, actor) -> PoolApplication:
                  "entries": len(changes)},
     )  # fmt: skip
     return application
+
+
+PROVENANCE_KEYS = ("prompt_version", "prompt_sha256", "version", "model")
+
+
+def _versions(pool: JudgmentPool, source: str) -> list[dict]:
+    """The distinct versions a machine source's judgments in the pool record (its prompt's version and hash, its
+    own version, its click model); [] for people."""
+    if source == PEOPLE:
+        return []
+    found: dict[tuple, dict] = {}
+    for detail in RelevanceJudgment.objects.filter(pool=pool, rater=source).values_list("detail", flat=True):
+        kept = {k: detail[k] for k in PROVENANCE_KEYS if isinstance(detail, dict) and k in detail}
+        found.setdefault(tuple(sorted(kept.items())), kept)
+    return list(found.values())
+
+
+def machine_judged_entries(collections) -> dict[str, list[dict]]:
+    """Per golden entry id, the machine sources whose grades an application still in force wrote into it, each
+    {rater, versions}: what an evaluation records of the judgments it read that no person gave."""
+    out: dict[str, list[dict]] = {}
+    applications = PoolApplication.objects.filter(
+        pool__collection__in=collections, reverted_at__isnull=True
+    ).exclude(source=PEOPLE)
+    for source, versions, changes in applications.values_list("source", "source_detail", "changes"):
+        for change in changes:
+            given = out.setdefault(change["entry_id"], [])
+            if not any(g["rater"] == source for g in given):
+                given.append({"rater": source, "versions": versions})
+    return out
 
 
 def application_revert(*, pool: JudgmentPool, application_id: str, actor: str) -> PoolApplication:

@@ -22,6 +22,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig, parse_configs
+from evaluation.judgments.apply import machine_judged_entries
 from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult, RunKind, RunStatus, Target
 from evaluation.retrieval import metrics
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers, rerank_warnings
@@ -87,6 +88,8 @@ class RetrievalBatch:
     warnings: list[str]
     search: CollectionSearch | None
     now: datetime
+    # entry id -> the machine assessors whose grades were written into it (evaluation.judgments.apply)
+    machine: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -150,6 +153,7 @@ def _plan(*, tenant, collections, ks, configs) -> RetrievalBatch:
         # The built-in engine's indexes, only when a configuration searches them (a target needs none).
         search=CollectionSearch(collections) if any(not c.target for c in configs) else None,
         now=timezone.now(),
+        machine=machine_judged_entries(collections),
     )
 
 
@@ -196,6 +200,7 @@ def _store(batch: RetrievalBatch, scored, job: Job | None) -> tuple[uuid.UUID, l
                 ),
                 search_ms=search_ms,
                 job=job,
+                machine=batch.machine,
             )
             for config, per_question, search_ms, golden_fingerprint in scored
         ]
@@ -317,6 +322,7 @@ def evaluate_run_file(
         per_question = _score_external(collection, questions, answers, ks)
         scored.append((config, per_question, run_warnings, (time.perf_counter() - started) * 1000))
     batch_id = uuid.uuid4()
+    machine = machine_judged_entries([collection])
     with transaction.atomic():
         runs = [
             _persist_run(
@@ -331,6 +337,7 @@ def evaluate_run_file(
                 index_info={"evaluated_at": evaluated_at},
                 search_ms=ms,
                 job=None,
+                machine=machine,
             )
             for config, per_question, run_warnings, ms in scored
         ]
@@ -375,10 +382,31 @@ def _run_status(config: RunConfig, per_question: Sequence[_Scored]) -> tuple[str
     return RunStatus.PARTIAL, warnings, summary
 
 
+def machine_provenance(
+    per_question: Sequence[_Scored], machine: Mapping[str, list[dict]]
+) -> tuple[list, list]:
+    """The machine assessors whose grades the run's questions read, each with its versions and how many questions,
+    and a warning per assessor: a score on machine judgments is never shown as if people had judged."""
+    used: dict[str, dict] = {}
+    for s in per_question:
+        for source in machine.get(str(s.q.entry_id), ()):
+            used.setdefault(source["rater"], {**source, "questions": 0})["questions"] += 1
+    warnings = [
+        f"{u['questions']} of its questions read judgments written by {u['rater']} "
+        f"({', '.join(str(v) for v in u['versions']) or 'no version recorded'}), a machine assessor, not people."
+        for u in used.values()
+    ]
+    return list(used.values()), warnings
+
+
 def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, warnings, golden_fingerprint,
-                 index_info, search_ms, job) -> EvaluationRun:  # fmt: skip
+                 index_info, search_ms, job, machine=None) -> EvaluationRun:  # fmt: skip
     started = time.perf_counter()
     status, run_warnings, summary = _run_status(config, per_question)
+    machine_judgments, machine_warnings = machine_provenance(per_question, machine or {})
+    if machine_judgments:
+        summary = {**summary, "machine_judgments": machine_judgments}
+        run_warnings = [*run_warnings, *machine_warnings]
     scored = [s.metrics for s in per_question if not s.error]
     means = {} if status == RunStatus.FAILED else metrics.mean_metrics(scored)
     results = [
@@ -409,7 +437,7 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
         config=config.as_dict(),
         ks=list(ks),
         metrics=means,
-        metric_methods={name: "trec_eval" for name in means},
+        metric_methods={name: metrics.method_of(name) for name in means},
         slices={} if status == RunStatus.FAILED else run_slices(results),
         warnings=[*warnings, *run_warnings],
         golden_fingerprint=golden_fingerprint,

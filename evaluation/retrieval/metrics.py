@@ -57,6 +57,7 @@ __all__ = [
     "first_relevant_rank",
     "judged_at",
     "mean_metrics",
+    "method_of",
     "missing_relevant",
     "ndcg_at",
     "rank_run",
@@ -276,6 +277,16 @@ def _ndcg_cuts(
             ideal += gain / math.log2(i + 2)
         values[k] = dcg / ideal if ideal > 0.0 else 0.0
     return values
+
+
+def method_of(name: str) -> str:
+    """How a metric of evaluate_query is computed, as a run records it beside the value."""
+    base = name.split("@")[0]
+    if base == JUDGED_SHARE:
+        return "judged share of the top k (ir_measures Judged@k)"
+    if base in (NDCG_COND, MAP_COND):
+        return "trec_eval -J (condensed list)"
+    return "trec_eval"
 
 
 def mean_metrics(per_query: Sequence[Mapping[str, float]]) -> dict[str, float]:

@@ -4,14 +4,19 @@ and taken back while nobody changed the entries since."""
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
 from evaluation.configs import parse_configs
+from evaluation.judgments.lexical import LEXICAL_RATER
 from evaluation.models import EvaluationRun, PoolApplication, RelevanceJudgment
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import GoldenEntry
+from tests.evaluation.test_assessors import SCOPE
 from tests.evaluation.test_judgment_pools import CONFIGS, POOLS, judge, make_pool, named_field
 from tests.support import db_state, handbook_entries
 
@@ -56,13 +61,7 @@ def golden(world) -> dict[str, tuple[list[str], dict]]:
 
 
 def rerun(world) -> dict[str, dict[str, float]]:
-    _, made = evaluate_retrieval(
-        tenant=world.tenant,
-        collections=[world.collection],
-        ks=[1, 3],
-        configs=parse_configs(CONFIGS, available_rerankers()),
-    )
-    return {run.label: run.metrics for run in made}
+    return {run.label: run.metrics for run in rerun_runs(world)}
 
 
 def test_a_dry_run_shows_every_runs_metrics_before_and_after_and_writes_nothing(world, judged_pool):
@@ -233,3 +232,38 @@ def test_another_tenants_pool_and_applications_are_404_and_nothing_is_written(wo
     assert world.other_client.post(revert, {}, format="json").status_code == 404
     assert world.client.post(f"{POOLS}/{pool_id}/applications/x/revert", {}, format="json").status_code == 404
     assert db_state() == before
+
+
+def test_a_run_over_machine_judgments_says_which_assessor_and_version_wrote_them(world, runs):
+    pool_id = make_pool(world, runs).json()["pool_id"]
+    out = StringIO()
+    call_command("judge", *SCOPE, "--pool", pool_id, "--assessor", "lexical", stdout=out)
+    body = apply(world, pool_id, source=LEXICAL_RATER).json()
+    assert body["judgments"] > 0 and body["application_id"]
+    application = PoolApplication.objects.get()
+    assert application.source_detail == [{"version": "evalsite-lexical-1"}]
+    measured = rerun_runs(world)
+    for run in measured:
+        (used,) = run.summary["machine_judgments"]
+        assert used["rater"] == LEXICAL_RATER and used["versions"] == [{"version": "evalsite-lexical-1"}]
+        assert used["questions"] == body["entries"]
+        assert any(LEXICAL_RATER in w and "a machine assessor, not people" in w for w in run.warnings)
+        assert run.metric_methods["ndcg@3"] == "trec_eval"
+        assert run.metric_methods["ndcg_cond@3"] == "trec_eval -J (condensed list)"
+        assert run.metric_methods["judged@3"].startswith("judged share")
+    # Taken back: the next runs read people's judgments only, and say nothing of machines.
+    revert = f"{POOLS}/{pool_id}/applications/{application.pk}/revert"
+    assert world.client.post(revert, {}, format="json").status_code == 200
+    for run in rerun_runs(world):
+        assert "machine_judgments" not in run.summary
+        assert not any("machine assessor" in w for w in run.warnings)
+
+
+def rerun_runs(world):
+    _, made = evaluate_retrieval(
+        tenant=world.tenant,
+        collections=[world.collection],
+        ks=[1, 3],
+        configs=parse_configs(CONFIGS, available_rerankers()),
+    )
+    return made
