@@ -9,8 +9,10 @@ from rest_framework.response import Response
 
 from evalsite.api.parsers import JSONParser
 from evalsite.errors import EvalsiteError
+from evaluation.api.judgments import MachineAgreementOut
 from evaluation.api.views import read_strictly
 from evaluation.judgments import calibration as services
+from evaluation.judgments.assessor_report import assessors_against_people
 from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels, read_rows
 from evaluation.models import LabelLevel
@@ -132,6 +134,9 @@ class CalibrationOut(serializers.Serializer):
     judges = JudgeCalibrationOut(many=True)
     warnings = serializers.ListField(child=serializers.CharField())
     thresholds = ThresholdOut(many=True)
+    relevance_assessors = MachineAgreementOut(
+        many=True, help_text="Each machine relevance assessor against people's grades of the same documents."
+    )
 
 
 class LabelsApi(TenantAPIView):
@@ -192,7 +197,13 @@ class CalibrationApi(TenantAPIView):
         report = services.calibration_report(
             collection=collection, metric=data.get("metric"), judge_filter=data.get("judge")
         )
-        return Response({**report, "thresholds": services.thresholds_list(collection)})
+        return Response(
+            {
+                **report,
+                "thresholds": services.thresholds_list(collection),
+                "relevance_assessors": assessors_against_people(collection),
+            }
+        )
 
 
 class ThresholdApi(TenantAPIView):

@@ -85,7 +85,7 @@ class PoolAgreementOut(serializers.Serializer):
 
 class ApplicationOut(serializers.Serializer):
     application_id = serializers.UUIDField()
-    source = serializers.CharField(help_text='"people", or the machine rater whose grades were written.')
+    source = serializers.CharField(help_text='"people", or the machine rater whose grades were written.')  # type: ignore[assignment]
     judgments = serializers.IntegerField(help_text="The documents whose grade was written.")
     entries = serializers.IntegerField()
     created_by = serializers.CharField()

@@ -19,12 +19,12 @@ class ApplyIn(TenantIn):
     source = serializers.CharField(
         default=apply.PEOPLE, max_length=RATER_MAX_LENGTH,
         help_text='"people": the raters\' combined grades (median); or a machine rater (llm-relevance:...).',
-    )  # fmt: skip
+    )  # type: ignore[assignment]  # fmt: skip
 
 
 class RunBeforeAfterOut(serializers.Serializer):
     run_id = serializers.UUIDField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
     in_pool = serializers.BooleanField(help_text="One of the runs the pool was made from.")
     questions_before = serializers.IntegerField()
@@ -42,7 +42,7 @@ class SplitOut(serializers.Serializer):
 
 class ApplyOut(serializers.Serializer):
     pool_id = serializers.UUIDField()
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
     dry_run = serializers.BooleanField()
     judgments = serializers.IntegerField(help_text="Grades written (or that would be).")
     relevant = serializers.IntegerField(help_text="Of them, grades 1-3: the document becomes expected.")

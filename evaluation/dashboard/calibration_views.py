@@ -18,6 +18,7 @@ from evaluation.answers.verdicts import DEFAULT_THRESHOLDS
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.judgments import calibration
+from evaluation.judgments.assessor_report import assessors_against_people
 from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels
 from evaluation.models import LabelLevel
@@ -80,6 +81,7 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
         "tab": "calibration",
         "report": report,
         "sections": sections,
+        "assessors": assessors_against_people(collection),
         "upload_errors": upload_errors[:MAX_UPLOAD_ERRORS_SHOWN],
         "more_errors": max(0, len(upload_errors) - MAX_UPLOAD_ERRORS_SHOWN),
     }

@@ -269,9 +269,8 @@ def read_ubi(
         if action not in ("impression", "click"):
             skipped["other_actions"] += 1
             continue
-        attributes = doc.get("event_attributes") if isinstance(doc.get("event_attributes"), dict) else {}
-        obj = attributes.get("object") if isinstance(attributes.get("object"), dict) else {}
-        place = attributes.get("position") if isinstance(attributes.get("position"), dict) else {}
+        attributes = _object(doc.get("event_attributes"))
+        obj, place = _object(attributes.get("object")), _object(attributes.get("position"))
         document_id, ordinal = obj.get("object_id"), place.get("ordinal")
         where = f"ubi_events[{i}]"
         if not isinstance(document_id, (str, int)) or isinstance(document_id, bool) or str(document_id) == "":
@@ -295,6 +294,10 @@ def read_ubi(
             )
         )
     return observations, skipped
+
+
+def _object(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
 
 
 def grade_counts(judgments: Sequence[ClickJudgment]) -> dict[str, int]:

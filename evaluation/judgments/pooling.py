@@ -20,7 +20,7 @@ both orders against a random one.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["AdaptiveOrder", "PoolCandidate", "pool_candidates"]
@@ -135,22 +135,27 @@ class AdaptiveOrder:
                 best = candidate
         return best
 
-    def ranked(self, unavailable: Container[int], count: int) -> list[int]:
+    def ranked(self, unavailable: Iterable[int], count: int) -> list[int]:
         """The next `count` items in turn if none of them were judged meanwhile (each left out of the next): every
         question's best once, then only the question of the item just taken moves on."""
         left_out = set(unavailable)
-        heap = [(*best, q) for q in self.lists if (best := self._best(q, left_out))[2] is not None]
+        heap: list[tuple[float, int, int, str]] = []
+        for question in self.lists:
+            score, place, best = self._best(question, left_out)
+            if best is not None:
+                heap.append((score, place, best, question))
         heapq.heapify(heap)
         out: list[int] = []
         while heap and len(out) < count:
             _score, _place, index, question = heapq.heappop(heap)
             out.append(index)
             left_out.add(index)
-            if (fresh := self._best(question, left_out))[2] is not None:
-                heapq.heappush(heap, (*fresh, question))
+            score, place, best = self._best(question, left_out)
+            if best is not None:
+                heapq.heappush(heap, (score, place, best, question))
         return out
 
-    def next(self, unavailable: Container[int] = frozenset()) -> int | None:
+    def next(self, unavailable: Iterable[int] = frozenset()) -> int | None:
         if unavailable:  # a rater's view: every question's best, leaving out what they cannot take
             found = self.ranked(unavailable, 1)
             return found[0] if found else None

@@ -233,3 +233,7 @@ def test_a_machine_assessor_is_shown_against_people_with_its_confusion_matrix(al
     # The people's progress and their combined grades are theirs alone.
     assert page.context["progress"].judgments == judged
     assert page.context["agreement"]["combined_grades"] == {"1": judged}
+    # The collection's calibration report shows the same assessor against the same people.
+    report = alice.get(reverse("dashboard:collection-calibration", args=["handbook"]))
+    assert report.status_code == 200 and report.context["assessors"] == [machine]
+    assert 'id="relevance-assessors"' in report.content.decode()

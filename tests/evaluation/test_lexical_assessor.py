@@ -70,6 +70,11 @@ def test_the_lexical_assessor_judges_a_pool_from_the_command_line_beside_people(
     expected = weighted_kappa([0] * items, [j.grade for j in judgments], (0, 1, 2, 3))
     assert pair["items"] == items and pair["weighted_kappa"] == pytest.approx(expected, abs=1e-4)
     assert agreement["combined_grades"] == {"0": items} and agreement["items_graded_twice"] == 0
+    report = world.client.get("/lmkit/v1/search/evaluate/calibration", {"collection_id": "handbook"})
+    assert report.status_code == 200, report.json()
+    (assessor,) = report.json()["relevance_assessors"]
+    assert assessor["rater"] == LEXICAL_RATER and assessor["items"] == items
+    assert assessor["weighted_kappa"] == pair["weighted_kappa"] and sum(assessor["confusion"][0]) == items
     # Again: nothing left for it.
     out = StringIO()
     call_command("judge", *SCOPE, "--pool", str(pool.pk), "--assessor", "lexical", stdout=out)
