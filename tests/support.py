@@ -16,6 +16,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from evalsite.tenancy.models import Membership
+from evaluation.configs import parse_configs
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import Collection, GoldenEntry
 from goldenset.services import EntryInput, golden_entries_add
 
@@ -176,3 +179,15 @@ def migration_leaves():
     from django.db.migrations.executor import MigrationExecutor
 
     return MigrationExecutor(connection).loader.graph.leaf_nodes()
+
+
+LUCENE_AND_OKAPI = [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}]
+
+
+def lucene_and_okapi_runs(world, ks=(1, 3)) -> list:
+    """Two FullText runs (lucene, okapi) of the world's golden set, evaluated now: the runs pools are made from."""
+    _, made = evaluate_retrieval(
+        tenant=world.tenant, collections=[world.collection], ks=list(ks),
+        configs=parse_configs(LUCENE_AND_OKAPI, available_rerankers()),
+    )  # fmt: skip
+    return made

@@ -96,13 +96,7 @@ def pool_assess(
         views = [(item, item_view(item)) for item in chunk]  # read here, in this thread and its transaction
         stored = _judgments(pool, rater, client.map_concurrent(_ask(client, model, samples), views), counts)
         grades.update(str(j.grade) for j in stored)
-        with transaction.atomic():
-            RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
-            audit_record(
-                tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
-                object_id=pool.pk, actor=actor, collection=pool.collection,
-                changes={"rater": rater, "prompt_version": PROMPT_VERSION, "items": len(chunk), "judged": len(stored)},
-            )  # fmt: skip
+        _store(pool, stored, actor, {"rater": rater, "prompt_version": PROMPT_VERSION, "items": len(chunk)})
         if progress is not None:
             progress(start + len(chunk), len(todo))
     return {
@@ -118,6 +112,16 @@ def pool_assess(
         "gone": counts["gone"],
         "grades": dict(sorted(grades.items())),
     }
+
+
+def _store(pool: JudgmentPool, stored: list[RelevanceJudgment], actor: str, changes: dict) -> None:
+    """A chunk of a machine's judgments, with its audit event, in one transaction."""
+    with transaction.atomic():
+        RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
+        audit_record(
+            tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
+            object_id=pool.pk, actor=actor, collection=pool.collection, changes={**changes, "judged": len(stored)},
+        )  # fmt: skip
 
 
 def _judgments(
@@ -195,13 +199,7 @@ def pool_assess_lexical(
                 )  # fmt: skip
             )
         grades.update(str(j.grade) for j in stored)
-        with transaction.atomic():
-            RelevanceJudgment.objects.bulk_create(stored, batch_size=500)
-            audit_record(
-                tenant=pool.tenant_id, action=AuditAction.CREATE, object_type=EvaluationAuditObject.JUDGMENT,
-                object_id=pool.pk, actor=actor, collection=pool.collection,
-                changes={"rater": LEXICAL_RATER, "items": len(chunk), "judged": len(stored)},
-            )  # fmt: skip
+        _store(pool, stored, actor, {"rater": LEXICAL_RATER, "version": LEXICAL_VERSION, "items": len(chunk)})
         if progress is not None:
             progress(start + len(chunk), len(todo))
     return {

@@ -2,12 +2,9 @@
 
 import pytest
 
-from evaluation.configs import parse_configs
 from evaluation.judgments.pools import pool_create
-from evaluation.retrieval.evaluate import evaluate_retrieval
-from evaluation.retrieval.read_path import available_rerankers
 from evaluation.runs.slices import EVERY
-from tests.support import handbook_entries
+from tests.support import handbook_entries, lucene_and_okapi_runs
 
 
 @pytest.fixture(autouse=True)
@@ -16,13 +13,16 @@ def _fresh_indexes(fresh_indexes):
 
 
 @pytest.fixture
-def pool(world):
-    """A depth-3 pool of two FullText runs (lucene, okapi) over the three handbook questions."""
+def runs(world):
+    """Two FullText runs (lucene, okapi) of the three handbook questions, each expecting one document of three:
+    the runs also rank the other two, which nobody judged."""
     handbook_entries(world.collection)
-    configs = parse_configs(
-        [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}], available_rerankers()
-    )
-    _, runs = evaluate_retrieval(tenant=world.tenant, collections=[world.collection], ks=[3], configs=configs)
+    return lucene_and_okapi_runs(world)
+
+
+@pytest.fixture
+def pool(world, runs):
+    """A depth-3 pool of those two runs."""
     return pool_create(
         tenant=world.tenant, collection=world.collection, run_ids=[str(r.pk) for r in runs], depth=3,
         raters_per_item=1, subset=EVERY, actor="test",

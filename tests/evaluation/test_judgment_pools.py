@@ -12,31 +12,13 @@ import pytest
 from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
-from evaluation.configs import parse_configs
 from evaluation.models import EvaluationRun, JudgmentPool, QuestionResult, RelevanceJudgment
-from evaluation.retrieval.evaluate import evaluate_retrieval
-from evaluation.retrieval.read_path import available_rerankers
 from goldenset.services.golden import EntryInput
 from tests.conftest import add_documents
-from tests.support import add_entries, answer_entries, db_state, handbook_entries
+from tests.support import add_entries, answer_entries, db_state
 
 POOLS = "/lmkit/v1/search/judgments/pools"
 JUDGMENTS = "/lmkit/v1/search/judgments"
-CONFIGS = [{"label": "lucene"}, {"label": "okapi", "bm25_variant": "okapi"}]
-
-
-@pytest.fixture
-def runs(world):
-    """Two FullText runs (lucene, okapi) of the three handbook questions, each expecting one document of three:
-    the runs also rank the other two, which nobody judged."""
-    handbook_entries(world.collection)
-    _, made = evaluate_retrieval(
-        tenant=world.tenant,
-        collections=[world.collection],
-        ks=[1, 3],
-        configs=parse_configs(CONFIGS, available_rerankers()),
-    )
-    return made
 
 
 def make_pool(world, runs, **fields):

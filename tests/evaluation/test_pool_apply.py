@@ -10,27 +10,12 @@ import pytest
 from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
-from evaluation.configs import parse_configs
 from evaluation.judgments.lexical import LEXICAL_RATER
 from evaluation.models import EvaluationRun, PoolApplication, RelevanceJudgment
-from evaluation.retrieval.evaluate import evaluate_retrieval
-from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import GoldenEntry
 from tests.evaluation.test_assessors import SCOPE
-from tests.evaluation.test_judgment_pools import CONFIGS, POOLS, judge, make_pool, named_field
-from tests.support import db_state, handbook_entries
-
-
-@pytest.fixture
-def runs(world):
-    handbook_entries(world.collection)
-    _, made = evaluate_retrieval(
-        tenant=world.tenant,
-        collections=[world.collection],
-        ks=[1, 3],
-        configs=parse_configs(CONFIGS, available_rerankers()),
-    )
-    return made
+from tests.evaluation.test_judgment_pools import POOLS, judge, make_pool, named_field
+from tests.support import db_state, lucene_and_okapi_runs
 
 
 @pytest.fixture
@@ -61,7 +46,7 @@ def golden(world) -> dict[str, tuple[list[str], dict]]:
 
 
 def rerun(world) -> dict[str, dict[str, float]]:
-    return {run.label: run.metrics for run in rerun_runs(world)}
+    return {run.label: run.metrics for run in lucene_and_okapi_runs(world)}
 
 
 def test_a_dry_run_shows_every_runs_metrics_before_and_after_and_writes_nothing(world, judged_pool):
@@ -242,7 +227,7 @@ def test_a_run_over_machine_judgments_says_which_assessor_and_version_wrote_them
     assert body["judgments"] > 0 and body["application_id"]
     application = PoolApplication.objects.get()
     assert application.source_detail == [{"version": "evalsite-lexical-1"}]
-    measured = rerun_runs(world)
+    measured = lucene_and_okapi_runs(world)
     for run in measured:
         (used,) = run.summary["machine_judgments"]
         assert used["rater"] == LEXICAL_RATER and used["versions"] == [{"version": "evalsite-lexical-1"}]
@@ -254,16 +239,6 @@ def test_a_run_over_machine_judgments_says_which_assessor_and_version_wrote_them
     # Taken back: the next runs read people's judgments only, and say nothing of machines.
     revert = f"{POOLS}/{pool_id}/applications/{application.pk}/revert"
     assert world.client.post(revert, {}, format="json").status_code == 200
-    for run in rerun_runs(world):
+    for run in lucene_and_okapi_runs(world):
         assert "machine_judgments" not in run.summary
         assert not any("machine assessor" in w for w in run.warnings)
-
-
-def rerun_runs(world):
-    _, made = evaluate_retrieval(
-        tenant=world.tenant,
-        collections=[world.collection],
-        ks=[1, 3],
-        configs=parse_configs(CONFIGS, available_rerankers()),
-    )
-    return made
