@@ -42,6 +42,7 @@ PURE = [
     "evaluation.judgments.assessors",
     "evaluation.judgments.grades",
     "evaluation.judgments.highlight",
+    "evaluation.judgments.judgment_files",
     "evaluation.judgments.pooling",
     "evaluation.judgments.rater_agreement",
     "evaluation.judgments.labels",

@@ -5,14 +5,17 @@ from __future__ import annotations
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from evalsite.api.parsers import JSONParser
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
 from evaluation.judgments import assignment, pools
 from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
+from evaluation.judgments.judgment_files import read_judgment_file
 from evaluation.models import EvaluationJobKind, JudgmentPool, PoolApplication, RelevanceJudgment
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
@@ -157,7 +160,18 @@ class JudgmentsIn(TenantIn):
         child=serializers.JSONField(),
         min_length=1,
         max_length=pools.MAX_JUDGMENTS_PER_CALL,
+        required=False,
         help_text="[{question_id, document_id, grade (0-3 or null: cannot judge), rater, note}]",
+    )
+    # One judgment, without the list:
+    question_id = serializers.JSONField(required=False)
+    document_id = serializers.JSONField(required=False)
+    grade = serializers.JSONField(required=False)
+    rater = serializers.JSONField(required=False, help_text="One judgment's rater, or a qrels file's.")
+    note = serializers.JSONField(required=False)
+    file = serializers.FileField(
+        required=False,
+        help_text="CSV (question_id, document_id, grade, rater, note) or TREC qrels (with rater).",
     )
 
 
@@ -313,24 +327,43 @@ class PoolAssessApi(TenantAPIView):
 
 
 class JudgmentsApi(TenantAPIView):
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
     @extend_schema(
-        request=JudgmentsIn,
+        request={"application/json": JudgmentsIn, "multipart/form-data": JudgmentsIn},
         responses={201: JudgmentsOut},
-        summary="Stores relevance judgments: one rater's grade of one document for one question.",
+        summary="Stores relevance judgments: a list, one judgment's fields, or a CSV or TREC qrels file.",
         description="All or none: every bad judgment is named (up to 50). A rater's new grade of a pair replaces "
         "the old one; each write is audited.",
     )
     def post(self, request):
-        data = read_strictly(JudgmentsIn, request.data)
+        body = request.data
+        raw = body.dict() if hasattr(body, "dict") else body  # a form's fields, or the JSON body as it came
+        if "file" in request.FILES:
+            raw["file"] = request.FILES["file"]
+        data = read_strictly(JudgmentsIn, raw)
         collection = golden_selectors.collection_get(
             tenant=self.tenant(data), collection_id=data["collection_id"]
         )
+        single = [name for name in ("question_id", "document_id", "grade", "note") if name in data]
+        forms = ("judgments" in data) + ("file" in data) + bool(single)
+        if forms != 1:
+            raise EvalsiteError(
+                "validation-error", "judgments: send judgments (a list), one judgment's fields, or a file.",
+                details={"field": "judgments"},
+            )  # fmt: skip
+        if "file" in data:
+            raw_rows = read_judgment_file(data["file"].read(), data.get("rater"))
+        elif single:
+            raw_rows = [{name: data[name] for name in (*single, "rater") if name in data}]
+        else:
+            raw_rows = data["judgments"]
         pool = None
         if data.get("pool_id"):
             pool = pools.pool_get(tenant=collection.tenant, pool_id=data["pool_id"])
             if pool.collection_id != collection.pk:  # another collection's pool is none of this one's
                 raise NotFound("Pool", data["pool_id"])
-        rows = pools.judgment_rows(data["judgments"])
+        rows = pools.judgment_rows(raw_rows)
         summary = pools.judgments_record(collection=collection, rows=rows, actor=self.actor, pool=pool)
         return Response(summary, status=status.HTTP_201_CREATED)
 

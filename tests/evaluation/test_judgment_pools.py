@@ -9,6 +9,7 @@ from collections import Counter
 from io import StringIO
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
@@ -457,3 +458,66 @@ def test_an_adaptive_pool_follows_the_run_whose_documents_turn_out_relevant(worl
         given.append(item["document_id"])
         judge(world, pool_id, "q", item["document_id"], 2 if item["document_id"].startswith("b") else 0)
     assert given == ["a1", "b1", "b2", "b3"]  # the fixed order would give a1 b1 a2 b2
+
+
+def test_one_judgment_a_csv_file_and_a_qrels_file_are_stored_as_a_list_is(world, runs):
+    one = {
+        "collection_id": "handbook",
+        "question_id": "q1",
+        "document_id": "shipping",
+        "grade": 0,
+        "rater": "alice",
+    }
+    response = world.client.post(JUDGMENTS, one, format="json")
+    assert response.status_code == 201 and response.json()["created"] == 1, response.json()
+    csv_file = SimpleUploadedFile(
+        "grades.csv",
+        b"question_id,document_id,grade,rater,note\nq1,warranty,1,bob,related\nq2,refunds,,bob,\n",
+    )
+    response = world.client.post(
+        JUDGMENTS, {"collection_id": "handbook", "file": csv_file}, format="multipart"
+    )
+    assert response.status_code == 201 and response.json()["created"] == 2, response.json()
+    qrels = SimpleUploadedFile("grades.qrels", b"q3 0 refunds 2\nq3 0 shipping 0\n")
+    response = world.client.post(
+        JUDGMENTS, {"collection_id": "handbook", "file": qrels, "rater": "cara"}, format="multipart"
+    )
+    assert response.status_code == 201 and response.json()["created"] == 2, response.json()
+    stored = {
+        (j.rater, j.entry.key, j.document_id): (j.grade, j.note) for j in RelevanceJudgment.objects.all()
+    }
+    assert stored == {
+        ("alice", "q1", "shipping"): (0, ""),
+        ("bob", "q1", "warranty"): (1, "related"),
+        ("bob", "q2", "refunds"): (None, ""),  # an empty grade: cannot judge
+        ("cara", "q3", "refunds"): (2, ""),
+        ("cara", "q3", "shipping"): (0, ""),
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ({"file": b"q1 0 refunds 2\n"}, "rater: a qrels file names no rater"),
+        ({"file": b"q1 0 refunds 7\n", "rater": "cara"}, "grade: 7 is not one of 0, 1, 2, 3"),
+        ({"file": b"q1 0 refunds -1\n", "rater": "cara"}, "line 1: grade '-1'"),
+        ({"file": b"question_id,document_id,grade\nq1,refunds,two\n", "rater": "x"}, "line 2: grade 'two'"),
+        ({"file": b"q1 refunds 2\n", "rater": "cara"}, "line 1: expected 4 columns"),
+    ],
+)
+def test_a_bad_judgment_file_is_a_400_naming_the_line_and_stores_nothing(world, runs, body, named):
+    before = db_state()
+    upload = {"collection_id": "handbook", **body, "file": SimpleUploadedFile("grades.txt", body["file"])}
+    response = world.client.post(JUDGMENTS, upload, format="multipart")
+    assert response.status_code == 400, response.json()
+    assert named in response.json()["error"]["message"], response.json()
+    assert db_state() == before
+
+
+def test_a_list_and_a_file_at_once_are_refused(world, runs):
+    one = {"question_id": "q1", "document_id": "refunds", "grade": 1, "rater": "alice"}
+    body = {"collection_id": "handbook", **one, "judgments": [one]}
+    response = world.client.post(JUDGMENTS, body, format="json")
+    assert response.status_code == 400 and named_field(response.json()["error"]) == "judgments"
+    assert "send judgments (a list), one judgment's fields, or a file" in response.json()["error"]["message"]
+    assert not RelevanceJudgment.objects.exists()
