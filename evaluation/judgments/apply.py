@@ -54,15 +54,21 @@ class Grade:
 
 def pool_grades(pool: JudgmentPool, source: str = PEOPLE) -> tuple[list[Grade], int]:
     """The grade of each item someone graded, in the pool's order, and how many items have none yet: from the
-    people's judgments combined, or from one machine rater's (its name as `source`)."""
+    people's judgments combined, or from one machine rater's (its name as `source`). A machine's grade is never
+    taken for an item a person graded: that item is the people's to apply, so it counts as ungraded here."""
     by_item: dict[tuple[str, str], list[int | None]] = {}
+    by_people: set[tuple[str, str]] = set()
     rows = RelevanceJudgment.objects.filter(pool=pool).values_list(
         "entry_id", "document_id", "rater", "grade"
     )
     for entry_id, document_id, rater, grade in rows:
         machine = is_machine(rater)
+        if not machine and grade is not None:
+            by_people.add((str(entry_id), document_id))
         if (source == PEOPLE and not machine) or rater == source:
             by_item.setdefault((str(entry_id), document_id), []).append(grade)
+    if source != PEOPLE:
+        by_item = {pair: grades for pair, grades in by_item.items() if pair not in by_people}
     found: list[Grade] = []
     ungraded = 0
     for entry_id, document_id in pool.items.order_by("position").values_list("entry_id", "document_id"):

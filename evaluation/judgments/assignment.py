@@ -17,9 +17,9 @@ from evaluation.models import JudgmentPool, PoolAssignment, PoolItem, RelevanceJ
 
 
 def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:
-    """The item this rater should judge next: the one they were given and have not judged yet, else the first in
-    the pool's order that fewer than `raters_per_item` raters were given and this rater never was (None when
-    there is none left for them). Two raters asking at once never take one place twice: each counts an item's
+    """The item this rater should judge next: the one they were given and have not judged yet, else the next in
+    the pool's order (MaxMean's as judgments come in, or the fixed one) that fewer than `raters_per_item` raters
+    were given and this rater never was (None when there is none left for them). Two raters asking at once never take one place twice: each counts an item's
     raters with the item's row locked, and the one that finds the places taken goes on to the next item."""
     if (error := person_rater_error(rater)) is not None:
         raise EvalsiteError("validation-error", f"rater: {error}.", details={"field": "rater"})

@@ -187,6 +187,12 @@ def test_a_machine_raters_grades_are_applied_only_when_named_and_never_mixed_wit
     assert (people["judgments"], people["ungraded"]) == (0, items)  # the model's grade is not the people's
     machine = apply(world, pool_id, dry_run=True, source="llm-relevance:m").json()
     assert (machine["source"], machine["judgments"], machine["relevant"]) == ("llm-relevance:m", 1, 1)
+    # Once a person grades that document, it is the people's to apply: the machine's grade is never taken for it.
+    assert judge(world, pool_id, item["question_id"], item["document_id"], 0).status_code == 201
+    machine = apply(world, pool_id, dry_run=True, source="llm-relevance:m").json()
+    assert (machine["judgments"], machine["ungraded"]) == (0, items)
+    people = apply(world, pool_id, dry_run=True).json()
+    assert (people["judgments"], people["not_relevant"]) == (1, 1)
 
 
 @pytest.mark.parametrize(
