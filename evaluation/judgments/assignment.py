@@ -4,6 +4,7 @@ more raters than the pool asks for, never twice to one rater, whatever the race.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 from django.db import transaction
@@ -100,11 +101,13 @@ def _adaptive_candidates(pool: JudgmentPool, rater: str) -> list[int] | None:
 
 _SKELETONS: dict = {}  # pool id -> its items (never change once made), read once per process
 _SKELETONS_KEPT = 16
+_SKELETONS_LOCK = threading.Lock()  # a server's threads share it
 
 
 def _skeleton(pool: JudgmentPool) -> tuple[list[tuple[int, str, str]], AdaptiveOrder | None]:
     """The pool's items (pk, entry id, document id) in their fixed order, and a fresh AdaptiveOrder over them."""
-    cached = _SKELETONS.get(pool.pk)
+    with _SKELETONS_LOCK:
+        cached = _SKELETONS.get(pool.pk)
     if cached is None:
         found = list(pool.items.order_by("position").values_list("pk", "entry_id", "document_id", "ranks"))
         rows = [(pk, str(entry_id), document_id) for pk, entry_id, document_id, _ in found]
@@ -117,9 +120,10 @@ def _skeleton(pool: JudgmentPool) -> tuple[list[tuple[int, str, str]], AdaptiveO
                 for _, entry_id, document_id, ranks in found
             ]
         cached = (rows, candidates)
-        if len(_SKELETONS) >= _SKELETONS_KEPT:
-            _SKELETONS.pop(next(iter(_SKELETONS)))
-        _SKELETONS[pool.pk] = cached
+        with _SKELETONS_LOCK:
+            while len(_SKELETONS) >= _SKELETONS_KEPT:
+                _SKELETONS.pop(next(iter(_SKELETONS)))
+            _SKELETONS[pool.pk] = cached
     rows, candidates = cached
     return rows, (AdaptiveOrder(candidates) if candidates is not None else None)
 
