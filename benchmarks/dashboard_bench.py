@@ -32,7 +32,12 @@ KS = [1, 5, 10]
 
 
 def metric_names() -> list[str]:
-    return [f"recall@{k}" for k in KS] + [f"ndcg@{k}" for k in KS] + ["mrr"]
+    """The names a retrieval run of these cutoffs stores (the standard measures and those for incomplete
+    judgments), as evaluation.retrieval.metrics gives them."""
+    sys.path.insert(0, str(ROOT))
+    from evaluation.retrieval.metrics import evaluate_query  # noqa: PLC0415  (pure: no Django needed)
+
+    return list(evaluate_query([], {}, KS))
 
 
 def build(data_dir: str, runs: int, questions: int) -> dict:
