@@ -78,10 +78,9 @@ def _adaptive_candidates(pool: JudgmentPool, rater: str) -> list[int] | None:
     people's combined grades so far (a grade of 1 or more is relevant; "cannot judge" is no judgment), among the
     items fewer raters than the pool asks for were given, never this one; None for a pool made before items kept
     their runs' ranks (the fixed order serves it)."""
-    rows, order = _skeleton(pool)
+    rows, place, order = _skeleton(pool)
     if order is None:
         return None
-    place = {(entry_id, document_id): n for n, (_, entry_id, document_id) in enumerate(rows)}
     grades: dict[int, list[int | None]] = {}
     people = RelevanceJudgment.objects.filter(pool=pool)
     for prefix in MACHINE_PREFIXES:
@@ -104,8 +103,9 @@ _SKELETONS_KEPT = 16
 _SKELETONS_LOCK = threading.Lock()  # a server's threads share it
 
 
-def _skeleton(pool: JudgmentPool) -> tuple[list[tuple[int, str, str]], AdaptiveOrder | None]:
-    """The pool's items (pk, entry id, document id) in their fixed order, and a fresh AdaptiveOrder over them."""
+def _skeleton(pool: JudgmentPool) -> tuple[list[tuple[int, str, str]], dict, AdaptiveOrder | None]:
+    """The pool's items (pk, entry id, document id) in their fixed order, each (entry id, document id)'s place
+    among them, and a fresh AdaptiveOrder over them."""
     with _SKELETONS_LOCK:
         cached = _SKELETONS.get(pool.pk)
     if cached is None:
@@ -119,13 +119,14 @@ def _skeleton(pool: JudgmentPool) -> tuple[list[tuple[int, str, str]], AdaptiveO
                 )
                 for _, entry_id, document_id, ranks in found
             ]
-        cached = (rows, candidates)
+        place = {(entry_id, document_id): n for n, (_, entry_id, document_id) in enumerate(rows)}
+        cached = (rows, place, candidates)
         with _SKELETONS_LOCK:
             while len(_SKELETONS) >= _SKELETONS_KEPT:
                 _SKELETONS.pop(next(iter(_SKELETONS)))
             _SKELETONS[pool.pk] = cached
-    rows, candidates = cached
-    return rows, (AdaptiveOrder(candidates) if candidates is not None else None)
+    rows, place, candidates = cached
+    return rows, place, (AdaptiveOrder(candidates) if candidates is not None else None)
 
 
 def _items_judged_by(pool: JudgmentPool, rater: str) -> list[int]:

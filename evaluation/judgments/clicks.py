@@ -215,6 +215,8 @@ def _json_lines(text: str, problems: Problems) -> Iterable[tuple[int, object]]:
                 yield number, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise fail(f"line {number}", f"not JSON ({exc.msg}).", line=number) from None
+            except RecursionError:
+                raise fail(f"line {number}", "JSON nested too deep.", line=number) from None
 
 
 def _documents(data: bytes | str | list, name: str) -> list[dict]:

@@ -14,7 +14,7 @@ what the runs found (a pool).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from goldenset.vocabulary.metric_names import JUDGED_SHARE, NDCG, NDCG_COND, at_k
 
@@ -57,16 +57,15 @@ def judged_gap(means: Mapping[str, Mapping[str, float]], threshold: float = JUDG
     k = max(int(name.removeprefix(prefix)) for name in common)
     metric = at_k(JUDGED_SHARE, k)
     shares = {name: values[metric] for name, values in means.items()}
-    gap = max(shares.values()) - min(shares.values())
-    if gap < threshold - 1e-12:  # 0.9 - 0.8 is 0.0999...: a gap printed as 0.10 is one
+    spread = max(shares.values()) - min(shares.values())
+    if spread < threshold - 1e-12:  # 0.9 - 0.8 is 0.0999...: a gap printed as 0.10 is one
         return None
     everywhere = set.intersection(*(set(values) for values in means.values()))
     standard, condensed = at_k(NDCG, k), at_k(NDCG_COND, k)
-    most = max(shares, key=lambda name: shares[name])
-    least = min(shares, key=lambda name: shares[name])
-    agrees = None
+    gap = JudgedGap(metric, shares, spread, condensed if condensed in everywhere else None, None)
     if standard in everywhere and condensed in everywhere:
-        one = means[most][standard] - means[least][standard]
-        other = means[most][condensed] - means[least][condensed]
-        agrees = None if one == 0 or other == 0 else (one > 0) == (other > 0)
-    return JudgedGap(metric, shares, gap, condensed if condensed in everywhere else None, agrees)
+        one = means[gap.most][standard] - means[gap.least][standard]
+        other = means[gap.most][condensed] - means[gap.least][condensed]
+        if one != 0 and other != 0:
+            return replace(gap, agrees=(one > 0) == (other > 0))
+    return gap
