@@ -60,6 +60,7 @@ def test_a_user_creates_tests_and_evaluates_a_target_beside_builtin_search(
     assert SECRET not in page.content()
 
     page.click("nav.main-nav >> text=Launch")
+    page.wait_for_url(f"{live_server.url}/launch/")
     rows = page.locator("table.configs tbody tr")
     target_row = rows.filter(
         has=page.locator("select[name$='-target'] option[selected][value='prod-search']")
