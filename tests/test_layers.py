@@ -28,6 +28,7 @@ PURE = [
     "evalsite.llm.json_replies",
     "evaluation.answers.configs",
     "evaluation.answers.judge",
+    "evaluation.answers.judge_identity",
     "evaluation.answers.judge_llm",
     "evaluation.answers.judge_support",
     "evaluation.answers.judge_votes",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalsite.jobs.models import Job
-from evaluation.answers import judge, judge_votes, verdicts
+from evaluation.answers import judge, judge_identity, judge_votes, verdicts
 from evaluation.answers import writer as answer_writer
 from evaluation.answers.answering import EXTRACTIVE, citation_row, passage_row
 from evaluation.answers.batch import AnswerBatch, AnswerPair, answers_fingerprint
@@ -133,6 +133,7 @@ def answer_run_store(batch: AnswerBatch, index: int, batch_id: uuid.UUID, job: J
         {name: s.detail for name, s in (p.judged or {}).items() if s.method == judge.LLM_JUDGE} for p in pairs
     )
     judge_config, unused = judge_votes.judge_run_config(batch.judging, batch.sampling)
+    judge_config |= judge_identity.recorded(batch.judging)
     questions, asked_warnings = batch.asked[config.run.subset]
     warnings = [
         *asked_warnings,

@@ -82,6 +82,9 @@ from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 METRICS = JUDGED_METRICS
 HEURISTIC, LLM_JUDGE = "heuristic", "llm-judge"
+# The heuristic's version, raised whenever a change moves its scores, recorded with every run it judges
+# (evaluation.answers.judge_identity) so Compare can tell runs judged by different heuristics apart.
+HEURISTIC_VERSION = "evalsite-heuristic-1"
 NOT_APPLICABLE, UNREADABLE = "not-applicable", "unreadable"
 
 SUPPORT_MIN = 0.75  # the support score (judge_support.support_of) from which a statement is supported

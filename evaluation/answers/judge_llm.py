@@ -19,6 +19,7 @@ Usage (tokens, calls, cached calls, latency) sums over the samples, whatever bec
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -116,6 +117,19 @@ CONTEXT_PROMPT = (
     'Reply: {"verdicts": [{"passage": 1, "relevant": true, "reason": "gives the shipping time"}, '
     '{"passage": 2, "relevant": false, "reason": "about shipping, but not how long it takes"}]}'
 )
+
+# The prompts' version, raised whenever a prompt's text changes so runs judged by different prompts are told apart;
+# the sha256 of every prompt is recorded beside it (evaluation.answers.judge_identity) and catches a change nobody
+# versioned.
+PROMPT_VERSION = "evalsite-judge-1"
+PROMPTS = {
+    "faithfulness": FAITHFULNESS_PROMPT,
+    "context_recall": RECALL_PROMPT,
+    "answer_relevancy": RELEVANCY_PROMPT,
+    "citation_precision": CITATION_PROMPT,
+    "context_relevancy": CONTEXT_PROMPT,
+}
+PROMPT_SHA256 = {metric: hashlib.sha256(text.encode()).hexdigest() for metric, text in PROMPTS.items()}
 
 
 def _verdict_schema(index: str, flag: str) -> dict[str, Any]:

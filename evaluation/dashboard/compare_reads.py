@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.judge_identity import judge_mismatch
 from evaluation.answers.verdicts import ERROR
 from evaluation.dashboard import answer_runs_reads, charts
 from evaluation.dashboard.answer_runs_reads import (
@@ -327,6 +328,9 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         "resamples_text": f"{RESAMPLES:,}",
         "same_batch": len({run.batch_id for run in runs}) == 1,
         "judged_gap": None if answers else judged_gap(means),
+        "judge_mismatch": judge_mismatch(dict(zip(names, (r.config for r in runs), strict=True)))
+        if answers
+        else None,
     }
 
 

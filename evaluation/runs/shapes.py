@@ -66,6 +66,23 @@ JUDGE_SAMPLES_HELP = "Judgements per metric (1: one at temperature 0). Absent in
 JUDGE_TEMPERATURE_HELP = "The temperature the judge's calls were made at; null: the heuristic judge."
 
 
+class JudgeIdentityOut(serializers.Serializer):
+    """judge_version and judge_prompts, in each shape of an answer run's config (absent from runs stored before
+    they were recorded)."""
+
+    judge_version = serializers.CharField(
+        required=False,
+        help_text='The chat judge\'s prompt version ("evalsite-judge-1"), or the heuristic\'s ("evalsite-heuristic-1"). '
+        "Compare warns when runs were judged by different models or versions.",
+    )
+    judge_prompts = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        allow_null=True,
+        help_text="The sha256 of each judged metric's prompt (a chat judge); null: the heuristic judge.",
+    )
+
+
 JUDGE_CONFIDENCE_HELP = (
     "{metric: the judge's mean confidence}, the share of sampled judgements agreeing with the majority; only "
     "for metrics judged with judge_samples above 1."
@@ -129,7 +146,7 @@ class AnswerConfigOut(SearchConfigOut):
     groundedness = serializers.ChoiceField(choices=GROUNDEDNESS_LEVELS)
 
 
-class RunConfigOut(SearchConfigOut):
+class RunConfigOut(SearchConfigOut, JudgeIdentityOut):
     """A run's configuration; the last four fields are an answer run's only."""
 
     model = serializers.CharField(required=False, help_text='The answering model, or "extractive".')
@@ -239,7 +256,7 @@ class TokenUsageOut(serializers.Serializer):
     completion_tokens = serializers.IntegerField()
 
 
-class AnswerRunConfigOut(AnswerConfigOut):
+class AnswerRunConfigOut(AnswerConfigOut, JudgeIdentityOut):
     model = serializers.CharField(help_text='The answering model, or "extractive".')
     judge_model = serializers.CharField(help_text='The judge model, or "heuristic".')
     judge_samples = serializers.IntegerField(required=False, help_text=JUDGE_SAMPLES_HELP)
@@ -251,7 +268,7 @@ class AnswerRunConfigOut(AnswerConfigOut):
     subset = SubsetOut(required=False)
 
 
-class AnswerTargetRunConfigOut(serializers.Serializer):
+class AnswerTargetRunConfigOut(JudgeIdentityOut):
     """An answer run of an answering (rag-http) target: its own retrieval and answer, our judge."""
 
     label = serializers.CharField()  # type: ignore[assignment]

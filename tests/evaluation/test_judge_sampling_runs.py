@@ -4,16 +4,21 @@ confidence per question and its mean per metric in the run's summary, against th
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 
 from evalsite.jobs.models import Job, JobStatus
+from evaluation.answers import judge_llm
+from evaluation.answers.judge import HEURISTIC_VERSION
 from evaluation.models import EvaluationRun
 from tests.answer_support import scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import answer_entries, answers_gate
+from tests.support import answer_entries, answers_gate, member_of
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
 METRICS = ("faithfulness", "context_recall", "answer_relevancy", "citation_precision", "context_relevancy")
@@ -175,3 +180,35 @@ def test_bad_cli_judge_sampling_is_exit_2_naming_the_field(golden, capsys, args,
     assert exit_info.value.code == 2
     assert f"{field}: " in capsys.readouterr().err
     assert not EvaluationRun.objects.exists()
+
+
+def test_runs_record_their_judge_and_compare_warns_when_judges_differ(evaluate, llm, golden):
+    llm.reply(r".", scripted_rag)
+    (chat,) = runs_of(evaluate(configs=[{"label": "chat judge"}]))
+    (offline,) = runs_of(evaluate(configs=[{"label": "heuristic judge"}], judge_model="heuristic"))
+    assert (chat.config["judge_version"], chat.config["judge_prompts"]) == (
+        judge_llm.PROMPT_VERSION,
+        judge_llm.PROMPT_SHA256,
+    )
+    assert (offline.config["judge_version"], offline.config["judge_prompts"]) == (HEURISTIC_VERSION, None)
+    # Every prompt the chat judge was sent is one the run's config names by its hash.
+    sent = {r.body["messages"][0]["content"] for r in llm.requests if r.path == "/v1/chat/completions"}
+    judged = {hashlib.sha256(p.encode()).hexdigest() for p in sent if p in judge_llm.PROMPTS.values()}
+    assert judged and judged <= set(chat.config["judge_prompts"].values())
+
+    browser = Client()
+    browser.force_login(member_of(golden.tenant, "reader"))
+    url = reverse("dashboard:compare") + f"?run={chat.pk}&run={offline.pk}"
+    page = browser.get(url)
+    assert page.status_code == 200
+    warning = page.context["judge_mismatch"]
+    assert warning.differs == ("model", "version")
+    assert warning.judges == {
+        "chat judge": f"scripted, {judge_llm.PROMPT_VERSION}",
+        "heuristic judge": f"heuristic, {HEURISTIC_VERSION}",
+    }
+    assert 'id="judge-mismatch"' in page.content.decode()
+
+    (again,) = runs_of(evaluate(configs=[{"label": "chat judge again"}]))
+    page = browser.get(reverse("dashboard:compare") + f"?run={chat.pk}&run={again.pk}")
+    assert page.context["judge_mismatch"] is None and 'id="judge-mismatch"' not in page.content.decode()
