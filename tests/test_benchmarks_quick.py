@@ -93,10 +93,11 @@ EXPECTED: dict[str, list[str]] = {
         "all 3000 documents and their pages in the database: yes",
     ],
     "judge_agreement": [
-        "## dev half: n ",
-        "(a) plain content-word recall (old verdict)",
-        "(c) new support, rarity over the collection",
-        "the hand-written variants alone",
+        "## extractive, dev part: n 173 in 41 groups",
+        "plain content-word recall    AUC ",
+        "this judge                   AUC ",
+        "AUC minus plain recall's +",
+        "previous release bfd3e8a7: not measured (--quick)",
     ],
     "judging_load": [
         "## sqlite, adaptive order: a pool of ",

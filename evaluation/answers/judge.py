@@ -68,6 +68,7 @@ The honesty rules:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -84,11 +85,18 @@ METRICS = JUDGED_METRICS
 HEURISTIC, LLM_JUDGE = "heuristic", "llm-judge"
 # The heuristic's version, raised whenever a change moves its scores, recorded with every run it judges
 # (evaluation.answers.judge_identity) so Compare can tell runs judged by different heuristics apart.
-HEURISTIC_VERSION = "evalsite-heuristic-1"
+HEURISTIC_VERSION = "evalsite-heuristic-2"
 NOT_APPLICABLE, UNREADABLE = "not-applicable", "unreadable"
 
-SUPPORT_MIN = 0.75  # the support score (judge_support.support_of) from which a statement is supported
-PAIR_DISCOUNT = 0.9  # two passages together support a statement at this share of their joint score (0: never)
+# The support score (judge_support.support_of) from which a statement is supported: chosen, with the constants of
+# judge_support and PAIR_DISCOUNT, on the dev parts of public sets labelled by people who did not build the judge
+# (benchmarks/judge_agreement.py --sweep; its rule in choose_threshold), on the kind of answer named here.
+SUPPORT_MIN = 0.51
+SUPPORT_MIN_CHOSEN_ON = (
+    "abstractive answers: long-form answers by GPT-3, Alpaca and WebGPT, three raters per sentence (the dev part of "
+    "LFQA-Verification)"
+)
+PAIR_DISCOUNT = 1.0  # two passages together support a statement at this share of their joint score (0: never)
 PAIR_CANDIDATES = 3  # the best passage is paired with the next best up to this rank
 RELEVANT_MIN = 0.5  # share of the question's (or the reference's) terms a relevant passage holds
 RELEVANCY_FOCUS_FLOOR = 0.5  # answer relevancy keeps at least this share when no statement is on topic
@@ -185,16 +193,41 @@ def statement_sentences(text: str) -> list[str]:
     return out
 
 
-def statements(text: str) -> list[str]:
-    """The atomic statements of text: its sentences (`statement_sentences`), split further at ";" and at
-    ", and" / ", but" joining two independent clauses (see `_clauses`); citation markers removed; pieces without
-    a content term dropped."""
+# An inline list's markers ("... router: 1. Unplug it. 2. Wait."): a number and a stop or parenthesis, standing
+# alone, before a word; counted as a list only when they run 1, 2, ... in order.
+_INLINE_MARKER = re.compile(r"(?<!\S)(\d{1,2})[.)]\s+(?=\S)")
+# A heading line: a Markdown heading, or a line that is all bold; a lead-in: a sentence ending in a colon.
+_HEADING_LINE = re.compile(r"^[ \t]*(?:#{1,6}[ \t][^\n]*|\*\*[^*\n]+\*\*:?)[ \t]*$", re.MULTILINE)
+_LEAD_IN = re.compile(r"^[^.!?]*:$")
+
+
+def _inline_lists_broken(text: str) -> str:
+    """text with an inline numbered list's markers made line breaks, as a list written one item a line is
+    read: "1." is a marker, never a statement, and its item is a sentence of its own."""
+    markers = list(_INLINE_MARKER.finditer(text))
+    numbers = [int(m.group(1)) for m in markers]
+    if len(numbers) < 2 or numbers[:2] != [1, 2] or any(b != a + 1 for a, b in itertools.pairwise(numbers)):
+        return text
     out: list[str] = []
-    for sentence in statement_sentences(strip_markers(text)):
+    position = 0
+    for match in markers:
+        out.extend((text[position : match.start()], "\n\n"))
+        position = match.end()
+    return "".join([*out, text[position:]])
+
+
+def statements(text: str) -> list[str]:
+    """The atomic statements of text: its sentences (`statement_sentences`, an inline numbered list read as one
+    item a line), split further at ";" and at ", and" / ", but" joining two independent clauses (see
+    `_clauses`); citation markers removed; list markers, headings (a Markdown heading, a bold line, a lead-in
+    ending in a colon) and pieces without a content term dropped."""
+    out: list[str] = []
+    text = _HEADING_LINE.sub("\n\n", strip_markers(text))
+    for sentence in statement_sentences(_inline_lists_broken(text)):
         for part in sentence.split(";"):
             for clause in _clauses(part.strip()):
                 clause = clause.strip(" ,")
-                if lexical.content_terms(clause):
+                if lexical.content_terms(clause) and not _LEAD_IN.match(clause):
                     out.append(clause)
     return out
 

@@ -58,11 +58,11 @@ __all__ = [
     "support_of",
 ]
 
-BIGRAM_WEIGHT = 0.3  # share of the score given to word pairs (the rest to weighted single terms)
+BIGRAM_WEIGHT = 0.4  # share of the score given to word pairs (the rest to weighted single terms)
 NUMBER_PENALTY = 0.5  # the score is multiplied by this when a number of the statement is missing
 SHORT_TERMS = 4  # a statement with at most this many distinct terms is short: it must have all of them
 SHORT_PENALTY = 0.7  # the score of a short statement missing a term is multiplied by this
-NEGATION_PENALTY = 0.7  # the statement and the evidence's closest sentences disagree on a negation
+NEGATION_PENALTY = 0.5  # the statement and the evidence's closest sentences disagree on a negation
 NEGATION_WINDOW = 3  # a negation word negates the content words up to this many words after it
 NEGATION_SENTENCES = 2  # the statement's polarity must match one of this many closest sentences
 

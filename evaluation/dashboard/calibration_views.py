@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evaluation.answers import judge
 from evaluation.answers.verdicts import DEFAULT_THRESHOLDS
 from evaluation.dashboard import charts
 from evaluation.dashboard.common_views import collection_for, tenant_page
@@ -82,6 +83,8 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
         "report": report,
         "sections": sections,
         "assessors": assessors_against_people(collection),
+        "support_min": judge.SUPPORT_MIN,
+        "support_min_chosen_on": judge.SUPPORT_MIN_CHOSEN_ON,
         "upload_errors": upload_errors[:MAX_UPLOAD_ERRORS_SHOWN],
         "more_errors": max(0, len(upload_errors) - MAX_UPLOAD_ERRORS_SHOWN),
     }

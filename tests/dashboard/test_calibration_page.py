@@ -9,6 +9,7 @@ import json
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evaluation.answers import judge
 from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import evaluate_answers
 from evaluation.models import HumanLabel, JudgeThreshold
@@ -135,3 +136,11 @@ def test_the_tab_leaves_the_reports_rows_as_the_api_answers_them(alice, world):
     assert "Apply" in text_of(alice.get(reverse("dashboard:collection-calibration", args=["handbook"])))
     report = world.client.get("/lmkit/v1/search/evaluate/calibration", {"collection_id": "handbook"}).json()
     assert "can_apply" not in report["judges"][0] and "applied" not in report["judges"][0]
+
+
+def test_the_tab_says_what_kind_of_answers_the_default_cut_was_chosen_on(alice, world):
+    page = alice.get(reverse("dashboard:collection-calibration", args=[world.collection.slug]))
+    assert 'id="default-threshold"' in page.content.decode()
+    note = text_of(page)
+    assert f"supported from a support of {judge.SUPPORT_MIN}, a cut chosen on" in note
+    assert "chosen on abstractive answers" in note and "LFQA-Verification" in note

@@ -23,7 +23,7 @@ from evaluation.answers.judge import (
     statements,
 )
 from evaluation.answers.judge_llm import LLMJudge
-from evaluation.answers.writer import REFUSAL, Answer, Citation, parse_citations
+from evaluation.answers.writer import REFUSAL, Answer, Citation, Passage, parse_citations
 from tests.answer_support import PASSAGES
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
@@ -84,6 +84,25 @@ def check(scores: Iterable[Score]) -> None:
         ("It is cheap, but slow.", ["It is cheap, but slow."]),  # the halves are too short to be clauses
         ("Yes. It is. Refunds take 30 days. [1]", ["Refunds take 30 days."]),  # contentless ones dropped
         ("- Refunds take 30 days\n- Cards are credited", ["Refunds take 30 days", "Cards are credited"]),
+        # An inline numbered list: its markers are never statements, its lead-in is not one either.
+        (
+            "To reset the router: 1. Unplug it from the wall. 2. Wait thirty seconds. 3. Plug it back in.",
+            ["Unplug it from the wall.", "Wait thirty seconds.", "Plug it back in."],
+        ),
+        (
+            "Steps:\n1) Unplug the router.\n2) Wait thirty seconds.",
+            ["Unplug the router.", "Wait thirty seconds."],
+        ),
+        # Numbers that do not run 1, 2, ... are numbers, not a list.
+        (
+            "The town grew by 12. It had 3. Then 4. schools",
+            ["The town grew by 12.", "It had 3.", "Then 4. schools"],
+        ),
+        # Headings: a Markdown heading, a bold line.
+        (
+            "## Returns\nItems can be returned within 14 days.\n**Refunds**\nRefunds go to the card.",
+            ["Items can be returned within 14 days.", "Refunds go to the card."],
+        ),
         ("", []),
     ],
 )
@@ -92,6 +111,21 @@ def test_statements(text, expected):
 
 
 # --- heuristic metrics ------------------------------------------------------------------------------------------
+
+
+def test_an_answer_copying_its_passages_list_inline_is_wholly_faithful():
+    # The passage lists its steps a line each; the answer copies them word for word into one line. Its markers
+    # were statements of their own ("2.": a number the passage's text lacks), and faithfulness read 0.5.
+    steps = "To reset the router:\n1. Unplug it from the wall.\n2. Wait thirty seconds.\n3. Plug it back in."
+    passage = Passage(1, "router", 1, "Router reset", steps)
+    copied = answer_of(" ".join(steps.split("\n")), passages=[passage])
+    score = judge.faithfulness(copied, [passage])
+    assert score.value == 1.0
+    assert [row["text"] for row in score.detail["statements"]] == [
+        "Unplug it from the wall.",
+        "Wait thirty seconds.",
+        "Plug it back in.",
+    ]
 
 
 def test_heuristic_faithfulness_counts_supported_statements():
@@ -112,7 +146,7 @@ def test_heuristic_faithfulness_counts_supported_statements():
             {
                 "text": "Customers get a full refund within 45 days.",
                 "supported": False,
-                "support": 0.3735,
+                "support": 0.363,
                 "coverage": 0.8333,
                 "passage": None,
                 "passages": [],

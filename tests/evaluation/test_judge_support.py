@@ -205,24 +205,24 @@ def _agreement():
 
 def test_the_labelled_statements_are_well_formed():
     agreement = _agreement()
-    items = agreement.load(agreement.DEFAULT_DATA)
+    items = agreement.load_own(agreement.DEFAULT_DATA)
     assert len(items) >= 300 and len({i.id for i in items}) == len(items)
     assert {i.label for i in items} == {"supported", "partially", "not supported"}
     assert all(i.statement.strip() and i.passages and all(p.text for p in i.passages) for i in items)
     halves = {i.split for i in items}
     assert halves == {"dev", "test"}
-    for question in {i.question_id for i in items}:  # a question's statements stay on one side
-        assert len({i.split for i in items if i.question_id == question}) == 1
+    for question in {i.group for i in items}:  # a question's statements stay on one side
+        assert len({i.split for i in items if i.group == question}) == 1
 
 
 def test_the_new_support_ranks_better_than_plain_recall_on_the_test_half():
     from evaluation.judgments.agreement import roc_auc
 
     agreement = _agreement()
-    items = agreement.load(agreement.DEFAULT_DATA)
+    items = agreement.load_own(agreement.DEFAULT_DATA)
     weights = agreement.collection_weights(items)
     test = [i for i in items if i.split == "test"]
     labels = [i.label == "supported" for i in test]
-    old = roc_auc([agreement.plain_recall(i)[0] for i in test], labels)
-    new = roc_auc([agreement.new_support(weights)(i)[0] for i in test], labels)
+    old = roc_auc([score for score, _ in agreement.plain_recall(test, weights)], labels)
+    new = roc_auc([score for score, _ in agreement.this_judge(test, weights)], labels)
     assert old is not None and new is not None and new > old + 0.02
