@@ -238,10 +238,11 @@ def report(title: str, items: Sequence[Statement], scored: dict[str, Scored], re
 
 # The grid of the judge's constants, (module, name) -> values, searched on the dev parts.
 SWEEP: dict[tuple[object, str], list[float]] = {
-    (judge_support, "BIGRAM_WEIGHT"): [0.2, 0.3, 0.4, 0.5],
-    (judge_support, "NUMBER_PENALTY"): [0.4, 0.5],
+    (judge_support, "BIGRAM_WEIGHT"): [0.3, 0.4, 0.5],
+    (judge_support, "NUMBER_PENALTY"): [0.5],
     (judge_support, "SHORT_PENALTY"): [0.7, 1.0],
     (judge_support, "NEGATION_PENALTY"): [0.4, 0.5],
+    (judge_support, "NAME_PENALTY"): [0.4, 0.5, 1.0],
     (judge, "PAIR_DISCOUNT"): [0.9, 1.0],
 }
 # The extractive dev part may lose this much balanced accuracy at the chosen threshold against the release before
@@ -270,7 +271,7 @@ def choose_threshold(dev: dict[str, tuple[np.ndarray, np.ndarray]]) -> tuple[flo
 def sweep(dev: dict[str, Sequence[Statement]], weights: dict[str, TermWeights]) -> None:
     """Per grid point: each dev part's AUC, and the threshold choose_threshold gives with the dev parts'
     balanced accuracies there. A point is admissible when a statement copied from its passage but for a changed
-    number or an added negation fails at its threshold (both penalties below it); the admissible point with the
+    number, an added negation or a changed name fails at its threshold (each penalty below it); the admissible point with the
     highest mean AUC over the public dev parts (each part weighs the same) is the judge's setting."""
     saved = {key: getattr(*key) for key in SWEEP}
     public = [name for name in dev if name != EXTRACTIVE]
@@ -284,7 +285,12 @@ def sweep(dev: dict[str, Sequence[Statement]], weights: dict[str, TermWeights]) 
             scores = {name: np.array([s for s, _ in this_judge(dev[name], weights[name])]) for name in dev}
             aucs = {name: _auc(scores[name], labels[name]) for name in dev}
             cut, accuracies = choose_threshold({n: (scores[n], labels[n]) for n in dev})
-            admissible = max(judge_support.NUMBER_PENALTY, judge_support.NEGATION_PENALTY) < cut
+            penalties = (
+                judge_support.NUMBER_PENALTY,
+                judge_support.NEGATION_PENALTY,
+                judge_support.NAME_PENALTY,
+            )
+            admissible = max(penalties) < cut
             rows.append(
                 (admissible, float(np.mean([aucs[n] for n in public])), values, aucs, cut, accuracies)
             )

@@ -10,7 +10,8 @@
   weigh more than common ones ("year", "known").
 - `support_of`: the score of one piece of evidence (one passage, or two together): the idf-weighted share of
   the statement's terms it holds, blended with the share of the statement's word pairs (adjacent content
-  terms) it holds in the same order; then penalties: a number of the statement the evidence lacks, a short
+  terms) it holds in the same order; then penalties: a number or a name (a capitalised word past the first) of the
+  statement the evidence lacks, a short
   statement (few content terms) missing any term, and a negation that none of the evidence's two closest
   sentences shares (or that the statement dropped), a negation counting for the few words after it.
 
@@ -27,8 +28,8 @@ Honest limits: still lexical. A paraphrase that shares no word ("two weeks" for 
 negation is seen only as a word (not, no, never, n't, without) a few words before a statement's term, so
 "refunds are refused" against "refunds are given" passes, and a negation in another clause of the passage's
 sentence ("... while in 18 states there is no minimum age") can count against a statement it does not touch; word
-pairs must be adjacent ("the studio, claiming ..., refused" lacks the pair studio-refused); a changed name among
-many shared words costs only that name's weight.
+pairs must be adjacent ("the studio, claiming ..., refused" lacks the pair studio-refused); a name is seen only when
+capitalised (a lower-cased summary's names are plain words).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from goldenset.vocabulary.sentences import split_sentences
 
 __all__ = [
     "BIGRAM_WEIGHT",
+    "NAME_PENALTY",
     "Evidence",
     "NEGATION_PENALTY",
     "NEGATION_SENTENCES",
@@ -56,6 +58,7 @@ __all__ = [
     "TermWeights",
     "bigrams",
     "claim_terms",
+    "name_terms",
     "evidence_of",
     "support_of",
 ]
@@ -65,6 +68,7 @@ NUMBER_PENALTY = 0.5  # the score is multiplied by this when a number of the sta
 SHORT_TERMS = 4  # a statement with at most this many distinct terms is short: it must have all of them
 SHORT_PENALTY = 0.7  # the score of a short statement missing a term is multiplied by this
 NEGATION_PENALTY = 0.5  # the statement and the evidence's closest sentences disagree on a negation
+NAME_PENALTY = 0.5  # the score is multiplied by this when a name of the statement is missing
 NEGATION_WINDOW = 3  # a negation word negates the content words up to this many words after it
 NEGATION_SENTENCES = 2  # the statement's polarity must match one of this many closest sentences
 
@@ -76,6 +80,8 @@ _SPELLED_WORDS = (
     "seventeen eighteen nineteen twenty"
 )
 _SPELLED = {word: str(i) for i, word in enumerate(_SPELLED_WORDS.split())}
+# A capitalised word that does not open the statement or a sentence in it: a name ("Lee", "Kariba", "Presley").
+_NAME = re.compile(r"(?<![.!?:;\"“(]\s)(?<![.!?:;\"“(])(?<!^)\b[A-Z][A-Za-z]+")
 _NEGATIONS = frozenset({"not", "no", "never", "nor", "without", "none", "neither", "cannot", "nobody", "t"})
 
 
@@ -98,6 +104,14 @@ def claim_terms(text: str) -> list[str]:
 
 def _words(text: str) -> list[str]:
     return [_SPELLED.get(t, t) for t in lexical.content_terms(text)]
+
+
+@lru_cache(maxsize=8192)
+def name_terms(statement: str) -> frozenset[str]:
+    """The content terms of the statement's names: capitalised words past its first word and not opening a
+    sentence or a quotation ("General Lee surrendered to Grant" -> lee, grant; "General" opens it)."""
+    text = statement.strip()
+    return frozenset(t for m in _NAME.finditer(text) for t in _words(m.group()))
 
 
 def is_number(term: str) -> bool:
@@ -203,6 +217,8 @@ def support_of(statement: str, evidence: Evidence, weights: TermWeights) -> tupl
         score = (1 - BIGRAM_WEIGHT) * score + BIGRAM_WEIGHT * pair_share
     if any(is_number(t) and t not in evidence.terms for t in own):
         score *= NUMBER_PENALTY
+    if any(t not in evidence.terms for t in name_terms(statement)):
+        score *= NAME_PENALTY
     if len(own) <= SHORT_TERMS and found != own:
         score *= SHORT_PENALTY
     if evidence.sentences and _negation_differs(statement, own, evidence):

@@ -106,6 +106,22 @@ CASES = [
     ("No. Slavery was abolished.", [WAR], True, "a reply's No negates nothing"),
     ("The atomic number identifies an element.", [ATOM], True, "a negation of another phrase"),
     ("The atomic number does not identify an element.", [ATOM], False, "a negation of this phrase"),
+    # names: a changed name fails like a changed number (issue 27); a name the passage holds passes
+    (
+        "General Robert E. Lee surrendered to General Ulysses S. Grant at Gettysburg.",
+        [WAR],
+        False,
+        "a changed place name",
+    ),
+    ("General Robert E. Lee surrendered to General William Sherman.", [WAR], False, "a changed person"),
+    ("The Union won the war at Appomattox Court House.", [WAR], True, "names the passage holds"),
+    # every term of the passage's sentence and none of its word pairs: supported (the pairs alone sank it at 0.7)
+    (
+        "Kariba, by volume, is a reservoir: largest lake of the world, made by man.",
+        [LAKE],
+        True,
+        "every term, no pair",
+    ),
     # limits: who did what to whom, when every word is there (a known limit of a lexical judge)
     (
         "General Ulysses S. Grant surrendered to General Robert E. Lee at Appomattox Court House.",
