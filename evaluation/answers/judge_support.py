@@ -80,8 +80,10 @@ _SPELLED_WORDS = (
     "seventeen eighteen nineteen twenty"
 )
 _SPELLED = {word: str(i) for i, word in enumerate(_SPELLED_WORDS.split())}
-# A capitalised word that does not open the statement or a sentence in it: a name ("Lee", "Kariba", "Presley").
-_NAME = re.compile(r"(?<![.!?:;\"“(]\s)(?<![.!?:;\"“(])(?<!^)\b[A-Z][A-Za-z]+")
+# A word (any script's letters) and what stands before it: a name is a capitalised word that does not open the
+# statement, a sentence, a quotation or a parenthesis.
+_WORD = re.compile(r"\w+")
+_OPENERS = frozenset('.!?:;"“(')
 _NEGATIONS = frozenset({"not", "no", "never", "nor", "without", "none", "neither", "cannot", "nobody", "t"})
 
 
@@ -108,10 +110,17 @@ def _words(text: str) -> list[str]:
 
 @lru_cache(maxsize=8192)
 def name_terms(statement: str) -> frozenset[str]:
-    """The content terms of the statement's names: capitalised words past its first word and not opening a
-    sentence or a quotation ("General Lee surrendered to Grant" -> lee, grant; "General" opens it)."""
+    """The content terms of the statement's names: capitalised words (in any script: "Khloé", "Shōtoku") past its
+    first word and not opening a sentence, a quotation or a parenthesis ("General Lee surrendered to Grant" ->
+    lee, grant; "General" opens it)."""
     text = statement.strip()
-    return frozenset(t for m in _NAME.finditer(text) for t in _words(m.group()))
+    names = []
+    for match in _WORD.finditer(text):
+        word = match.group()
+        before = text[: match.start()].rstrip()
+        if match.start() and word[0].isupper() and before and before[-1] not in _OPENERS:
+            names.append(word)
+    return frozenset(t for word in names for t in _words(word))
 
 
 def is_number(term: str) -> bool:

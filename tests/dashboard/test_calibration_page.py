@@ -142,5 +142,5 @@ def test_the_tab_says_what_kind_of_answers_the_default_cut_was_chosen_on(alice, 
     page = alice.get(reverse("dashboard:collection-calibration", args=[world.collection.slug]))
     assert 'id="default-threshold"' in page.content.decode()
     note = text_of(page)
-    assert f"supported from a support of {judge.SUPPORT_MIN}, a cut chosen on" in note
+    assert f"supported when its support score is {judge.SUPPORT_MIN} or more. That cut was chosen on" in note
     assert "chosen on abstractive answers" in note and "LFQA-Verification" in note

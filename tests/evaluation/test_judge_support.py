@@ -52,6 +52,8 @@ SEA = Passage(
     "hypersaline lake in the world.",
 )
 
+SHOW = Passage(6, "show", 1, "The show", "The series follows Khloé Kardashian and Léogâne's mayor.")
+
 TWO_PASSAGES = "Lake Kariba lies between Zambia and Zimbabwe, and the Dead Sea is 304 m deep."
 
 CASES = [
@@ -115,6 +117,9 @@ CASES = [
     ),
     ("General Robert E. Lee surrendered to General William Sherman.", [WAR], False, "a changed person"),
     ("The Union won the war at Appomattox Court House.", [WAR], True, "names the passage holds"),
+    # names in any script: a copied sentence keeps its accented names ("Khloé" is one word, not "Khlo")
+    ("The series follows Khloé Kardashian and Léogâne's mayor.", [SHOW], True, "accented names copied"),
+    ("The series follows Khloé Kardashian and Jacmel's mayor.", [SHOW], False, "an accented name changed"),
     # every term of the passage's sentence and none of its word pairs: supported (the pairs alone sank it at 0.7)
     (
         "Kariba, by volume, is a reservoir: largest lake of the world, made by man.",
