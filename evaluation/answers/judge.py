@@ -22,16 +22,16 @@ Heuristic (deterministic, keyless: lexical overlap; the title of a passage count
 - Support (`statement_support`, built in evaluation.answers.judge_support): a statement's support by a passage is the
   share of its content terms the passage holds, each weighed by its rarity (idf; in the collection when the
   caller gives `TermWeights`, as answer evaluations do, else over the passages at hand), blended with the share
-  of its word pairs (adjacent content terms) found in order, then cut for a number the passage lacks, for a
-  short statement (SHORT_TERMS terms or fewer) missing any term, and for a negation word the passage's closest
+  of its word pairs (adjacent content terms) found in order, then cut for a number or a name the passage lacks,
+  for a short statement (SHORT_TERMS terms or fewer) missing any term, and for a negation word the passage's closest
   sentence does not share. Numbers stay whole ("$1,000", "3.5%", "1,200 km", "March 3, 1998"); statements are
   not cut at initials and abbreviations ("Robert E. Lee", "U.S. Army"). When no single passage reaches
   SUPPORT_MIN, the best passage and one of the next two may support it together, at PAIR_DISCOUNT of their joint
   score. Supported = support >= SUPPORT_MIN. Faithfulness and context recall take the best evidence (each
   statement's detail keeps "text", "supported", "support", "passage", and adds "coverage", the plain share of
-  terms, and "passages"); citation precision only the cited passage. Measured against 438 human-labelled
-  statements by benchmarks/judge_agreement.py (AUC 0.977 against 0.922 for plain content-word recall on the
-  test half; docs/benchmarks.md gives the figures and the command).
+  terms, and "passages"); citation precision only the cited passage. Its constants and SUPPORT_MIN are chosen
+  on public labels (benchmarks/judge_agreement.py: abstractive answers, summaries, and the repo's extractive
+  regression cases; docs/evaluation.md gives the figures and the command).
 - answer_relevancy = coverage of the question's content terms by the answer, times a focus factor
   RELEVANCY_FOCUS_FLOOR + (1 - RELEVANCY_FOCUS_FLOOR) * (share of the answer's statements sharing a term with
   the question): padding with off-topic statements costs up to half. Its natural scale is lower than the

@@ -33,11 +33,14 @@ def recorded(judge_model: str | None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class JudgeMismatch:
-    judges: dict[str, str]  # run name -> its judge as shown ("gpt-4o-mini, evalsite-judge-1")
+    judges: dict[str, str]  # run name -> its judge as shown ("gpt-4o-mini (version evalsite-judge-1)")
     differs: tuple[str, ...]  # of "model", "version", "prompts", in that order
+    # The runs judged by an older version or older prompts than this release's judge of the same model: those to
+    # evaluate again (empty when only the models differ).
+    older: tuple[str, ...]
     # The metrics whose prompts differ between runs of one model and one version (a prompt edited without a new
     # version); empty when the model or the version differs.
-    prompts: tuple[str, ...]
+    prompts: tuple[str, ...] = ()
 
 
 def _prompts(config: Mapping[str, Any]) -> Mapping[str, str]:
@@ -47,7 +50,15 @@ def _prompts(config: Mapping[str, Any]) -> Mapping[str, str]:
 
 def _shown(config: Mapping[str, Any]) -> str:
     model = config.get("judge_model") or HEURISTIC
-    return f"{model}, {config.get('judge_version') or NOT_RECORDED}"
+    return f"{model} (version {config.get('judge_version') or NOT_RECORDED})"
+
+
+def _is_current(config: Mapping[str, Any]) -> bool:
+    """Whether this release's judge of the run's model would judge it as it was judged."""
+    now = recorded(config.get("judge_model") or HEURISTIC)
+    return config.get("judge_version") == now["judge_version"] and (config.get("judge_prompts") or None) == (
+        now["judge_prompts"] or None
+    )
 
 
 def judge_mismatch(configs: Mapping[str, Mapping[str, Any]]) -> JudgeMismatch | None:
@@ -64,4 +75,6 @@ def judge_mismatch(configs: Mapping[str, Mapping[str, Any]]) -> JudgeMismatch | 
         differs = ("prompts",) if edited else ()
     if not differs:
         return None
-    return JudgeMismatch({name: _shown(config) for name, config in configs.items()}, differs, edited)
+    judges = {name: _shown(config) for name, config in configs.items()}
+    older = tuple(name for name, config in configs.items() if not _is_current(config))
+    return JudgeMismatch(judges, differs, older, edited)

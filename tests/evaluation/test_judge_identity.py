@@ -44,18 +44,21 @@ def test_a_different_model_or_version_is_named_with_each_runs_judge():
     found = judge_mismatch({"a": llm_config("m1"), "b": llm_config("m2")})
     assert found is not None
     assert found.differs == ("model",) and found.prompts == ()
-    assert found.judges == {"a": "m1, evalsite-judge-1", "b": "m2, evalsite-judge-1"}
+    assert found.judges == {"a": "m1 (version evalsite-judge-1)", "b": "m2 (version evalsite-judge-1)"}
+    assert found.older == ()  # both judged as this release judges: only a model to choose
 
     heuristic = {"judge_model": "heuristic", **recorded(None)}
     found = judge_mismatch({"chat": llm_config("m"), "offline": heuristic})
     assert found is not None and found.differs == ("model", "version")
-    assert found.judges["offline"] == f"heuristic, {HEURISTIC_VERSION}"
+    assert found.judges["offline"] == f"heuristic (version {HEURISTIC_VERSION})"
+    assert found.older == ()
 
     # A run stored before versions were recorded: its version is unknown, so it differs from a recorded one.
     old = {"judge_model": "m", "judge_samples": 1}
     found = judge_mismatch({"old": old, "new": llm_config("m")})
     assert found is not None and found.differs == ("version",)
-    assert found.judges["old"] == f"m, {NOT_RECORDED}"
+    assert found.judges["old"] == f"m (version {NOT_RECORDED})"
+    assert found.older == ("old",)  # the run to evaluate again
 
 
 def test_a_prompt_edited_without_a_new_version_is_caught_by_its_hash():
@@ -64,3 +67,4 @@ def test_a_prompt_edited_without_a_new_version_is_caught_by_its_hash():
     found = judge_mismatch({"before": llm_config(), "after": edited})
     assert found is not None
     assert found.differs == ("prompts",) and found.prompts == ("citation_precision",)
+    assert found.older == ("after",)

@@ -204,10 +204,21 @@ def test_runs_record_their_judge_and_compare_warns_when_judges_differ(evaluate, 
     warning = page.context["judge_mismatch"]
     assert warning.differs == ("model", "version")
     assert warning.judges == {
-        "chat judge": f"scripted, {judge_llm.PROMPT_VERSION}",
-        "heuristic judge": f"heuristic, {HEURISTIC_VERSION}",
+        "chat judge": f"scripted (version {judge_llm.PROMPT_VERSION})",
+        "heuristic judge": f"heuristic (version {HEURISTIC_VERSION})",
     }
-    assert 'id="judge-mismatch"' in page.content.decode()
+    assert warning.older == ()  # both judged by this release: the models differ
+    html = page.content.decode()
+    assert 'id="judge-mismatch"' in html and "evaluate them again with one judge model" in html
+
+    # A run judged by an earlier heuristic is the one named to evaluate again.
+    earlier = EvaluationRun.objects.get(pk=offline.pk)
+    earlier.config = {**earlier.config, "judge_version": "evalsite-heuristic-1"}
+    earlier.save(update_fields=["config"])
+    (current,) = runs_of(evaluate(configs=[{"label": "heuristic again"}], judge_model="heuristic"))
+    page = browser.get(reverse("dashboard:compare") + f"?run={offline.pk}&run={current.pk}")
+    assert page.context["judge_mismatch"].older == ("heuristic judge",)
+    assert "evaluate heuristic judge again with the same configuration" in page.content.decode()
 
     (again,) = runs_of(evaluate(configs=[{"label": "chat judge again"}]))
     page = browser.get(reverse("dashboard:compare") + f"?run={chat.pk}&run={again.pk}")
