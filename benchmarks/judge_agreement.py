@@ -29,8 +29,9 @@ far the default is from the best it could be), and this judge's AUC minus plain 
 Term rarity: over each set's distinct passages, a stand-in for the collection statistics an evaluation has.
 Labels: "supported" is positive; "partially" counts as not supported (strict).
 
-`--quick` measures the extractive dev part with 50 resamples and no previous release (the quick test of the
-benchmarks).
+With the public sets it then applies the threshold rule (`choose_threshold`) to the dev parts and exits 1 when
+SUPPORT_MIN is not the cut the rule gives. `--quick` measures the extractive dev part with 50 resamples and no
+previous release (the quick test of the benchmarks).
 """
 
 from __future__ import annotations
