@@ -219,6 +219,10 @@ def test_runs_record_their_judge_and_compare_warns_when_judges_differ(evaluate, 
     page = browser.get(reverse("dashboard:compare") + f"?run={offline.pk}&run={current.pk}")
     assert page.context["judge_mismatch"].older == ("heuristic judge",)
     assert "evaluate heuristic judge again with the same configuration" in page.content.decode()
+    # Models differ as well: evaluating the older run again would not make the judges one.
+    page = browser.get(reverse("dashboard:compare") + f"?run={offline.pk}&run={chat.pk}")
+    assert page.context["judge_mismatch"].differs == ("model", "version")
+    assert "evaluate them again with one judge model" in page.content.decode()
 
     (again,) = runs_of(evaluate(configs=[{"label": "chat judge again"}]))
     page = browser.get(reverse("dashboard:compare") + f"?run={chat.pk}&run={again.pk}")
