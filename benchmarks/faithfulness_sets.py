@@ -47,6 +47,10 @@ from goldenset.text import split_pages  # noqa: E402
 
 PAGE_CHARS = 2000  # evalsite's default page size (EVALSITE_PAGE_CHARS)
 SUPPORTED, PARTIALLY, NOT_SUPPORTED = "supported", "partially", "not supported"
+ABSTRACTIVE, SUMMARIES = (
+    "abstractive answers",
+    "summaries",
+)  # the kinds of answer, as Statement.set names them
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ SOURCES = (
 @dataclass(frozen=True)
 class Statement:
     id: str
-    set: str  # "abstractive answers" or "summaries"
+    set: str  # ABSTRACTIVE, SUMMARIES (or the judge benchmark's own "extractive")
     source: str  # the set's own part: an answer source, a summariser
     group: str  # the question or the document: the unit of the dev / test split
     statement: str
@@ -168,7 +172,7 @@ def lfqa(root: Path) -> Iterator[Statement]:
                 sentence = annotation["answer"].strip()
                 label = _majority([names[label] for label in annotation["labels"]])
                 yield Statement(
-                    f"lfqa-{source}-{question}-{n}", "abstractive answers", source, f"lfqa:{question}",
+                    f"lfqa-{source}-{question}-{n}", ABSTRACTIVE, source, f"lfqa:{question}",
                     sentence, previous, docs[question], label,
                 )  # fmt: skip
                 previous = sentence
@@ -193,7 +197,7 @@ def qags(root: Path) -> Iterator[Statement]:
                 ]
                 text = sentence["sentence"].strip()
                 yield Statement(
-                    f"qags-{part}-{a}-{n}", "summaries", f"qags-{part}", f"qags:{article}", text, previous,
+                    f"qags-{part}-{a}-{n}", SUMMARIES, f"qags-{part}", f"qags:{article}", text, previous,
                     passages, _majority(votes),
                 )  # fmt: skip
                 previous = text

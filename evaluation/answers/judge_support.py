@@ -10,16 +10,16 @@
   weigh more than common ones ("year", "known").
 - `support_of`: the score of one piece of evidence (one passage, or two together): the idf-weighted share of
   the statement's terms it holds, blended with the share of the statement's word pairs (adjacent content
-  terms) it holds in the same order; then penalties: a number or a name (a capitalised word past the first) of the
-  statement the evidence lacks, a short
-  statement (few content terms) missing any term, and a negation that none of the evidence's two closest
+  terms) it holds in the same order; then penalties: a number or a name (a capitalised word past the first) of
+  the statement the evidence lacks, a short statement (few content terms) missing any term, and a negation that none of the evidence's two closest
   sentences shares (or that the statement dropped), a negation counting for the few words after it.
 
 The constants (and SUPPORT_MIN and the two-passage discount in evaluation.answers.judge) are chosen on the dev parts
 of public sets labelled by three raters each, abstractive answers (LFQA-Verification) and summaries (QAGS):
 `benchmarks/judge_agreement.py --sweep` searches a grid and keeps the point with the best mean AUC over those dev
-parts among the points where a copied sentence with a changed number or an added negation still fails; the test
-parts are only reported, and the repo's own labels (benchmarks/data/judge_statements.jsonl) are regression cases.
+parts among the points where a copied sentence with a changed number, a changed name or an added negation still
+fails; the test parts are only reported, and the repo's own labels (benchmarks/data/judge_statements.jsonl) are
+regression cases.
 Measured there, word pairs are what ranks summaries (without them the dev AUC falls from .800 to .665 on summaries,
 from .823 to .814 on answers); a Snowball stemmer and judging a statement that leans on the one before it
 with it changed the AUC by under .003 and were not adopted.
@@ -47,8 +47,8 @@ from goldenset.vocabulary.sentences import split_sentences
 
 __all__ = [
     "BIGRAM_WEIGHT",
-    "NAME_PENALTY",
     "Evidence",
+    "NAME_PENALTY",
     "NEGATION_PENALTY",
     "NEGATION_SENTENCES",
     "NEGATION_WINDOW",
@@ -58,8 +58,8 @@ __all__ = [
     "TermWeights",
     "bigrams",
     "claim_terms",
-    "name_terms",
     "evidence_of",
+    "name_terms",
     "support_of",
 ]
 
@@ -115,11 +115,13 @@ def name_terms(statement: str) -> frozenset[str]:
     lee, grant; "General" opens it)."""
     text = statement.strip()
     names = []
+    last, position = "", 0  # the last character before the word that is not a space
     for match in _WORD.finditer(text):
-        word = match.group()
-        before = text[: match.start()].rstrip()
-        if match.start() and word[0].isupper() and before and before[-1] not in _OPENERS:
+        word, gap = match.group(), text[position : match.start()].rstrip()
+        last = gap[-1] if gap else last
+        if match.start() and word[0].isupper() and last not in _OPENERS:
             names.append(word)
+        last, position = word[-1], match.end()
     return frozenset(t for word in names for t in _words(word))
 
 

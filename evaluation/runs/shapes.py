@@ -8,7 +8,7 @@ from __future__ import annotations
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
-from evaluation.answers import judge
+from evaluation.answers import judge, judge_llm
 from evaluation.answers import writer as answer_writer
 from evaluation.models import TargetKind
 from evaluation.retrieval.search.bm25 import VARIANTS
@@ -72,8 +72,8 @@ class JudgeIdentityOut(serializers.Serializer):
 
     judge_version = serializers.CharField(
         required=False,
-        help_text='The chat judge\'s prompt version ("evalsite-judge-1"), or the heuristic\'s ("evalsite-heuristic-1"). '
-        "Compare warns when runs were judged by different models or versions.",
+        help_text=f"The chat judge's prompt version (\"{judge_llm.PROMPT_VERSION}\"), or the heuristic's "
+        f'("{judge.HEURISTIC_VERSION}"). Compare warns when runs were judged by different models or versions.',
     )
     judge_prompts = serializers.DictField(
         child=serializers.CharField(),
