@@ -216,7 +216,7 @@ def golden_import(
     entries = read_entries(fmt, data, qrels=qrels)
     replaced = _replaced(collection, entries)
     entries = _keep_what_the_file_lacks(entries, replaced)
-    warnings: list[str] = []
+    warnings: list[str] = _found_by_question(entries, replaced)
     result: dict[str, Any] = {"format": fmt, "records": len(entries), "created": 0, "updated": 0, "unchanged": 0,
                               "documents_created": 0, "warnings": warnings}  # fmt: skip
     if not entries:
@@ -226,7 +226,6 @@ def golden_import(
             expected, created_documents = _context_documents(
                 collection, entries, create_documents, actor, warnings
             )
-            _every_unknown_document(collection, entries, expected, replaced)
             try:
                 created, updated = golden_entries_add(
                     collection=collection,
@@ -237,16 +236,7 @@ def golden_import(
                     match_questions=True,
                 )
             except EvalsiteError as exc:
-                index = exc.details.get("index")
-                if index is None:
-                    raise
-                message = exc.message.split(": ", 1)[-1]
-                raise EvalsiteError(
-                    exc.code,
-                    f"{entries[index].where}: {message}",
-                    details={**exc.details, "id": entries[index].key or None},
-                    status=exc.status_code,
-                ) from None
+                raise _located(exc, entries) from None
             result.update(
                 created=len(created),
                 updated=len(updated),
@@ -254,10 +244,80 @@ def golden_import(
                 documents_created=created_documents,
             )
             if dry_run:
+                result["rows"] = _preview_rows(entries, expected, replaced, created, updated)
                 raise _Preview(result)
     except _Preview as preview:
         return {**preview.result, "dry_run": True}
     return result
+
+
+PREVIEW_ROWS = 5  # the first entries a preview shows as they will be stored
+
+
+def _preview_rows(entries, expected, replaced, created, updated) -> list[dict[str, Any]]:
+    """The first PREVIEW_ROWS entries as they will be stored, each with what the import does to it."""
+    changed = {g.pk for g in updated}
+    rows = []
+    for entry, ids, current in itertools.islice(zip(entries, expected, replaced, strict=True), PREVIEW_ROWS):
+        action = "create" if current is None else "update" if current.pk in changed else "unchanged"
+        rows.append(
+            {
+                "where": entry.where,
+                "action": action,
+                "key": current.key if current is not None else entry.key,
+                "question": entry.question.strip(),
+                "expected_document_ids": list(dict.fromkeys(ids)),
+                "reference_answer": entry.reference_answer,
+                "tags": list(dict.fromkeys(entry.tags)),
+                "answerable": entry.answerable,
+            }
+        )
+    return rows
+
+
+def _located(exc: EvalsiteError, entries: Sequence[Entry]) -> EvalsiteError:
+    """The service's error with each entry named as the file names it (`line 3`, `record 2`), not by index."""
+
+    def where(message: str, details: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        index = details.get("index")
+        if index is None:
+            return message, details
+        entry = entries[index]
+        located = f"{entry.where}: {message.split(': ', 1)[-1]}"
+        return located, {**details, "where": entry.where, "id": entry.key or None}
+
+    listed = exc.details.get("errors")
+    message, details = where(exc.message, exc.details)
+    if listed:
+        items = []
+        for item in listed:
+            text, rest = where(item["message"], {k: v for k, v in item.items() if k != "message"})
+            items.append({**rest, "message": text})
+        shown = "; ".join(i["message"] for i in items[:3]) + (" ..." if len(items) > 3 else "")
+        message = f"{exc.message.split(':', 1)[0]}: {shown}"
+        details = {**details, "errors": items}
+    elif details is exc.details:
+        return exc
+    return EvalsiteError(exc.code, message, details=details, status=exc.status_code)
+
+
+def _found_by_question(entries: Sequence[Entry], replaced: Sequence[GoldenEntry | None]) -> list[str]:
+    """A warning naming the file's entries that are found by their question under another key: they update
+    that entry, which keeps its own key."""
+    found = [
+        (e, g) for e, g in zip(entries, replaced, strict=True) if e.key and g is not None and g.key != e.key
+    ]
+    if not found:
+        return []
+    shown = ", ".join(
+        f"{e.where}{'' if e.key in e.where else f' ({e.key})'} -> {'entry ' + g.key if g.key else 'an entry without a key'}"
+        for e, g in found[:5]
+    )
+    return [
+        f"{len(found)} entr{'y' if len(found) == 1 else 'ies'} of the file ask a question the collection has "
+        f"under another key: each updates that entry, which keeps its own key ({shown}"
+        f"{' ...' if len(found) > 5 else ''})."
+    ]
 
 
 def _replaced(collection: Collection, entries: Sequence[Entry]) -> list[GoldenEntry | None]:
@@ -292,44 +352,6 @@ def _keep_what_the_file_lacks(entries: list[Entry], replaced: Sequence[GoldenEnt
                 kept[name] = tuple(value) if isinstance(value, list) else value
         out.append(replace(entry, **kept))
     return out
-
-
-def _every_unknown_document(
-    collection: Collection, entries: Sequence[Entry], expected, replaced: Sequence[GoldenEntry | None]
-) -> None:
-    """When several entries name documents the collection lacks, one error listing each (`errors`), so a
-    preview shows them all at once (one alone is the service's own error, naming its record). As in the
-    service, an entry may keep expecting a document deleted since: only the ids it adds must exist."""
-    wanted = sorted({d for ids in expected for d in ids})
-    known: set[str] = set()
-    for chunk in chunks(wanted):
-        known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
-    problems = [
-        (entry, missing)
-        for entry, ids, current in zip(entries, expected, replaced, strict=True)
-        if (
-            missing := [
-                d
-                for d in ids
-                if d not in known and d not in (current.expected_document_ids if current else ())
-            ]
-        )
-    ]
-    if len(problems) < 2:
-        return
-    listed = [
-        {
-            "where": e.where,
-            "message": f"{e.where}: {len(m)} unknown in collection {collection.slug}: {', '.join(m)}",
-        }
-        for e, m in problems
-    ]
-    shown = "; ".join(item["message"] for item in listed[:3]) + (" ..." if len(listed) > 3 else "")
-    raise EvalsiteError(
-        "unknown-documents",
-        f"{len(problems)} entries expect documents the collection does not have: {shown}",
-        details={"field": "expected_document_ids", "errors": listed},
-    )
 
 
 def _input(entry: Entry, expected: tuple[str, ...]) -> EntryInput:

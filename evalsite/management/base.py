@@ -1,4 +1,5 @@
-"""What every evalsite command stands on: one-line errors with exit code 2, never a traceback, and the tenant
+"""What every evalsite command stands on: one-line errors with exit code 2 (every problem of a file listed
+below it), never a traceback, and the tenant
 named by --cluster/--tenant (goldenset.management.base adds the collection)."""
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ class EvalsiteCommand(BaseCommand):
             return super().execute(*args, **options)
         except EvalsiteError as exc:
             self.stderr.write(f"error [{exc.code}] {exc.message}")
+            listed = exc.details.get("errors") or []
+            for item in listed if len(listed) > 3 else ():  # the message shows three: then each one
+                self.stderr.write(f"  [{item.get('code', exc.code)}] {item['message']}")
             sys.exit(2)
 
     def tenant(self, options):

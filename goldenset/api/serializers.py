@@ -260,11 +260,31 @@ class GoldenImportOut(serializers.Serializer):
     unchanged = serializers.IntegerField(help_text="Existing entries that already said what the file says.")
 
 
+class GoldenPreviewRowOut(serializers.Serializer):
+    """One entry of a previewed file as the import will store it."""
+
+    where = serializers.CharField(help_text="Where the file holds it: `line 2`, `record 0`.")
+    action = serializers.ChoiceField(choices=["create", "update", "unchanged"])
+    key = serializers.CharField(
+        help_text="The stored entry's key ('' for none): an updated entry keeps its own."
+    )
+    question = serializers.CharField()
+    expected_document_ids = serializers.ListField(child=serializers.CharField())
+    reference_answer = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    answerable = serializers.BooleanField()
+
+
 class GoldenUploadOut(GoldenImportOut):
     format = serializers.ChoiceField(choices=list(FORMATS))
     documents_created = serializers.IntegerField(help_text="Reference passages created as documents.")
     warnings = serializers.ListField(child=serializers.CharField())
     dry_run = serializers.BooleanField(required=False, help_text="Present (true) when nothing was written.")
+    rows = GoldenPreviewRowOut(
+        many=True,
+        required=False,
+        help_text="With dry_run: the file's first entries (up to 5) as they will be stored.",
+    )
 
 
 class GoldenAddOut(serializers.Serializer):

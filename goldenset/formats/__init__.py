@@ -83,10 +83,13 @@ MAX_PROBLEMS = 50  # bad rows listed at most (the preview shows them all)
 
 class Problems:
     """Every bad row of a file, up to MAX_PROBLEMS, raised together once the file is read: one alone as it is,
-    several as one error (of the first's kind and `code`) whose details are the first's and list each
-    (`errors`: [{where or record and line, message}])."""
+    several as one error whose details are the first's and list each (`errors`: [{code, where or record and
+    line, message}]). Its code is `code`, or with code=None (problems of several kinds: a batch of golden
+    entries) the first problem's code and status."""
 
-    def __init__(self, error_type: type[EvalsiteError] = FormatError, code: str = "import-invalid") -> None:
+    def __init__(
+        self, error_type: type[EvalsiteError] = FormatError, code: str | None = "import-invalid"
+    ) -> None:
         self.error_type, self.code = error_type, code
         self.found: list[EvalsiteError] = []
 
@@ -102,13 +105,15 @@ class Problems:
     def error(self) -> EvalsiteError:
         if len(self.found) == 1:
             return self.found[0]
+        first = self.found[0]
         more = "+" if len(self.found) >= MAX_PROBLEMS else ""
         shown = "; ".join(e.message for e in self.found[:3]) + (" ..." if len(self.found) > 3 else "")
-        listed = [{**e.details, "message": e.message} for e in self.found]
+        listed = [{"code": e.code, **e.details, "message": e.message} for e in self.found]
         return self.error_type(
-            self.code,
+            self.code or first.code,
             f"{len(self.found)}{more} problems: {shown}",
-            details={**self.found[0].details, "errors": listed},
+            details={**first.details, "errors": listed},
+            status=None if self.code else first.status_code,
         )
 
     def check(self) -> None:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from evalsite.audit.models import AuditAction, AuditEvent
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
+from goldenset.formats import Problems
 from goldenset.models import Collection, GoldenEntry, Origin
 from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
@@ -64,8 +65,9 @@ def _check_entries(
     """Validate a batch against itself and the collection; errors name the entry's index.
 
     Returns, for each input, the existing entry it replaces (None: it is new). With upsert_by_key an input
-    whose key exists replaces that entry (imports); with match_questions an input without a key replaces the
-    entry that has its question, so an exported golden set imports back into its collection; `replacing` is
+    whose key exists replaces that entry (imports); with match_questions an input no key matched replaces the
+    entry that has its question (which keeps its own key), so an exported golden set imports back into its
+    collection and a file written elsewhere with keys of its own updates the entries it asks again; `replacing` is
     the one entry a single-entry update rewrites, `replacing_had` the expected ids it has in the database.
 
     An expected document must exist, unless the entry it replaces already expected it: documents deleted
@@ -81,39 +83,55 @@ def _check_entries(
     targeted: dict[str, int] = {}  # existing entry id -> the input that replaces it
     seen_hashes: dict[str, int] = {}
     seen_keys: dict[str, int] = {}
+    problems = Problems(EvalsiteError, code=None)  # every entry's problem, of every kind, at once
+    failed: set[int] = set()  # inputs with a problem already: their documents are not looked at
     for index, (entry, digest) in enumerate(zip(entries, hashes, strict=True)):
-        if not normalize_question(entry.question):
-            raise EvalsiteError(
-                "empty-question",
-                f"entries[{index}].question: the question is empty.",
-                details={"index": index, "field": "question"},
-            )
-        _check_fields(index, entry)
-        own = replacing
-        if entry.key:
-            own = _by_key(collection, index, entry, by_key, seen_keys, upsert_by_key, replacing)
-        if digest in seen_hashes:
-            raise EvalsiteError(
-                "duplicate-question",
-                f"entries[{index}]: the question repeats entries[{seen_hashes[digest]}].",
-                details={"index": index, "first_index": seen_hashes[digest], "question": entry.question},
-                status=409,
-            )
-        seen_hashes[digest] = index
-        own = _by_question(collection, index, entry, by_hash.get(digest), own, match_questions)
-        if own is not None and own is not replacing:
-            first = targeted.setdefault(str(own.pk), index)
-            if first != index:  # one by its key, the other by its question
-                raise EvalsiteError(
-                    "duplicate-question",
-                    f"entries[{index}]: replaces the same entry as entries[{first}] (entry {own.pk}).",
-                    details={"index": index, "first_index": first, "existing_entry_id": str(own.pk)},
-                    status=409,
-                )
-        _check_grades(index, entry)
-        targets.append(own if own is not replacing else None)
-    _check_documents(collection, entries, targets, replacing, replacing_had)
+        targets.append(None)
+        failed.add(index)
+        with problems.row():
+            own = _check_entry(collection, index, entry, digest, by_key, by_hash, seen_keys, seen_hashes,
+                               match_questions=match_questions, upsert_by_key=upsert_by_key,
+                               replacing=replacing)  # fmt: skip
+            if own is not None and own is not replacing:
+                first = targeted.setdefault(str(own.pk), index)
+                if first != index:  # one by its key, the other by its question
+                    raise EvalsiteError(
+                        "duplicate-question",
+                        f"entries[{index}]: replaces the same entry as entries[{first}] (entry {own.pk}).",
+                        details={"index": index, "first_index": first, "existing_entry_id": str(own.pk)},
+                        status=409,
+                    )
+            targets[-1] = own if own is not replacing else None
+            failed.discard(index)
+    _check_documents(collection, entries, targets, replacing, replacing_had, problems, failed)
+    problems.check()
     return targets
+
+
+def _check_entry(collection, index, entry, digest, by_key, by_hash, seen_keys, seen_hashes, *,
+                 match_questions, upsert_by_key, replacing) -> GoldenEntry | None:  # fmt: skip
+    """One input's checks (its fields, key, question and grades); the entry it replaces."""
+    if not normalize_question(entry.question):
+        raise EvalsiteError(
+            "empty-question",
+            f"entries[{index}].question: the question is empty.",
+            details={"index": index, "field": "question"},
+        )
+    _check_fields(index, entry)
+    own = replacing
+    if entry.key:
+        own = _by_key(collection, index, entry, by_key, seen_keys, upsert_by_key, replacing)
+    if digest in seen_hashes:
+        raise EvalsiteError(
+            "duplicate-question",
+            f"entries[{index}]: the question repeats entries[{seen_hashes[digest]}].",
+            details={"index": index, "first_index": seen_hashes[digest], "question": entry.question},
+            status=409,
+        )
+    seen_hashes[digest] = index
+    own = _by_question(collection, index, entry, by_hash.get(digest), own, match_questions)
+    _check_grades(index, entry)
+    return own
 
 
 def _existing(collection: Collection, entries: Sequence[EntryInput], hashes: Sequence[str]):
@@ -155,9 +173,10 @@ def _by_key(collection, index, entry, by_key, seen_keys, upsert_by_key, replacin
 
 
 def _by_question(collection, index, entry, same_question, own, match_questions) -> GoldenEntry | None:
-    """The entry an input replaces once its question is looked at: with match_questions, a keyless input takes
-    the entry that has its question; an input whose question another entry has is a 409."""
-    if same_question is not None and own is None and not entry.key and match_questions:
+    """The entry an input replaces once its question is looked at: with match_questions (imports), an input
+    that no key matched (a keyless one, or one whose key no entry holds) takes the entry that has its question,
+    which keeps its own key; an input whose question another entry has is a 409."""
+    if same_question is not None and own is None and match_questions:
         own = same_question
     if same_question is not None and (own is None or own.pk != same_question.pk):
         raise EvalsiteError(
@@ -183,7 +202,9 @@ def _check_grades(index: int, entry: EntryInput) -> None:
     raise EvalsiteError("validation-error", f"entries[{index}].grades: {problem}.", details=details)
 
 
-def _check_documents(collection, entries, targets, replacing, replacing_had) -> None:
+def _check_documents(
+    collection, entries, targets, replacing, replacing_had, problems: Problems, failed
+) -> None:
     """Every expected document exists, unless the entry replaced already expected it."""
     referenced = sorted({d for e in entries for d in e.expected_document_ids})
     known: set[str] = set()
@@ -192,13 +213,18 @@ def _check_documents(collection, entries, targets, replacing, replacing_had) -> 
     for index, (entry, target) in enumerate(zip(entries, targets, strict=True)):
         had = set(replacing_had if replacing is not None else target.expected_document_ids if target else ())
         unknown = [d for d in entry.expected_document_ids if d not in known and d not in had]
-        if unknown:
-            raise EvalsiteError(
-                "unknown-documents",
-                f"entries[{index}].expected_document_ids: {len(unknown)} unknown in collection {collection.slug}: "
-                + ", ".join(unknown[:5]),
-                details={"index": index, "field": "expected_document_ids", "unknown_document_ids": unknown},
-            )
+        if unknown and index not in failed:
+            with problems.row():
+                raise EvalsiteError(
+                    "unknown-documents",
+                    f"entries[{index}].expected_document_ids: {len(unknown)} unknown in collection "
+                    f"{collection.slug}: " + ", ".join(unknown[:5]),
+                    details={
+                        "index": index,
+                        "field": "expected_document_ids",
+                        "unknown_document_ids": unknown,
+                    },
+                )
 
 
 def _check_fields(index: int, entry: EntryInput) -> None:
@@ -236,7 +262,7 @@ def golden_entries_add(
     """Add entries atomically: all of them or none. Returns (created, updated).
 
     With upsert_by_key (imports), an entry whose key already exists replaces that entry's content; with
-    match_questions, so does an entry without a key whose question exists. An input without grades (None)
+    match_questions, so does an entry no key matched whose question exists (the entry keeps its own key). An input without grades (None)
     keeps the replaced entry's grades of the documents it still expects. Generation records the page and the
     job an entry came from (source_page_id, job). `reviewed` marks the entries it creates reviewed (a
     curator's "add and mark reviewed": one transaction, one create event that says so).

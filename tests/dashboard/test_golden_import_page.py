@@ -88,3 +88,30 @@ def test_the_preview_lists_every_bad_line_and_every_unknown_document(alice, worl
     assert "Line 2: 1 unknown in collection handbook: ghost-1" in text
     assert "Line 4: 1 unknown in collection handbook: ghost-3" in text
     assert not GoldenEntry.objects.exists()
+
+
+EVERY_KIND = (
+    "key,question,expected_document_ids,tags\n"
+    "a,Refund window?,refunds,\n"
+    "b,refund window?,,\n"  # the question of line 2 again
+    "c,Ghost?,ghost-doc,\n"  # a document the collection lacks
+    "a,Another?,,\n"  # line 2's key again
+    "d,Fine?,ghost-2,\n"  # another unknown document
+)
+
+
+def test_the_dashboard_preview_lists_every_problem_and_shows_the_first_rows(alice, world):
+    url = reverse("dashboard:golden-import", args=["handbook"])
+    text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", EVERY_KIND.encode())}))
+    for where in (
+        "Line 3: the question repeats",
+        "Line 5: key 'a' repeats",
+        "Line 4: 1 unknown",
+        "Line 6: 1 unknown",
+    ):
+        assert where in text, text
+    good = "key,question,expected_document_ids,reference_answer\nq1,Refund window?,refunds,Thirty days.\n"
+    text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", good.encode())}))
+    assert "The first entries as they will be stored" in text
+    assert "line 2 create q1 Refund window? refunds Thirty days." in " ".join(text.split())
+    assert not GoldenEntry.objects.exists()

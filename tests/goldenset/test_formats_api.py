@@ -43,8 +43,16 @@ def snapshot() -> list[tuple]:
 def test_a_csv_upload_is_detected_previewed_then_loaded(world):
     preview = upload(world.client, "golden.csv", CSV, dry_run="true")
     assert preview.status_code == 200, preview.json()
-    assert preview.json() == {"format": "csv", "records": 3, "created": 3, "updated": 0, "unchanged": 0,
-                              "documents_created": 0, "warnings": [], "dry_run": True}  # fmt: skip
+    rows = preview.json().pop("rows")
+    assert preview.json() | {"rows": None} == {"format": "csv", "records": 3, "created": 3, "updated": 0,
+        "unchanged": 0, "documents_created": 0, "warnings": [], "dry_run": True, "rows": None}  # fmt: skip
+    # the first rows as they will be stored: grades are not shown, an empty answerable cell is true
+    assert rows[0] == {"where": "line 2", "action": "create", "key": "q1",
+        "question": "How long is the refund window?", "expected_document_ids": ["refunds"],
+        "reference_answer": "30 days, full refund.", "tags": ["policy", "money"], "answerable": True}  # fmt: skip
+    assert [(r["where"], r["key"], r["answerable"]) for r in rows[1:]] == [
+        ("line 3", "q2", True), ("line 4", "q3", False)
+    ]  # fmt: skip
     assert not GoldenEntry.objects.exists()
     loaded = upload(world.client, "golden.csv", CSV)
     assert loaded.status_code == 201 and loaded.json()["created"] == 3
@@ -132,8 +140,11 @@ def test_the_commands_import_and_export_every_format(world, tmp_path):
     scope = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]
     out = StringIO()
     call_command("import_golden", str(path), *scope, "--dry-run", stdout=out)
-    assert (
-        out.getvalue() == f"{path} (csv): 3 records -> 3 would be created, 0 would be updated, 0 unchanged\n"
+    assert out.getvalue() == (
+        f"{path} (csv): 3 records -> 3 would be created, 0 would be updated, 0 unchanged\n"
+        "  line 2: create q1: 'How long is the refund window?' -> refunds\n"
+        "  line 3: create q2: 'When does express shipping arrive?' -> shipping\n"
+        "  line 4: create q3: 'Who is the chief executive?' -> no expected documents\n"
     )
     call_command("import_golden", str(path), *scope, stdout=StringIO())
     before = snapshot()

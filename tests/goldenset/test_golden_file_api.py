@@ -143,6 +143,7 @@ def test_upload_with_unknown_must_cite_names_the_record_and_writes_nothing(world
             "message": 'record 1 (id "ghost"): 1 unknown in collection handbook: ghost-doc',
             "details": {
                 "index": 1,
+                "where": 'record 1 (id "ghost")',
                 "id": "ghost",
                 "field": "expected_document_ids",
                 "unknown_document_ids": ["ghost-doc"],

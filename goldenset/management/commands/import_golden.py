@@ -64,3 +64,8 @@ class Command(CollectionCommand):
         self.stdout.write(line)
         for warning in result["warnings"]:
             self.stdout.write(f"warning: {warning}")
+        for row in result.get("rows", []):  # a dry run's first entries, as they will be stored
+            documents = ", ".join(row["expected_document_ids"]) or "no expected documents"
+            self.stdout.write(
+                f"  {row['where']}: {row['action']} {row['key'] or '(no key)'}: {row['question']!r} -> {documents}"
+            )

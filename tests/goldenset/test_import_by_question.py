@@ -1,0 +1,108 @@
+"""An import finds an entry by its key, else by its question (issue 28, first-day items 1 and 2): a file written
+elsewhere, with keys of its own, updates the entries whose questions it asks (they keep their keys) and says so;
+a file with problems of several kinds lists every one; a preview shows the first rows as they will be stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from goldenset import importers
+from goldenset.beir_import import beir_import
+from goldenset.formats import FORMATS, detect_format
+from goldenset.models import GoldenEntry
+from tests.goldenset.conftest import GOLDEN_UPLOAD
+from tests.support import add_entries, db_state, refused
+
+DEMO = Path(settings.BASE_DIR) / "demo"
+
+
+def upload(client, name: str, content: str, **fields):
+    file = SimpleUploadedFile(name, content.encode())
+    return client.post(GOLDEN_UPLOAD, {"collection_id": "handbook", "file": file, **fields})
+
+
+def test_the_demo_sample_files_import_into_the_demo_collection_by_their_questions(world):
+    """The README's first import example: each sample file's keys are its own, its questions the demo's."""
+    beir_import(folder=DEMO / "clapnq", tenant=world.tenant, collection_id="clapnq", actor="test")
+    collection = world.tenant.collections.get(slug="clapnq")
+    keys = set(collection.golden_entries.values_list("key", flat=True))
+    samples = sorted(
+        p for p in (DEMO / "formats").glob("clapnq-sample.*") if p.suffix not in (".qrels", ".trec")
+    )
+    assert {s.name for s in samples} >= {
+        "clapnq-sample.json",
+        "clapnq-sample.csv",
+        "clapnq-sample.ragas.jsonl",
+    }
+    seen = set()
+    for sample in samples:
+        data = sample.read_bytes()
+        fmt = detect_format(sample.name, data)
+        seen.add(fmt)
+        qrels = (DEMO / "formats" / "clapnq-sample.qrels").read_bytes() if fmt == "trec" else None
+        result = importers.golden_import(collection=collection, fmt=fmt, data=data, qrels=qrels, actor="test")
+        assert result["created"] == 0 and result["records"] == 3, (sample.name, result)
+        assert any("under another key" in w for w in result["warnings"]), (sample.name, result["warnings"])
+    assert seen == set(FORMATS)  # every format's sample was imported
+    assert set(collection.golden_entries.values_list("key", flat=True)) == keys  # no key changed, none added
+
+
+def test_a_question_under_another_key_updates_that_entry_which_keeps_its_key(world):
+    (keyed,) = add_entries(world.collection, "Refund window?", key="r-1", expected_document_ids=["refunds"])
+    (keyless,) = add_entries(world.collection, "Shipping time?")
+    csv = "key,question,expected_document_ids,reference_answer\nmine-1,refund  WINDOW?,refunds,30 days.\n" \
+          "mine-2,Shipping time?,shipping,Two days.\nmine-3,New one?,,\n"  # fmt: skip
+    preview = upload(world.client, "g.csv", csv, dry_run="true").json()
+    assert (preview["created"], preview["updated"]) == (1, 2)
+    (warning,) = preview["warnings"]
+    assert "2 entries of the file ask a question the collection has under another key" in warning
+    assert (
+        "line 2 (mine-1) -> entry r-1" in warning and "line 3 (mine-2) -> an entry without a key" in warning
+    )
+    assert [(r["action"], r["key"]) for r in preview["rows"]] == [("update", "r-1"), ("update", ""),
+                                                                  ("create", "mine-3")]  # fmt: skip
+    assert upload(world.client, "g.csv", csv).status_code == 201
+    keyed.refresh_from_db()
+    keyless.refresh_from_db()
+    assert (keyed.key, keyed.question, keyed.reference_answer) == ("r-1", "refund  WINDOW?", "30 days.")
+    assert (keyless.key, keyless.expected_document_ids) == ("", ["shipping"])
+    assert upload(world.client, "g.csv", csv).json()["unchanged"] == 3  # again: nothing changes
+
+
+def test_a_key_of_one_entry_with_the_question_of_another_is_still_refused(world):
+    add_entries(world.collection, "Refund window?", key="r-1")
+    add_entries(world.collection, "Shipping time?", key="s-1")
+    before = db_state()
+    error = refused(
+        upload(world.client, "g.csv", "key,question\nr-1,Shipping time?\n"), 409, "duplicate-question"
+    )
+    assert error["details"]["where"] == "line 2"
+    assert db_state() == before
+
+
+BAD_OF_EVERY_KIND = (
+    "key,question,expected_document_ids,tags\n"
+    "a,Refund window?,refunds,\n"
+    "b,refund window?,,\n"  # the question of line 2 again
+    "c,Ghost?,ghost-doc,\n"  # a document the collection lacks
+    "a,Another?,,\n"  # line 2's key again
+    "d,Fine?,ghost-2,\n"  # another unknown document
+)
+
+
+def test_every_problem_of_every_kind_is_listed_at_once(world):
+    error = refused(
+        upload(world.client, "g.csv", BAD_OF_EVERY_KIND, dry_run="true"), 409, "duplicate-question"
+    )
+    listed = [(e["code"], e["where"]) for e in error["details"]["errors"]]
+    assert listed == [
+        ("duplicate-question", "line 3"),
+        ("duplicate-key", "line 5"),
+        ("unknown-documents", "line 4"),
+        ("unknown-documents", "line 6"),
+    ]
+    assert error["message"].startswith("4 problems: line 3: the question repeats")
+    assert not GoldenEntry.objects.exists()
