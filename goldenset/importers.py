@@ -387,12 +387,7 @@ def _context_documents(
         for text in entry.contexts:
             snippet = " ".join(text.split())
             if snippet and snippet not in holder:  # one search of the pages per distinct passage
-                holder[snippet] = (
-                    Page.objects.filter(document__collection=collection, text__contains=snippet[:2000])
-                    .order_by("document__external_id", "number")
-                    .values_list("document__external_id", flat=True)
-                    .first()
-                )
+                holder[snippet] = _page_holding(collection, snippet)
             found = holder.get(snippet) if snippet else None
             if found is not None:
                 ids.append(found)
@@ -408,13 +403,34 @@ def _context_documents(
             f"{unmatched} reference passages match no page of {collection.slug} (by their text) and were left "
             "out of the expected documents; import with create_documents to add them as documents."
         )
-    if new_documents:
-        documents_upsert(
-            collection=collection,
-            documents=[DocumentInput.from_text(id=d, title="", text=t) for d, t in new_documents.items()],
-            actor=actor,
-        )
-    return out, len(new_documents)
+    if not new_documents:
+        return out, 0
+    written = documents_upsert(
+        collection=collection,
+        documents=[DocumentInput.from_text(id=d, title="", text=t) for d, t in new_documents.items()],
+        actor=actor,
+    )
+    return out, written["created"]
+
+
+CANDIDATE_PAGES = 200  # pages holding a passage's two longest words, read to find the one holding it all
+
+
+def _page_holding(collection: Collection, snippet: str) -> str | None:
+    """The first document (by id, then page) with a page holding the passage's text, whitespace aside: a passage
+    copied from a page keeps its words but not always its line breaks. The database finds the pages holding the
+    passage's two longest words (no whitespace in them), and each is compared with its whitespace collapsed. As
+    pages are cut at EVALSITE_PAGE_CHARS, a passage's first 2,000 characters are what must be on one page."""
+    snippet = snippet[:2000].strip()
+    longest = sorted(set(snippet.split(" ")), key=lambda w: (-len(w), w))[:2]
+    pages = Page.objects.filter(document__collection=collection)
+    for word in longest:
+        pages = pages.filter(text__contains=word)
+    rows = pages.order_by("document__external_id", "number").values_list("document__external_id", "text")
+    for document_id, text in rows[:CANDIDATE_PAGES]:
+        if snippet in " ".join(text.split()):
+            return document_id
+    return None
 
 
 def golden_export(*, collection: Collection, fmt: str) -> Written:

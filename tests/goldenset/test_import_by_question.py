@@ -4,6 +4,7 @@ a file with problems of several kinds lists every one; a preview shows the first
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from django.conf import settings
@@ -12,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from goldenset import importers
 from goldenset.beir_import import beir_import
 from goldenset.formats import FORMATS, detect_format
-from goldenset.models import GoldenEntry
+from goldenset.models import Document, GoldenEntry
 from tests.goldenset.conftest import GOLDEN_UPLOAD
 from tests.support import add_entries, db_state, refused
 
@@ -106,3 +107,22 @@ def test_every_problem_of_every_kind_is_listed_at_once(world):
     ]
     assert error["message"].startswith("4 problems: line 3: the question repeats")
     assert not GoldenEntry.objects.exists()
+
+
+def test_a_passage_copied_from_a_page_with_line_breaks_matches_it_and_a_reimport_creates_nothing(world):
+    """The world's "refunds" page reads "...within 30 days of purchase.\n\nRefunds go to the original card."."""
+    copied = "within 30 days of purchase.\n\nRefunds go to the original card."
+    rows = [
+        {"user_input": "Where do refunds go?", "reference": "The card.", "reference_contexts": [copied]},
+        {"user_input": "Logo?", "reference": "Blue.", "reference_contexts": ["The logo\nis blue."]},
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    first = upload(world.client, "rows.jsonl", text, format="ragas", create_documents="true").json()
+    assert (first["created"], first["documents_created"], first["warnings"]) == (2, 1, [])
+    entries = {e.question: e.expected_document_ids for e in GoldenEntry.objects.all()}
+    assert entries["Where do refunds go?"] == ["refunds"]
+    again = upload(world.client, "rows.jsonl", text, format="ragas", create_documents="true").json()
+    assert (again["unchanged"], again["documents_created"], again["warnings"]) == (2, 0, [])
+    assert (
+        Document.objects.filter(collection=world.collection, external_id__startswith="context-").count() == 1
+    )
