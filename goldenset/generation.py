@@ -17,7 +17,9 @@ it accepts through its `on_page` callback.
   drafts strictly in sample order, so the outcome (which pages, which questions, which discards) is the one a
   sequential run gives. It never sends more calls than questions still needed, so none is wasted when every
   draft passes; it stops at `count` accepted, when the pages run out, when `should_stop()` says so (a cancel),
-  or after `max_consecutive_failures` model errors in a row (a dead endpoint), with a warning.
+  or after `max_consecutive_failures` model errors in a row (a dead endpoint), with a warning. A draft whose
+  normalised question (goldenset.text.question_hash) is among `rejected` is discarded as "rejected_before"
+  before the gate sees it, and the loop tries the next page, as for any other discard.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import re
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,6 +41,7 @@ from evalsite.llm.json_replies import extract_json, validate
 from goldenset.clear_sentences import clear_question
 from goldenset.duplicates import DuplicateIndex
 from goldenset.quality import REASONS, GateLimits, Verdict, check
+from goldenset.text import question_hash
 from goldenset.vocabulary.chunks import cut_at_word
 
 K = TypeVar("K", bound=Hashable)
@@ -47,7 +50,9 @@ MODEL_ERROR = "model_error"
 UNREADABLE = "unreadable"
 # The offline writer found no sentence to ask about: counted as Outcome.no_clear_sentence, not a discard.
 NO_CLEAR_SENTENCE = "no_clear_sentence"
-DISCARD_REASONS: tuple[str, ...] = (*REASONS, UNREADABLE, MODEL_ERROR)
+# The draft is a question a curator rejected in this collection before (goldenset.services.rejections).
+REJECTED_BEFORE = "rejected_before"
+DISCARD_REASONS: tuple[str, ...] = (*REASONS, REJECTED_BEFORE, UNREADABLE, MODEL_ERROR)
 TEMPLATE_MODEL = "template"
 SEED_MAX = 2**63 - 1
 PROMPT_PAGE_CHARS = 6000  # a page longer than this is cut for the prompt (at a word)
@@ -234,6 +239,7 @@ def generate(
     limits: GateLimits | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     max_consecutive_failures: int = 10,
+    rejected: Container[str] = frozenset(),
 ) -> Outcome:
     limits = limits or GateLimits()
     outcome = Outcome()
@@ -254,10 +260,7 @@ def generate(
             page, future = queue.popleft()
             draft = future.result()
             _account(outcome, draft)
-            if draft.failure is not None:
-                verdict = Verdict(reason=draft.failure, detail=draft.detail)
-            else:
-                verdict = check(draft.question, draft.answer, page.text, duplicates, limits)
+            verdict = _verdict(draft, page, duplicates, limits, rejected)
             reason = on_page(page, draft, verdict)
             outcome.pages_sampled += 1
             if reason is None:
@@ -293,6 +296,16 @@ def generate(
             f"after {outcome.pages_sampled} pages (see discards{unasked})."
         )
     return outcome
+
+
+def _verdict(
+    draft: Draft, page: PageText, duplicates: DuplicateIndex, limits: GateLimits, rejected: Container[str]
+) -> Verdict:
+    if draft.failure is not None:
+        return Verdict(reason=draft.failure, detail=draft.detail)
+    if rejected and question_hash(draft.question) in rejected:
+        return Verdict(REJECTED_BEFORE, "a curator rejected this question before")
+    return check(draft.question, draft.answer, page.text, duplicates, limits)
 
 
 def _account(outcome: Outcome, draft: Draft) -> None:

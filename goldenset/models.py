@@ -150,6 +150,32 @@ class GoldenEntry(models.Model):
         return judged
 
 
+class RejectedQuestion(models.Model):
+    """A generated question a curator rejected (goldenset.services.rejections): generation never writes it into
+    this collection again. One row per rejected question; deleting the row (the admin) un-rejects it."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="rejected_questions")
+    question = models.TextField()
+    # goldenset.text.question_hash, the form duplicate questions are compared on (case, spaces, NFKC folded).
+    question_hash = models.CharField(max_length=64, editable=False)
+    source_page = models.ForeignKey(Page, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    rejected_by = models.CharField(max_length=300, help_text="The actor whose delete rejected it.")
+    rejected_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection", "-rejected_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "question_hash"], name="rejected_question_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+    def save(self, *args, **kwargs):
+        self.question_hash = question_hash(self.question)
+        super().save(*args, **kwargs)
+
+
 class GoldenJobKind(models.TextChoices):
     """The jobs goldenset runs (registered with their handlers in GoldensetConfig.ready)."""
 

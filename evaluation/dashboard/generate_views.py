@@ -147,6 +147,7 @@ def golden_review_action(request: HttpRequest, tenant: Tenant, slug: str) -> Htt
                 "tenant": tenant,
                 "collection": collection,
                 "entries": [entry],
+                "rejects": int(services.is_rejection(entry)),
                 "back": back,
                 "verb": "Reject",
                 "confirm_url": reverse("dashboard:golden-review-action", args=[collection.slug]),

@@ -285,10 +285,17 @@ def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
         messages.success(request, f"Marked {count} {'entry' if count == 1 else 'entries'} {action}.")
         return redirect(back)
     if action == "delete":
+        listed = list(entries)
         return render(
             request,
             "dashboard/golden_delete.html",
-            {"tenant": tenant, "collection": collection, "entries": list(entries), "back": back},
+            {
+                "tenant": tenant,
+                "collection": collection,
+                "entries": listed,
+                "rejects": sum(map(services.is_rejection, listed)),
+                "back": back,
+            },
         )
     if action == "delete-confirmed":
         count = services.golden_entries_delete(entries=entries, actor=actor)

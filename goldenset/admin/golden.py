@@ -13,7 +13,7 @@ from evalsite.audit.models import AuditEvent
 from goldenset import importers, services
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, actor_for
 from goldenset.forms import GoldenEntryAdminForm, collection_label
-from goldenset.models import Collection, GoldenAuditObject, GoldenEntry
+from goldenset.models import Collection, GoldenAuditObject, GoldenEntry, RejectedQuestion
 
 AUDIT_TRAIL_LENGTH = 20
 TAG_CHOICES_LIMIT = 200
@@ -179,3 +179,34 @@ class GoldenEntryAdmin(PathLabelsMixin):
         filename = f"{slugify(collections[0].slug) or 'collection'}-golden.json"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response
+
+
+# --- rejected questions ------------------------------------------------------------------------------------
+
+
+@admin.register(RejectedQuestion)
+class RejectedQuestionAdmin(admin.ModelAdmin):
+    """The generated questions curators rejected, which generation skips (goldenset.services.rejections). Rows
+    are written by rejections only; deleting one un-rejects its question (the next generate may write it)."""
+
+    list_display = ("question_text", "collection_path", "rejected_by", "rejected_at")
+    list_filter = (CollectionFilter,)
+    list_select_related = ("collection__tenant__cluster",)
+    search_fields = ("question", "=rejected_by")
+    list_per_page = 50
+    fields = ("collection", "question", "source_page", "rejected_by", "rejected_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="question", ordering="question")
+    def question_text(self, obj: RejectedQuestion) -> str:
+        return Truncator(obj.question).chars(100)
+
+    @admin.display(description="collection", ordering="collection__slug")
+    def collection_path(self, obj: RejectedQuestion) -> str:
+        return collection_label(obj.collection)

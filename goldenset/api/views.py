@@ -254,8 +254,9 @@ class GoldenSetGenerateApi(TenantAPIView):
         "reported), has the chat model (or the offline template writer) write one self-contained question and "
         "reference answer per page, and stores what passes the quality gate as golden entries (origin Generated, "
         "reviewed false). Answers 202 with a job: poll jobs/{job_id}; its result holds the discard counts per "
-        "reason and, apart from them, `no_clear_sentence`: the pages on which the offline writer found no clear "
-        "sentence to ask about.",
+        "reason (`rejected_before` among them: a question a curator rejected in this collection before, never "
+        "written again) and, apart from them, `no_clear_sentence`: the pages on which the offline writer found no "
+        "clear sentence to ask about.",
     )
     def post(self, request):
         body = read(s.GoldenSetGenerateIn, request.data)
@@ -304,7 +305,14 @@ class GoldenEntryApi(TenantAPIView):
         entry = services.golden_entry_update(entry=entry, changes=changes, actor=self.actor)
         return Response(s.GoldenEntryOut(entry).data)
 
-    @extend_schema(parameters=TENANT_PARAMS, responses={204: None}, summary="Deletes one golden-set entry.")
+    @extend_schema(
+        parameters=TENANT_PARAMS,
+        responses={204: None},
+        summary="Deletes one golden-set entry.",
+        description="Deleting a generated entry nobody marked reviewed rejects its question, as the review "
+        "queue's reject does: generation never writes that question into the collection again (the admin's "
+        "Rejected questions page un-rejects it). Deleting a reviewed, manual or imported entry rejects nothing.",
+    )
     def delete(self, request, entry_id: str):
         entry = selectors.golden_entry_get(tenant=self.tenant(), entry_id=entry_id)
         services.golden_entries_delete(entries=[entry], actor=self.actor)

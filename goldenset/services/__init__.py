@@ -33,6 +33,7 @@ from goldenset.services.golden import (
     golden_entry_save,
     golden_entry_update,
 )
+from goldenset.services.rejections import is_rejection
 
 __all__ = [
     "AUDITED_FIELDS",
@@ -51,6 +52,7 @@ __all__ = [
     "documents_upsert",
     "ingest_as_job",
     "ingest_job_create",
+    "is_rejection",
     "entry_snapshot",
     "golden_entries_add",
     "golden_entries_delete",

@@ -1,7 +1,8 @@
 """Golden-set generation jobs: create one (the API and the dashboard), run one (a django-q2 worker).
 
 The sampling, the writers and the gate loop are pure (goldenset.generation, goldenset.quality); this module
-loads the pages, picks the writer, stores what passes, and reports progress.
+loads the pages, the questions curators rejected (goldenset.services.rejections: never written again) and picks the
+writer, stores what passes, and reports progress.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from goldenset.models import Collection, GoldenEntry, GoldenJobKind, Origin, Pag
 from goldenset.quality import Verdict
 from goldenset.selectors import documents_in_force, pages_by_id
 from goldenset.services.golden import EntryInput, golden_entries_add
+from goldenset.services.rejections import rejected_hashes
 
 MIN_PAGE_CHARS = 120  # shorter pages hold no question worth asking
 
@@ -171,7 +173,7 @@ def golden_generate_job(job: Job, progress: Progress) -> dict[str, Any]:
     try:
         outcome = generation.generate(
             pages, writer, count=plan.asked, seed=plan.seed, duplicates=duplicates, on_page=on_page,
-            should_stop=should_stop,
+            should_stop=should_stop, rejected=rejected_hashes(collection=collection),
         )  # fmt: skip
     finally:
         cache.flush()

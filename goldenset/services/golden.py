@@ -16,6 +16,7 @@ from goldenset.formats import Problems
 from goldenset.models import Collection, GoldenEntry, Origin
 from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
+from goldenset.services.rejections import remember_rejections
 from goldenset.text import (
     expected_documents_problem,
     grades_problem,
@@ -396,8 +397,11 @@ def golden_entries_mark_reviewed(*, entries: Iterable[GoldenEntry], reviewed: bo
 
 
 def golden_entries_delete(*, entries: Iterable[GoldenEntry], actor: str) -> int:
+    """Delete entries, audited. Deleting a generated entry nobody marked reviewed rejects its question: generation
+    never writes it into the collection again (goldenset.services.rejections)."""
     entries = list(entries)
     with transaction.atomic():
         audit_entries(entries=entries, action=AuditAction.DELETE, actor=actor)
+        remember_rejections(entries=entries, actor=actor)
         GoldenEntry.objects.filter(pk__in=[e.pk for e in entries]).delete()
     return len(entries)

@@ -15,7 +15,15 @@ from evalsite.tenancy.models import ApiKey, Cluster, Membership, Tenant, hash_ap
 from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from goldenset import services
 from goldenset.golden_files import GoldenRecord, parse_golden
-from goldenset.models import Collection, Document, GoldenEntry, GoldenJobKind, Origin, Page
+from goldenset.models import (
+    Collection,
+    Document,
+    GoldenEntry,
+    GoldenJobKind,
+    Origin,
+    Page,
+    RejectedQuestion,
+)
 from goldenset.services import EntryInput
 from tests.goldenset.conftest import change_url, changelist_url, document_form, new_document_form
 from tests.support import add_entries, member_of
@@ -67,11 +75,30 @@ def full_world(world, admin_user):
     job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=GoldenJobKind.GENERATE)
     Membership.objects.create(user=admin_user, tenant=world.tenant)
     services.golden_entry_update(entry=entry, changes={"reviewed": True}, actor="test")
+    rejected, _ = services.golden_entries_add(
+        collection=world.collection,
+        entries=[EntryInput(question="Which question did a curator reject?")],
+        actor="job",
+        origin=Origin.GENERATED,
+    )
+    services.golden_entries_delete(entries=rejected, actor="test")  # remembered: a RejectedQuestion
     return {"entry": entry, "job": job}
 
 
 @pytest.mark.parametrize(
-    "model", [GoldenEntry, Document, Collection, Cluster, Tenant, Membership, ApiKey, AuditEvent, Job]
+    "model",
+    [
+        GoldenEntry,
+        Document,
+        Collection,
+        Cluster,
+        Tenant,
+        Membership,
+        ApiKey,
+        AuditEvent,
+        Job,
+        RejectedQuestion,
+    ],
 )
 def test_changelist_and_change_page_render(admin_client, full_world, model):
     """Each changelist and the change page of its first row answer 200 for a superuser."""

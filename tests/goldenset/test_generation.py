@@ -11,6 +11,7 @@ from goldenset.duplicates import DuplicateIndex
 from goldenset.generation import (
     DISCARD_REASONS,
     NO_CLEAR_SENTENCE,
+    REJECTED_BEFORE,
     ChatQuestionWriter,
     Draft,
     PageText,
@@ -19,6 +20,7 @@ from goldenset.generation import (
     sample_pages,
 )
 from goldenset.quality import Verdict
+from goldenset.text import question_hash
 from tests.generation_support import FAULTS, company_name, scripted_writer, synthetic_corpus
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
@@ -127,6 +129,28 @@ def test_no_clear_sentence_is_counted_apart_from_the_gate_s_discards():
         "Only 4 of the 5 questions requested passed the gate: the sample ran out after 5 pages (see discards; 1 "
         "of them offered no clear sentence to the offline writer (a chat model asks about any page))."
     ]
+
+
+def test_a_rejected_question_is_discarded_before_the_gate_and_the_next_page_asked():
+    pages = pages_of(synthetic_corpus(6))
+    writer = TemplateQuestionWriter()
+    drafts = [writer.write(page, 1).question for page in pages]
+    # Rejected as a curator saw it: case and spacing do not matter (goldenset.text.question_hash).
+    rejected = {question_hash("  " + drafts[1].upper()), question_hash(drafts[3])}
+    seen: list[tuple[str, str | None]] = []
+
+    def record(page: PageText, draft: Draft, verdict: Verdict) -> str | None:
+        seen.append((draft.question, verdict.reason))
+        return verdict.reason
+
+    outcome = generate(
+        pages, writer, count=4, seed=1, duplicates=DuplicateIndex(), on_page=record, rejected=rejected
+    )
+    assert outcome.accepted == 4 and outcome.pages_sampled == 6  # the two skipped pages replaced by the next
+    assert outcome.discards == dict.fromkeys(DISCARD_REASONS, 0) | {REJECTED_BEFORE: 2}
+    assert seen[1] == (drafts[1], REJECTED_BEFORE) and seen[3] == (drafts[3], REJECTED_BEFORE)
+    assert [q for q, reason in seen if reason is None] == [drafts[0], drafts[2], drafts[4], drafts[5]]
+    assert outcome.warnings == []
 
 
 def test_the_template_writer_passes_its_own_drafts_through_the_gate_deterministically():
