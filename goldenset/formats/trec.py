@@ -2,7 +2,9 @@
 
 Topics, in either of the two forms IR collections ship:
 - XML-ish `<top>` blocks: `<num> Number: 401`, `<title> ...`, optionally `<desc> Description: ...` and
-  `<narr> Narrative: ...`; the title is the question (the desc when there is no title), the number its key;
+  `<narr> Narrative: ...`; the title is the question (the desc when there is no title), the number its key.
+  TREC-1 and -2 topics (`<head>`, `<dom> Domain:`, `<title> Topic: ...`, `<con>`, `<fac>`, `<def>`) read the
+  same: their other fields are skipped and the title's "Topic:" label dropped;
 - tab-separated `qid<TAB>query` lines.
 Qrels: `qid iteration docid grade` lines, whitespace-separated (trec_eval's input). A grade above 0 makes the
 document expected, with its grade (1, the default, is not stored); grade 0 is kept as a judgment (judged not
@@ -15,14 +17,20 @@ and are named in the warnings.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
 from goldenset.formats import Entry, Problems, Written, fail, shown
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.DOTALL | re.IGNORECASE)
-_FIELD = re.compile(r"<(num|title|desc|narr)>(.*?)(?=<(?:num|title|desc|narr)>|$)", re.DOTALL | re.IGNORECASE)
-_LABEL = re.compile(r"^\s*(?:number|description|narrative)\s*:\s*", re.IGNORECASE)
+# A field runs to the next tag, opening or closing: TREC-1 and -2 topics carry more fields (<head>, <dom>, <con>,
+# <fac> ... </fac>, <def>) between and after the four read here, whose text must not run into them.
+_FIELD = re.compile(r"<(\w+)>(.*?)(?=</?\w+>|$)", re.DOTALL)
+_READ = frozenset({"num", "title", "desc", "narr"})
+# The label a field's text opens with: "Number: 051", "Topic: Airbus Subsidies" (TREC-1 and -2 titles),
+# "Description:", "Narrative:".
+_LABEL = re.compile(r"^\s*(?:number|topic|description|narrative)\s*:\s*", re.IGNORECASE)
 
 
 def read(topics_text: str, qrels_text: str) -> list[Entry]:
@@ -82,6 +90,7 @@ def _topics(text: str) -> dict[str, tuple[str, str]]:
             fields = {
                 name.lower(): " ".join(_LABEL.sub("", value).split())
                 for name, value in _FIELD.findall(match.group(1))
+                if name.lower() in _READ
             }
             qid, question = fields.get("num", ""), fields.get("title") or fields.get("desc", "")
             if not qid or not question:
@@ -121,8 +130,10 @@ def _topics(text: str) -> dict[str, tuple[str, str]]:
 def write(entries: Sequence[Entry], name: str) -> Written:
     topics, qrels, warnings = [], [], []
     keyless = [e for e in entries if not e.key]
-    for i, e in enumerate(entries):
-        qid = e.key or f"q{i + 1}"
+    keys = {e.key for e in entries if e.key}
+    numbered = (f"q{i}" for i in itertools.count(1) if f"q{i}" not in keys)  # never another entry's key
+    for e in entries:
+        qid = e.key or next(numbered)
         topics.append(f"{qid}\t{' '.join(e.question.split())}")
         for document in e.expected_document_ids:
             qrels.append(f"{qid} 0 {document} {(e.grades or {}).get(document, 1)}")
@@ -131,7 +142,10 @@ def write(entries: Sequence[Entry], name: str) -> Written:
         ]
         qrels.extend(f"{qid} 0 {document} 0" for document in judged_not_relevant)
     if keyless:
-        warnings.append(f"{len(keyless)} entries have no key: numbered q1, q2, ... by position as topic ids.")
+        warnings.append(
+            f"{len(keyless)} entries have no key: numbered q1, q2, ... in order as topic ids (skipping the keys "
+            "of other entries); imported back, they update the entries with their questions, which stay keyless."
+        )
     lost = [
         what
         for what, count in (

@@ -12,9 +12,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from goldenset import importers
 from goldenset.beir_import import beir_import
-from goldenset.formats import FORMATS, detect_format
+from goldenset.formats import FORMATS, detect_format, read_entries
 from goldenset.models import Document, GoldenEntry
-from tests.goldenset.conftest import GOLDEN_UPLOAD
+from tests.goldenset.conftest import GOLDEN_UPLOAD, GS
 from tests.support import add_entries, db_state, refused
 
 DEMO = Path(settings.BASE_DIR) / "demo"
@@ -125,4 +125,55 @@ def test_a_passage_copied_from_a_page_with_line_breaks_matches_it_and_a_reimport
     assert (again["unchanged"], again["documents_created"], again["warnings"]) == (2, 0, [])
     assert (
         Document.objects.filter(collection=world.collection, external_id__startswith="context-").count() == 1
+    )
+
+
+def test_a_trec_export_of_entries_without_keys_imports_back_unchanged(world):
+    add_entries(world.collection, "Refund window?", "Shipping time?", expected_document_ids=["refunds"])
+    add_entries(world.collection, "Warranty?", key="q1", expected_document_ids=["warranty"])  # a key like q1
+    exported = {
+        part: world.client.get(f"{GS}/export", {"collection_id": "handbook", "format": "trec", "part": part})
+        for part in ("topics", "qrels")
+    }
+    topics = exported["topics"].content.decode()
+    assert topics.splitlines() == ["q2\tRefund window?", "q3\tShipping time?", "q1\tWarranty?"]
+    before = db_state()
+    file = SimpleUploadedFile("golden.topics.tsv", exported["topics"].content)
+    qrels = SimpleUploadedFile("golden.qrels", exported["qrels"].content)
+    response = world.client.post(GOLDEN_UPLOAD, {"collection_id": "handbook", "file": file, "qrels": qrels})
+    assert response.status_code == 200, response.json()
+    assert (response.json()["unchanged"], response.json()["created"]) == (3, 0)
+    assert db_state() == before
+
+
+TREC2_TOPIC = """<top>
+<head> Tipster Topic Description
+<num> Number: 051
+<dom> Domain: International Economics
+<title> Topic: Airbus Subsidies
+
+<desc> Description:
+Document will discuss government assistance to Airbus Industrie.
+
+<narr> Narrative:
+To be relevant, a document must cite or discuss assistance to Airbus Industrie.
+
+<con> Concept(s):
+1. Airbus Industrie
+2. European aircraft consortium
+
+<fac> Factor(s):
+<nat> Nationality: U.S.
+</fac>
+<def> Definition(s):
+</top>
+"""
+
+
+def test_trec_2_topics_give_their_number_and_title():
+    (entry,) = read_entries("trec", TREC2_TOPIC, qrels="051 0 AP880212-0161 1\n")
+    assert (entry.key, entry.question, entry.expected_document_ids) == (
+        "051",
+        "Airbus Subsidies",
+        ("AP880212-0161",),
     )
