@@ -125,13 +125,19 @@ def answer_entries(
 def answers_gate(*args: str) -> tuple[int, str]:
     """`manage.py evaluate --answers` on the world's handbook collection, as the CI gate runs it: its exit code
     and what it printed."""
-    out = io.StringIO()
+    code, out, _ = answers_gate_verdict(*args)
+    return code, out
+
+
+def answers_gate_verdict(*args: str) -> tuple[int, str, str]:
+    """answers_gate with what it wrote to stderr (the verdict's line) too."""
+    out, err = io.StringIO(), io.StringIO()
     try:
         call_command("evaluate", "--answers", "--cluster", "acme", "--tenant", "search", "--collection",
-                     "handbook", *args, stdout=out)  # fmt: skip
+                     "handbook", *args, stdout=out, stderr=err)  # fmt: skip
     except SystemExit as exc:
-        return int(exc.code or 0), out.getvalue()
-    return 0, out.getvalue()
+        return int(exc.code or 0), out.getvalue(), err.getvalue()
+    return 0, out.getvalue(), err.getvalue()
 
 
 SEED_EVALUATE_BODY = {

@@ -61,6 +61,7 @@ PURE = [
     "evaluation.retrieval.search.kernels",
     "evaluation.retrieval.search.postings",
     "evaluation.retrieval.search.rerank",
+    "evaluation.runs.gate",
     "evaluation.runs.report_formats",
     "evaluation.runs.slices",
     "evaluation.runs.stats",

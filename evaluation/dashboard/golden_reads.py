@@ -24,6 +24,7 @@ from evaluation.dashboard import charts, count_charts
 from evaluation.dashboard.common_reads import headline_metrics
 from evaluation.models import EvaluationRun
 from goldenset import generation
+from goldenset.formats import text_cell
 from goldenset.models import Collection, GoldenAuditObject, GoldenEntry, GoldenJobKind, Origin, Page
 from goldenset.selectors import collections_list, count_of, golden_entries_list, golden_entry_get
 from goldenset.services.generate import generate_backend
@@ -135,7 +136,7 @@ def golden_tags(*, collection: Collection) -> list[str]:
 
 def golden_csv(entries: QuerySet[GoldenEntry]) -> str:
     """Entries as CSV, oldest first; list columns (expected ids, tags) hold JSON arrays, unambiguous whatever
-    the ids contain."""
+    the ids contain, and a key that readers would take for a number is a JSON string (text_cell)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(GOLDEN_CSV_COLUMNS)
@@ -143,7 +144,7 @@ def golden_csv(entries: QuerySet[GoldenEntry]) -> str:
         writer.writerow(
             [
                 e.pk,
-                e.key,
+                text_cell(e.key),
                 e.question,
                 json.dumps(e.expected_document_ids, ensure_ascii=False),
                 e.reference_answer,

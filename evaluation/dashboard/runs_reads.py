@@ -24,6 +24,7 @@ from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.retrieval.diagnosis import retrieval_diagnosis
 from evaluation.runs import selectors
 from evaluation.runs.presenter import run_detail
+from goldenset.formats import text_cell
 from goldenset.models import Collection, Document
 
 RUNS_PER_PAGE = 50
@@ -241,7 +242,8 @@ def run_json(run: EvaluationRun) -> str:
 def run_csv(run: EvaluationRun) -> str:
     """One row per question: its ids, first relevant rank, diagnosis and every metric of the run (a metric
     without a value is an empty cell, never 0); an answer run's rows add whether the question was answerable,
-    refused and passed, and the answer."""
+    refused and passed, and the answer. The entry key and collection id are text: one that pandas or a
+    spreadsheet would read as a number (6412345678901234567) is a JSON string, in double quotes (text_cell)."""
     results = list(run.results.order_by("position"))
     names = ordered_metrics(name for r in results for name in r.metrics) or ordered_metrics(run.metrics)
     answers = run.kind == RunKind.ANSWERS
@@ -269,8 +271,8 @@ def run_csv(run: EvaluationRun) -> str:
             [
                 r.position,
                 r.entry_id,
-                r.entry_key,
-                r.collection_id,
+                text_cell(r.entry_key),
+                text_cell(r.collection_id),
                 r.question,
                 "" if r.first_relevant_rank is None else r.first_relevant_rank,
                 question_diagnosis(r.diagnosis, r.first_relevant_rank, r.missing_document_ids, r.error),

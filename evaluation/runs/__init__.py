@@ -6,6 +6,7 @@
 - `selectors`: reads of runs, always scoped to one tenant, and the golden questions an evaluation asks;
 - `stats` (pure): bootstrap intervals and the paired randomization test over questions;
 - `slices` (pure): subsets and slices of a golden set;
-- `report_formats` (pure): JUnit XML and markdown summaries; `reports`: stored runs as those reports and
+- `gate` (pure): the CI gate's verdict, for every output of `manage.py evaluate`;
+- `report_formats` (pure): JUnit XML (its rule: only the gate fails) and markdown summaries; `reports`: stored runs as those reports and
   as Ragas rows.
 """

@@ -1,10 +1,15 @@
-"""Run reports CI systems read: JUnit XML (a test suite per run, a test case per question) and a markdown
-summary a CI job can post as a comment or a job summary, and the per-slice table the CLI prints. Plain Python
-(xml.etree): no Django import.
+"""Run reports CI systems read: JUnit XML (a test suite per run, a test case per question, and the gate's
+case) and a markdown summary a CI job can post as a comment or a job summary, and the per-slice table the CLI
+prints. Plain Python (xml.etree): no Django import.
 
-A question's case passes, fails or is an error by its diagnosis, which is decided elsewhere
-(evaluation.retrieval.diagnosis for retrieval questions, evaluation.answers.verdicts for answer questions) and
-given here with its meaning.
+The JUnit rule, here and nowhere else (`question_case`, `gate_case`): only the gate fails. A configuration's
+suite holds a case `gate: <what it checks>` (`gate: recall@10 >= 0.8`) when the run was gated; it fails with
+the metric, its value and the bar, and passes otherwise. A question's case never fails: it passes when its
+diagnosis is `pass` and is skipped otherwise (retrieval: partial, miss, error; answers: retrieval, generation,
+error), the message its diagnosis and what that means, the text the question and what is missing, the way
+pytest writes an expected failure. Every question's case carries its diagnosis as a property. So a JUnit
+reporter is red exactly when the command exits 1, and the questions behind a low metric are listed as skipped.
+A question's diagnosis is decided elsewhere (evaluation.retrieval.diagnosis, evaluation.answers.verdicts).
 """
 
 from __future__ import annotations
@@ -13,19 +18,25 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluation.answers.verdicts import PASS
+from evaluation.runs.gate import Check, Gate
 from evaluation.runs.slices import slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
+
+OUTCOMES = ("pass", "fail", "skipped")
 
 
 @dataclass(frozen=True)
 class Case:
-    """One question of a run as a test case: its outcome (pass, fail, error), the message and the detail."""
+    """A JUnit test case: its outcome (pass, fail, skipped), the message, the detail and the question's
+    diagnosis (a property; none for the gate's case)."""
 
     name: str
     outcome: str
     message: str = ""
     detail: str = ""
     seconds: float | None = None
+    diagnosis: str = ""
 
 
 @dataclass(frozen=True)
@@ -38,14 +49,39 @@ class Suite:
     seconds: float = 0.0
 
 
+def question_case(
+    name: str, diagnosis: str, meaning: str, detail: str = "", seconds: float | None = None
+) -> Case:
+    """A question as a test case: passed when its diagnosis is pass, else skipped (never failed: see above)."""
+    if diagnosis == PASS:
+        return Case(name, "pass", seconds=seconds, diagnosis=diagnosis)
+    return Case(name, "skipped", f"{diagnosis}: {meaning}"[:500], detail, seconds, diagnosis)
+
+
+def gate_case(gate: Gate, check: Check) -> Case | None:
+    """A configuration's gate as a test case (None: the gate checks nothing, an answer run without a bar)."""
+    if gate.name is None:
+        return None
+    message = gate.case_message(check)
+    if gate.passes(check):
+        return Case(f"gate: {gate.name}", "pass", detail=f"{check.label}: {message}")
+    return Case(f"gate: {gate.name}", "fail", message, f"{check.label}: {message}")
+
+
+def _count(cases: Sequence[Case], outcome: str) -> str:
+    return str(sum(1 for c in cases if c.outcome == outcome))
+
+
 def junit_xml(suites: Sequence[Suite]) -> str:
     """JUnit XML (the schema Jenkins, GitLab and GitHub test reporters read): <testsuites> of <testsuite>."""
+    every = [c for s in suites for c in s.cases]
     root = ET.Element(
         "testsuites",
         name="evalsite",
-        tests=str(sum(len(s.cases) for s in suites)),
-        failures=str(sum(1 for s in suites for c in s.cases if c.outcome == "fail")),
-        errors=str(sum(1 for s in suites for c in s.cases if c.outcome == "error")),
+        tests=str(len(every)),
+        failures=_count(every, "fail"),
+        errors="0",
+        skipped=_count(every, "skipped"),
     )
     for suite in suites:
         node = ET.SubElement(
@@ -53,24 +89,35 @@ def junit_xml(suites: Sequence[Suite]) -> str:
             "testsuite",
             name=suite.name,
             tests=str(len(suite.cases)),
-            failures=str(sum(1 for c in suite.cases if c.outcome == "fail")),
-            errors=str(sum(1 for c in suite.cases if c.outcome == "error")),
+            failures=_count(suite.cases, "fail"),
+            errors="0",
+            skipped=_count(suite.cases, "skipped"),
             time=f"{suite.seconds:.3f}",
         )
         properties = ET.SubElement(node, "properties")
         for key, value in suite.properties.items():
             ET.SubElement(properties, "property", name=key, value=value)
         for case in suite.cases:
-            element = ET.SubElement(node, "testcase", classname=suite.name, name=case.name)
-            if case.seconds is not None:
-                element.set("time", f"{case.seconds:.3f}")
-            if case.outcome in ("fail", "error"):
-                child = ET.SubElement(
-                    element, "failure" if case.outcome == "fail" else "error", message=case.message
-                )
-                child.text = case.detail or case.message
+            _testcase(node, suite.name, case)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _testcase(parent: ET.Element, classname: str, case: Case) -> None:
+    if case.outcome not in OUTCOMES:
+        raise ValueError(f"outcome: expected one of {', '.join(OUTCOMES)}, got {case.outcome!r}")
+    element = ET.SubElement(parent, "testcase", classname=classname, name=case.name)
+    if case.seconds is not None:
+        element.set("time", f"{case.seconds:.3f}")
+    if case.diagnosis:
+        properties = ET.SubElement(element, "properties")
+        ET.SubElement(properties, "property", name="diagnosis", value=case.diagnosis)
+    if case.outcome == "fail":
+        ET.SubElement(element, "failure", message=case.message).text = case.detail or case.message
+    elif case.outcome == "skipped":
+        ET.SubElement(element, "skipped", message=case.message).text = case.detail or case.message
+    elif case.detail:
+        ET.SubElement(element, "system-out").text = case.detail
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -1,4 +1,4 @@
-"""Stored runs as reports: JUnit XML (every run), Ragas evaluation rows (answer runs), the CLI's markdown summaries
+"""Stored runs as reports: JUnit XML (every run; with the CI gate's cases when gated), Ragas evaluation rows (answer runs), the CLI's markdown summaries
 (with the per-slice breakdown). The shapes are built by the pure evaluation.runs.report_formats; this module reads the runs."""
 
 from __future__ import annotations
@@ -9,7 +9,16 @@ from collections.abc import Sequence
 from evaluation.answers.verdicts import DIAGNOSIS_MEANING, ERROR, PASS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
 from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING, retrieval_diagnosis
-from evaluation.runs.report_formats import Case, Suite, junit_xml, markdown_table, slice_table
+from evaluation.runs.gate import Check, Gate
+from evaluation.runs.report_formats import (
+    Case,
+    Suite,
+    gate_case,
+    junit_xml,
+    markdown_table,
+    question_case,
+    slice_table,
+)
 from goldenset.models import GoldenEntry
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
@@ -24,34 +33,50 @@ def _case(run: EvaluationRun, result: QuestionResult) -> Case:
                 or result.error
                 or "the answer could not be judged"
             )
-            return Case(name, "error", f"{result.diagnosis}: {reason}"[:500], result.question, seconds)
+            return question_case(name, result.diagnosis or ERROR, reason, result.question, seconds)
         if result.passed:
-            return Case(name, "pass", seconds=seconds)
+            return question_case(name, PASS, "", seconds=seconds)
         why = DIAGNOSIS_MEANING.get(result.diagnosis, result.diagnosis)
         detail = "\n".join([result.question, *result.reasons, *result.warnings])
-        return Case(name, "fail", f"{result.diagnosis}: {why}", detail, seconds)
+        return question_case(name, result.diagnosis, why, detail, seconds)
     diagnosis = retrieval_diagnosis(
         result.diagnosis, result.first_relevant_rank, result.missing_document_ids, result.error
     )
-    if diagnosis == PASS:
-        return Case(name, "pass", seconds=seconds)
     if diagnosis == ERROR:
-        return Case(name, "error", f"error: {result.error}", result.question, seconds)
+        return question_case(name, ERROR, result.error, result.question, seconds)
     detail = f"{result.question}\nmissing: {', '.join(result.missing_document_ids)}"
-    return Case(name, "fail", f"{diagnosis}: {RETRIEVAL_DIAGNOSIS_MEANING[diagnosis]}", detail, seconds)
+    return question_case(name, diagnosis, RETRIEVAL_DIAGNOSIS_MEANING[diagnosis], detail, seconds)
 
 
-def run_suite(run: EvaluationRun) -> Suite:
+def run_suite(run: EvaluationRun, gate: Gate | None = None, check: Check | None = None) -> Suite:
+    """The run as a test suite: its gate case first (when gated), then a case per question."""
     properties = {name: f"{value:.6f}" for name, value in (run.metrics or {}).items() if value is not None}
     properties.update(
         kind=run.kind, status=run.status, config=json.dumps(run.config, sort_keys=True), run_id=str(run.pk)
     )
+    gated = gate_case(gate, check) if gate is not None and check is not None else None
     cases = [_case(run, r) for r in run.results.order_by("position")]
-    return Suite(run.label, cases, properties, (run.duration_ms or 0) / 1000)
+    return Suite(run.label, [gated, *cases] if gated else cases, properties, (run.duration_ms or 0) / 1000)
 
 
-def runs_junit(runs: Sequence[EvaluationRun]) -> str:
-    return junit_xml([run_suite(run) for run in runs])
+def runs_junit(runs: Sequence[EvaluationRun], gate: Gate | None = None) -> str:
+    """The runs as JUnit XML; with the gate they ran through (its checks in the runs' order), its cases too."""
+    checks: Sequence[Check | None] = gate.checks if gate is not None else [None] * len(runs)
+    return junit_xml([run_suite(run, gate, check) for run, check in zip(runs, checks, strict=True)])
+
+
+def retrieval_gate(runs: Sequence[EvaluationRun], metric: str, bar: float | None) -> Gate:
+    """The retrieval gate of a batch: every run complete and, with a bar, its metric at or above it."""
+    checks = [
+        Check(run.label, (run.metrics or {}).get(metric), run.status == RunStatus.FAILED) for run in runs
+    ]
+    return Gate(metric, bar, checks)
+
+
+def answer_gate(summaries: Sequence[dict], bar: float | None) -> Gate:
+    """The answer gate of a batch (run summaries): with a bar, every run's score (0-100) at or above it."""
+    checks = [Check(s["label"], s["score"]) for s in summaries]
+    return Gate("score", bar, checks, places=1, requires_complete=False)
 
 
 def ragas_rows(run: EvaluationRun) -> str:
@@ -81,7 +106,7 @@ def ragas_rows(run: EvaluationRun) -> str:
 # --- markdown summaries (manage.py evaluate --format markdown) ---------------------------------------------------
 
 
-def retrieval_markdown(runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing) -> str:
+def retrieval_markdown(runs: Sequence[EvaluationRun], gate: Gate) -> str:
     """The gate as a markdown summary: a row per configuration, the verdict in the heading, the warnings."""
     names = list(dict.fromkeys(name for run in runs for name in run.metrics))
     rows = [
@@ -90,24 +115,29 @@ def retrieval_markdown(runs: Sequence[EvaluationRun], metric: str, bar: float | 
             *(f"{run.metrics[n]:.4f}" if n in run.metrics else "-" for n in names),
             str(run.question_count),
             run.status,
-            ("FAIL" if run in failing else "PASS")
-            if bar is not None or run.status == RunStatus.FAILED
-            else "-",
+            _gate_cell(gate, check),
         ]
-        for run in runs
+        for run, check in zip(runs, gate.checks, strict=True)
     ]
-    verdict = "FAIL" if failing else "PASS" if bar is not None else "report only"
-    heading = (
-        f"### evalsite: {metric} >= {number(bar)}: {verdict}"
-        if bar is not None
-        else f"### evalsite: {metric}"
-    )
     table = markdown_table(["configuration", *names, "questions", "status", "gate"], rows)
     warnings = [f"- {w}" for w in dict.fromkeys(w for run in runs for w in run.warnings)]
     return "\n".join(
-        [heading, "", table, *slices_markdown([(r.label, r.slices) for r in runs], 4)]
+        [_heading(gate, gate.metric), "", table, *slices_markdown([(r.label, r.slices) for r in runs], 4)]
         + (["", "Warnings:", *warnings] if warnings else [])
     )
+
+
+def _heading(gate: Gate, report_only: str) -> str:
+    """`### evalsite: ndcg@10 >= 0.7: PASS`; `### evalsite: <report_only>` when nothing was gated and failed."""
+    if gate.bar is None and gate.passed:
+        return f"### evalsite: {report_only}"
+    return f"### evalsite: {gate.name}: {'PASS' if gate.passed else 'FAIL'}"
+
+
+def _gate_cell(gate: Gate, check: Check) -> str:
+    if gate.bar is None and gate.passes(check):
+        return "-"
+    return "PASS" if gate.passes(check) else "FAIL"
 
 
 def slices_markdown(runs, places: int) -> list[str]:
@@ -132,20 +162,13 @@ def answer_cells(summary: dict) -> list[str]:
     ]
 
 
-def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict]) -> str:
+def answer_markdown(summaries: list[dict], gate: Gate) -> str:
     names = list(JUDGED_METRICS)
     rows = [
-        [
-            *answer_cells(s),
-            f"{s['passed']} / {s['failed']}",
-            ("FAIL" if s in failing else "PASS") if bar is not None else "-",
-        ]
-        for s in summaries
+        [*answer_cells(s), f"{s['passed']} / {s['failed']}", _gate_cell(gate, check)]
+        for s, check in zip(summaries, gate.checks, strict=True)
     ]
-    verdict = "FAIL" if failing else "PASS"
-    heading = (
-        f"### evalsite: score >= {number(bar)}: {verdict}" if bar is not None else "### evalsite: answers"
-    )
+    heading = _heading(gate, "answers")
     header = ["configuration", "score", *names, "refusal recall", "false refusal", "passed / failed", "gate"]
     warnings = [f"- {w}" for w in dict.fromkeys(w for s in summaries for w in s["warnings"])]
     return "\n".join(
@@ -157,9 +180,3 @@ def answer_markdown(summaries: list[dict], bar: float | None, failing: list[dict
         ]
         + (["", "Warnings:", *warnings] if warnings else [])
     )
-
-
-def number(value: float) -> str:
-    """A bar as typed: 0.7, not 0.700000 or 0.69999999999999996."""
-    short = f"{value:g}"
-    return short if float(short) == value else repr(value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -136,6 +137,51 @@ def decode(data: bytes | str, name: str = "the file") -> str:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise fail(f"line {line}", "NUL characters are not allowed.", line=line)
     return text.removeprefix("\ufeff")
+
+
+# Cells pandas' read_csv reads by default as a missing value (its STR_NA_VALUES) or a boolean, and spreadsheets
+# as a boolean (in any case): a key spelled so is not read back as text.
+_NOT_READ_AS_TEXT = frozenset(
+    word.lower()
+    for word in (
+        "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+        "NA", "NULL", "NaN", "None", "n/a", "nan", "null", "true", "false",
+    )
+)  # fmt: skip
+
+
+def text_cell(value: str) -> str:
+    """A key as a CSV or TSV cell that pandas' default read_csv and spreadsheets read as that text. As is,
+    unless a reader would take it for something else: a number (Python's float reads it: 6412345678901234567,
+    007, 1e5, -2.5, inf; pandas and spreadsheets would turn 6412345678901234567 into 6.41e+18), a word pandas
+    reads as missing or a boolean (NA, null, None, n/a, nan, true, FALSE, ...), text with leading or trailing
+    whitespace, or text starting with a double quote. Such a key is written as a JSON string: in double quotes,
+    `"6412345678901234567"`, which every reader keeps as text. An empty key (none) stays empty."""
+    if value and (_reads_as_number(value) or value.lower() in _NOT_READ_AS_TEXT or value != value.strip()
+                  or value.startswith('"')):  # fmt: skip
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _reads_as_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def read_text_cell(cell: str) -> str | None:
+    """The key a text_cell holds (surrounding whitespace stripped first): a cell starting with a double quote is
+    a JSON string; None when it is not one."""
+    cell = cell.strip()
+    if not cell.startswith('"'):
+        return cell
+    try:
+        value = json.loads(cell)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 # A CSV or TSV cell's length, at most: well above the longest a golden entry or a label holds (1,000 expected

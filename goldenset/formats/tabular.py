@@ -3,6 +3,8 @@
 Columns (only `question` is required; any order; an unknown column is an error naming it):
 `key`, `question`, `expected_document_ids`, `grades`, `reference_answer`, `tags`, `answerable` (the dashboard's
 export also has `id`, `origin`, `reviewed`, `created_at`, `updated_at`: read and ignored).
+A key is text: one that readers would take for a number or a missing value (6412345678901234567, NA) is written
+as a JSON string, in double quotes (goldenset.formats.text_cell), and a key cell starting with `"` is read as one.
 A list cell (`expected_document_ids`, `tags`) is `|`-separated (`refunds|shipping`), or a JSON array when an id
 holds `|`; `grades` is `refunds=2|shipping=1` or a JSON object; `answerable` is true/false (blank: true). An
 empty `grades` cell means "no grades"; its column left out keeps a replaced entry's grades.
@@ -16,7 +18,17 @@ import json
 from collections.abc import Sequence
 
 from evalsite.bounded_json import json_value
-from goldenset.formats import Entry, FormatError, Problems, Written, csv_rows, fail, shown
+from goldenset.formats import (
+    Entry,
+    FormatError,
+    Problems,
+    Written,
+    csv_rows,
+    fail,
+    read_text_cell,
+    shown,
+    text_cell,
+)
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
 # What the dashboard's CSV export adds about each entry (goldenset.vocabulary.golden_fields.GOLDEN_CSV_COLUMNS):
@@ -64,9 +76,12 @@ def _entry(cells: dict[str, str], where: str, has_grades: bool, carried: frozens
     answerable = cells.get("answerable", "").strip().lower()
     if answerable not in _TRUE | _FALSE:
         raise fail(where, f"answerable: expected true or false, got {shown(cells['answerable'])}.")
+    key = read_text_cell(cells.get("key", ""))
+    if key is None:
+        raise fail(where, 'key: a cell starting with " must be a JSON string ("6412345678901234567").')
     return Entry(
         question=cells["question"],
-        key=cells.get("key", "").strip(),
+        key=key,
         expected_document_ids=tuple(expected),
         grades=_grades(cells.get("grades", ""), where) if has_grades else None,
         reference_answer=cells.get("reference_answer", ""),
@@ -120,7 +135,7 @@ def write(entries: Sequence[Entry], name: str, delimiter: str) -> Written:
     for e in entries:
         out.writerow(
             [
-                e.key,
+                text_cell(e.key),
                 e.question,
                 _joined(e.expected_document_ids),
                 _joined([f"{d}={g}" for d, g in (e.grades or {}).items()])

@@ -5,6 +5,7 @@ heuristic) and against the scripted server (LLM answers, LLM judge, faults)."""
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 from django.core.management import call_command
@@ -13,7 +14,7 @@ from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from tests.answer_support import decline_everything, scripted_rag
 from tests.llm_server import llm_server_fixture  # noqa: F401
-from tests.support import answer_entries, answers_gate
+from tests.support import answer_entries, answers_gate, answers_gate_verdict
 from tests.worker_support import job_ended, job_until
 
 ANSWERS = "/lmkit/v1/search/evaluate/answers"
@@ -294,6 +295,29 @@ def test_the_answer_gate_passes_and_fails_on_the_score(golden):
     assert code == 0 and "gate: score >= 0 for every configuration: PASS" in text
     code, text = answers_gate("--no-llm", "--fail-under", "100")
     assert code == 1 and "FAIL" in text
+
+
+def test_the_answer_gate_in_junit_fails_its_own_case_alone_and_says_its_verdict_on_stderr(golden):
+    code, text, err = answers_gate_verdict("--no-llm", "--fail-under", "100", "--format", "junit")
+    root = ET.fromstring(text)
+    (suite,) = root.findall("testsuite")
+    run = EvaluationRun.objects.get(pk=suite.find("properties/property[@name='run_id']").get("value"))
+    score = run.metrics["score"]
+    assert code == 1 and score < 100 and root.get("failures") == "1"
+    failure = suite.find("testcase[@name='gate: score >= 100']/failure")
+    assert failure.get("message") == f"score {score:.1f} < 100"
+    assert err == f"gate failed: score >= 100: {run.label} {score:.1f} < 100\n"
+    not_passed = sum(1 for r in run.results.all() if not r.passed)
+    assert root.get("skipped") == str(not_passed)  # a question that fell short is skipped, never failed
+    code, text, err = answers_gate_verdict("--no-llm", "--fail-under", "0", "--format", "junit")
+    root = ET.fromstring(text)
+    assert code == 0 and (root.get("failures"), root.get("errors")) == ("0", "0")
+    assert root.find("testsuite/testcase").get("name") == "gate: score >= 0"
+    assert err.startswith("gate passed: score >= 0: ") and err.count("\n") == 1
+    code, text, err = answers_gate_verdict("--no-llm", "--format", "junit")  # no bar: no gate, no gate case
+    root = ET.fromstring(text)
+    assert code == 0 and not any(c.get("name").startswith("gate:") for c in root.iter("testcase"))
+    assert err == "gate: none (no --fail-under); score reported only\n"
 
 
 def test_the_answer_gate_writes_json(golden, tmp_path):

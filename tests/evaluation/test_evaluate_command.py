@@ -83,7 +83,7 @@ def table(out: str) -> list[list[str]]:
 
 def test_a_passing_bar_exits_0_reports_a_table_and_stores_the_runs(world, golden):
     code, out, err = run(**SCOPE, config=["FullText", "hybrid"], fail_under="0.7")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "gate passed: ndcg@10 >= 0.7: FullText 1.0000, Hybrid Rrf 1.0000\n")
     rows = table(out)
     header = ["label", "recall@1", "recall@5", "recall@10", "ndcg@1", "ndcg@5", "ndcg@10", "mrr"]
     holes = [
@@ -117,7 +117,7 @@ def test_a_passing_bar_exits_0_reports_a_table_and_stores_the_runs(world, golden
 
 def test_without_a_bar_it_reports_and_exits_0(world, hard):
     code, out, err = run(**SCOPE, ks="1,3", metric="mrr")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "gate passed: every run complete (no --fail-under; mrr reported only)\n")
     rows = table(out)
     assert rows[0] == ["label", "recall@1", "recall@3", "ndcg@1", "ndcg@3", "mrr"] + [
         "judged@1", "judged@3", "ndcg_cond@1", "ndcg_cond@3", "bpref", "map_cond", "questions", "ms",
@@ -129,7 +129,7 @@ def test_without_a_bar_it_reports_and_exits_0(world, hard):
 
 def test_a_bar_above_the_score_exits_1_and_names_the_configuration(world, hard):
     code, out, err = run(**SCOPE, metric="recall@10", fail_under=0.9)
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, "gate failed: recall@10 >= 0.9: FullText 0.8000 < 0.9\n")
     assert table(out)[1][3] == "0.8000" and table(out)[1][-1] == "FAIL"
     assert (
         out.splitlines()[-1]
@@ -146,7 +146,7 @@ def test_two_configurations_one_passing_one_failing_exit_1_naming_the_failing_on
         metric="MRR",
         fail_under="0.65",
     )
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, "gate failed: mrr >= 0.65: top-1 0.6000 < 0.65\n")
     rows = table(out)
     assert [(row[0], row[5], row[-1]) for row in rows[1:]] == [
         ("FullText", "0.7000", "PASS"),
@@ -169,7 +169,7 @@ def test_json_output_is_one_document_with_the_run_summaries(world, hard):
     code, out, err = run(
         **SCOPE, config=["FullText", "Vector"], ks="1,3", metric="mrr", fail_under="0.65", format="json"
     )
-    assert (code, err) == (1, "")
+    assert (code, err) == (1, "gate failed: mrr >= 0.65: Vector 0.5667 < 0.65\n")
     body = json.loads(out)
     assert set(body) == {"batch_id", "metric", "fail_under", "passed", "runs"}
     assert (body["metric"], body["fail_under"], body["passed"]) == ("mrr", 0.65, False)
@@ -221,7 +221,7 @@ def test_the_key_value_and_json_forms_normalize_as_the_api_does(world, golden):
         config=[KEY_VALUE.format(label="kv"), json.dumps({**API_CONFIG, "label": "json"}), "VECTOR"],
         fail_under="0",
     )
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "gate passed: ndcg@10 >= 0: kv 1.0000, json 1.0000, Vector 0.7540\n")
     response = world.client.post(
         "/lmkit/v1/search/evaluate",
         {"collection_id": "handbook", "configs": [{**API_CONFIG, "label": "api"}, {"search_type": "Vector"}]},

@@ -5,6 +5,7 @@ FullText does."""
 from __future__ import annotations
 
 import logging
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -325,6 +326,15 @@ def test_the_cli_gate_evaluates_a_target_and_a_failed_target_run_fails_the_gate(
         code == 1
         and "gate: every run complete for every configuration: FAIL (target:prod-search: run failed)" in out
     )
+    llm_server.fail_next(
+        *([500] * 9)
+    )  # without a bar, the markdown and JUnit reports say the gate failed too
+    code, out = gate("--target", "prod-search", "--format", "markdown")
+    assert code == 1 and out.splitlines()[0] == "### evalsite: every run complete: FAIL"
+    llm_server.fail_next(*([500] * 9))
+    code, out = gate("--target", "prod-search", "--format", "junit")
+    failure = ET.fromstring(out).find("testsuite/testcase[@name='gate: every run complete']/failure")
+    assert code == 1 and failure.get("message").startswith("the run failed")
     code, out = gate("--target", "nope")
     assert code == 2
 

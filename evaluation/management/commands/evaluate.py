@@ -21,7 +21,10 @@ API answers them with (RetrievalGateOut, AnswerGateOut), so both are one shape. 
 mean of per-question means) and --no-llm forces the extractive answer and the heuristic judge.
 
 Exit codes: 0 every configuration clears the bar (or no bar was given), 1 some configuration is below it,
-2 a usage or data error, reported as one line `error [code] message` on stderr.
+2 a usage or data error, reported as one line `error [code] message` on stderr. Whatever the format, the
+verdict is one line on stderr (`gate failed: ndcg@10 >= 0.7: hybrid 0.6512 < 0.7`, `gate passed: ...`), and
+--format junit has a case per configuration's gate, the only cases that fail (evaluation.runs.gate decides the
+verdict; evaluation.runs.report_formats the JUnit rule).
 """
 
 from __future__ import annotations
@@ -38,15 +41,23 @@ from evaluation import configs as config_parser
 from evaluation.answers.configs import parse_answer_configs, parse_thresholds
 from evaluation.answers.evaluate import evaluate_answers
 from evaluation.answers.judge_votes import parse_judge_sampling
-from evaluation.models import EvaluationRun, RunStatus
+from evaluation.models import EvaluationRun
 from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks, parse_positive_int
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.runs import selectors
+from evaluation.runs.gate import Gate
 from evaluation.runs.presenter import AnswerGateOut, RetrievalGateOut, run_summary
 from evaluation.runs.report_formats import slice_table, text_table
-from evaluation.runs.reports import answer_cells, answer_markdown, number, retrieval_markdown, runs_junit
+from evaluation.runs.reports import (
+    answer_cells,
+    answer_gate,
+    answer_markdown,
+    retrieval_gate,
+    retrieval_markdown,
+    runs_junit,
+)
 from evaluation.runs.slices import Subset
 from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
@@ -144,20 +155,6 @@ def parse_metric(value, ks: Sequence[int]) -> str:
     return name
 
 
-def clears(value: float, bar: float) -> bool:
-    """value >= bar, forgiving the last bits of float summation (a mean of 0.7 may sum to 0.69999...)."""
-    return round(value, 12) >= bar
-
-
-def shown_below(value: float, bar: float) -> str:
-    """The value with 4 decimals, or with as many more as it takes to be visibly below the bar."""
-    for places in range(4, 13):
-        text = f"{value:.{places}f}"
-        if float(text) < bar:
-            return text
-    return repr(value)
-
-
 class Command(CollectionCommand):
     help = (
         "Evaluate retrieval configurations on the golden set of one or more collections and gate on a metric: "
@@ -206,7 +203,8 @@ class Command(CollectionCommand):
             "--format",
             choices=OUTPUTS,
             default="text",
-            help="Output (default text): json, junit (a test case per question, for CI test reporters) or "
+            help="Output (default text): json, junit (for CI test reporters: a case per configuration's gate, "
+            "which alone fails, and per question, skipped unless it passed) or "
             "markdown (a summary table to post as a comment or a job summary).",
         )
         self._add_subset_arguments(parser)
@@ -298,47 +296,45 @@ class Command(CollectionCommand):
         self.gate(batch_id, runs, metric, bar, options["format"])
 
     def gate(self, batch_id, runs: Sequence[EvaluationRun], metric: str, bar: float | None, fmt: str) -> None:
-        """Write the retrieval runs in the output format asked for and exit 1 when one fails the gate (evaluate
-        and evaluate_run share it)."""
-        # A failed run (a target whose questions failed too often) has no metrics: it never clears a bar.
-        failing = [
-            run
-            for run in runs
-            if run.status == RunStatus.FAILED or (bar is not None and not clears(run.metrics[metric], bar))
-        ]
+        """Write the retrieval runs in the output format asked for, the verdict on stderr, and exit 1 when one
+        fails the gate (evaluate and evaluate_run share it)."""
+        verdict = retrieval_gate(runs, metric, bar)
         if fmt == "json":
             document = RetrievalGateOut(
                 {
                     "batch_id": batch_id,
                     "metric": metric,
                     "fail_under": bar,
-                    "passed": not failing,
+                    "passed": verdict.passed,
                     "runs": [run_summary(run) for run in runs],
                 }
             )
             self.stdout.write(json.dumps(document.data, indent=2))
         elif fmt == "junit":
-            self.stdout.write(runs_junit(runs), ending="")
+            self.stdout.write(runs_junit(runs, verdict), ending="")
         elif fmt == "markdown":
-            self.stdout.write(retrieval_markdown(runs, metric, bar, failing))
+            self.stdout.write(retrieval_markdown(runs, verdict))
         else:
-            self.write_report(runs, metric, bar, failing)
-        if failing:
+            self.write_report(runs, verdict)
+        self.finish(verdict)
+
+    def finish(self, verdict: Gate) -> None:
+        """The verdict as one line on stderr, whatever the format; exit 1 when the gate failed."""
+        self.stderr.write(verdict.verdict_line())
+        if not verdict.passed:
             sys.exit(1)
 
-    def write_report(
-        self, runs: Sequence[EvaluationRun], metric: str, bar: float | None, failing: Sequence[EvaluationRun]
-    ) -> None:
+    def write_report(self, runs: Sequence[EvaluationRun], verdict: Gate) -> None:
         names = list(dict.fromkeys(name for run in runs for name in run.metrics))
-        gated = bar is not None or any(run.status == RunStatus.FAILED for run in runs)
+        gated = verdict.bar is not None or any(check.run_failed for check in verdict.checks)
         header = ["label", *names, "questions", "ms"] + (["gate"] if gated else [])
         rows = []
-        for run in runs:
+        for run, check in zip(runs, verdict.checks, strict=True):
             values = [f"{run.metrics[n]:.4f}" if n in run.metrics else "-" for n in names]
             row = [run.label, *values, str(run.question_count)]
             row.append(f"{run.duration_ms:.1f}" if run.duration_ms is not None else "-")
             if gated:
-                row.append("FAIL" if run in failing else "PASS")
+                row.append("PASS" if verdict.passes(check) else "FAIL")
             rows.append(row)
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         for row in [header, *rows]:
@@ -350,19 +346,7 @@ class Command(CollectionCommand):
         self.write_slices([(run.label, run.slices) for run in runs], 4)
         for warning in dict.fromkeys(w for run in runs for w in run.warnings):
             self.stdout.write(f"warning: {warning}")
-        if failing:
-            reasons = "; ".join(
-                f"{r.label}: run failed"
-                if r.status == RunStatus.FAILED
-                else f"{r.label}: {shown_below(r.metrics[metric], bar or 0)} < {number(bar or 0)}"
-                for r in failing
-            )
-            what = f"{metric} >= {number(bar)}" if bar is not None else "every run complete"
-            self.stdout.write(f"gate: {what} for every configuration: FAIL ({reasons})")
-        elif bar is None:
-            self.stdout.write(f"gate: none (no --fail-under); {metric} reported only")
-        else:
-            self.stdout.write(f"gate: {metric} >= {number(bar)} for every configuration: PASS")
+        self.stdout.write(verdict.report_line())
 
     def write_slices(self, runs, places: int) -> None:
         """Every metric per slice (tag, origin, answerable) of each run, after the runs' table."""
@@ -405,22 +389,21 @@ class Command(CollectionCommand):
             offline=bool(options.get("no_llm")),
         )
         summaries = [run_summary(run) for run in runs]
-        failing = [s for s in summaries if bar is not None and not clears(s["score"] or 0.0, bar)]
+        verdict = answer_gate(summaries, bar)
         if options["format"] == "json":
             document = AnswerGateOut(
-                {"batch_id": batch_id, "fail_under": bar, "passed": not failing, "runs": summaries}
+                {"batch_id": batch_id, "fail_under": bar, "passed": verdict.passed, "runs": summaries}
             )
             self.stdout.write(json.dumps(document.data, indent=2))
         elif options["format"] == "junit":
-            self.stdout.write(runs_junit(runs), ending="")
+            self.stdout.write(runs_junit(runs, verdict), ending="")
         elif options["format"] == "markdown":
-            self.stdout.write(answer_markdown(summaries, bar, failing))
+            self.stdout.write(answer_markdown(summaries, verdict))
         else:
-            self.write_answer_report(summaries, bar, failing)
-        if failing:
-            sys.exit(1)
+            self.write_answer_report(summaries, verdict)
+        self.finish(verdict)
 
-    def write_answer_report(self, summaries: list[dict], bar: float | None, failing: list[dict]) -> None:
+    def write_answer_report(self, summaries: list[dict], verdict: Gate) -> None:
         names = list(JUDGED_METRICS)
         header = ["label", "score", *names, "refusal_recall", "false_refusal", "mode"]
         rows = [[*answer_cells(s), s["mode"]] for s in summaries]
@@ -434,13 +417,7 @@ class Command(CollectionCommand):
         self.write_slices([(s["label"], s["slices"]) for s in summaries], 3)
         for warning in dict.fromkeys(w for s in summaries for w in s["warnings"]):
             self.stdout.write(f"warning: {warning}")
-        if bar is None:
-            self.stdout.write("gate: none (no --fail-under); score reported only")
-        elif failing:
-            reasons = "; ".join(f"{s['label']}: {s['score'] or 0:.1f} < {number(bar)}" for s in failing)
-            self.stdout.write(f"gate: score >= {number(bar)} for every configuration: FAIL ({reasons})")
-        else:
-            self.stdout.write(f"gate: score >= {number(bar)} for every configuration: PASS")
+        self.stdout.write(verdict.report_line())
 
 
 def subset_from_cli(options) -> Subset:
