@@ -23,7 +23,7 @@ from typing import Any, cast
 import yaml
 
 from evalsite.bounded_json import find_lone_surrogate, find_nul
-from goldenset.formats import Entry, Problems, Written, fail, string_list
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
 
 QUESTION_VARS = ("question", "query", "input")
 REFERENCE_ASSERTIONS = ("factuality", "similar")
@@ -134,12 +134,38 @@ def _load(text: str) -> tuple[yaml.Node | None, Any]:
         root = loader.get_single_node()
         return root, (loader.construct_document(root) if root is not None else None)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise fail(f"line {line}", f"not YAML ({problem}).", line=line) from None
+        raise _not_yaml(exc, text) from None
     finally:
         loader.dispose()
+
+
+def _not_yaml(exc: yaml.YAMLError, text: str) -> FormatError:
+    """The parser's error on the line it names: where it found the problem, or, when that is the end of the
+    file (a quote or a bracket never closed), where the unfinished part begins ("while scanning a quoted
+    scalar" on line 2)."""
+    mark = getattr(exc, "problem_mark", None)
+    context = getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    line = mark.line + 1 if mark is not None else 1
+    if context is not None and mark is not None and not text[mark.index :].strip():
+        opened = context.line + 1
+        return fail(
+            f"line {opened}",
+            f"not YAML ({getattr(exc, 'context', None) or 'what begins here'} on line {opened}: {problem}).",
+            line=opened,
+        )
+    return fail(f"line {line}", f"not YAML ({problem}).", line=line)
+
+
+def _no_file_reference(value: Any, where: str, name: str) -> None:
+    """promptfoo's `file://` references (tests: file://tests.yaml, vars.question: file://q.txt) name files an
+    upload does not carry: refused naming the reference, never stored as the text."""
+    if isinstance(value, str) and value.strip().lower().startswith("file://"):
+        raise fail(
+            where,
+            f"{name}: {shown(value.strip())} refers to another file, which an upload does not carry: put its "
+            "content in this file (or upload that file itself when it holds the tests).",
+        )
 
 
 def read(text: str) -> list[Entry]:
@@ -148,12 +174,15 @@ def read(text: str) -> list[Entry]:
         raise fail("line 1", "the file is empty.", line=1)
     node = root
     if isinstance(data, dict):
-        if not isinstance(data.get("tests"), list):
+        tests = data.get("tests")
+        found = next((value for key, value in root.value if key.value == "tests"), None)
+        if found is not None and not isinstance(tests, list):
+            _no_file_reference(tests, f"line {found.start_mark.line + 1}", "tests")
+        if not isinstance(tests, list):
             raise fail(
                 "line 1", "expected a list of tests, or a promptfoo config with a tests: list.", line=1
             )
-        node = next(value for key, value in root.value if key.value == "tests")
-        data = data["tests"]
+        node, data = cast(yaml.Node, found), tests
     if not isinstance(data, list):
         raise fail("line 1", "expected a list of tests, or a promptfoo config with a tests: list.", line=1)
     entries = []
@@ -161,6 +190,7 @@ def read(text: str) -> list[Entry]:
     for index, (test, item) in enumerate(zip(data, node.value, strict=True)):
         where = f"tests[{index}] (line {item.start_mark.line + 1})"
         with problems.row():
+            _no_file_reference(test, where, "the test")
             entries.append(_entry(test, where))
     problems.check()
     return entries
@@ -172,7 +202,8 @@ def _entry(test: Any, where: str) -> Entry:
     variables = test.get("vars")
     if not isinstance(variables, dict):
         raise fail(where, "vars: expected an object holding the question.")
-    question = next((variables[k] for k in QUESTION_VARS if k in variables), None)
+    name, question = next(((k, variables[k]) for k in QUESTION_VARS if k in variables), ("", None))
+    _no_file_reference(question, where, f"vars.{name}")
     if not isinstance(question, str) or not question.strip():
         raise fail(where, f"vars: expected a question in one of {', '.join(QUESTION_VARS)}.")
     reference = ""
@@ -182,6 +213,7 @@ def _entry(test: Any, where: str) -> Entry:
     for index, assertion in enumerate(asserts):
         if isinstance(assertion, dict) and assertion.get("type") in REFERENCE_ASSERTIONS:
             value = assertion.get("value")
+            _no_file_reference(value, where, f"assert[{index}].value")
             if _collection(value):
                 raise fail(where, f"assert[{index}].value: expected the reference answer, a text.")
             reference = str(value or "")

@@ -193,7 +193,7 @@ def test_real_looking_samples_of_each_format_are_read():
             "tests[1] (line 2)",
             "vars: expected a question",
         ),
-        ("promptfoo", "- vars: [unclosed\n", None, "line 2", "not YAML"),
+        ("promptfoo", "- vars: [unclosed\n", None, "line 1", "not YAML"),
         ("trec", "401\tQ\n", "401 0 d1\n", "qrels line 1", "expected 4 columns"),
         ("trec", "401\tQ\n", "402 0 d1 1\n", "qrels line 1", "topic '402' is not in the topics file"),
         ("trec", "401\tQ\n401\tR\n", "", "topics line 2", "topic '401' is listed twice"),
