@@ -216,7 +216,7 @@ def golden_import(
     entries = read_entries(fmt, data, qrels=qrels)
     replaced = _replaced(collection, entries)
     entries = _keep_what_the_file_lacks(entries, replaced)
-    warnings: list[str] = _found_by_question(entries, replaced)
+    warnings: list[str] = [*_ignored_fields(entries), *_found_by_question(entries, replaced)]
     result: dict[str, Any] = {"format": fmt, "records": len(entries), "created": 0, "updated": 0, "unchanged": 0,
                               "documents_created": 0, "warnings": warnings}  # fmt: skip
     if not entries:
@@ -299,6 +299,21 @@ def _located(exc: EvalsiteError, entries: Sequence[Entry]) -> EvalsiteError:
     elif details is exc.details:
         return exc
     return EvalsiteError(exc.code, message, details=details, status=exc.status_code)
+
+
+def _ignored_fields(entries: Sequence[Entry]) -> list[str]:
+    """A warning naming the fields the file's records carry that evalsite does not read, and where."""
+    where: dict[str, list[str]] = {}
+    for entry in entries:
+        for name in entry.ignored:
+            where.setdefault(name, []).append(entry.where)
+    if not where:
+        return []
+    shown = "; ".join(
+        f"{name!r} ({len(at)} record{'s' if len(at) > 1 else ''}, first {at[0]})"
+        for name, at in where.items()
+    )
+    return [f"Fields evalsite does not read were left out: {shown}."]
 
 
 def _found_by_question(entries: Sequence[Entry], replaced: Sequence[GoldenEntry | None]) -> list[str]:

@@ -41,6 +41,9 @@ class Entry:
     # The fields the file holds for this entry (None: all of them). An import keeps the others as the entry
     # it replaces has them (a TREC file has no reference answers: importing one must not erase them).
     carried: frozenset[str] | None = field(default=None, compare=False)
+    # The record's fields the reader does not know (a newer release's additions), left out: named in the
+    # import's warnings.
+    ignored: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

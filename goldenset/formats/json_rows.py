@@ -1,7 +1,9 @@
 """Golden sets as JSON rows: okfsmith's golden.json, Ragas dataset rows, DeepEval goldens, Phoenix dataset
 examples. A file is a JSON array of objects, or JSONL (one object a line); errors name the line (JSONL) or the
 record (an array, from 0). Fields of a row that belong to a run (a response, retrieved contexts) are ignored;
-any other unknown field is an error naming it.
+any other field the reader does not know (what a newer release adds: DeepEval's `token_cost`, Phoenix's
+`node_id`) is left out and named in the import's warnings (Entry.ignored). A missing or ill-typed field the
+reader needs is an error naming it.
 
 - Ragas (SingleTurnSample): `user_input` -> question, `reference` -> reference answer, `reference_context_ids`
   -> expected documents, `reference_contexts` -> reference passages by text. Ragas has no key, tags, grades
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.bounded_json import JsonValueError, json_value
-from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list
 from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
@@ -111,10 +113,10 @@ def _extras(value: Any, where: str, name: str) -> dict[str, Any]:
     return out
 
 
-def _unknown(row: Mapping[str, Any], known: set[str], where: str) -> None:
-    for name in row:
-        if name not in known:
-            raise fail(where, f"unknown field {shown(name)}.", field=name)
+def _unknown(row: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
+    """The row's fields this reader does not know (a newer release's `token_cost`, Phoenix's `node_id`): left
+    out and named in the import's warnings (Entry.ignored), never a refusal."""
+    return tuple(str(name) for name in row if name not in known)
 
 
 # --- Ragas -----------------------------------------------------------------------------------------------------
@@ -126,8 +128,8 @@ def read_ragas(text: str) -> list[Entry]:
     for where, value in json_records(text):
         with problems.row():
             row = _object(value, where)
-            _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids", "evalsite",
-                           *RAGAS_RUN_FIELDS}, where)  # fmt: skip
+            ignored = _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids",
+                                     "evalsite", *RAGAS_RUN_FIELDS})  # fmt: skip
             extras = _extras(row.get("evalsite"), where, "evalsite")
             extras.pop("expected_document_ids", None)
             expected = string_list(row.get("reference_context_ids"), where, "reference_context_ids")
@@ -142,6 +144,7 @@ def read_ragas(text: str) -> list[Entry]:
                     contexts=_texts(row.get("reference_contexts"), where, "reference_contexts"),
                     where=where,
                     carried=frozenset(carried),
+                    ignored=ignored,
                     **extras,
                 )
             )
@@ -171,10 +174,8 @@ def read_deepeval(text: str) -> list[Entry]:
     for where, value in json_records(text):
         with problems.row():
             row = _object(value, where)
-            _unknown(
-                row,
-                {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS},
-                where,
+            ignored = _unknown(
+                row, {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS}
             )
             extras = _extras(row.get("additional_metadata"), where, "additional_metadata")
             carried = {*extras, *(["reference_answer"] if "expected_output" in row else [])}
@@ -187,6 +188,7 @@ def read_deepeval(text: str) -> list[Entry]:
                     contexts=_texts(row.get("context"), where, "context"),
                     where=where,
                     carried=frozenset(carried),
+                    ignored=ignored,
                     **extras,
                 )
             )
@@ -214,7 +216,7 @@ def read_phoenix(text: str) -> list[Entry]:
     for where, value in json_records(text):
         with problems.row():
             row = _object(value, where)
-            _unknown(row, {"id", "input", "output", "metadata"}, where)
+            ignored = _unknown(row, {"id", "input", "output", "metadata"})
             given = _object(row.get("input"), f"{where}: input")
             question = next((given[k] for k in ("question", "query", "input") if k in given), None)
             output = _object(row.get("output") or {}, f"{where}: output")
@@ -231,6 +233,7 @@ def read_phoenix(text: str) -> list[Entry]:
                     reference_answer=_str(answer, where, "output.answer"),
                     where=where,
                     carried=frozenset(carried),
+                    ignored=ignored,
                     **extras,
                 )
             )

@@ -166,10 +166,10 @@ def test_real_looking_samples_of_each_format_are_read():
         ("tsv", "question\tanswerable\nQ\tmaybe\n", None, "line 2", "answerable: expected true or false"),
         (
             "ragas",
-            '{"user_input": "Q"}\n{"user_input": "R", "colour": 1}\n',
+            '{"user_input": "Q"}\n{"user_input": 7, "colour": 1}\n',
             None,
             "line 2",
-            "unknown field 'colour'",
+            "user_input: expected a non-empty string",
         ),
         (
             "ragas",

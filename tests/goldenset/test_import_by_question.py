@@ -177,3 +177,27 @@ def test_trec_2_topics_give_their_number_and_title():
         "Airbus Subsidies",
         ("AP880212-0161",),
     )
+
+
+def test_fields_a_newer_release_adds_are_named_in_the_warnings_not_refused(world):
+    rows = [
+        {
+            "input": "Refund window?",
+            "expected_output": "30 days.",
+            "token_cost": 0.01,
+            "input_token_count": 12,
+        },
+        {"input": "Shipping time?", "expected_output": "Two days.", "token_cost": None},
+    ]
+    response = upload(world.client, "goldens.json", json.dumps(rows), format="deepeval")
+    assert response.status_code == 201, response.json()
+    assert response.json()["warnings"] == [
+        "Fields evalsite does not read were left out: 'token_cost' (2 records, first record 0); "
+        "'input_token_count' (1 record, first record 0)."
+    ]
+    assert GoldenEntry.objects.count() == 2
+    missing = upload(world.client, "goldens.json", json.dumps([{"expected_output": "x", "token_cost": 1}]),
+                     format="deepeval")  # fmt: skip
+    assert (
+        refused(missing, 400, "import-invalid")["message"] == "record 0: input: expected a non-empty string."
+    )
