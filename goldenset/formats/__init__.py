@@ -278,28 +278,42 @@ def write_entries(fmt: str, entries: Sequence[Entry], *, name: str = "golden") -
 
 
 def detect_format(filename: str, data: bytes | str) -> str:
-    """The format a file most likely holds, from its name and first content (an upload without `format`)."""
+    """The format a file most likely holds, from its name and first content (an upload without `format`): a
+    tool's own CSV by its header's columns, JSON rows by their field names."""
     lower = filename.lower()
     if ".topics" in lower or lower.startswith("topics"):
         return "trec"
-    if lower.endswith(".tsv"):
-        return "tsv"
-    if lower.endswith(".csv"):
-        return "csv"
-    if lower.endswith((".yaml", ".yml")):
-        return "promptfoo"
     head = (data[:4096].decode("utf-8", "replace") if isinstance(data, bytes) else data[:4096]).lstrip(
         "\ufeff "
     )
+    if lower.endswith((".csv", ".tsv")):
+        return _tool_csv(head) or ("tsv" if lower.endswith(".tsv") else "csv")
+    if lower.endswith((".yaml", ".yml")):
+        return "promptfoo"
     if head.startswith("<top>") or lower.endswith((".topics", ".trec")):
         return "trec"
     if head.startswith(("[", "{")):
-        for marker, fmt in (
-            ('"user_input"', "ragas"),
-            ('"expected_output"', "deepeval"),
-            ('"input"', "phoenix"),
+        for markers, fmt in (
+            (('"user_input"',), "ragas"),
+            (('"ground_truth"',), "ragas"),  # Ragas 0.1's columns (question, contexts, ground_truth, answer)
+            (('"expected_output"',), "deepeval"),
+            (('"testCases"',), "deepeval"),  # the test run DeepEval's evaluate() writes
+            (('"input"',), "phoenix"),
+            (('"examples"', '"dataset_id"'), "phoenix"),  # Phoenix's REST answer {"data": {"examples": ...}}
         ):
-            if marker in head:
+            if all(marker in head for marker in markers):
                 return fmt
         return "okfsmith"
-    return "okfsmith"
+    return _tool_csv(head) or "okfsmith"
+
+
+def _tool_csv(head: str) -> str | None:
+    """The tool whose CSV this is, from the columns of its header row (None: evalsite's own CSV, or no CSV)."""
+    columns = {cell.strip().lower() for cell in head.split("\n", 1)[0].split(",")}
+    if "user_input" in columns or {"question", "ground_truth"} <= columns:
+        return "ragas"
+    if {"input", "expected_output"} <= columns:
+        return "deepeval"
+    if "input.question" in columns or {"node_id", "input.query"} & columns:
+        return "phoenix"
+    return None

@@ -23,13 +23,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.bounded_json import JsonValueError, json_value
-from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list, tool_cells
 from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
                     "persona_name", "query_style", "query_length"}  # fmt: skip
 DEEPEVAL_RUN_FIELDS = {"actual_output", "retrieval_context", "tools_called", "expected_tools", "comments",
                        "source_file", "name", "custom_column_key_values"}  # fmt: skip
+# What the tools write about a record that is not the golden set's: read and ignored, never a warning.
+PHOENIX_EXAMPLE_FIELDS = {"node_id", "updated_at", "source", "splits", "example_id"}
+DEEPEVAL_RUN_FIELDS |= {"token_cost", "input_token_count", "output_token_count", "expectations"}
 EXTRA_FIELDS = ("key", "expected_document_ids", "grades", "tags", "answerable")
 
 
@@ -57,6 +60,18 @@ def json_records(text: str, *, first: int = 0) -> list[tuple[str, Any]]:
             problem = fail(f"line {number}", f"not JSON ({exc.message} at column {exc.column}).", line=number)
             rows.append((f"line {number}", problem))
     return rows
+
+
+def tool_records(text: str) -> list[tuple[str, Any]]:
+    """A tool's file as (where, row): a JSON array or JSONL (json_records), Phoenix's REST answer of examples or
+    DeepEval's test run (tool_cells.wrapped_records), or the tool's CSV (tool_cells.csv_records) when the text
+    opens with neither "[" nor "{"."""
+    wrapped = tool_cells.wrapped_records(text)
+    if wrapped is not None:
+        return wrapped
+    if text.strip() and not text.lstrip().startswith(("[", "{")):
+        return tool_cells.csv_records(text)
+    return json_records(text)
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
@@ -125,9 +140,9 @@ def _unknown(row: Mapping[str, Any], known: set[str]) -> tuple[str, ...]:
 def read_ragas(text: str) -> list[Entry]:
     entries = []
     problems = Problems()
-    for where, value in json_records(text):
+    for where, value in tool_records(text):
         with problems.row():
-            row = _object(value, where)
+            row = _ragas_row(_object(value, where))
             ignored = _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids",
                                      "evalsite", *RAGAS_RUN_FIELDS})  # fmt: skip
             extras = _extras(row.get("evalsite"), where, "evalsite")
@@ -152,6 +167,42 @@ def read_ragas(text: str) -> list[Entry]:
     return entries
 
 
+def _ragas_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A Ragas row in today's names, its lists read from the texts a CSV holds: Ragas 0.1's columns are renamed
+    (`question` -> user_input, `ground_truth` -> reference; its `contexts` and `answer` are a run's, ignored)."""
+    if "user_input" not in row and "question" in row:
+        renamed = {"question": "user_input", "ground_truth": "reference", "contexts": "retrieved_contexts",
+                   "answer": "response"}  # fmt: skip
+        row = {renamed.get(name, name): value for name, value in row.items()}
+    for name in (
+        "reference_contexts",
+        "reference_context_ids",
+        "retrieved_contexts",
+        "retrieved_context_ids",
+    ):
+        if name in row:
+            row[name] = tool_cells.text_list(row[name])
+    if "evalsite" in row:
+        row["evalsite"] = _extras_cells(tool_cells.text_object(row["evalsite"]))
+    return row
+
+
+def _extras_cells(value: Any) -> Any:
+    """evalsite's fields in a tool's free-form object as a CSV (or a DataFrame upload) wrote them: lists and
+    objects as their texts, true / false as words."""
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for name in ("expected_document_ids", "tags"):
+        if name in out:
+            out[name] = tool_cells.text_list(out[name])
+    if "grades" in out:
+        out["grades"] = tool_cells.text_object(out["grades"])
+    if "answerable" in out:
+        out["answerable"] = tool_cells.boolean(out["answerable"])
+    return out
+
+
 def write_ragas(entries: Sequence[Entry], name: str) -> Written:
     rows = []
     for e in entries:
@@ -171,15 +222,18 @@ def write_ragas(entries: Sequence[Entry], name: str) -> Written:
 def read_deepeval(text: str) -> list[Entry]:
     entries = []
     problems = Problems()
-    for where, value in json_records(text):
+    for where, value in tool_records(text):
         with problems.row():
             row = _object(value, where)
             ignored = _unknown(
                 row, {"input", "expected_output", "context", "additional_metadata", *DEEPEVAL_RUN_FIELDS}
             )
-            extras = _extras(row.get("additional_metadata"), where, "additional_metadata")
+            metadata = _extras_cells(tool_cells.text_object(row.get("additional_metadata")))
+            extras = _extras(metadata, where, "additional_metadata")
+            # its CSV and JSONL join the passages with "|" (DeepEval's own delimiter when it reads them back)
+            row["context"] = tool_cells.text_list(row.get("context"), joined="|")
             carried = {*extras, *(["reference_answer"] if "expected_output" in row else [])}
-            if "context" in row:
+            if row["context"] is not None:
                 carried.add("expected_document_ids")
             entries.append(
                 Entry(
@@ -213,24 +267,30 @@ def write_deepeval(entries: Sequence[Entry], name: str) -> Written:
 def read_phoenix(text: str) -> list[Entry]:
     entries = []
     problems = Problems()
-    for where, value in json_records(text):
+    for where, value in tool_records(text):
         with problems.row():
             row = _object(value, where)
-            ignored = _unknown(row, {"id", "input", "output", "metadata"})
+            ignored = _unknown(row, {"id", "input", "output", "metadata", *PHOENIX_EXAMPLE_FIELDS})
             given = _object(row.get("input"), f"{where}: input")
             question = next((given[k] for k in ("question", "query", "input") if k in given), None)
             output = _object(row.get("output") or {}, f"{where}: output")
             answer = next((output[k] for k in ("answer", "reference_answer", "output") if k in output), None)
-            extras = _extras(row.get("metadata"), where, "metadata")
+            extras = _extras(_extras_cells(tool_cells.text_object(row.get("metadata"))), where, "metadata")
             if "expected_document_ids" in output:
                 extras["expected_document_ids"] = string_list(
-                    output["expected_document_ids"], where, "output.expected_document_ids"
+                    tool_cells.text_list(output["expected_document_ids"]),
+                    where,
+                    "output.expected_document_ids",
                 )
+            contexts = _texts(tool_cells.text_list(output.get("contexts")), where, "output.contexts")
             carried = {*extras, *(["reference_answer"] if answer is not None else [])}
+            if contexts:
+                carried.add("expected_document_ids")
             entries.append(
                 Entry(
                     question=_str(question, where, "input.question", required=True),
                     reference_answer=_str(answer, where, "output.answer"),
+                    contexts=contexts,
                     where=where,
                     carried=frozenset(carried),
                     ignored=ignored,

@@ -180,7 +180,7 @@ def test_real_looking_samples_of_each_format_are_read():
         ),
         (
             "deepeval",
-            '[{"input": "Q", "context": "not a list"}]',
+            '[{"input": "Q", "context": 7}]',
             None,
             "record 0",
             "context: expected a list of texts",

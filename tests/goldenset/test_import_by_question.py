@@ -180,20 +180,22 @@ def test_trec_2_topics_give_their_number_and_title():
 
 
 def test_fields_a_newer_release_adds_are_named_in_the_warnings_not_refused(world):
+    """DeepEval's own token_cost is known (and ignored); fields nobody knows yet are named."""
     rows = [
         {
             "input": "Refund window?",
             "expected_output": "30 days.",
             "token_cost": 0.01,
-            "input_token_count": 12,
+            "grounding": 1,
+            "tone": "x",
         },
-        {"input": "Shipping time?", "expected_output": "Two days.", "token_cost": None},
+        {"input": "Shipping time?", "expected_output": "Two days.", "token_cost": None, "grounding": None},
     ]
     response = upload(world.client, "goldens.json", json.dumps(rows), format="deepeval")
     assert response.status_code == 201, response.json()
     assert response.json()["warnings"] == [
-        "Fields evalsite does not read were left out: 'token_cost' (2 records, first record 0); "
-        "'input_token_count' (1 record, first record 0)."
+        "Fields evalsite does not read were left out: 'grounding' (2 records, first record 0); "
+        "'tone' (1 record, first record 0)."
     ]
     assert GoldenEntry.objects.count() == 2
     missing = upload(world.client, "goldens.json", json.dumps([{"expected_output": "x", "token_cost": 1}]),
