@@ -37,6 +37,31 @@
     });
   });
 
+  // A target's form: the example of the kind chosen is marked (every example stays readable).
+  var examples = document.getElementById("kind-examples");
+  var kindSelect = document.querySelector("form select[name=kind]");
+  if (examples && kindSelect) {
+    var mark = function () {
+      examples.querySelectorAll("[data-kind-example]").forEach(function (item) {
+        item.classList.toggle("chosen", item.dataset.kindExample === kindSelect.value);
+      });
+    };
+    kindSelect.addEventListener("change", mark);
+    mark();
+  }
+
+  // A table wider than its box scrolls inside it: the side with more to see fades (more-right, more-left).
+  document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+    var cue = function () {
+      var hidden = wrap.scrollWidth - wrap.clientWidth;
+      wrap.classList.toggle("more-right", hidden > 1 && wrap.scrollLeft < hidden - 1);
+      wrap.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+    };
+    wrap.addEventListener("scroll", cue, {passive: true});
+    window.addEventListener("resize", cue);
+    cue();
+  });
+
   // Runs: count the ticked runs; the compare button needs two or more.
   var compareForm = document.getElementById("compare-form");
   if (compareForm) {
