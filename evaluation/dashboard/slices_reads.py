@@ -102,10 +102,15 @@ class CompareSlices:
 
 
 def compare_slices(
-    runs: Sequence[EvaluationRun], names: Sequence[str], metric: str | None = None
+    runs: Sequence[EvaluationRun],
+    names: Sequence[str],
+    metric: str | None = None,
+    *,
+    label_colors: Mapping[str, str],
 ) -> CompareSlices | None:
     """One metric per slice across the runs (`names`: the runs' series names), with a grouped bar chart; None
-    when no run has slices. `metric`: the one asked for, if the slices have it, else the page's default."""
+    when no run has slices. `metric`: the one asked for, if the slices have it, else the page's default.
+    `label_colors`: the tenant's (evaluation.dashboard.label_colors)."""
     stored = [run.slices or {} for run in runs]
     metric_names = ordered_metrics(n for slices in stored for n in slice_metric_names(slices))
     if not metric_names:
@@ -133,6 +138,7 @@ def compare_slices(
         [f"{line.kind}:{line.name}" for line in lines],
         chosen,
         top=metric_scale(chosen),
+        colors={name: label_colors[run.label] for run, name in zip(runs, names, strict=True)},
     )
     return CompareSlices(chosen, metric_names, lines, charts.figure_html(figure, "slices-chart"))
 

@@ -183,9 +183,9 @@ def test_an_answer_run_page_costs_a_fixed_number_of_queries(
     alice, world, answer_batch, django_assert_max_num_queries
 ):
     alice.get(reverse("home"))
-    with django_assert_max_num_queries(8):  # one of them: whether the collection has human labels
+    with django_assert_max_num_queries(9):  # of them: whether the collection has human labels; label colours
         alice.get(run_url(answer_batch.judged, "?diagnosis=generation"))
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):  # +1: the tenant's label colours
         alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 1]))
 
 
