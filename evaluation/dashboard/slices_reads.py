@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluation.dashboard import charts
-from evaluation.dashboard.common_reads import default_metric, metric_scale, ordered_metrics
+from evaluation.dashboard.common_reads import config_value, default_metric, metric_scale, ordered_metrics
 from evaluation.models import EvaluationRun
 from evaluation.runs.slices import ANSWERABLE, ORIGIN, TAG, Subset, slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
@@ -72,8 +72,11 @@ def subset_text(config: Mapping) -> str:
 
 
 def config_rows(config: Mapping) -> list[tuple[str, object]]:
-    """A run's configuration as (field, value) rows for its page, the subset said in words."""
-    rows: list[tuple[str, object]] = [(k, v) for k, v in config.items() if k not in ("label", "subset")]
+    """A run's configuration as (field, value) rows for its page, each value as a reader says it (config_value),
+    the subset in words."""
+    rows: list[tuple[str, object]] = [
+        (k, config_value(k, v)) for k, v in config.items() if k not in ("label", "subset")
+    ]
     if subset_text(config):
         rows.append(("subset", subset_text(config)))
     return sorted(rows)

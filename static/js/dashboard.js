@@ -135,7 +135,6 @@
     var error = job.querySelector("[data-job-error]");
     var result = job.querySelector("[data-job-result]");
     var cancel = job.querySelector("[data-job-cancel]");
-    var unit = job.dataset.unit || "question searches";
     var started = Date.now();
     var interval = parseInt(job.dataset.pollMs || "500", 10);
     var failures = 0;
@@ -149,9 +148,7 @@
           failures = 0;
           status.textContent = state.status;
           bar.value = state.progress;
-          if (state.total) {
-            count.textContent = state.done + " of " + state.total + " " + unit + " (" + Math.round(state.progress * 100) + "%)";
-          }
+          count.textContent = state.count_text;  // the server's words for the status, as the page first said them
           hint.hidden = !(state.status === "Queued" && Date.now() - started > 5000);
           if (state.finished && job.dataset.reloadWhenFinished === "true") {
             if (state.status === "Completed") { bar.value = 1; }
@@ -168,7 +165,6 @@
           if (state.finished) {
             if (cancel) { cancel.hidden = true; }
             if (state.error) { error.textContent = state.error; error.hidden = false; }
-            else if (state.status === "Cancelled") { count.textContent = "The job was cancelled."; }
             return;
           }
           window.setTimeout(poll, interval);
