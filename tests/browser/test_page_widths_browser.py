@@ -121,6 +121,11 @@ def tour(handbook_member) -> dict[str, str]:
          "passages": [{"document_id": "refunds", "title": "Refunds", "text": TEXT}]}
         for i, label in enumerate(["pass", "pass", "pass", "fail", "fail", "pass"])
         for rater in ("ann", "bob")
+    ] + [  # statement labels, as the demo's: no Apply, and the section says why
+        {"question_id": f"r{i}", "rater": "ann", "metric": "faithfulness", "label": label, "statement": statement,
+         "answer": TEXT + " Orders ship overnight.", "passages": [{"document_id": "refunds", "title": "Refunds",
+         "text": TEXT}]}
+        for i, (label, statement) in enumerate((("supported", TEXT), ("not supported", "Orders ship overnight.")))
     ]  # fmt: skip
     add_entries(
         collection, *(services.EntryInput(question=f"Refund question {i}?", key=f"r{i}") for i in range(6))
