@@ -20,7 +20,7 @@ from django.db.models import Count, Func, JSONField, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
 from evaluation.answers.verdicts import DIAGNOSES, DIAGNOSIS_MEANING
-from evaluation.dashboard.common_reads import ordered_metrics
+from evaluation.dashboard.common_reads import config_value, ordered_metrics
 from evaluation.judgments.calibration import run_calibration
 from evaluation.models import EvaluationRun, LabelLevel, QuestionResult, RunKind
 from goldenset.vocabulary.metric_names import ANSWER_SCORE, JUDGED_METRICS, REFUSAL_METRICS
@@ -229,7 +229,7 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
         failed=stored_int(summary["failed"]) if "failed" in summary else None,
         usage=usage,
         config=[
-            (title, config.get(key))
+            (title, config_value(key, config.get(key)))
             for key, title in CONFIG_SHOWN.items()
             if key in config and not (key == "fusion" and config.get("search_type") != "Hybrid")
         ],
@@ -245,7 +245,7 @@ def answer_overview(run: EvaluationRun, counts: Mapping[str, int] | None = None)
             if stored_number(v) is not None
         ),
         other_config=sorted(
-            (k, v)
+            (k, config_value(k, v))
             for k, v in config.items()
             if k not in CONFIG_SHOWN and k not in ("label", "thresholds", "threshold_sources", "subset")
         ),

@@ -72,6 +72,7 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
                 "metric": metric,
                 "level": level,
                 "rows": rows,
+                "apply_note": apply_note(metric, level, rows),
                 "roc": charts.figure_html(charts.roc_figure(rows), f"roc-{div}"),
                 "reliability": charts.figure_html(charts.reliability_figure(rows), f"reliability-{div}"),
             }
@@ -89,6 +90,28 @@ def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> H
         "more_errors": max(0, len(upload_errors) - MAX_UPLOAD_ERRORS_SHOWN),
     }
     return render(request, "dashboard/calibration.html", context, status=400 if upload_errors else 200)
+
+
+def apply_note(metric: str, level: str, rows: list[dict[str, Any]]) -> str:
+    """Why a section offers no Apply button ("" when one of its judges has one, or a threshold is applied)."""
+    if any(row["can_apply"] or row["applied"] for row in rows):
+        return ""
+    if level != LabelLevel.QUESTION:
+        return (
+            f"No threshold to apply: these labels judge single statements, so they measure the judge's "
+            f"statement cut (a statement is supported at {judge.SUPPORT_MIN:g}), which is part of the judge and "
+            "the same in every collection. Apply sets a collection's pass threshold of a metric, and takes "
+            f"labels of whole answers (level “question”) of {', '.join(sorted(DEFAULT_THRESHOLDS))}."
+        )
+    if metric not in DEFAULT_THRESHOLDS:
+        return (
+            f"No threshold to apply: the pass rule does not threshold {metric} (it thresholds "
+            f"{', '.join(sorted(DEFAULT_THRESHOLDS))}), so there is nothing to set for it."
+        )
+    return (
+        "No threshold to apply yet: people passed all or none of these answers, so no threshold separates "
+        "them. Label answers of both kinds and upload them again."
+    )
 
 
 @require_POST

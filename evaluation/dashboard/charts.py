@@ -2,9 +2,10 @@
 count_charts). No Django: views build the inputs
 and embed the HTML.
 
-A configuration label keeps one colour everywhere (``label_color``: a hash of the label, so the same in every page
-and process). Two labels of one figure that hash to the same colour are told apart by a bar pattern or a line dash,
-which depends on the figure, while the colour never does. Labels are HTML-escaped before plotly renders them.
+A configuration label keeps one colour everywhere: ``LabelColors`` gives the tenant's labels, in the order they
+were first run, PALETTE's colours and then generated ones, so no two labels of a tenant share one; every page reads
+the same mapping (evaluation.dashboard.label_colors), and figures take it as ``colors``. Labels are HTML-escaped
+before plotly renders them.
 plotly.js is served locally, so ``figure_html`` never includes or links it.
 
 Figures are built from plain dicts, as plotly.js reads them, without plotly's per-property validation: it cost
@@ -14,10 +15,10 @@ spelt out in full (no ``title_font_size`` shorthands) and the template is resolv
 
 from __future__ import annotations
 
-import hashlib
+import colorsys
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -27,14 +28,13 @@ import plotly.io as pio
 
 __all__ = [
     "CompareSeries",
+    "LabelColors",
     "MIN_TREND_SPAN",
     "PALETTE",
     "TrendPoint",
+    "color_at",
     "compare_figure",
-    "distinct_colors",
     "figure_html",
-    "label_color",
-    "recolor_by_label",
     "slices_figure",
     "trends_figure",
 ]
@@ -52,8 +52,6 @@ PALETTE: tuple[str, ...] = (
     "#AA4499",
     "#555555",
 )
-_PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
-_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 _HEIGHT = 480  # px; the width follows the container (autosize + responsive)
 # The narrowest time axis Trends draws: runs made seconds apart (a fresh install, one batch) sit near the middle of
 # a day instead of spreading over an axis of milliseconds.
@@ -83,38 +81,38 @@ class TrendPoint:
     url: str
 
 
-def label_color(label: str) -> str:
-    """The colour of a configuration label: stable across pages, processes and restarts (sha256, not hash())."""
-    digest = hashlib.sha256(label.encode("utf-8")).digest()
-    return PALETTE[int.from_bytes(digest[:8], "big") % len(PALETTE)]
+def color_at(index: int) -> str:
+    """The index-th colour of a list of labels: PALETTE's, then generated ones (hues a golden angle apart, in three
+    lightnesses), none of them a PALETTE colour or an earlier generated one."""
+    if index < len(PALETTE):
+        return PALETTE[index]
+    n = index - len(PALETTE)
+    hue = (n * 0.381966 + 0.07) % 1.0
+    lightness = (0.38, 0.55, 0.70)[n % 3]
+    red, green, blue = colorsys.hls_to_rgb(hue, lightness, 0.55)
+    return f"#{round(red * 255):02X}{round(green * 255):02X}{round(blue * 255):02X}"
 
 
-def distinct_colors(labels: Sequence[str]) -> dict[str, str]:
-    """A colour per label for a short list shown together, no two alike while the palette lasts: a label keeps
-    its own ``label_color`` unless a label before it (in sorted order, so the result does not depend on the
-    list's order) has it; then it takes the first colour no label has. Past len(PALETTE) labels, colours repeat.
-    (Figures keep ``label_color`` and tell clashing labels apart by pattern or dash instead.)"""
-    names = sorted(set(labels))
-    colors: dict[str, str] = {}
-    for name in names:
-        own = label_color(name)
-        if own not in colors.values():
-            colors[name] = own
-    free = [c for c in PALETTE if c not in colors.values()]
-    for index, name in enumerate(n for n in names if n not in colors):
-        colors[name] = free[index] if index < len(free) else PALETTE[index % len(PALETTE)]
-    return colors
+class LabelColors(Mapping[str, str]):
+    """A colour per label, given in a stable order (the tenant's labels by their first run): the n-th label gets
+    ``color_at(n)``, so no two share a colour. A label not given (a run written since the mapping was read) gets
+    the next free colour, so it still differs from every other."""
 
+    def __init__(self, labels: Iterable[str] = ()) -> None:
+        self._colors: dict[str, str] = {}
+        for label in labels:
+            self[label]
 
-def _clash_index(labels: Sequence[str]) -> list[int]:
-    """For each label, how many earlier labels of the same figure share its colour (0 for most)."""
-    seen: dict[str, int] = {}
-    result = []
-    for label in labels:
-        color = label_color(label)
-        result.append(seen.get(color, 0))
-        seen[color] = seen.get(color, 0) + 1
-    return result
+    def __getitem__(self, label: str) -> str:
+        if label not in self._colors:
+            self._colors[label] = color_at(len(self._colors))
+        return self._colors[label]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._colors)
+
+    def __len__(self) -> int:
+        return len(self._colors)
 
 
 def base_layout(title: str, x_title: str, y_title: str) -> dict[str, Any]:
@@ -159,17 +157,21 @@ def empty_note(layout: dict[str, Any], text: str) -> None:
 
 
 def compare_figure(
-    series: Sequence[CompareSeries], metrics: Sequence[str], *, paired: Mapping[str, int] | None = None
+    series: Sequence[CompareSeries],
+    metrics: Sequence[str],
+    *,
+    colors: Mapping[str, str] | None = None,
+    paired: Mapping[str, int] | None = None,
 ) -> go.Figure:
     """Grouped bars: x = metric (in the given order), one trace per configuration, 95% bootstrap CI error bars.
 
     A metric missing from a series leaves a gap (no bar), never a zero. ``paired`` (metric -> questions) says
     how many questions each metric was computed over, when that differs by metric (answer runs); otherwise each
-    series' ``questions`` does.
+    series' ``questions`` does. ``colors``: the page's LabelColors (by default, the series' own order).
     """
+    colors = colors if colors is not None else LabelColors(s.label for s in series)
     traces = []
-    clashes = _clash_index([s.label for s in series])
-    for item, clash in zip(series, clashes, strict=True):
+    for item in series:
         name = html.escape(item.label)
         means = [item.means.get(metric) for metric in metrics]
         intervals = [item.ci.get(metric) for metric in metrics]
@@ -194,10 +196,7 @@ def compare_figure(
                 "x": list(metrics),
                 "y": means,
                 "name": name,
-                "marker": {
-                    "color": label_color(item.label),
-                    "pattern": {"shape": _PATTERNS[clash % len(_PATTERNS)]},
-                },
+                "marker": {"color": colors[item.label]},
                 "error_y": {
                     "type": "data",
                     "symmetric": False,
@@ -225,9 +224,12 @@ def compare_figure(
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
-def latency_figure(points: Sequence[tuple[str, float, float]], metric: str) -> go.Figure:
+def latency_figure(
+    points: Sequence[tuple[str, float, float]], metric: str, *, colors: Mapping[str, str] | None = None
+) -> go.Figure:
     """Quality beside speed: one marker per configuration at (p95 latency of its searches or target calls in
     ms, its mean `metric`). ``points``: (label, metric mean, p95 ms)."""
+    colors = colors if colors is not None else LabelColors(label for label, _, _ in points)
     traces = [
         {
             "type": "scatter",
@@ -237,7 +239,7 @@ def latency_figure(points: Sequence[tuple[str, float, float]], metric: str) -> g
             "name": html.escape(label),
             "text": [html.escape(label)],
             "textposition": "top center",
-            "marker": {"color": label_color(label), "size": 12},
+            "marker": {"color": colors[label], "size": 12},
             "hovertemplate": f"<b>{html.escape(label)}</b><br>{html.escape(metric)}: %{{y:.3f}}<br>"
             "p95 latency: %{x:.1f} ms<extra></extra>",
         }
@@ -270,6 +272,7 @@ def _diagonal(name: str) -> dict[str, Any]:
 def roc_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """One ROC curve per judge of a metric and level (rows of the calibration report), beside chance."""
     traces: list[dict[str, Any]] = [_diagonal("chance")]
+    colors = LabelColors(row["judge"] for row in rows)  # judges, not configurations: their own order
     for row in rows:
         name = html.escape(
             f"{row['judge']} (AUC {row['auc']:.2f})" if row["auc"] is not None else row["judge"]
@@ -281,7 +284,7 @@ def roc_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                 "x": [p[0] for p in row["roc"]],
                 "y": [p[1] for p in row["roc"]],
                 "name": name,
-                "line": {"color": label_color(row["judge"]), "shape": "hv"},
+                "line": {"color": colors[row["judge"]], "shape": "hv"},
                 "hovertemplate": f"<b>{name}</b><br>false positive rate %{{x:.2f}}<br>true positive rate "
                 "%{y:.2f}<extra></extra>",
             }
@@ -298,6 +301,7 @@ def reliability_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     """Binned judge score against the share of the bin's items people passed; the diagonal is a judge whose
     score means what it says."""
     traces: list[dict[str, Any]] = [_diagonal("calibrated")]
+    colors = LabelColors(row["judge"] for row in rows)
     for row in rows:
         bins = [b for b in row["reliability"] if b["count"]]
         name = html.escape(row["judge"])
@@ -310,7 +314,7 @@ def reliability_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
                 "text": [f"{b['count']} items" for b in bins],
                 "name": name,
                 "marker": {
-                    "color": label_color(row["judge"]),
+                    "color": colors[row["judge"]],
                     "size": [6 + min(b["count"], 40) / 3 for b in bins],
                 },
                 "hovertemplate": f"<b>{name}</b><br>mean score %{{x:.2f}}<br>people passed %{{y:.0%}}<br>"
@@ -325,22 +329,18 @@ def reliability_figure(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
-def recolor_by_label(figure: go.Figure, labels: Sequence[str]) -> None:
-    """Colour each bar trace of a ``compare_figure`` by ``labels`` (one per trace) instead of its series name.
-
-    Series names may carry more than the label (a date, when labels repeat): a configuration keeps its colour
-    across pages all the same. Traces whose labels share a colour get bar patterns to tell them apart."""
-    for trace, label, clash in zip(figure.data, labels, _clash_index(labels), strict=True):
-        trace.marker.color = label_color(label)
-        trace.marker.pattern.shape = _PATTERNS[clash % len(_PATTERNS)]
-
-
 def _utc_naive(moment: datetime) -> datetime:
     """plotly.js reads dates without an offset: convert an aware datetime to UTC; a naive one is taken as UTC."""
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
-def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1.0) -> go.Figure:
+def trends_figure(
+    points: Sequence[TrendPoint],
+    metric: str,
+    *,
+    scale: float = 1.0,
+    colors: Mapping[str, str] | None = None,
+) -> go.Figure:
     """Lines + markers: one trace per configuration label (first-seen order), points in date order.
 
     Each marker's ``customdata`` is its run URL, so the page can open the run on click (``plotly_click``). A
@@ -351,7 +351,8 @@ def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1
     for point in points:
         by_label.setdefault(point.label, []).append(point)
     traces = []
-    for (label, group), clash in zip(by_label.items(), _clash_index(list(by_label)), strict=True):
+    colors = colors if colors is not None else LabelColors(by_label)
+    for label, group in by_label.items():
         group = sorted(group, key=lambda p: _utc_naive(p.created_at))
         name = html.escape(label)
         traces.append(
@@ -361,8 +362,8 @@ def trends_figure(points: Sequence[TrendPoint], metric: str, *, scale: float = 1
                 "y": [p.value for p in group],
                 "mode": "lines+markers",
                 "name": name,
-                "line": {"color": label_color(label), "dash": _DASHES[clash % len(_DASHES)]},
-                "marker": {"color": label_color(label), "size": 8},
+                "line": {"color": colors[label]},
+                "marker": {"color": colors[label], "size": 8},
                 "customdata": [p.url for p in group],
                 "connectgaps": False,
                 "hovertext": [
@@ -409,21 +410,22 @@ def slices_figure(
     metric: str,
     *,
     top: float = 1.0,
+    colors: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Grouped bars: x = slice (`tag:faq`, `origin:Manual`, ...), one trace per configuration, y = its mean
     `metric` over the slice's questions. ``series``: (label, a value per slice, None where the run has no such
     slice or no value): a gap, never a zero. ``top``: the metric's scale (100 for an answer run's score)."""
-    clashes = _clash_index([label for label, _ in series])
+    colors = colors if colors is not None else LabelColors(label for label, _ in series)
     traces = [
         {
             "type": "bar",
             "x": list(slices),
             "y": list(values),
             "name": html.escape(label),
-            "marker": {"color": label_color(label), "pattern": {"shape": _PATTERNS[clash % len(_PATTERNS)]}},
+            "marker": {"color": colors[label]},
             "hovertemplate": f"<b>{html.escape(label)}</b><br>%{{x}}: %{{y:.3f}}<extra></extra>",
         }
-        for (label, values), clash in zip(series, clashes, strict=True)
+        for label, values in series
     ]
     layout = base_layout(f"{metric} per slice", "slice", metric)
     layout["barmode"] = "group"

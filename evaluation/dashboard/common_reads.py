@@ -3,6 +3,7 @@ date bounds, and a small cache of results computed from finished runs."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -16,6 +17,26 @@ from evalsite.tenancy.models import Tenant
 from evaluation.models import RunKind
 from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_METRICS, ANSWER_SCORE, RETRIEVAL_METRICS
+
+# Settings that are off when empty: a run without a reranker stores None, False or "" (by age and kind).
+OFF_WHEN_EMPTY = ("rerank",)
+
+
+def config_value(key: str, value: Any) -> str:
+    """A run's configuration value as a reader says it, the same on a retrieval and an answer run's page: a flag
+    "on" or "off" (never True / False), a list joined by commas, an object as JSON, nothing as "—"."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if key in OFF_WHEN_EMPTY and value in (None, ""):
+        return "off"
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(config_value("", v) for v in value) or "—"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
 
 # --- tenancy -----------------------------------------------------------------------------------------------
 

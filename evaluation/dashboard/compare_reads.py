@@ -163,7 +163,9 @@ class CompareStats:
 _COMPARISONS = Memo(32)
 
 
-def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareStats:
+def _compare_stats(
+    runs: Sequence[EvaluationRun], names: list[str], colors: Mapping[str, str]
+) -> CompareStats:
     unpaired_score: list[str] = []
     if runs[0].kind == answer_runs_reads.ANSWERS:
         # Answer runs: the judged metrics and the per-question score, question by question; a metric one run
@@ -220,13 +222,12 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
     if runs[0].kind == answer_runs_reads.ANSWERS:
         # Each metric over its own questions; one no question could be paired on has no bars to draw.
         chart_metrics = [name for name in chart_metrics if paired[name]]
-        figure = charts.compare_figure(series, chart_metrics, paired=paired)
+        figure = charts.compare_figure(series, chart_metrics, colors=colors, paired=paired)
     else:
-        figure = charts.compare_figure(series, chart_metrics)
-    charts.recolor_by_label(figure, [run.label for run in runs])
+        figure = charts.compare_figure(series, chart_metrics, colors=colors)
     latency_chart = ""
     if runs[0].kind != answer_runs_reads.ANSWERS:
-        latency_chart = _latency_chart(runs, names, means, metric_names)
+        latency_chart = _latency_chart(runs, names, means, metric_names, colors)
     return CompareStats(
         metric_names,
         means,
@@ -241,7 +242,7 @@ def _compare_stats(runs: Sequence[EvaluationRun], names: list[str]) -> CompareSt
     )
 
 
-def _latency_chart(runs, names, means, metric_names) -> str:
+def _latency_chart(runs, names, means, metric_names, colors) -> str:
     """The scatter of quality (nDCG at the largest k, else the first metric) against p95 latency, for the runs
     that recorded their latency (runs stored before latency was recorded are left out); "" when none did."""
     ndcg = [m for m in metric_names if m.startswith("ndcg@")]
@@ -255,22 +256,24 @@ def _latency_chart(runs, names, means, metric_names) -> str:
     ]
     if not points:
         return ""
-    figure = charts.latency_figure(points, metric)
+    figure = charts.latency_figure(points, metric, colors=colors)
     return charts.figure_html(figure, "latency-chart")
 
 
-def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
+def comparison(runs: Sequence[EvaluationRun], label_colors: Mapping[str, str]) -> dict[str, Any]:
     """Means with bootstrap intervals per run and metric, and a paired randomization test per pair of runs and
-    metric, all over the questions every run scored (a question one run lacks would unpair the test)."""
+    metric, all over the questions every run scored (a question one run lacks would unpair the test).
+    `label_colors`: the tenant's (evaluation.dashboard.label_colors)."""
     names = series_names(runs)
-    key = "|".join(f"{run.pk}={name}" for run, name in zip(runs, names, strict=True))
+    colors = [label_colors[run.label] for run in runs]
+    name_colors = dict(zip(names, colors, strict=True))
+    key = "|".join(f"{run.pk}={name}={color}" for run, name, color in zip(runs, names, colors, strict=True))
     computed: CompareStats | None = _COMPARISONS.get(key)
     if computed is None:
-        computed = _compare_stats(runs, names)
+        computed = _compare_stats(runs, names, name_colors)
         _COMPARISONS.put(key, computed)
     metric_names, means, intervals = computed.metric_names, computed.means, computed.intervals
     pair_results, questions, dropped = computed.pair_results, computed.questions, computed.dropped
-    colors = [charts.label_color(run.label) for run in runs]
     best = {
         metric: max((means[name][metric] for name in names if metric in means[name]), default=None)
         for metric in metric_names
@@ -292,7 +295,7 @@ def comparison(runs: Sequence[EvaluationRun]) -> dict[str, Any]:
         )
         for run, name, color in zip(runs, names, colors, strict=True)
     ]
-    color_of = dict(zip(names, colors, strict=True))
+    color_of = name_colors
     run_of = {name: str(run.pk) for name, run in zip(names, runs, strict=True)}
     pair_rows = [
         PairRow(

@@ -15,6 +15,7 @@ from evaluation.dashboard.common_views import (
     tenant_page,
 )
 from evaluation.dashboard.compare_reads import compare_runs, comparison, latest_batch, series_names
+from evaluation.dashboard.label_colors import tenant_label_colors
 from evaluation.dashboard.rankings_reads import ranking_pairs, summary
 from evaluation.dashboard.slices_reads import compare_slices
 from evaluation.models import RunKind
@@ -42,9 +43,12 @@ def compare(request: HttpRequest, tenant: Tenant) -> HttpResponse:
         context["problem"] = exc.message
         context["problem_code"] = exc.code
         return render(request, "dashboard/compare.html", context, status=400)
-    context.update(comparison(runs))
+    colors = tenant_label_colors(tenant)
+    context.update(comparison(runs, colors))
     context["batch"] = batch
-    context["slices"] = compare_slices(runs, series_names(runs), request.GET.get("slice_metric"))
+    context["slices"] = compare_slices(
+        runs, series_names(runs), request.GET.get("slice_metric"), label_colors=colors
+    )
     # The metric picker keeps the selection (run=... or batch=...) it was opened with.
     context["selection"] = [(k, v) for k in ("run", "batch") for v in request.GET.getlist(k)]
     context["pool_collection"] = pool_collection(runs)

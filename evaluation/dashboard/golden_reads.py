@@ -22,6 +22,7 @@ from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import charts, count_charts
 from evaluation.dashboard.common_reads import headline_metrics
+from evaluation.dashboard.label_colors import tenant_label_colors
 from evaluation.models import EvaluationRun
 from goldenset import generation
 from goldenset.formats import text_cell
@@ -62,8 +63,8 @@ class CollectionSummary:
 
 
 def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
-    """The tenant's collections with their counts and the latest run of each label: three queries. A card shows
-    the HOME_LABELS most recently run labels, newest first, in colours no two of them share."""
+    """The tenant's collections with their counts and the latest run of each label: four queries. A card shows
+    the HOME_LABELS most recently run labels, newest first, each in its colour on every page (label_colors)."""
     collections = list(
         collections_list(tenant=tenant).annotate(page_count=count_of(Page, "document__collection"))
     )
@@ -114,7 +115,8 @@ def home_collections(*, tenant: Tenant) -> list[CollectionSummary]:
         summary.latest_runs.sort(key=lambda r: (r.created_at, r.label), reverse=True)
         summary.more_labels = max(0, len(summary.latest_runs) - HOME_LABELS)
         del summary.latest_runs[HOME_LABELS:]
-        colors = charts.distinct_colors([r.label for r in summary.latest_runs])
+    colors = tenant_label_colors(tenant)
+    for summary in summaries.values():
         for run in summary.latest_runs:
             run.color = colors[run.label]
     return list(summaries.values())

@@ -337,8 +337,30 @@ def _job_result_url(job: Job) -> str | None:
     return reverse("home")
 
 
+def _job_unit(job: Job) -> str:
+    """What a job's progress counts."""
+    if job.kind == GoldenJobKind.GENERATE:
+        return "pages checked"
+    return "answers" if job.kind == EvaluationJobKind.EVALUATE_ANSWERS else "question searches"
+
+
+def _job_count_text(job: Job) -> str:
+    """The line under a job's bar, said from its status (the page and its poll show the same): a running job
+    that has not counted its work yet is starting, not waiting."""
+    if job.progress_total:
+        return f"{job.progress_done} of {job.progress_total} {_job_unit(job)}"
+    words: dict[str, str] = {
+        JobStatus.QUEUED: "Waiting for a worker to start it.",
+        JobStatus.RUNNING: "Started: counting the work.",
+        JobStatus.CANCELLED: "The job was cancelled.",
+        JobStatus.COMPLETED: "Done.",
+    }
+    return words.get(job.status, "")
+
+
 def _job_state(job: Job) -> dict[str, Any]:
     return {
+        "count_text": _job_count_text(job),
         "job_id": str(job.pk),
         "kind": job.kind,
         "status": job.status,

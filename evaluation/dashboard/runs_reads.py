@@ -8,7 +8,7 @@ import io
 import json
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -18,7 +18,6 @@ from django.db.models import QuerySet
 
 from evalsite.tenancy.models import Tenant
 from evaluation.answers.verdicts import PASS
-from evaluation.dashboard import charts
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
 from evaluation.retrieval.diagnosis import retrieval_diagnosis
@@ -76,13 +75,13 @@ class RunRow:
     color: str
 
 
-def run_rows(runs: Iterable[EvaluationRun]) -> list[RunRow]:
+def run_rows(runs: Iterable[EvaluationRun], colors: Mapping[str, str]) -> list[RunRow]:
     return [
         RunRow(
             run,
             headline_metrics(run.kind, run.ks, run.metrics),
             format_duration(run.duration_ms),
-            charts.label_color(run.label),
+            colors[run.label],
         )
         for run in runs
     ]
@@ -310,7 +309,7 @@ def run_trec(run: EvaluationRun) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def batch_siblings(*, tenant: Tenant, run: EvaluationRun) -> list[dict[str, Any]]:
+def batch_siblings(*, tenant: Tenant, run: EvaluationRun, colors: Mapping[str, str]) -> list[dict[str, Any]]:
     """The other runs of a run's batch (its configurations side by side), by label, with their colours."""
     siblings = (
         EvaluationRun.objects.filter(tenant=tenant, batch_id=run.batch_id)
@@ -318,7 +317,7 @@ def batch_siblings(*, tenant: Tenant, run: EvaluationRun) -> list[dict[str, Any]
         .order_by("label")
         .values_list("pk", "label")
     )
-    return [{"pk": pk, "label": label, "color": charts.label_color(label)} for pk, label in siblings]
+    return [{"pk": pk, "label": label, "color": colors[label]} for pk, label in siblings]
 
 
 def run_collections_present(*, tenant: Tenant, run: EvaluationRun) -> list[str]:

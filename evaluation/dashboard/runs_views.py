@@ -16,7 +16,6 @@ from django.views.decorators.http import require_GET
 
 from evalsite.tenancy.models import Tenant
 from evaluation.answers.verdicts import DIAGNOSIS_MEANING, PASS
-from evaluation.dashboard import charts
 from evaluation.dashboard.answer_question_reads import answer_view
 from evaluation.dashboard.answer_runs_reads import (
     ANSWER_QUESTIONS_PER_PAGE,
@@ -36,6 +35,7 @@ from evaluation.dashboard.common_views import (
 )
 from evaluation.dashboard.compare_reads import MAX_COMPARE_RUNS
 from evaluation.dashboard.forms import AnswerQuestionFilterForm, RunFilterForm
+from evaluation.dashboard.label_colors import tenant_label_colors
 from evaluation.dashboard.runs_reads import (
     RUN_QUESTIONS_PER_PAGE,
     RUNS_PER_PAGE,
@@ -80,7 +80,7 @@ def runs(request: HttpRequest, tenant: Tenant) -> HttpResponse:
         date_to=filters.get("date_to"),
     )
     page = paginate(request, queryset, RUNS_PER_PAGE)
-    rows = run_rows(page.object_list)
+    rows = run_rows(page.object_list, tenant_label_colors(tenant))
     return render(
         request,
         "dashboard/runs.html",
@@ -109,13 +109,14 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
     failures_only = request.GET.get("failures") == "1"
     page, table, question_total, failures = _question_table(request, run, failures_only)
     metrics = [(name, run.metrics[name]) for name in ordered_metrics(run.metrics)]
+    colors = tenant_label_colors(tenant)
     return render(
         request,
         "dashboard/run.html",
         {
             "tenant": tenant,
             "run": run,
-            "color": charts.label_color(run.label),
+            "color": colors[run.label],
             "metrics": metrics,
             "config": config_rows(run.config),
             "slices": run_slices(run),
@@ -126,7 +127,7 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
             "failures": failures,
             "failures_only": failures_only,
             "k": run_depth_k(run),
-            "siblings": batch_siblings(tenant=tenant, run=run),
+            "siblings": batch_siblings(tenant=tenant, run=run, colors=colors),
             "diagnoses": RETRIEVAL_DIAGNOSIS_MEANING,
         },
     )
@@ -205,13 +206,14 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
     params = data.copy()
     params.pop("failures", None)
     params.pop("page", None)
+    colors = tenant_label_colors(tenant)
     return render(
         request,
         "dashboard/answer_run.html",
         {
             "tenant": tenant,
             "run": run,
-            "color": charts.label_color(run.label),
+            "color": colors[run.label],
             "overview": answer_overview(run, diagnoses),
             "form": form,
             "filters": filters,
@@ -223,7 +225,7 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
             "diagnosis_counts": diagnoses,
             "outcome_counts": outcomes,
             "diagnoses": DIAGNOSIS_MEANING,
-            "siblings": batch_siblings(tenant=tenant, run=run),
+            "siblings": batch_siblings(tenant=tenant, run=run, colors=colors),
             "slices": run_slices(run),
             "subset": subset_text(run.config if isinstance(run.config, dict) else {}),
         },
@@ -250,7 +252,7 @@ def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int)
     context = {
         "tenant": tenant,
         "run": run,
-        "color": charts.label_color(run.label),
+        "color": tenant_label_colors(tenant)[run.label],
         "result": result,
         "diagnosis": diagnosis,
         "ranked": ranked,

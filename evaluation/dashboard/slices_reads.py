@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluation.dashboard import charts
-from evaluation.dashboard.common_reads import default_metric, metric_scale, ordered_metrics
+from evaluation.dashboard.common_reads import config_value, default_metric, metric_scale, ordered_metrics
 from evaluation.models import EvaluationRun
 from evaluation.runs.slices import ANSWERABLE, ORIGIN, TAG, Subset, slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
@@ -72,8 +72,11 @@ def subset_text(config: Mapping) -> str:
 
 
 def config_rows(config: Mapping) -> list[tuple[str, object]]:
-    """A run's configuration as (field, value) rows for its page, the subset said in words."""
-    rows: list[tuple[str, object]] = [(k, v) for k, v in config.items() if k not in ("label", "subset")]
+    """A run's configuration as (field, value) rows for its page, each value as a reader says it (config_value),
+    the subset in words."""
+    rows: list[tuple[str, object]] = [
+        (k, config_value(k, v)) for k, v in config.items() if k not in ("label", "subset")
+    ]
     if subset_text(config):
         rows.append(("subset", subset_text(config)))
     return sorted(rows)
@@ -102,10 +105,15 @@ class CompareSlices:
 
 
 def compare_slices(
-    runs: Sequence[EvaluationRun], names: Sequence[str], metric: str | None = None
+    runs: Sequence[EvaluationRun],
+    names: Sequence[str],
+    metric: str | None = None,
+    *,
+    label_colors: Mapping[str, str],
 ) -> CompareSlices | None:
     """One metric per slice across the runs (`names`: the runs' series names), with a grouped bar chart; None
-    when no run has slices. `metric`: the one asked for, if the slices have it, else the page's default."""
+    when no run has slices. `metric`: the one asked for, if the slices have it, else the page's default.
+    `label_colors`: the tenant's (evaluation.dashboard.label_colors)."""
     stored = [run.slices or {} for run in runs]
     metric_names = ordered_metrics(n for slices in stored for n in slice_metric_names(slices))
     if not metric_names:
@@ -133,6 +141,7 @@ def compare_slices(
         [f"{line.kind}:{line.name}" for line in lines],
         chosen,
         top=metric_scale(chosen),
+        colors={name: label_colors[run.label] for run, name in zip(runs, names, strict=True)},
     )
     return CompareSlices(chosen, metric_names, lines, charts.figure_html(figure, "slices-chart"))
 

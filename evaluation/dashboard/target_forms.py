@@ -7,10 +7,44 @@ import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 
 from evaluation.dashboard.forms import DashboardForm
 from evaluation.models import TargetKind
 from evaluation.targets.definitions import secret_header_lines
+from evaluation.targets.kinds import ELASTICSEARCH, HTTP, LMKIT, PYTHON, RAG_HTTP
+
+# A python target's example when the server lists no callable (EVALSITE_PYTHON_TARGETS): the form says so.
+PYTHON_EXAMPLE = "mypackage.search.top_k"
+
+
+def kind_examples() -> list[dict[str, Any]]:
+    """A working example per kind for the form's help (docs/evaluation.md, "Evaluate your own system"): its base
+    URL and options, accepted by the same checks as a target saved (tests/dashboard/test_target_pages.py)."""
+    listed = list(settings.EVALSITE_PYTHON_TARGETS)
+    examples: list[tuple[str, str, dict[str, Any], str]] = [
+        (LMKIT, "https://search.example.com", {"collection_id": "clapnq", "search_type": "Hybrid",
+         "params": {"rerank": True}}, "Another LMKIT One-compatible server (another evalsite is one)."),
+        (ELASTICSEARCH, "https://es.example.com:9200", {"index": "docs", "fields": ["title^2", "body"],
+         "id_field": "doc_id"}, "Elasticsearch or OpenSearch: a multi_match over the fields; the id from _id, or "
+         "from a _source field with id_field."),
+        (HTTP, "https://search.example.com/retrieve", {"request_template": {"q": "{{query}}", "k": "{{top_k}}"},
+         "response_mapping": {"ids": "matches[].doc_id", "scores": "matches[].score"}},
+         "Any JSON endpoint that ranks: {{query}}, {{top_k}}, {{question_id}} are filled in; the answer is read "
+         "with JMESPath (ids required)."),
+        (RAG_HTTP, "https://rag.example.com/answer", {"request_template": {"question": "{{query}}"},
+         "response_mapping": {"answer": "answer", "passage_ids": "sources[].id",
+         "passage_texts": "sources[].text"}}, "A system that answers (answer evaluations): answer required; "
+         "the passages it used, optional."),
+        (PYTHON, "", {"callable": listed[0] if listed else PYTHON_EXAMPLE},
+         "A callable (query, top_k) -> [(document_id, score), ...] in the server's process; only those "
+         "EVALSITE_PYTHON_TARGETS lists may load"
+         + (f" (this server lists {', '.join(listed)})." if listed else " (this server lists none).")),
+    ]  # fmt: skip
+    return [
+        {"kind": kind, "base_url": url, "options": json.dumps(options, indent=2), "note": note}
+        for kind, url, options, note in examples
+    ]
 
 
 class JSONObjectField(forms.JSONField):
@@ -21,6 +55,8 @@ class JSONObjectField(forms.JSONField):
         super().__init__(*args, **kwargs)
 
     def prepare_value(self, value):
+        if value is None or value == {}:  # nothing stored: an empty box (blank is read as {}), never "null"
+            return ""
         if isinstance(value, dict):  # shown indented: options are read and edited by people
             return json.dumps(value, indent=2, ensure_ascii=False)
         return super().prepare_value(value)
@@ -81,8 +117,8 @@ class TargetForm(DashboardForm):
     options = JSONObjectField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 8, "class": "mono", "spellcheck": "false"}),
-        help_text="What the kind needs (docs/evaluation.md, “Evaluate your own system”): e.g. "
-        '{"index": "docs", "fields": ["title", "body"]} for elasticsearch.',
+        help_text="What the kind needs, as JSON: an example per kind below "
+        "(docs/evaluation.md, “Evaluate your own system”, says every option).",
     )
 
     def clean_secret_headers(self) -> dict[str, str | None]:

@@ -12,7 +12,7 @@ from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard.common_views import tenant_page
-from evaluation.dashboard.target_forms import TargetForm, TargetTestForm
+from evaluation.dashboard.target_forms import TargetForm, TargetTestForm, kind_examples
 from evaluation.models import Target, TargetKind
 from evaluation.targets import services as target_services
 
@@ -115,6 +115,7 @@ def _page(request, tenant, target, form, test_form, result=None) -> HttpResponse
             "form": form,
             "test_form": test_form,
             "result": result,
+            "examples": kind_examples(),
             "nav_section": "targets",
         },
         status=400 if bound_errors else 200,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -23,6 +23,7 @@ from evaluation.dashboard.common_reads import (
     metric_scale,
     ordered_metrics,
 )
+from evaluation.dashboard.label_colors import tenant_label_colors
 from evaluation.models import EvaluationRun, RunKind
 from goldenset.models import Collection
 from goldenset.vocabulary.metric_names import ANSWER_METRICS
@@ -67,16 +68,17 @@ class TrendLabel:
 _TREND_CHARTS = Memo(16)
 
 
-def _trend_chart(points: list[charts.TrendPoint], metric: str) -> str:
+def _trend_chart(points: list[charts.TrendPoint], metric: str, colors: Mapping[str, str]) -> str:
+    used = sorted({(p.label, colors[p.label]) for p in points})
     digest = hashlib.sha256(
         repr(
-            (metric, [(p.run_id, p.label, p.value, p.created_at.isoformat(), p.url) for p in points])
+            (metric, used, [(p.run_id, p.label, p.value, p.created_at.isoformat(), p.url) for p in points])
         ).encode()
     ).hexdigest()
     html: str | None = _TREND_CHARTS.get(digest)
     if html is None:
         html = charts.figure_html(
-            charts.trends_figure(points, metric, scale=metric_scale(metric)), "trends-chart"
+            charts.trends_figure(points, metric, scale=metric_scale(metric), colors=colors), "trends-chart"
         )
         _TREND_CHARTS.put(digest, html)
     return html
@@ -155,8 +157,9 @@ def trend_report(
     )
     points = []
     labels: dict[str, TrendLabel] = {}
+    colors = tenant_label_colors(tenant)
     for pk, label, created_at, value in rows:
-        summary = labels.setdefault(label, TrendLabel(label, charts.label_color(label), 0, None, None, False))
+        summary = labels.setdefault(label, TrendLabel(label, colors[label], 0, None, None, False))
         summary.points += 1
         if value is not None:
             summary.latest_value, summary.latest_run = value, pk
@@ -181,6 +184,6 @@ def trend_report(
         "scale": metric_scale(chosen) if chosen else 1.0,
         "points": sum(1 for p in points if p.value is not None),
         "labels": sorted(labels.values(), key=lambda s: s.label),
-        "chart": _trend_chart(points, chosen) if drawn and chosen else "",
+        "chart": _trend_chart(points, chosen, colors) if drawn and chosen else "",
         "cap": TREND_POINTS_PER_LABEL,
     }

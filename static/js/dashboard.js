@@ -37,6 +37,31 @@
     });
   });
 
+  // A target's form: the example of the kind chosen is marked (every example stays readable).
+  var examples = document.getElementById("kind-examples");
+  var kindSelect = document.querySelector("form select[name=kind]");
+  if (examples && kindSelect) {
+    var mark = function () {
+      examples.querySelectorAll("[data-kind-example]").forEach(function (item) {
+        item.classList.toggle("chosen", item.dataset.kindExample === kindSelect.value);
+      });
+    };
+    kindSelect.addEventListener("change", mark);
+    mark();
+  }
+
+  // A table wider than its box scrolls inside it: the side with more to see fades (more-right, more-left).
+  document.querySelectorAll(".table-wrap").forEach(function (wrap) {
+    var cue = function () {
+      var hidden = wrap.scrollWidth - wrap.clientWidth;
+      wrap.classList.toggle("more-right", hidden > 1 && wrap.scrollLeft < hidden - 1);
+      wrap.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+    };
+    wrap.addEventListener("scroll", cue, {passive: true});
+    window.addEventListener("resize", cue);
+    cue();
+  });
+
   // Runs: count the ticked runs; the compare button needs two or more.
   var compareForm = document.getElementById("compare-form");
   if (compareForm) {
@@ -110,7 +135,6 @@
     var error = job.querySelector("[data-job-error]");
     var result = job.querySelector("[data-job-result]");
     var cancel = job.querySelector("[data-job-cancel]");
-    var unit = job.dataset.unit || "question searches";
     var started = Date.now();
     var interval = parseInt(job.dataset.pollMs || "500", 10);
     var failures = 0;
@@ -124,9 +148,7 @@
           failures = 0;
           status.textContent = state.status;
           bar.value = state.progress;
-          if (state.total) {
-            count.textContent = state.done + " of " + state.total + " " + unit + " (" + Math.round(state.progress * 100) + "%)";
-          }
+          count.textContent = state.count_text;  // the server's words for the status, as the page first said them
           hint.hidden = !(state.status === "Queued" && Date.now() - started > 5000);
           if (state.finished && job.dataset.reloadWhenFinished === "true") {
             if (state.status === "Completed") { bar.value = 1; }
@@ -143,7 +165,6 @@
           if (state.finished) {
             if (cancel) { cancel.hidden = true; }
             if (state.error) { error.textContent = state.error; error.hidden = false; }
-            else if (state.status === "Cancelled") { count.textContent = "The job was cancelled."; }
             return;
           }
           window.setTimeout(poll, interval);

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluation.dashboard import runs_views
-from evaluation.models import QuestionResult
+from evaluation.models import EvaluationRun, QuestionResult
 from tests.dashboard.answer_runs_support import (
     JUDGED,
     make_answer_run,
@@ -62,9 +62,9 @@ def test_an_answer_runs_header_shows_score_mode_metrics_refusal_diagnoses_usage_
         "model": "qwen2.5:7b",
         "judge": "llama3.1:8b",
         "groundedness": "Medium",
-        "passages (top k)": 2,
+        "passages (top k)": "2",
         "search type": "FullText",
-        "rerank": None,
+        "rerank": "off",
         "BM25": "lucene",
     }
     assert "faithfulness ≥ 0.6" in text
@@ -183,9 +183,9 @@ def test_an_answer_run_page_costs_a_fixed_number_of_queries(
     alice, world, answer_batch, django_assert_max_num_queries
 ):
     alice.get(reverse("home"))
-    with django_assert_max_num_queries(8):  # one of them: whether the collection has human labels
+    with django_assert_max_num_queries(9):  # of them: whether the collection has human labels; label colours
         alice.get(run_url(answer_batch.judged, "?diagnosis=generation"))
-    with django_assert_max_num_queries(10):
+    with django_assert_max_num_queries(11):  # +1: the tenant's label colours
         alice.get(reverse("dashboard:run-question", args=[answer_batch.judged.pk, 1]))
 
 
@@ -252,3 +252,23 @@ def test_an_answer_run_page_reads_the_judgements_of_its_own_page_only(alice, wor
     reads = [n for n in nodes(plan) if n.get("Parent Relationship") == "SubPlan"]
     assert reads
     assert all(n["Actual Loops"] <= 100 for n in reads), reads
+
+
+def test_configuration_values_read_as_words_on_answer_and_retrieval_run_pages(
+    alice, world, answer_batch, batch
+):
+    """A flag is "on" or "off", never Python's True or False; a run without a reranker says "rerank off"."""
+    run = answer_batch.judged
+    config = {**run.config, "rerank": False, "unanswerable_in_golden_set": True, "tags": ["policy", "faq"]}
+    EvaluationRun.objects.filter(pk=run.pk).update(config=config)
+    answer_page = text_of(alice.get(run_url(run)))
+    assert "rerank off" in answer_page and "unanswerable_in_golden_set on" in answer_page
+    assert "tags policy, faq" in answer_page
+    retrieval = batch.runs[0]
+    EvaluationRun.objects.filter(pk=retrieval.pk).update(
+        config={**retrieval.config, "rerank": None, "x": False}
+    )
+    retrieval_page = text_of(alice.get(run_url(retrieval)))
+    assert "rerank off" in retrieval_page and "x off" in retrieval_page
+    for text in (answer_page, retrieval_page):
+        assert not re.search(r"\b(True|False|None)\b", text), text

@@ -12,6 +12,7 @@ from django.urls import reverse
 from evaluation.answers import judge
 from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import evaluate_answers
+from evaluation.dashboard.calibration_views import apply_note
 from evaluation.models import HumanLabel, JudgeThreshold
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
@@ -144,3 +145,34 @@ def test_the_tab_says_what_kind_of_answers_the_default_cut_was_chosen_on(alice, 
     note = text_of(page)
     assert f"supported when its support score is {judge.SUPPORT_MIN} or more. That cut was chosen on" in note
     assert "chosen on abstractive answers" in note and "LFQA-Verification" in note
+
+
+def test_a_section_without_an_apply_button_says_why(alice, world):
+    """The demo's labels judge statements: they offer no Apply, and the section says why; answer labels of a
+    metric the pass rule does not threshold, or all passed, say theirs."""
+    add_entries(
+        world.collection, *(services.EntryInput(question=f"Refund days {i}?", key=f"s{i}") for i in range(3))
+    )
+    rows = [
+        {"question_id": f"s{i}", "rater": "ann", "metric": "faithfulness", "label": label, "answer": COPY + " " + OFF,
+         "passages": REFUNDS, "statement": statement}
+        for i, (label, statement) in enumerate((("supported", COPY), ("not supported", OFF), ("supported", COPY)))
+    ] + [
+        {"question_id": f"s{i}", "rater": "ann", "metric": "answer_relevancy", "label": "pass", "answer": COPY,
+         "passages": REFUNDS} for i in range(2)
+    ]  # fmt: skip
+    url = reverse("dashboard:collection-calibration", args=["handbook"])
+    assert alice.post(url, {"file": label_file(rows)}).status_code == 302
+    page = alice.get(url)
+    sections = {(s["metric"], s["level"]): s for s in page.context["sections"]}
+    statement = sections[("faithfulness", "statement")]
+    assert not any(row["can_apply"] for row in statement["rows"])
+    text = text_of(page)
+    assert "Apply" not in text.replace("Apply sets", "")  # no button anywhere on this page
+    assert "these labels judge single statements" in statement["apply_note"]
+    assert f"supported at {judge.SUPPORT_MIN:g}" in text
+    assert "people passed all or none" in sections[("answer_relevancy", "question")]["apply_note"]
+    assert text.count("No threshold to apply") == 2
+    # A metric the pass rule does not threshold (context recall: the heuristic does not judge it from labels).
+    unthresholded = apply_note("context_recall", "question", [{"can_apply": False, "applied": None}])
+    assert "the pass rule does not threshold context_recall" in unthresholded

@@ -5,12 +5,8 @@ No database: figures are built from plain dataclasses.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
@@ -18,11 +14,11 @@ import pytest
 from evaluation.dashboard.charts import (
     PALETTE,
     CompareSeries,
+    LabelColors,
     TrendPoint,
+    color_at,
     compare_figure,
     figure_html,
-    label_color,
-    recolor_by_label,
     trends_figure,
 )
 
@@ -51,88 +47,39 @@ def make_points() -> list[TrendPoint]:
     return points
 
 
-def clashing_labels() -> tuple[str, str]:
-    """Two labels that hash to the same palette colour (there are only len(PALETTE) colours)."""
-    first_by_color: dict[str, str] = {}
-    for i in range(1000):
-        label = f"config-{i}"
-        color = label_color(label)
-        if color in first_by_color:
-            return first_by_color[color], label
-        first_by_color[color] = label
-    raise AssertionError("no clash found")
-
-
 # --- colours ---------------------------------------------------------------------------------------------------
 
 
-def test_label_color_is_a_stable_palette_colour() -> None:
+def test_label_colors_give_each_label_its_own_colour_in_the_order_given() -> None:
     assert len(set(PALETTE)) == len(PALETTE) >= 8
     assert all(re.fullmatch(r"#[0-9A-F]{6}", color) for color in PALETTE)
-    for label in [*LABELS, "", "é-ü unicode", "x" * 500]:
-        assert label_color(label) in PALETTE
-        assert label_color(label) == label_color(label)
-    assert len({label_color(f"config-{i}") for i in range(200)}) == len(PALETTE)  # the hash spreads labels
-
-
-def test_label_color_is_pinned_across_releases() -> None:
-    """sha256-based, so fixed forever: a change here would recolour every configuration on every page."""
-    assert label_color("bm25") == "#999933"
-    assert label_color("vector-minilm") == "#CC6677"
-    assert label_color("hybrid-rrf") == "#88CCEE"
-
-
-def test_label_color_is_the_same_in_another_process() -> None:
-    """hash() of a str changes per process (PYTHONHASHSEED); label_color must not."""
-    code = "from evaluation.dashboard.charts import label_color; print(label_color('hybrid-rrf'), label_color('bm25'))"
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    root = Path(__file__).resolve().parents[2]
-    output = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=root
-    ).stdout.split()
-    assert output == [label_color("hybrid-rrf"), label_color("bm25")]
+    labels = [f"config-{i}" for i in range(60)]
+    colors = LabelColors(labels)
+    assert [colors[label] for label in labels[: len(PALETTE)]] == list(PALETTE)  # the palette first
+    assert len(set(colors.values())) == len(labels)  # then generated colours, none repeated
+    assert all(re.fullmatch(r"#[0-9A-F]{6}", colors[label]) for label in labels)
+    assert LabelColors(labels) == colors  # the same order, the same colours
+    assert colors["a label not given"] not in [colors[label] for label in labels]  # the next free one
+    assert color_at(len(PALETTE)) not in PALETTE
 
 
 def test_same_label_has_the_same_colour_in_both_figures() -> None:
-    compare = compare_figure(make_series(), METRICS)
-    trends = trends_figure(make_points(), "ndcg@10")
+    colors = LabelColors(["hybrid-rrf", "bm25", "vector"])
+    compare = compare_figure(make_series(), METRICS, colors=colors)
+    trends = trends_figure(make_points(), "ndcg@10", colors=colors)
     bar_colors = {trace.name: trace.marker.color for trace in compare.data}
     line_colors = {trace.name: trace.line.color for trace in trends.data}
     marker_colors = {trace.name: trace.marker.color for trace in trends.data}
-    expected = {label: label_color(label) for label in LABELS}
+    expected = {label: colors[label] for label in LABELS}
     assert bar_colors == line_colors == marker_colors == expected
-    again = compare_figure(list(reversed(make_series())), METRICS)  # order of series does not change colours
+    again = compare_figure(
+        list(reversed(make_series())), METRICS, colors=colors
+    )  # the series' order: no matter
     assert {trace.name: trace.marker.color for trace in again.data} == expected
-
-
-def test_labels_sharing_a_colour_are_told_apart_by_pattern_and_dash() -> None:
-    first, second = clashing_labels()
-    series = [
-        CompareSeries(label, {"ndcg@10": 0.5}, {"ndcg@10": (0.4, 0.6)}, 10)
-        for label in ("other", first, second)
-    ]
-    bars = {trace.name: trace for trace in compare_figure(series, ["ndcg@10"]).data}
-    assert bars[first].marker.color == bars[second].marker.color == label_color(first)
-    assert bars[first].marker.pattern.shape == "" and bars[second].marker.pattern.shape != ""
-    points = [TrendPoint(label, datetime(2025, 1, 1), 0.5, 1, "/runs/1/") for label in (first, second)]
-    lines = {trace.name: trace for trace in trends_figure(points, "ndcg@10").data}
-    assert lines[first].line.dash == "solid" and lines[second].line.dash != "solid"
-
-
-def test_recolor_by_label_colours_series_by_their_runs_label() -> None:
-    """Compare names repeated labels with a date; each bar still takes its label's colour, and bars of one
-    colour are told apart by pattern."""
-    first, second = clashing_labels()
-    names = ["bm25 (2025-01-01 10:00, a1b2c3)", "bm25 (2025-01-02 10:00, d4e5f6)", first, second]
-    labels = ["bm25", "bm25", first, second]
-    series = [CompareSeries(name, {"mrr": 0.5}, {"mrr": (0.4, 0.6)}, 10) for name in names]
-    fig = compare_figure(series, ["mrr"])
-    recolor_by_label(fig, labels)
-    assert [trace.marker.color for trace in fig.data] == [label_color(label) for label in labels]
-    shapes = [trace.marker.pattern.shape for trace in fig.data]
-    assert shapes[0] == "" and shapes[1] != "" and shapes[2] == "" and shapes[3] != ""
-    with pytest.raises(ValueError):
-        recolor_by_label(fig, labels[:2])  # one label per trace
+    alone = compare_figure(
+        make_series(), METRICS
+    )  # without the page's mapping: distinct, in the series' order
+    assert [trace.marker.color for trace in alone.data] == list(PALETTE[:3])
 
 
 def test_figures_carry_their_template_resolved_for_plotly_js() -> None:
@@ -272,5 +219,5 @@ def test_labels_are_escaped_for_display_and_cannot_break_out_of_the_script() -> 
     series = [CompareSeries(label, {"mrr@10": 0.5}, {"mrr@10": (0.4, 0.6)}, 3)]
     fig = compare_figure(series, ["mrr@10"])
     assert fig.data[0].name == "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
-    assert fig.data[0].marker.color == label_color(label)  # the colour is from the raw label
+    assert fig.data[0].marker.color == PALETTE[0]
     assert "<script>alert" not in figure_html(fig, "evil")

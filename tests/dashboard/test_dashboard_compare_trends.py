@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from evaluation.dashboard import charts, trends_reads
+from evaluation.dashboard import trends_reads
+from evaluation.dashboard.label_colors import tenant_label_colors
 from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.runs import stats
 from tests.dashboard.conftest import compare_url, make_runs
@@ -33,7 +34,7 @@ def test_compare_a_batch_shows_every_metric_with_intervals_and_pairwise_tests(al
             assert mean == np.mean(values[metric])  # the run's own mean, over the same questions
             assert ci == pytest.approx(stats.bootstrap_ci(values[metric], confidence=0.95), abs=1e-12)
             assert ci[0] <= mean <= ci[1]
-        assert row.color == charts.label_color(run.label)
+        assert row.color == tenant_label_colors(run.tenant)[run.label]
     pairs = [(p.name_a, p.name_b) for p in context["pair_rows"]]
     assert pairs == [("fulltext", "vector"), ("fulltext", "hybrid"), ("vector", "hybrid")]
     for pair in context["pair_rows"]:

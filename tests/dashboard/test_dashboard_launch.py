@@ -53,6 +53,7 @@ def test_launching_creates_a_job_that_runs_to_completed(
     progress = alice.get(reverse("dashboard:job-progress", args=[job.pk])).json()
     batch_id = job.result["batch_id"]
     assert progress == {
+        "count_text": f"{job.progress_total} of {job.progress_total} question searches",
         "job_id": str(job.pk),
         "kind": "Evaluate",
         "status": "Completed",
@@ -145,3 +146,27 @@ def test_another_tenants_collection_cannot_be_chosen(alice, world, golden):
     page = alice.post(reverse("dashboard:launch"), launch_data([{"enabled": True}], collections=("nope",)))
     assert page.status_code == 400 and "collections" in page.context["form"].errors
     assert not Job.objects.exists()
+
+
+def test_the_job_page_says_what_its_status_says(alice, world):
+    """A running job that has not counted its work is starting, never "waiting to start"; the page and its poll
+    say the same words, for every status."""
+    from django.utils import timezone
+
+    from tests.dashboard.conftest import text_of
+
+    expected = {
+        JobStatus.QUEUED: ({}, "Waiting for a worker to start it."),
+        JobStatus.RUNNING: ({"heartbeat_at": timezone.now()}, "Started: counting the work."),
+        "counted": ({"status": JobStatus.RUNNING, "progress_done": 3, "progress_total": 12,
+                     "heartbeat_at": timezone.now()}, "3 of 12 question searches"),
+        JobStatus.CANCELLED: ({}, "The job was cancelled."),
+    }  # fmt: skip
+    for status, (fields, words) in expected.items():
+        job = Job.objects.create(tenant=world.tenant, kind=EvaluationJobKind.EVALUATE)
+        Job.objects.filter(pk=job.pk).update(**{"status": status, **fields})
+        page = text_of(alice.get(reverse("dashboard:job", args=[job.pk])))
+        state = alice.get(reverse("dashboard:job-progress", args=[job.pk])).json()
+        assert state["count_text"] == words, status
+        assert f"Status: {state['status']}" in page and words in page, (status, page[200:600])
+        assert "waiting" not in page.lower() or state["status"] == JobStatus.QUEUED, page

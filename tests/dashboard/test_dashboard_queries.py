@@ -30,10 +30,10 @@ def many_runs(world, alice):
 
 
 def test_the_runs_page_is_bounded(alice, world, many_runs, django_assert_max_num_queries):
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):  # +1: the tenant's label colours (label_colors)
         response = alice.get(reverse("dashboard:runs"))
     assert len(response.context["rows"]) == 50
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         alice.get(
             reverse("dashboard:runs") + "?collection=handbook&label=fulltext&page=2&date_from=2000-01-01"
         )
@@ -42,13 +42,13 @@ def test_the_runs_page_is_bounded(alice, world, many_runs, django_assert_max_num
 def test_compare_of_five_runs_is_bounded(alice, world, many_runs, django_assert_max_num_queries):
     _, scored = many_runs
     url = reverse("dashboard:compare") + "?" + "&".join(f"run={r.pk}" for r in scored)
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):  # +1: the tenant's label colours (label_colors)
         response = alice.get(url)
     assert response.context["questions"] == 200 and len(response.context["series_rows"]) == 5
 
 
 def test_trends_are_bounded(alice, world, many_runs, django_assert_max_num_queries):
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):  # +1: the tenant's label colours (label_colors)
         response = alice.get(reverse("dashboard:trends") + "?metric=ndcg@10")
     assert response.context["points"] == 65
 
@@ -61,17 +61,17 @@ def test_home_costs_the_same_with_more_runs_and_collections(alice, world, django
     make_runs(world.tenant, world.collection, 30, labels=("a", "b", "c", "d"))
     make_runs(world.tenant, other, 30, labels=("x", "y"))
     assert count_queries(alice, reverse("home")) == few
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):  # +1: the tenant's label colours (label_colors)
         alice.get(reverse("home"))
 
 
 def test_a_run_with_200_questions_is_bounded(alice, world, many_runs, django_assert_max_num_queries):
     _, scored = many_runs
-    with django_assert_max_num_queries(6):
+    with django_assert_max_num_queries(7):  # +1: the tenant's label colours (label_colors)
         response = alice.get(reverse("dashboard:run", args=[scored[0].pk]))
     assert response.context["question_total"] == 200
     assert response.content.decode().count('<td class="diag">') == 100  # a page of them
-    with django_assert_max_num_queries(9):
+    with django_assert_max_num_queries(10):
         alice.get(reverse("dashboard:run-question", args=[scored[0].pk, 101]))
 
 

@@ -3,6 +3,7 @@ mixing a target with a built-in configuration; the run and compare pages showing
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -10,7 +11,9 @@ import pytest
 from django.urls import reverse
 
 from evalsite.jobs.models import Job
-from evaluation.models import EvaluationRun, Target
+from evaluation.dashboard.target_forms import PYTHON_EXAMPLE, TargetForm, kind_examples
+from evaluation.models import EvaluationRun, Target, TargetKind
+from evaluation.targets.services import target_check
 from tests.dashboard.conftest import launch_data, text_of
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
@@ -186,3 +189,36 @@ def test_a_url_into_the_servers_network_is_refused_on_the_form(alice, settings):
     bad = alice.post(reverse("dashboard:target-new"), target_form("http://169.254.169.254"))
     assert bad.status_code == 400 and "Link-local address not allowed" in text_of(bad)
     assert not Target.objects.exists()
+
+
+def test_the_new_target_form_shows_empty_boxes_and_an_example_per_kind_that_validates(alice, settings):
+    page = alice.get(reverse("dashboard:target-new"))
+    boxes = re.findall(r'<textarea name="(\w+)"[^>]*>(.*?)</textarea>', page.content.decode(), re.S)
+    assert {name: value.strip() for name, value in boxes} == {
+        "headers": "",
+        "secret_headers": "",
+        "options": "",
+    }
+    shown = page.context["examples"]
+    assert [e["kind"] for e in shown] == list(TargetKind.values)  # every kind, each on the page
+    for example in shown:
+        assert f'data-kind-example="{example["kind"]}"' in page.content.decode()
+    settings.EVALSITE_PYTHON_TARGETS = [PYTHON_EXAMPLE]  # the example names a callable the operator lists
+    for example in kind_examples():
+        form = TargetForm(
+            {"name": f"ex-{example['kind']}", "kind": example["kind"], "base_url": example["base_url"],
+             "options": example["options"], "timeout_s": "30", "concurrency": "4"}
+        )  # fmt: skip
+        assert form.is_valid(), (example["kind"], form.errors)
+        data = form.as_data(creating=True)
+        checked = target_check(data["kind"], data["options"], data["base_url"])
+        assert checked == json.loads(example["options"]), example
+        created = alice.post(
+            reverse("dashboard:target-new"),
+            {**target_form("", name=f"ex-{example['kind']}", kind=example["kind"], base_url=example["base_url"],
+                           options=example["options"], headers="", secret_headers="")},
+        )  # fmt: skip
+        assert created.status_code == 302, (example["kind"], text_of(created))
+    edit = alice.get(reverse("dashboard:target", args=["ex-http"])).content.decode()
+    headers = re.search(r'<textarea name="headers"[^>]*>(.*?)</textarea>', edit, re.S)
+    assert headers and headers.group(1).strip() == ""  # {} stored: an empty box, never "null"

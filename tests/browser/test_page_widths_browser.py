@@ -1,0 +1,207 @@
+"""Every page of the dashboard's tour at 800 and 1366 px wide, in a real browser: nothing sticks out of its card
+or container sideways (a wide table scrolls inside its own box, one with overflow-x: auto, which is meant; a
+clipped or protruding one is not), the page itself is no wider than the window, and no console error.
+
+The data is the browser tests' own: the handbook collection with golden entries, a real retrieval batch, the
+answer batch of tests/dashboard/answer_runs_support.py, human labels, a target, a running job and a pool.
+Screenshots go to test-artifacts/screenshots/ as tour-<page>-<width>.png (not committed): look at them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from evalsite.jobs.models import Job, JobStatus
+from evaluation.configs import parse_configs
+from evaluation.judgments.label_import import labels_import
+from evaluation.judgments.labels import read_labels
+from evaluation.judgments.pools import pool_create
+from evaluation.models import EvaluationJobKind
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
+from evaluation.runs.slices import Subset
+from evaluation.targets.services import target_create
+from goldenset import services
+from goldenset.models import Collection
+from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
+from tests.browser.pages import assert_clean, log_in, open_page, watch_requests
+from tests.dashboard.answer_runs_support import make_answer_batch
+from tests.support import add_entries
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WIDTHS = (800, 1366)
+# Tables a laptop's window shows whole, without scrolling sideways: (page, the table's scroller).
+FIT_AT_1366 = {"runs": ".table-wrap:has(table.runs)", "launch": ".table-wrap:has(table.configs)",
+               "launch-answers": ".table-wrap:has(table.answer-configs)"}  # fmt: skip
+
+# A scroller whose content is wider than it says so: a faded edge on the side there is more (class more-right or
+# more-left), gone once scrolled to that end. [scrollers that overflow, those not marked at the start, those
+# still marked at the end]
+SCROLL_CUES = """() => {
+  const wide = [...document.querySelectorAll('main .table-wrap')].filter(w => w.scrollWidth > w.clientWidth + 1);
+  const unmarked = wide.filter(w => !w.classList.contains('more-right') || w.classList.contains('more-left'));
+  wide.forEach(w => { w.scrollLeft = w.scrollWidth; w.dispatchEvent(new Event('scroll')); });
+  const stuck = wide.filter(w => w.classList.contains('more-right') || !w.classList.contains('more-left'));
+  wide.forEach(w => { w.scrollLeft = 0; w.dispatchEvent(new Event('scroll')); });
+  return [wide.length, unmarked.length, stuck.length];
+}"""
+TEXT = "Customers get a full refund within 30 days of purchase."
+
+# Every block that sticks out of itself sideways without being a scroller (overflow-x auto or scroll), and every
+# element whose right edge passes its card's, the page's main column's or the window's (unless a scroller
+# between them takes it in). Plotly's own layers are measured as the chart box they sit in.
+CLIPPED = """() => {
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+    + (typeof e.className === 'string' && e.className ? '.' + e.className.trim().split(/\\s+/).join('.') : '');
+  const found = [];
+  if (document.documentElement.scrollWidth > window.innerWidth + 1) {
+    found.push(`page ${document.documentElement.scrollWidth} > window ${window.innerWidth}`);
+  }
+  for (const e of document.querySelectorAll('main *')) {
+    if (e.closest('.plotly-graph-div') && !e.classList.contains('plotly-graph-div')) continue;
+    if (e.closest('.visually-hidden')) continue;  // clipped on purpose: for screen readers only
+    const style = getComputedStyle(e);
+    if (style.display === 'inline' || style.display === 'none' || style.position === 'fixed') continue;
+    if (e.clientWidth > 0 && !scrolls(e) && e.scrollWidth > e.clientWidth + 1 && !['INPUT', 'SELECT', 'TEXTAREA'].includes(e.tagName)) {
+      found.push(`${name(e)} content ${e.scrollWidth} > box ${e.clientWidth}`);
+      continue;
+    }
+    const box = e.closest('.card, .table-wrap, section, main');
+    const outer = box === e ? e.parentElement.closest('.card, .table-wrap, section, main') : box;
+    if (!outer) continue;
+    let between = e.parentElement, scrolled = false;
+    while (between && between !== outer) { if (scrolls(between)) { scrolled = true; break; } between = between.parentElement; }
+    if (scrolled || scrolls(outer)) continue;
+    const right = e.getBoundingClientRect().right, limit = outer.getBoundingClientRect().right;
+    if (e.getBoundingClientRect().width > 0 && right > limit + 1) {
+      found.push(`${name(e)} right ${Math.round(right)} > ${name(outer)} ${Math.round(limit)}`);
+    }
+  }
+  return [...new Set(found)].slice(0, 8);
+}"""
+
+
+@pytest.fixture
+def tour(handbook_member) -> dict[str, str]:
+    """The tour's pages (name -> path), with data on each."""
+    collection = Collection.objects.get(slug=HANDBOOK)
+    tenant = collection.tenant
+    entries = add_entries(
+        collection,
+        *(
+            services.EntryInput(question=q, expected_document_ids=[d], key=d, tags=["policy"])
+            for d, q in {
+                "refunds": "How long do customers have to get a full refund?",
+                "shipping": "When does express shipping arrive?",
+                "warranty": "What does the two-year warranty cover?",
+            }.items()
+        ),
+    )
+    configs = parse_configs(
+        [
+            {"label": "fulltext lucene with a rather long label", "search_type": "FullText"},
+            {"label": "okapi", "bm25_variant": "okapi"},
+            {"label": "hybrid rrf", "search_type": "Hybrid", "fusion": "Rrf"},
+        ],
+        available_rerankers(),
+    )
+    batch_id, runs = evaluate_retrieval(
+        tenant=tenant, collections=[collection], ks=[1, 5, 10], configs=configs
+    )
+    answers = make_answer_batch(tenant, collection)
+    rows = [
+        {"question_id": f"r{i}", "rater": rater, "metric": "faithfulness", "label": label,
+         "answer": (TEXT if label == "pass" else "Orders ship overnight.") + " " * i,
+         "passages": [{"document_id": "refunds", "title": "Refunds", "text": TEXT}]}
+        for i, label in enumerate(["pass", "pass", "pass", "fail", "fail", "pass"])
+        for rater in ("ann", "bob")
+    ] + [  # statement labels, as the demo's: no Apply, and the section says why
+        {"question_id": f"r{i}", "rater": "ann", "metric": "faithfulness", "label": label, "statement": statement,
+         "answer": TEXT + " Orders ship overnight.", "passages": [{"document_id": "refunds", "title": "Refunds",
+         "text": TEXT}]}
+        for i, (label, statement) in enumerate((("supported", TEXT), ("not supported", "Orders ship overnight.")))
+    ]  # fmt: skip
+    add_entries(
+        collection, *(services.EntryInput(question=f"Refund question {i}?", key=f"r{i}") for i in range(6))
+    )
+    labels_import(
+        tenant=tenant, collection=collection, rows=read_labels(json.dumps(rows).encode()), actor="test"
+    )
+    target_create(
+        tenant=tenant,
+        data={"name": "prod-search", "kind": "http", "base_url": "https://search.example.com/retrieve",
+              "options": {"request_template": {"q": "{{query}}"}, "response_mapping": {"ids": "hits[].id"}}},
+        actor="test",
+    )  # fmt: skip
+    job = Job.objects.create(tenant=tenant, collection=collection, kind=EvaluationJobKind.EVALUATE, input={})
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now() + timedelta(hours=1)
+    )
+    pool = pool_create(
+        tenant=tenant, collection=collection, run_ids=[str(r.pk) for r in runs], depth=10,
+        raters_per_item=1, subset=Subset(), actor="test",
+    )  # fmt: skip
+    run, answer = runs[0], answers.judged
+    return {
+        "home": "/",
+        "collection": f"/collections/{HANDBOOK}/",
+        "golden-entry": f"/collections/{HANDBOOK}/golden/{entries[0].pk}/",
+        "documents": f"/collections/{HANDBOOK}/documents/",
+        "document": f"/collections/{HANDBOOK}/documents/refunds",
+        "generate": f"/collections/{HANDBOOK}/golden/generate/",
+        "review": f"/collections/{HANDBOOK}/golden/review/",
+        "activity": f"/collections/{HANDBOOK}/activity/",
+        "calibration": f"/collections/{HANDBOOK}/calibration/",
+        "launch": "/launch/",
+        "launch-answers": "/launch/answers/",
+        "runs": "/runs/",
+        "run": f"/runs/{run.pk}/",
+        "run-question": f"/runs/{run.pk}/questions/1/",
+        "compare": f"/compare/?batch={batch_id}",
+        "compare-rankings": f"/compare/rankings/?a={runs[0].pk}&b={runs[1].pk}",
+        "trends": "/trends/",
+        "answer-run": f"/runs/{answer.pk}/",
+        "answer-question": f"/runs/{answer.pk}/questions/1/",
+        "answer-compare": f"/compare/?batch={answers.batch_id}",
+        "targets": "/targets/",
+        "target-new": "/targets/new/",
+        "target": "/targets/prod-search/",
+        "job": f"/jobs/{job.pk}/",
+        "pool": f"/pools/{pool.pk}/",
+        "judge": f"/pools/{pool.pk}/judge/",
+    }
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot, tour, width):
+    with open_page(browser, {"width": width, "height": 900}) as page:
+        urls = watch_requests(page)
+        log_in(page, live_server.url, HANDBOOK_USER, HANDBOOK_PASSWORD)
+        clipped: dict[str, list[str]] = {}
+        for name, path in tour.items():
+            response = page.goto(live_server.url + path)
+            assert response is not None and response.ok, (name, response and response.status)
+            page.wait_for_load_state("load")
+            if page.locator(".plotly-graph-div").count():
+                page.wait_for_selector(".plotly-graph-div .main-svg", timeout=15_000)
+            screenshot(page, f"tour-{name}-{width}", max_height=2400)
+            found = page.evaluate(CLIPPED)
+            wide, unmarked, stuck = page.evaluate(SCROLL_CUES)
+            if unmarked or stuck:
+                found.append(f"{wide} tables scroll: {unmarked} without a cue, {stuck} cued at their end")
+            if width == 1366 and name in FIT_AT_1366:
+                scroll, client = page.eval_on_selector(
+                    FIT_AT_1366[name], "w => [w.scrollWidth, w.clientWidth]"
+                )
+                if scroll > client + 1:
+                    found.append(f"{FIT_AT_1366[name]} scrolls at 1366 px: {scroll} > {client}")
+            if found:
+                clipped[name] = found
+            assert_clean(page, urls, f"{name} at {width} px")
+        assert clipped == {}, json.dumps(clipped, indent=1)
