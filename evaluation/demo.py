@@ -7,7 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -55,56 +57,94 @@ def demo_folder() -> Path:
     return Path(settings.BASE_DIR) / "demo" / "clapnq"
 
 
+class _Steps:
+    """The demo's steps as they run: "[2/4] Evaluating ... (done in 9 s)", so a first start is never silent."""
+
+    TOTAL = 4
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say, self.number = say, 0
+
+    @contextmanager
+    def step(self, doing: str) -> Iterator[None]:
+        self.number += 1
+        self.say(f"[{self.number}/{self.TOTAL}] {doing} ...")
+        started = time.monotonic()
+        yield
+        self.say(f"[{self.number}/{self.TOTAL}] done in {time.monotonic() - started:.0f} s.")
+
+    def skip(self, what: str) -> None:
+        self.number += 1
+        self.say(f"[{self.number}/{self.TOTAL}] {what}: loaded already.")
+
+
 def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
-    """Load what is missing of the demo, saying what it did; (dashboard password, API key)."""
+    """Load what is missing of the demo, saying what it does, step by step; (dashboard password, API key)."""
+    steps = _Steps(say)
     tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
     collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
     if collection is None or not collection.golden_entries.exists():
-        result = beir_import(
-            folder=demo_folder(),
-            tenant=tenant,
-            collection_id="clapnq",
-            actor="command:load_demo",
-            name="ClapNQ",
-        )
-        say(f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries.")
+        with steps.step("Loading ClapNQ: 597 Wikipedia passages and 600 questions, and indexing them"):
+            result = beir_import(
+                folder=demo_folder(),
+                tenant=tenant,
+                collection_id="clapnq",
+                actor="command:load_demo",
+                name="ClapNQ",
+            )
+            say(
+                f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries."
+            )
         collection = Collection.objects.get(tenant=tenant, slug="clapnq")
+    else:
+        steps.skip("ClapNQ")
     if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.RETRIEVAL).exists():
         # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
         rerankers = available_rerankers()
         configs = parse_configs(demo_configs(rerankers), rerankers)
-        _, runs = evaluate_retrieval(
-            tenant=tenant, collections=[collection], ks=list(DEFAULT_KS), configs=configs
-        )
-        say(
-            "Evaluated the demo golden set: "
-            + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
-        )
+        with steps.step(f"Evaluating {len(configs)} search configurations on the golden set"):
+            _, runs = evaluate_retrieval(
+                tenant=tenant, collections=[collection], ks=list(DEFAULT_KS), configs=configs
+            )
+            say(
+                "Evaluated the demo golden set: "
+                + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
+            )
+    else:
+        steps.skip("The search runs")
     if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.ANSWERS).exists():
         # Offline answer runs (extractive answers, heuristic judge) of the 600 questions, 300 unanswerable.
-        _, runs = evaluate_answers(
-            tenant=tenant,
-            collections=[collection],
-            configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
-            offline=True,
-        )
-        say(
-            "Evaluated the demo answers offline: "
-            + ", ".join(
-                f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
-                f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
-                for r in runs
+        with steps.step(
+            f"Answering and judging the 600 questions offline, {len(DEMO_ANSWER_CONFIGS)} configurations"
+        ):
+            _, runs = evaluate_answers(
+                tenant=tenant,
+                collections=[collection],
+                configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
+                offline=True,
             )
-        )
+            say(
+                "Evaluated the demo answers offline: "
+                + ", ".join(
+                    f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
+                    f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
+                    for r in runs
+                )
+            )
+    else:
+        steps.skip("The answer runs")
     if not HumanLabel.objects.filter(collection=collection).exists():
         keys = set(collection.golden_entries.values_list("key", flat=True))
         # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
         rows = [row for row in demo_labels() if row.question_id in keys]
-        if rows:
-            result = labels_import(
-                tenant=tenant, collection=collection, rows=rows, actor=actor_command("load_demo")
-            )
-            say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
+        with steps.step("Loading the human labels of the Calibration tab"):
+            if rows:
+                result = labels_import(
+                    tenant=tenant, collection=collection, rows=rows, actor=actor_command("load_demo")
+                )
+                say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
+    else:
+        steps.skip("The Calibration tab")
     password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
     with transaction.atomic():
         user, created = get_user_model().objects.get_or_create(

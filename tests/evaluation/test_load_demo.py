@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from io import StringIO
 
 from django.core.management import call_command
@@ -44,6 +45,23 @@ def test_load_demo_loads_everything_once_and_prints_the_same_credentials(db, tmp
     assert "Loaded ClapNQ" in first.getvalue() and "Evaluated the demo golden set" in first.getvalue()
     assert "Evaluated the demo answers offline" in first.getvalue()
     assert "Loaded ClapNQ" not in second.getvalue() and "Evaluated" not in second.getvalue()
+    # a first start says what each step does and how long it took; a second one what it skipped
+    steps = [line for line in first.getvalue().splitlines() if line.startswith("[")]
+    assert [line.split("]")[0] for line in steps] == [
+        "[1/4",
+        "[1/4",
+        "[2/4",
+        "[2/4",
+        "[3/4",
+        "[3/4",
+        "[4/4",
+        "[4/4",
+    ]
+    assert steps[0].startswith("[1/4] Loading ClapNQ") and re.fullmatch(r"\[1/4\] done in \d+ s\.", steps[1])
+    assert [line for line in second.getvalue().splitlines() if line.startswith("[")] == [
+        "[1/4] ClapNQ: loaded already.", "[2/4] The search runs: loaded already.",
+        "[3/4] The answer runs: loaded already.", "[4/4] The Calibration tab: loaded already.",
+    ]  # fmt: skip
     # The held-out half of the judge's labelled statements, once: the Calibration tab and the run pages show
     # the heuristic's agreement with them.
     assert HumanLabel.objects.filter(collection=collection).count() == 265
