@@ -82,69 +82,86 @@ def demo_load(*, say: Callable[[str], None]) -> tuple[str, str]:
     """Load what is missing of the demo, saying what it does, step by step; (dashboard password, API key)."""
     steps = _Steps(say)
     tenant = tenant_get_or_create(cluster_slug="demo", tenant_slug="demo")
+    collection = _load_collection(tenant, steps)
+    _load_runs(tenant, collection, steps)
+    _load_labels(tenant, collection, steps)
+    return _credentials(tenant)
+
+
+def _load_collection(tenant, steps: _Steps) -> Collection:
     collection = Collection.objects.filter(tenant=tenant, slug="clapnq").first()
-    if collection is None or not collection.golden_entries.exists():
-        with steps.step("Loading ClapNQ: 597 Wikipedia passages and 600 questions, and indexing them"):
-            result = beir_import(
-                folder=demo_folder(),
-                tenant=tenant,
-                collection_id="clapnq",
-                actor="command:load_demo",
-                name="ClapNQ",
-            )
-            say(
-                f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries."
-            )
-        collection = Collection.objects.get(tenant=tenant, slug="clapnq")
-    else:
+    if collection is not None and collection.golden_entries.exists():
         steps.skip("ClapNQ")
-    if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.RETRIEVAL).exists():
-        # Real runs of the demo collection, so the dashboard has configurations to compare from the start.
+        return collection
+    with steps.step("Loading ClapNQ: 597 Wikipedia passages and 600 questions, and indexing them"):
+        result = beir_import(
+            folder=demo_folder(),
+            tenant=tenant,
+            collection_id="clapnq",
+            actor="command:load_demo",
+            name="ClapNQ",
+        )
+        steps.say(
+            f"Loaded ClapNQ: {result['documents']} documents, {result['entries_created']} golden entries."
+        )
+    return Collection.objects.get(tenant=tenant, slug="clapnq")
+
+
+def _load_runs(tenant, collection: Collection, steps: _Steps) -> None:
+    """Real runs of the demo collection, so the dashboard has configurations to compare from the start; and
+    offline answer runs (extractive answers, heuristic judge) of the 600 questions, 300 unanswerable."""
+    if EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.RETRIEVAL).exists():
+        steps.skip("The search runs")
+    else:
         rerankers = available_rerankers()
         configs = parse_configs(demo_configs(rerankers), rerankers)
         with steps.step(f"Evaluating {len(configs)} search configurations on the golden set"):
             _, runs = evaluate_retrieval(
                 tenant=tenant, collections=[collection], ks=list(DEFAULT_KS), configs=configs
             )
-            say(
+            steps.say(
                 "Evaluated the demo golden set: "
                 + ", ".join(f"{r.label} nDCG@10 {r.metrics['ndcg@10']:.3f}" for r in runs)
             )
-    else:
-        steps.skip("The search runs")
-    if not EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.ANSWERS).exists():
-        # Offline answer runs (extractive answers, heuristic judge) of the 600 questions, 300 unanswerable.
-        with steps.step(
-            f"Answering and judging the 600 questions offline, {len(DEMO_ANSWER_CONFIGS)} configurations"
-        ):
-            _, runs = evaluate_answers(
-                tenant=tenant,
-                collections=[collection],
-                configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
-                offline=True,
-            )
-            say(
-                "Evaluated the demo answers offline: "
-                + ", ".join(
-                    f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
-                    f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
-                    for r in runs
-                )
-            )
-    else:
+    if EvaluationRun.objects.filter(tenant=tenant, kind=RunKind.ANSWERS).exists():
         steps.skip("The answer runs")
-    if not HumanLabel.objects.filter(collection=collection).exists():
-        keys = set(collection.golden_entries.values_list("key", flat=True))
-        # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
-        rows = [row for row in demo_labels() if row.question_id in keys]
-        with steps.step("Loading the human labels of the Calibration tab"):
-            if rows:
-                result = labels_import(
-                    tenant=tenant, collection=collection, rows=rows, actor=actor_command("load_demo")
-                )
-                say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
-    else:
+        return
+    with steps.step(
+        f"Answering and judging the 600 questions offline, {len(DEMO_ANSWER_CONFIGS)} configurations"
+    ):
+        _, runs = evaluate_answers(
+            tenant=tenant,
+            collections=[collection],
+            configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
+            offline=True,
+        )
+        steps.say(
+            "Evaluated the demo answers offline: "
+            + ", ".join(
+                f"{r.label} score {r.metrics.get('score', 0):.1f}, refusal recall "
+                f"{r.metrics.get('refusal_recall', 0):.2f}, false refusals {r.metrics.get('false_refusal_rate', 0):.2f}"
+                for r in runs
+            )
+        )
+
+
+def _load_labels(tenant, collection: Collection, steps: _Steps) -> None:
+    if HumanLabel.objects.filter(collection=collection).exists():
         steps.skip("The Calibration tab")
+        return
+    keys = set(collection.golden_entries.values_list("key", flat=True))
+    # Only the questions this demo has (a benchmark loads a few of them); none: nothing to calibrate.
+    rows = [row for row in demo_labels() if row.question_id in keys]
+    with steps.step("Loading the human labels of the Calibration tab"):
+        if rows:
+            result = labels_import(
+                tenant=tenant, collection=collection, rows=rows, actor=actor_command("load_demo")
+            )
+            steps.say(f"Loaded {result['labels']} human statement labels (the Calibration tab).")
+
+
+def _credentials(tenant) -> tuple[str, str]:
+    """The dashboard user's password and the API key, made once and kept in the data directory."""
     password = _secret_file("demo_password", lambda: secrets.token_urlsafe(12))
     with transaction.atomic():
         user, created = get_user_model().objects.get_or_create(

@@ -1,4 +1,5 @@
-"""Every shell block of the README and docs/ that talks to the server, run as printed against a live demo server:
+"""Every shell block of the README and docs/ that talks to the server or runs a command on the demo, run as printed
+against a live demo server:
 `manage.py migrate`, `load_demo` and `serve`, as `scripts/run` starts them, on SQLite in a data directory of
 their own. The only change to a block is the demo's address and API key put where the README prints
 `http://127.0.0.1:8000` and `esk_...`. A block passes when bash runs it to the end (`set -euo pipefail`) and no
@@ -23,12 +24,13 @@ PRINTED_URL, PRINTED_KEY = "http://127.0.0.1:8000", "esk_..."
 
 
 def server_blocks() -> list:
-    """(text, where) of every shell block that calls the server (it names $LMKIT_ONE_URL)."""
+    """(text, where) of every shell block that calls the server (it names $LMKIT_ONE_URL) or runs a command on
+    the demo (`manage.py ... --cluster demo`)."""
     found = []
     for page in PAGES:
         text = page.read_text()
         for match in FENCE.finditer(text):
-            if "LMKIT_ONE_URL" in match.group(1):
+            if "LMKIT_ONE_URL" in match.group(1) or "--cluster demo" in match.group(1):
                 line = text[: match.start()].count("\n") + 1
                 found.append(pytest.param(match.group(1), id=f"{page.relative_to(ROOT)}:{line}"))
     return found
@@ -68,7 +70,7 @@ def test_the_docs_have_server_blocks_and_the_check_sees_them():
     blocks = server_blocks()
     pages = {param.id.split(":")[0] for param in blocks}
     assert {"README.md", "docs/evaluation.md", "docs/golden-sets.md"} <= pages
-    assert len(blocks) >= 8
+    assert len(blocks) >= 11
 
 
 @pytest.mark.parametrize("block", server_blocks())

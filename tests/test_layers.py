@@ -78,6 +78,7 @@ PURE = [
     "goldenset.formats.tabular",
     "goldenset.formats.trec",
     "goldenset.formats.yaml_tests",
+    "goldenset.formats.tool_cells",
     "goldenset.generation",
     "goldenset.golden_files",
     "goldenset.lexical",
