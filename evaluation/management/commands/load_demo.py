@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+
 from evalsite.management.base import EvalsiteCommand
 from evaluation.demo import demo_load
 
@@ -11,6 +13,13 @@ class Command(EvalsiteCommand):
     )
 
     def handle(self, *args, **options):
-        password, secret = demo_load(say=self.stdout.write)
+        # The task queue logs each job it is given ("Enqueued [evalsite] 1"); the steps say what happens instead.
+        queue_log = logging.getLogger("django-q")
+        level = queue_log.level
+        queue_log.setLevel(logging.WARNING)
+        try:
+            password, secret = demo_load(say=self.stdout.write)
+        finally:
+            queue_log.setLevel(level)
         self.stdout.write(f"Dashboard login: demo / {password}")
         self.stdout.write(f"API key (cluster_id=demo, tenant_id=demo): {secret}")
