@@ -197,3 +197,14 @@ def lucene_and_okapi_runs(world, ks=(1, 3)) -> list:
         configs=parse_configs(LUCENE_AND_OKAPI, available_rerankers()),
     )  # fmt: skip
     return made
+
+
+# A golden CSV for the handbook with a problem of every kind a collection finds (tests of the import's preview).
+EVERY_KIND_OF_PROBLEM = (
+    "key,question,expected_document_ids,tags\n"
+    "a,Refund window?,refunds,\n"
+    "b,refund window?,,\n"  # the question of line 2 again
+    "c,Ghost?,ghost-doc,\n"  # a document the collection lacks
+    "a,Another?,,\n"  # line 2's key again
+    "d,Fine?,ghost-2,\n"  # another unknown document
+)

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from goldenset.models import GoldenEntry, StagedUpload
 from tests.dashboard.conftest import text_of
+from tests.support import EVERY_KIND_OF_PROBLEM
 
 CSV = (
     "key,question,expected_document_ids,reference_answer\n"
@@ -90,19 +91,9 @@ def test_the_preview_lists_every_bad_line_and_every_unknown_document(alice, worl
     assert not GoldenEntry.objects.exists()
 
 
-EVERY_KIND = (
-    "key,question,expected_document_ids,tags\n"
-    "a,Refund window?,refunds,\n"
-    "b,refund window?,,\n"  # the question of line 2 again
-    "c,Ghost?,ghost-doc,\n"  # a document the collection lacks
-    "a,Another?,,\n"  # line 2's key again
-    "d,Fine?,ghost-2,\n"  # another unknown document
-)
-
-
 def test_the_dashboard_preview_lists_every_problem_and_shows_the_first_rows(alice, world):
     url = reverse("dashboard:golden-import", args=["handbook"])
-    text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", EVERY_KIND.encode())}))
+    text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", EVERY_KIND_OF_PROBLEM.encode())}))
     for where in (
         "Line 3: the question repeats",
         "Line 5: key 'a' repeats",

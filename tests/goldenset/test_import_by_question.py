@@ -15,7 +15,7 @@ from goldenset.beir_import import beir_import
 from goldenset.formats import FORMATS, detect_format, read_entries
 from goldenset.models import Document, GoldenEntry
 from tests.goldenset.conftest import GOLDEN_UPLOAD, GS
-from tests.support import add_entries, db_state, refused
+from tests.support import EVERY_KIND_OF_PROBLEM, add_entries, db_state, refused
 
 DEMO = Path(settings.BASE_DIR) / "demo"
 
@@ -84,19 +84,9 @@ def test_a_key_of_one_entry_with_the_question_of_another_is_still_refused(world)
     assert db_state() == before
 
 
-BAD_OF_EVERY_KIND = (
-    "key,question,expected_document_ids,tags\n"
-    "a,Refund window?,refunds,\n"
-    "b,refund window?,,\n"  # the question of line 2 again
-    "c,Ghost?,ghost-doc,\n"  # a document the collection lacks
-    "a,Another?,,\n"  # line 2's key again
-    "d,Fine?,ghost-2,\n"  # another unknown document
-)
-
-
 def test_every_problem_of_every_kind_is_listed_at_once(world):
     error = refused(
-        upload(world.client, "g.csv", BAD_OF_EVERY_KIND, dry_run="true"), 409, "duplicate-question"
+        upload(world.client, "g.csv", EVERY_KIND_OF_PROBLEM, dry_run="true"), 409, "duplicate-question"
     )
     listed = [(e["code"], e["where"]) for e in error["details"]["errors"]]
     assert listed == [
