@@ -65,6 +65,11 @@ PURE = [
     "evaluation.runs.report_formats",
     "evaluation.runs.slices",
     "evaluation.runs.stats",
+    "evaluation.studies",
+    "evaluation.studies.confirm",
+    "evaluation.studies.search",
+    "evaluation.studies.space",
+    "evaluation.studies.split",
     "evaluation.targets.callers",
     "evaluation.targets.definitions",
     "evaluation.targets.kinds",
@@ -279,7 +284,7 @@ def test_the_platform_knows_no_domain():
     )
 
 
-ROOMS = ("retrieval", "answers", "judgments", "targets", "runs")
+ROOMS = ("retrieval", "answers", "judgments", "targets", "runs", "studies")
 FACES = ("evaluation.api", "evaluation.dashboard", "evaluation.management")
 
 
@@ -384,7 +389,7 @@ def test_the_drawn_map_names_every_platform_app_and_room():
     text = (ROOT / "docs" / "architecture.md").read_text()
     drawing = text[text.index("```") : text.index("```", text.index("```") + 3)]
     platform = sorted(p.parent.name for p in (ROOT / "evalsite").glob("*/apps.py"))
-    rooms = ["retrieval", "answers", "judgments", "targets", "runs"]
+    rooms = list(ROOMS)
     assert platform == ["audit", "jobs", "llm", "tenancy"]
     for name in [*platform, *rooms]:
         assert name in drawing, name

@@ -1,0 +1,184 @@
+"""The pure core of studies (evaluation.studies): the space checked before anything runs, the seeded stratified
+split, the trials over an objective (samplers, pruning, budgets, failures, a stop), and the confirmation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evalsite.errors import EvalsiteError
+from evaluation.studies.confirm import confirm
+from evaluation.studies.search import Budget, run_study
+from evaluation.studies.space import MAX_GRID, Dimension, applied, grid, parse_space
+from evaluation.studies.split import split_questions
+
+
+def test_a_space_of_choices_and_ranges_is_read_in_order():
+    space = parse_space(
+        {
+            "fusion": ["Rrf", "Weighted"],
+            "fulltext_weight": {"low": 0.1, "high": 0.9, "step": 0.2},
+            "bm25_k1": {"low": 0.5, "high": 3, "log": True},
+            "top_k": [10, 20],
+            "params.boost": {"low": 1, "high": 4},
+        }
+    )
+    assert [d.name for d in space] == ["fusion", "fulltext_weight", "bm25_k1", "top_k", "params.boost"]
+    assert space[0] == Dimension("fusion", choices=("Rrf", "Weighted"))
+    assert space[1].points() == [0.1, 0.3, 0.5, 0.7, 0.9]
+    assert space[2].log and space[2].step is None
+    assert space[4].integer  # a target parameter's range of whole numbers stays whole
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        ({"colour": ["red"]}, "space.colour: not a field a study varies"),
+        ({"fusion": ["Rrf", "Sum"]}, "space.fusion: 'Sum' is not one of 'Rrf', 'Weighted'."),
+        ({"fusion": {"low": 0, "high": 1}}, "space.fusion: takes a list of choices"),
+        (
+            {"fulltext_weight": {"low": 0.9, "high": 0.1}},
+            "space.fulltext_weight: low (0.9) must be below high (0.1).",
+        ),
+        ({"fulltext_weight": {"low": 0, "high": 2}}, "space.fulltext_weight: high 2 is outside 0 to 1."),
+        (
+            {"bm25_k1": {"low": 0.5, "high": 2, "step": 0.5, "log": True}},
+            "space.bm25_k1: a range on a log scale has no step.",
+        ),
+        (
+            {"bm25_b": {"low": 0, "high": 1, "log": True}},
+            "space.bm25_b: a range on a log scale needs low above 0.",
+        ),
+        ({"top_k": [10, 10.5]}, "space.top_k: a choice 10.5 is not a whole number."),
+        ({"top_k": [10, 10.0]}, "space.top_k: 10.0 is listed twice."),
+        ({"rerank": [True, 1]}, "space.rerank: 1 is not one of False, True."),
+        ({"top_k": []}, "space.top_k: expected 1 to 100 choices (it has 0)."),
+        ({"top_k": {"low": 1, "high": 9, "by": 2}}, "space.top_k: unknown key 'by' of a range"),
+        ({"params.boost": [[1]]}, "space.params.boost: [1] is not a plain value"),
+        ({"params.9lives": [1]}, "space.params.9lives: not a field a study varies"),
+        ({}, "space: expected an object mapping configuration fields"),
+        ({f"params.p{i}": [1] for i in range(13)}, "space: at most 12 fields (it has 13)."),
+    ],
+)
+def test_a_bad_space_is_refused_naming_its_field(space, message):
+    with pytest.raises(EvalsiteError) as caught:
+        parse_space(space)
+    assert caught.value.code == "validation-error" and caught.value.message.startswith(message)
+
+
+def test_a_grid_is_every_combination_and_bounded():
+    space = parse_space({"fusion": ["Rrf", "Weighted"], "top_k": {"low": 5, "high": 15, "step": 5}})
+    assert grid(space) == [
+        {"fusion": "Rrf", "top_k": 5}, {"fusion": "Rrf", "top_k": 10}, {"fusion": "Rrf", "top_k": 15},
+        {"fusion": "Weighted", "top_k": 5}, {"fusion": "Weighted", "top_k": 10}, {"fusion": "Weighted", "top_k": 15},
+    ]  # fmt: skip
+    with pytest.raises(EvalsiteError, match="a grid needs a step"):
+        grid(parse_space({"bm25_b": {"low": 0.1, "high": 0.9}}))
+    big = parse_space({f"params.p{i}": list(range(10)) for i in range(5)})
+    with pytest.raises(EvalsiteError, match=f"a grid of 100,000 points; at most {MAX_GRID:,}"):
+        grid(big)
+
+
+def test_a_trials_values_are_applied_to_the_base_configuration():
+    base = {"label": "es", "target": "prod", "params": {"index": "docs"}}
+    assert applied(base, {"top_k": 20, "params.boost": 2.5}) == {
+        "label": "es", "target": "prod", "top_k": 20, "params": {"index": "docs", "boost": 2.5}
+    }  # fmt: skip
+    assert base["params"] == {"index": "docs"}  # the base is left as it was
+
+
+QUESTIONS = [(f"q{i}", ["rare"] if i % 10 == 0 else ["common"] if i % 3 else []) for i in range(100)]
+
+
+def test_the_split_is_seeded_stratified_and_independent_of_order():
+    split = split_questions(QUESTIONS, share=0.5, seed=7)
+    assert len(split.confirmation) == 50 and len(split.tuning) == 50
+    assert set(split.tuning) | set(split.confirmation) == {k for k, _ in QUESTIONS}
+    tags = dict(QUESTIONS)
+    for tag in ("rare", "common"):
+        on = [[k for k in part if tag in tags[k]] for part in (split.tuning, split.confirmation)]
+        assert abs(len(on[0]) - len(on[1])) <= 1, tag  # each tag on both sides, half and half
+    assert split_questions(list(reversed(QUESTIONS)), share=0.5, seed=7).confirmation == tuple(
+        sorted(split.confirmation, key=lambda k: -int(k[1:]))
+    )  # the same questions, in the order given
+    assert split_questions(QUESTIONS, share=0.5, seed=8) != split
+    assert len(split_questions(QUESTIONS, share=0.3, seed=7).confirmation) == 30
+
+
+@pytest.mark.parametrize(
+    ("questions", "share", "message"),
+    [
+        (QUESTIONS, 1.0, "share must be between 0 and 1"),
+        (
+            [("a", []), ("b", []), ("c", [])],
+            0.5,
+            "3 questions split 50% / 50% leave a part with fewer than 2",
+        ),
+        ([("a", []), ("a", [])], 0.5, "a question key repeats"),
+    ],
+)
+def test_a_split_that_cannot_be_made_says_why(questions, share, message):
+    with pytest.raises(ValueError, match=message):
+        split_questions(questions, share=share, seed=1)
+
+
+# A known objective: each question's score peaks at fulltext_weight 0.7 with fusion Weighted; noise per question.
+NOISE = np.random.default_rng(0).normal(0, 0.05, size=200)
+
+
+def score(values, questions):
+    peak = 1 - abs(values["fulltext_weight"] - 0.7) - (0.2 if values["fusion"] == "Rrf" else 0.0)
+    return peak + NOISE[questions]
+
+
+SPACE = parse_space(
+    {"fusion": ["Rrf", "Weighted"], "fulltext_weight": {"low": 0.0, "high": 1.0, "step": 0.1}}
+)
+
+
+def test_a_grid_study_tries_every_point_and_finds_the_peak():
+    result = run_study(SPACE, score, 200, budget=Budget(trials=500), seed=3, sampler="grid")
+    assert len(result.trials) == 22 and result.evaluations == 22 * 200
+    assert result.best.values == {"fusion": "Weighted", "fulltext_weight": 0.7}
+    assert result.best.questions == 200 and not result.best.pruned
+
+
+def test_tpe_with_pruning_finds_the_peak_for_fewer_question_scorings():
+    result = run_study(SPACE, score, 200, budget=Budget(trials=40), seed=3, prune=True)
+    assert len(result.trials) == 40
+    assert (
+        result.best.values["fusion"] == "Weighted" and abs(result.best.values["fulltext_weight"] - 0.7) <= 0.1
+    )
+    pruned = [t for t in result.trials if t.pruned]
+    assert pruned and all(t.questions < 200 for t in pruned)
+    assert result.evaluations == sum(t.questions for t in result.trials) < 40 * 200
+    again = run_study(SPACE, score, 200, budget=Budget(trials=40), seed=3, prune=True)
+    assert [t.values for t in again.trials] == [t.values for t in result.trials]  # seeded
+
+
+def test_a_failing_trial_is_recorded_and_a_stop_ends_the_study():
+    def flaky(values, questions):
+        if values["fusion"] == "Rrf":
+            raise RuntimeError("the target timed out")
+        return score(values, questions)
+
+    seen = []
+    result = run_study(SPACE, flaky, 200, budget=Budget(trials=30), seed=1, sampler="random",
+                       on_trial=seen.append, stop=lambda: len(seen) >= 12)  # fmt: skip
+    assert len(result.trials) == 12 == len(seen)
+    failed = [t for t in result.trials if t.error]
+    assert failed and all(t.value is None and t.error == "RuntimeError: the target timed out" for t in failed)
+    assert result.best.values["fusion"] == "Weighted"
+
+
+def test_the_confirmation_calls_a_winner_better_only_when_it_holds():
+    rng = np.random.default_rng(5)
+    baseline = rng.uniform(0, 1, 150)
+    same = confirm(baseline.copy(), baseline, configurations_tried=100)
+    assert (same.difference, same.p_value, same.significant) == (0.0, 1.0, False)
+    assert same.verdict("ndcg@10").startswith("Not shown better: the winner's ndcg@10 is")
+    better = confirm(np.clip(baseline + 0.1, 0, 1), baseline, configurations_tried=100)
+    assert better.significant and better.p_value < 0.001 and better.winner_ci[0] > better.baseline
+    assert "Better:" in better.verdict("ndcg@10") and "100 configurations tried" in better.verdict("ndcg@10")
+    worse = confirm(np.clip(baseline - 0.1, 0, 1), baseline, configurations_tried=3)
+    assert worse.p_value < 0.001 and not worse.significant  # behind is never "better", however clear
