@@ -54,6 +54,14 @@ def job_result_batch(job: Job) -> str | None:
     return None
 
 
+def job_result_runs(job: Job) -> list[str]:
+    """The ids of the runs an Evaluate job produced (none until it has)."""
+    runs = job.result.get("runs") if isinstance(job.result, dict) else None
+    if not isinstance(runs, list):
+        return []
+    return [str(run["run_id"]) for run in runs if isinstance(run, dict) and run.get("run_id")]
+
+
 def job_error_message(job: Job) -> str:
     if isinstance(job.error, dict):
         return str(job.error.get("message") or job.error.get("code") or "The job failed.")

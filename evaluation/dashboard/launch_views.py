@@ -42,6 +42,7 @@ from evaluation.dashboard.launch_reads import (
     answer_launch_collections,
     job_error_message,
     job_result_batch,
+    job_result_runs,
     launch_collections,
 )
 from evaluation.models import EvaluationJobKind
@@ -328,7 +329,11 @@ def _job_result_url(job: Job) -> str | None:
     if job.status != JobStatus.COMPLETED:
         return None
     batch = job_result_batch(job)
-    if job.kind in (EvaluationJobKind.EVALUATE, EvaluationJobKind.EVALUATE_ANSWERS) and batch:
+    evaluation = job.kind in (EvaluationJobKind.EVALUATE, EvaluationJobKind.EVALUATE_ANSWERS)
+    runs = job_result_runs(job) if evaluation else []
+    if len(runs) == 1:  # one configuration: nothing to compare it with, its run's page is the result
+        return reverse("dashboard:run", args=[runs[0]])
+    if evaluation and batch:
         return reverse("dashboard:compare") + "?" + urlencode({"batch": batch})
     if job.kind == GoldenJobKind.GENERATE:
         return reverse("dashboard:job", args=[job.pk])  # the job's page shows its report

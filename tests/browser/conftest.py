@@ -18,22 +18,11 @@ from evaluation.configs import parse_configs
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset import services
-from tests.browser.pages import open_page
+from tests.browser.pages import ARGS, CHROMIUM, open_page
 from tests.conftest import add_documents
 from tests.dashboard.answer_runs_support import PASSAGES
 from tests.support import add_entries, member_of
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 
 # Playwright's sync API runs an event loop in this thread; the test's own ORM calls are still synchronous.

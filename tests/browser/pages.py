@@ -1,15 +1,35 @@
-"""What every browser test does with a page: open one that records its errors, watch its requests, assert it is
-clean, sign in, measure overflow."""
+"""What every browser test (and benchmarks/first_day.py) does with a page: launch Chromium, open a page that records
+its errors, watch its requests, assert it is clean, sign in, measure overflow. No Django here."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1"}
 PHONE = {"width": 390, "height": 844}
+# Debian's Chromium (apt), never `playwright install`, and how it is launched.
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+# A function for page.evaluate: what sticks out sideways on the page, as short descriptions (empty: nothing).
+# Its comment lines say what it checks.
+CLIPPED = "\n".join(
+    line
+    for line in (Path(__file__).with_name("overflow.js")).read_text().splitlines()
+    if not line.startswith("//")
+)
 
 
 @contextmanager

@@ -75,6 +75,23 @@ def test_launching_creates_a_job_that_runs_to_completed(
     assert alice.get(progress["result_url"]).status_code == 200
 
 
+def test_a_launch_of_one_configuration_opens_its_run_not_a_comparison_of_one(
+    alice, world, golden, django_capture_on_commit_callbacks
+):
+    """Compare needs two runs (one answers 400): the result of a one-run batch is that run's page."""
+    with django_capture_on_commit_callbacks(execute=True):
+        alice.post(reverse("dashboard:launch"), launch_data([{"enabled": True, "label": "bm25"}]))
+    job = Job.objects.get()
+    job.refresh_from_db()
+    assert job.status == JobStatus.COMPLETED
+    run = EvaluationRun.objects.get(job=job)
+    progress = alice.get(reverse("dashboard:job-progress", args=[job.pk])).json()
+    assert progress["result_url"] == reverse("dashboard:run", args=[run.pk])
+    page = alice.get(reverse("dashboard:job", args=[job.pk]))
+    assert page.status_code == 302 and page["Location"] == progress["result_url"]
+    assert alice.get(progress["result_url"]).status_code == 200
+
+
 def test_a_queued_job_shows_a_progress_bar_that_polls(alice, world):
     job = Job.objects.create(
         tenant=world.tenant, kind=EvaluationJobKind.EVALUATE, progress_done=3, progress_total=12
