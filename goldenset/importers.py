@@ -22,7 +22,7 @@ from evalsite.bounded_json import find_nul
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from goldenset import beir
-from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, write_entries
+from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, shown, write_entries
 from goldenset.golden_files import GoldenRecord, dump_golden
 from goldenset.models import Collection, GoldenEntry, Origin, Page
 from goldenset.sample import SamplePage, starter_records
@@ -293,27 +293,33 @@ def _located(exc: EvalsiteError, entries: Sequence[Entry]) -> EvalsiteError:
         for item in listed:
             text, rest = where(item["message"], {k: v for k, v in item.items() if k != "message"})
             items.append({**rest, "message": text})
-        shown = "; ".join(i["message"] for i in items[:3]) + (" ..." if len(items) > 3 else "")
-        message = f"{exc.message.split(':', 1)[0]}: {shown}"
+        first = "; ".join(i["message"] for i in items[:3]) + (" ..." if len(items) > 3 else "")
+        message = f"{exc.message.split(':', 1)[0]}: {first}"
         details = {**details, "errors": items}
     elif details is exc.details:
         return exc
     return EvalsiteError(exc.code, message, details=details, status=exc.status_code)
 
 
+IGNORED_SHOWN = 10  # unknown fields a warning names (a file may carry any number, of any length)
+
+
 def _ignored_fields(entries: Sequence[Entry]) -> list[str]:
-    """A warning naming the fields the file's records carry that evalsite does not read, and where."""
-    where: dict[str, list[str]] = {}
+    """A warning naming the fields the file's records carry that evalsite does not read, and where: each name
+    cut to 60 characters, the first IGNORED_SHOWN of them, with how many more."""
+    seen: dict[str, tuple[int, str]] = {}  # name -> (records holding it, the first of them)
     for entry in entries:
         for name in entry.ignored:
-            where.setdefault(name, []).append(entry.where)
-    if not where:
+            count, first = seen.get(name, (0, entry.where))
+            seen[name] = (count + 1, first)
+    if not seen:
         return []
-    shown = "; ".join(
-        f"{name!r} ({len(at)} record{'s' if len(at) > 1 else ''}, first {at[0]})"
-        for name, at in where.items()
+    listed = "; ".join(
+        f"{shown(name)} ({count} record{'s' if count > 1 else ''}, first {first})"
+        for name, (count, first) in itertools.islice(seen.items(), IGNORED_SHOWN)
     )
-    return [f"Fields evalsite does not read were left out: {shown}."]
+    more = f"; and {len(seen) - IGNORED_SHOWN} more" if len(seen) > IGNORED_SHOWN else ""
+    return [f"Fields evalsite does not read were left out: {listed}{more}."]
 
 
 def _found_by_question(entries: Sequence[Entry], replaced: Sequence[GoldenEntry | None]) -> list[str]:
@@ -324,13 +330,13 @@ def _found_by_question(entries: Sequence[Entry], replaced: Sequence[GoldenEntry 
     ]
     if not found:
         return []
-    shown = ", ".join(
+    named = ", ".join(
         f"{e.where}{'' if e.key in e.where else f' ({e.key})'} -> {'entry ' + g.key if g.key else 'an entry without a key'}"
         for e, g in found[:5]
     )
     return [
         f"{len(found)} entr{'y' if len(found) == 1 else 'ies'} of the file ask a question the collection has "
-        f"under another key: each updates that entry, which keeps its own key ({shown}"
+        f"under another key: each updates that entry, which keeps its own key ({named}"
         f"{' ...' if len(found) > 5 else ''})."
     ]
 

@@ -193,3 +193,11 @@ def test_fields_a_newer_release_adds_are_named_in_the_warnings_not_refused(world
     assert (
         refused(missing, 400, "import-invalid")["message"] == "record 0: input: expected a non-empty string."
     )
+
+
+def test_the_warning_of_unknown_fields_is_bounded_whatever_the_file_carries(world):
+    row = {"input": "Refund window?", "x" * 5000: 1, **{f"field_{i}": i for i in range(30)}}
+    response = upload(world.client, "goldens.json", json.dumps([row]), format="deepeval")
+    (warning,) = response.json()["warnings"]
+    assert "'" + "x" * 56 + "... (1 record, first record 0)" in warning  # cut to 60 characters
+    assert warning.endswith("; and 21 more.") and len(warning) < 1000
