@@ -22,8 +22,9 @@ from evalsite.bounded_json import find_nul
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from goldenset import beir
-from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, shown, write_entries
+from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, write_entries
 from goldenset.golden_files import GoldenRecord, dump_golden
+from goldenset.import_warnings import found_by_question, ignored_fields
 from goldenset.models import Collection, GoldenEntry, Origin, Page
 from goldenset.sample import SamplePage, starter_records
 from goldenset.services import (
@@ -216,7 +217,7 @@ def golden_import(
     entries = read_entries(fmt, data, qrels=qrels)
     replaced = _replaced(collection, entries)
     entries = _keep_what_the_file_lacks(entries, replaced)
-    warnings: list[str] = [*_ignored_fields(entries), *_found_by_question(entries, replaced)]
+    warnings: list[str] = [*ignored_fields(entries), *found_by_question(entries, replaced)]
     result: dict[str, Any] = {"format": fmt, "records": len(entries), "created": 0, "updated": 0, "unchanged": 0,
                               "documents_created": 0, "warnings": warnings}  # fmt: skip
     if not entries:
@@ -299,46 +300,6 @@ def _located(exc: EvalsiteError, entries: Sequence[Entry]) -> EvalsiteError:
     elif details is exc.details:
         return exc
     return EvalsiteError(exc.code, message, details=details, status=exc.status_code)
-
-
-IGNORED_SHOWN = 10  # unknown fields a warning names (a file may carry any number, of any length)
-
-
-def _ignored_fields(entries: Sequence[Entry]) -> list[str]:
-    """A warning naming the fields the file's records carry that evalsite does not read, and where: each name
-    cut to 60 characters, the first IGNORED_SHOWN of them, with how many more."""
-    seen: dict[str, tuple[int, str]] = {}  # name -> (records holding it, the first of them)
-    for entry in entries:
-        for name in entry.ignored:
-            count, first = seen.get(name, (0, entry.where))
-            seen[name] = (count + 1, first)
-    if not seen:
-        return []
-    listed = "; ".join(
-        f"{shown(name)} ({count} record{'s' if count > 1 else ''}, first {first})"
-        for name, (count, first) in itertools.islice(seen.items(), IGNORED_SHOWN)
-    )
-    more = f"; and {len(seen) - IGNORED_SHOWN} more" if len(seen) > IGNORED_SHOWN else ""
-    return [f"Fields evalsite does not read were left out: {listed}{more}."]
-
-
-def _found_by_question(entries: Sequence[Entry], replaced: Sequence[GoldenEntry | None]) -> list[str]:
-    """A warning naming the file's entries that are found by their question under another key: they update
-    that entry, which keeps its own key."""
-    found = [
-        (e, g) for e, g in zip(entries, replaced, strict=True) if e.key and g is not None and g.key != e.key
-    ]
-    if not found:
-        return []
-    named = ", ".join(
-        f"{e.where}{'' if e.key in e.where else f' ({e.key})'} -> {'entry ' + g.key if g.key else 'an entry without a key'}"
-        for e, g in found[:5]
-    )
-    return [
-        f"{len(found)} entr{'y' if len(found) == 1 else 'ies'} of the file ask a question the collection has "
-        f"under another key: each updates that entry, which keeps its own key ({named}"
-        f"{' ...' if len(found) > 5 else ''})."
-    ]
 
 
 def _replaced(collection: Collection, entries: Sequence[Entry]) -> list[GoldenEntry | None]:

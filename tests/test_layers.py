@@ -78,6 +78,7 @@ PURE = [
     "goldenset.clear_sentences",
     "goldenset.duplicates",
     "goldenset.fluency",
+    "goldenset.import_warnings",
     "goldenset.formats",
     "goldenset.formats.json_rows",
     "goldenset.formats.tabular",

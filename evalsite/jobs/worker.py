@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import random
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -68,16 +69,26 @@ def request_stop(reason: str) -> None:
 
 
 def exit_after_job() -> None:
-    """Leave the worker loop after a job, when stopping (django-q2's loop does not catch SystemExit)."""
-    _forget_worker()
-    raise SystemExit(0)
+    """Leave the worker process after a job, when stopping."""
+    _leave()
 
 
 def _on_sigterm(signum, frame) -> None:
     request_stop("SIGTERM")
     if not _busy:
-        _forget_worker()
-        raise SystemExit(0)  # idle, blocked on django-q2's task queue: leave now
+        _leave()  # idle, blocked on django-q2's task queue: leave now
+
+
+def _leave() -> None:
+    """Forget the worker and exit the process at once. Not by SystemExit: the interpreter's shutdown would run
+    multiprocessing's finalizers and wait on the beat thread's daemon state, which can hang while that thread is
+    inside a database or broker call (an idle cluster once took the whole stop deadline to end)."""
+    _forget_worker()
+    logging.shutdown()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)
 
 
 def on_worker_spawn(sender=None, proc_name: str = "", **kwargs) -> None:
