@@ -19,6 +19,7 @@ from evaluation.request_fields import (
     parse_bool,
     parse_choice,
     parse_instant,
+    parse_number,
     parse_positive_int,
     parse_share,
     string_list,
@@ -33,8 +34,15 @@ MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files'
 MAX_CONFIGS = 20
 CONFIG_KEYS = {
     "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
-    "fulltext_weight", "target", "max_error_rate", *SUBSET_KEYS,
+    "fulltext_weight", "bm25_k1", "bm25_b", "rrf_k", "target", "max_error_rate", *SUBSET_KEYS,
 }  # fmt: skip
+TUNING_KEYS = (
+    "bm25_k1",
+    "bm25_b",
+    "rrf_k",
+)  # echoed only when set: runs without them read as they always did
+MAX_BM25_K1 = 10.0
+MAX_RRF_K = 10_000
 # With `target` (an external system, evaluation.targets.callers) a configuration says only how deep to ask it, how
 # many failed questions a run may have and which golden entries to ask: the target searches as configured.
 TARGET_KEYS = {"label", "target", "top_k", "max_error_rate", *SUBSET_KEYS}
@@ -58,6 +66,9 @@ class RunConfig:
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     run_file: str | None = None  # an uploaded run file's name: its rankings were read, not searched
     subset: Subset = EVERY  # the golden entries asked (evaluation.runs.slices); empty: every one
+    bm25_k1: float | None = None  # None: BM25's default (1.5)
+    bm25_b: float | None = None  # None: BM25's default (0.75)
+    rrf_k: int | None = None  # None: RRF's default (60)
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(
@@ -68,6 +79,9 @@ class RunConfig:
             as_of=self.as_of,
             include_superseded=self.include_superseded,
             fulltext_weight=self.fulltext_weight,
+            bm25_k1=self.bm25_k1,
+            bm25_b=self.bm25_b,
+            rrf_k=self.rrf_k,
         )
 
     def request(self) -> dict:
@@ -96,6 +110,9 @@ class RunConfig:
         data = asdict(self)
         for name in ("target", "target_kind", "max_error_rate", "run_file", "subset"):
             del data[name]
+        for name in TUNING_KEYS:
+            if data[name] is None:
+                del data[name]
         data["rerank"] = self.rerank or False
         data["as_of"] = self.as_of.isoformat().replace("+00:00", "Z") if self.as_of else None
         return {**data, **subset}
@@ -176,8 +193,21 @@ def parse_config(
         ),
         fulltext_weight=weight,
         subset=subset,
+        **_tuning(raw, prefix),
     )
     return RunConfig(**{**config.__dict__, "label": (label or "").strip() or default_label(config)})
+
+
+def _tuning(raw: Mapping, prefix: str) -> dict:
+    """BM25's k1 and b and RRF's k, where the configuration sets them."""
+    out: dict = {}
+    if raw.get("bm25_k1") is not None:
+        out["bm25_k1"] = parse_number(raw["bm25_k1"], field_path(prefix, "bm25_k1"), 0, MAX_BM25_K1)
+    if raw.get("bm25_b") is not None:
+        out["bm25_b"] = parse_share(raw["bm25_b"], field_path(prefix, "bm25_b"))
+    if raw.get("rrf_k") is not None:
+        out["rrf_k"] = parse_positive_int(raw["rrf_k"], field_path(prefix, "rrf_k"), maximum=MAX_RRF_K)
+    return out
 
 
 def parse_target_config(raw: Mapping, prefix: str, subset: Subset = EVERY) -> RunConfig:
@@ -234,6 +264,14 @@ def default_label(config: RunConfig) -> str:
             parts.append(f"fulltext_weight:{config.fulltext_weight:g}")
     if config.bm25_variant != "lucene" and config.search_type != "Vector":
         parts.append(config.bm25_variant)
+    if config.search_type != "Vector":
+        parts += [
+            f"{name}:{getattr(config, name):g}"
+            for name in ("bm25_k1", "bm25_b")
+            if getattr(config, name) is not None
+        ]
+    if config.search_type == "Hybrid" and config.fusion == "Rrf" and config.rrf_k is not None:
+        parts.append(f"rrf_k:{config.rrf_k}")
     if config.rerank:
         parts.append(f"rerank:{config.rerank}")
     if config.top_k:

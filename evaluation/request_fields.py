@@ -85,12 +85,17 @@ def parse_instant(value, field: str) -> datetime | None:
 
 def parse_share(value, field: str) -> float:
     """A number from 0 to 1 (a weight, a rate, a threshold), sent as a number or a numeric string."""
+    return parse_number(value, field, 0, 1)
+
+
+def parse_number(value, field: str, low: float, high: float) -> float:
+    """A number from `low` to `high`, sent as a number or a numeric string."""
     try:
         number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = math.nan
-    if not 0 <= number <= 1:
-        raise field_error("validation-error", field, "expected a number from 0 to 1.")
+    if not low <= number <= high:
+        raise field_error("validation-error", field, f"expected a number from {low:g} to {high:g}.")
     return number
 
 

@@ -35,6 +35,15 @@ class SearchIn(TenantIn):
     as_of = serializers.JSONField(required=False, allow_null=True)
     include_superseded = serializers.JSONField(required=False, allow_null=True)
     fulltext_weight = serializers.JSONField(required=False, allow_null=True)
+    bm25_k1 = serializers.JSONField(
+        required=False, allow_null=True, help_text="BM25's k1, 0 to 10 (default 1.5)."
+    )
+    bm25_b = serializers.JSONField(
+        required=False, allow_null=True, help_text="BM25's b, 0 to 1 (default 0.75)."
+    )
+    rrf_k = serializers.JSONField(
+        required=False, allow_null=True, help_text="RRF's k, 1 to 10000 (default 60): Hybrid with Rrf fusion."
+    )
 
 
 class SubsetIn(TenantIn):

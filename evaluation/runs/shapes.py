@@ -132,6 +132,9 @@ class SearchConfigOut(serializers.Serializer):
     as_of = serializers.DateTimeField(allow_null=True, help_text="The instant replayed (UTC); null: now.")
     include_superseded = serializers.BooleanField()
     fulltext_weight = serializers.FloatField()
+    bm25_k1 = serializers.FloatField(required=False, help_text="Set only when not BM25's default (1.5).")
+    bm25_b = serializers.FloatField(required=False, help_text="Set only when not BM25's default (0.75).")
+    rrf_k = serializers.IntegerField(required=False, help_text="Set only when not RRF's default (60).")
 
 
 class RetrievalConfigOut(SearchConfigOut):

@@ -359,6 +359,8 @@ def test_every_key_is_read():
             {
                 "allowed": [
                     "as_of",
+                    "bm25_b",
+                    "bm25_k1",
                     "bm25_variant",
                     "fulltext_weight",
                     "fusion",
@@ -368,6 +370,7 @@ def test_every_key_is_read():
                     "origin",
                     "rerank",
                     "reviewed_only",
+                    "rrf_k",
                     "search_type",
                     "skip_unreviewed_generated",
                     "tags",

@@ -330,3 +330,40 @@ def test_common_terms_are_capped_to_the_most_frequent():
         expected = np.zeros(postings.size)
         expected[postings.rows[lo:hi]] = weights[lo:hi]
         assert rows[j].tobytes() == expected.tobytes()
+
+
+def test_a_configurations_own_k1_and_b_score_as_rank_bm25_with_them_and_leave_the_saved_index_alone():
+    """bm25_k1/bm25_b (a study's trials): the same postings reweighted, bit for bit rank-bm25's BM25Okapi with
+    those parameters; the default weights are untouched, and the reweighted ones are never pickled."""
+    import pickle
+
+    from evaluation.retrieval.search.engine import TUNED_KEPT, Corpus, SearchConfig, SearchIndex, Validity
+
+    corpus = [json.loads(line) for line in (DEMO / "corpus.jsonl").read_text().splitlines()]
+    texts = [f"{d.get('title', '')}\n{d['text']}" for d in corpus]
+    ids = [d["_id"] for d in corpus]
+    index = SearchIndex(Corpus(texts, np.arange(len(texts)), ids, [Validity(i) for i in ids]))
+    query = tokenize("who played the first doctor who")
+    default = index.bm25_for(SearchConfig(bm25_variant="okapi")).scores(query)
+    for k1, b in ((0.9, 0.4), (2.0, 1.0), (0.1, 0.0)):
+        tuned = index.bm25_for(SearchConfig(bm25_variant="okapi", bm25_k1=k1, bm25_b=b))
+        reference = rank_bm25.BM25Okapi([tokenize(t) for t in texts], k1=k1, b=b)
+        np.testing.assert_array_equal(tuned.scores(query), reference.get_scores(query))
+        assert tuned.postings is index.postings  # reweighted, not re-indexed
+    np.testing.assert_array_equal(index.bm25("okapi").scores(query), default)
+    assert not np.array_equal(
+        default, index.bm25_for(SearchConfig(bm25_variant="okapi", bm25_k1=0.9)).scores(query)
+    )
+    assert len(index._tuned) <= TUNED_KEPT
+    assert set(index.bm25_indexes) == {"okapi"} and not pickle.loads(pickle.dumps(index))._tuned
+    # the defaults spelled out are the default index itself
+    same = SearchConfig(bm25_variant="lucene", bm25_k1=1.5, bm25_b=0.75)
+    assert index.bm25_for(same) is index.bm25("lucene")
+
+
+def test_rrf_k_is_the_fusions_k():
+    from evaluation.retrieval.search import fusion
+
+    rows, fused = fusion.rrf([np.array([3, 1]), np.array([1, 2])], k=5)
+    assert rows.tolist() == [1, 2, 3]
+    assert fused.tolist() == [1 / 7 + 1 / 6, 1 / 7, 1 / 6]

@@ -180,7 +180,7 @@ class Command(CollectionCommand):
             help=(
                 "A configuration; repeat for several. A search type (FullText, Vector, Hybrid), "
                 "TYPE:key=value,... (keys: label, fusion, rerank, bm25_variant, top_k, as_of, "
-                "include_superseded, fulltext_weight), or a JSON object as in the API. Default: FullText."
+                "include_superseded, fulltext_weight, bm25_k1, bm25_b, rrf_k), or a JSON object as in the API. Default: FullText."
             ),
         )
         parser.add_argument(

@@ -32,6 +32,7 @@ CANDIDATES = 100
 VECTOR_CHUNK = 16_384
 # The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
 VECTORS = "vectors"
+TUNED_KEPT = 4  # BM25 weights with a configuration's own k1 and b, kept per index (SearchIndex.bm25_for)
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,25 @@ class SearchConfig:
     as_of: datetime | None = None  # None: now
     include_superseded: bool = False
     fulltext_weight: float = 0.5  # Weighted fusion: FullText's share; Vector gets the rest
+    # BM25's k1 and b (None: BM25Params' defaults, 1.5 and 0.75) and RRF's k (None: fusion.RRF_K, 60)
+    bm25_k1: float | None = None
+    bm25_b: float | None = None
+    rrf_k: int | None = None
 
     def __post_init__(self) -> None:
         if self.search_type not in SEARCH_TYPES:
             raise ValueError(f"unknown search type {self.search_type!r}")
         if self.fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {self.fusion!r}")
-        BM25Params(self.bm25_variant)  # validates the variant
+        self.bm25_params()  # validates the variant
+
+    def bm25_params(self) -> BM25Params:
+        defaults = BM25Params(self.bm25_variant)
+        return BM25Params(
+            self.bm25_variant,
+            k1=defaults.k1 if self.bm25_k1 is None else float(self.bm25_k1),
+            b=defaults.b if self.bm25_b is None else float(self.bm25_b),
+        )
 
 
 @dataclass(frozen=True)
@@ -175,6 +188,7 @@ class SearchIndex:
         default_factory=dict, repr=False
     )
     _locks: _Locks = field(default_factory=_Locks, repr=False, compare=False)
+    _tuned: dict[BM25Params, BM25Index] = field(default_factory=dict, repr=False, compare=False)
 
     def __getstate__(self) -> dict:
         """What is pickled: the parts built so far, without the locks, the embedder factory (the loading process
@@ -185,11 +199,13 @@ class SearchIndex:
         state.pop("_locks")
         state["embedder_factory"] = None
         state["_masks"] = {}
+        state["_tuned"] = {}
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._locks = _Locks()
+        self._tuned = {}
 
     # --- the parts, built on first use ---------------------------------------------------------------------
 
@@ -232,6 +248,22 @@ class SearchIndex:
                     self._built(started)
         return index
 
+    def bm25_for(self, config: SearchConfig) -> BM25Index:
+        """The BM25 index a search with this configuration reads: its variant's, or with k1 and b of its own
+        (a study's trials): weights computed from the same postings, the last TUNED_KEPT of them kept in memory,
+        never saved with the index."""
+        params = config.bm25_params()
+        if params == BM25Params(config.bm25_variant):
+            return self.bm25(config.bm25_variant)
+        index = self._tuned.get(params)
+        if index is None:
+            postings = self.bm25(config.bm25_variant).postings
+            index = BM25Index(postings, params)
+            with self._locks.state:
+                kept = [item for item in self._tuned.items() if item[0] != params][-(TUNED_KEPT - 1) :]
+                self._tuned = {**dict(kept), params: index}
+        return index
+
     def _built(self, started: float) -> None:
         self.builds += 1
         self.build_seconds += time.perf_counter() - started
@@ -268,7 +300,7 @@ class SearchIndex:
         return self._apply_filters(scores, config)
 
     def _fulltext(self, query: str, config: SearchConfig) -> np.ndarray:
-        scores = self.bm25(config.bm25_variant).scores(tokenize(query))
+        scores = self.bm25_for(config).scores(tokenize(query))
         np.putmask(scores, scores <= 0, -np.inf)  # pages sharing no term with the query are not results
         return scores
 
@@ -283,7 +315,7 @@ class SearchIndex:
         embedder, vectors = self.vectors()
         vector_rows, vector_scores_ = vector_top_rows(vectors, embedder.embed_query(query), CANDIDATES)
         if config.fusion == "Rrf":
-            rows, fused = fusion.rrf([text_rows, vector_rows])
+            rows, fused = fusion.rrf([text_rows, vector_rows], k=config.rrf_k or fusion.RRF_K)
         else:
             lists = [(text_rows, text_scores), (vector_rows, vector_scores_)]
             rows, fused = fusion.weighted(lists, [config.fulltext_weight, 1 - config.fulltext_weight])
@@ -294,7 +326,7 @@ class SearchIndex:
     def _fulltext_candidates(self, query: str, config: SearchConfig) -> tuple[np.ndarray, np.ndarray]:
         """(rows, BM25 scores) of the CANDIDATES best pages scoring above 0, best first, ties by row."""
         ranks = _descending_ranks(self.corpus.size)  # the kernel puts the higher rank first in a tie
-        rows, scores, _ = self.bm25(config.bm25_variant).top_documents(tokenize(query), CANDIDATES, ranks)
+        rows, scores, _ = self.bm25_for(config).top_documents(tokenize(query), CANDIDATES, ranks)
         return rows, scores
 
     def _apply_filters(self, scores: np.ndarray, config: SearchConfig) -> np.ndarray:
@@ -334,7 +366,7 @@ class SearchIndex:
             if corpus.temporal:
                 at = config.as_of or datetime.now().astimezone()
                 live = self._visibility(at, config.include_superseded)[1]
-            rows, scores, pages = self.bm25(config.bm25_variant).top_documents(
+            rows, scores, pages = self.bm25_for(config).top_documents(
                 tokenize(query), depth, corpus.id_rank, corpus.page_document_rows, live
             )
             return Ranking(corpus.id_array[rows].tolist(), scores, pages)
