@@ -67,6 +67,7 @@ PURE = [
     "evaluation.runs.stats",
     "evaluation.studies",
     "evaluation.studies.confirm",
+    "evaluation.studies.request",
     "evaluation.studies.search",
     "evaluation.studies.space",
     "evaluation.studies.split",

@@ -9,7 +9,12 @@ With `prune`, a trial is scored on growing samples of the tuning questions (RUNG
 seeded order of them), reporting its mean after each, and Optuna's successive-halving pruner stops the trials that
 trail their peers at a rung, so weak configurations cost a quarter or a half of the questions. A pruned trial's
 value is its last rung's mean, marked `pruned`; the best trial is chosen among trials scored on every question.
-`evaluations` counts the question scorings the study paid for.
+
+A sampler may propose values it proposed before (a grid of choices, TPE late in a study): the questions already
+scored for them are not scored again. `evaluations` counts the question scorings the study paid for.
+
+`score` may also return the search time of each question (ms), as `(scores, milliseconds)`: a trial records the
+95th percentile, and with `max_p95_ms` a trial above it is `infeasible` and cannot be the best.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from evaluation.studies.space import Dimension, grid
 SAMPLERS = ("tpe", "random", "grid")
 RUNGS = (0.25, 0.5, 1.0)
 MAX_TRIALS = 2000
-Score = Callable[[dict[str, Any], np.ndarray], np.ndarray]
+Score = Callable[[dict[str, Any], np.ndarray], np.ndarray | tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,15 @@ class TrialResult:
     questions: int  # how many tuning questions it was scored on
     seconds: float
     error: str = ""
+    p95_ms: float | None = None  # the 95th percentile of its questions' search times, when score gives them
+    infeasible: bool = False  # above the study's max_p95_ms: it cannot be the best
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number, "values": self.values, "value": self.value, "pruned": self.pruned,
+            "questions": self.questions, "seconds": round(self.seconds, 4), "error": self.error,
+            "p95_ms": None if self.p95_ms is None else round(self.p95_ms, 3), "infeasible": self.infeasible,
+        }  # fmt: skip
 
 
 @dataclass
@@ -55,8 +69,8 @@ class StudyResult:
 
     @property
     def best(self) -> TrialResult | None:
-        """The complete trial with the highest value (the earliest of equals), or None."""
-        complete = [t for t in self.trials if t.value is not None and not t.pruned]
+        """The complete, feasible trial with the highest value (the earliest of equals), or None."""
+        complete = [t for t in self.trials if t.value is not None and not t.pruned and not t.infeasible]
         return max(complete, key=lambda t: (t.value, -t.number)) if complete else None
 
 
@@ -69,9 +83,10 @@ def _suggest(trial: optuna.Trial, dimension: Dimension) -> Any:
         return trial.suggest_int(
             dimension.name, int(dimension.low), int(dimension.high), step=step, log=dimension.log
         )
-    return trial.suggest_float(
+    value = trial.suggest_float(
         dimension.name, dimension.low, dimension.high, step=dimension.step, log=dimension.log
     )
+    return round(value, 10) if dimension.step is not None else value  # 0.7, not 0.7000000000000001
 
 
 def _sampler(name: str, dimensions: Sequence[Dimension], seed: int) -> optuna.samplers.BaseSampler:
@@ -99,6 +114,7 @@ def run_study(
     prune: bool = False,
     on_trial: Callable[[TrialResult], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    max_p95_ms: float | None = None,
 ) -> StudyResult:
     """The trials of a study over `questions` tuning questions (see the module's doc). `on_trial` is told of each
     trial as it ends; `stop()` returning true ends the study after the current trial (a cancelled job)."""
@@ -106,9 +122,7 @@ def run_study(
         raise ValueError("a study needs at least one tuning question")
     trials = min(budget.trials, MAX_TRIALS, len(grid(dimensions)) if sampler == "grid" else MAX_TRIALS)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    order = np.random.default_rng(seed).permutation(questions)
     rungs = RUNGS if prune else (1.0,)
-    sizes = sorted({max(1, math.ceil(r * questions)) for r in rungs})
     pruner = (
         optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=2, min_early_stopping_rate=0)
         if prune
@@ -117,19 +131,59 @@ def run_study(
     study = optuna.create_study(
         direction="maximize", sampler=_sampler(sampler, dimensions, seed), pruner=pruner
     )
-    result = StudyResult()
+    objective = _Objective(
+        dimensions=dimensions,
+        score=score,
+        questions=questions,
+        order=np.random.default_rng(seed).permutation(questions),
+        sizes=sorted({max(1, math.ceil(r * questions)) for r in rungs}),
+        on_trial=on_trial,
+        stop=stop,
+        max_p95_ms=max_p95_ms,
+    )
+    study.optimize(objective, n_trials=trials, timeout=budget.seconds, catch=())
+    return objective.result
 
-    def objective(trial: optuna.Trial) -> float:
+
+@dataclass
+class _Objective:
+    """One trial: its values proposed, scored on the rungs' growing samples (pruned where the pruner says),
+    recorded, told."""
+
+    dimensions: Sequence[Dimension]
+    score: Score
+    questions: int
+    order: np.ndarray  # the seeded order of the tuning questions the rungs take their samples from
+    sizes: list[int]  # the rungs' sample sizes, the last one every question
+    on_trial: Callable[[TrialResult], None] | None
+    stop: Callable[[], bool] | None
+    max_p95_ms: float | None
+    result: StudyResult = field(default_factory=StudyResult)
+    # values -> scores and times of order[:n] so far: values proposed again are not scored again
+    seen: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def scored(self, values: dict[str, Any], size: int) -> tuple[np.ndarray, np.ndarray]:
+        """The scores and times of the first `size` questions of the order, scoring only those not yet scored."""
+        key = tuple(sorted((name, repr(value)) for name, value in values.items()))
+        scores, times = self.seen.get(key, (np.empty(0), np.empty(0)))
+        if scores.size < size:
+            new = self.score(values, self.order[scores.size : size])
+            new_scores, new_times = new if isinstance(new, tuple) else (new, np.full(len(new), np.nan))
+            self.result.evaluations += size - scores.size
+            scores = np.concatenate([scores, np.asarray(new_scores, dtype=float)])
+            times = np.concatenate([times, np.asarray(new_times, dtype=float)])
+            self.seen[key] = (scores, times)
+        return scores[:size], times[:size]
+
+    def __call__(self, trial: optuna.Trial) -> float:
         started = time.monotonic()
-        values = {d.name: _suggest(trial, d) for d in dimensions}
-        scores = np.empty(0)
+        values = {d.name: _suggest(trial, d) for d in self.dimensions}
+        scores = times = np.empty(0)
         pruned, error = False, ""
         try:
-            for step, size in enumerate(sizes):
-                new = score(values, order[scores.size : size])
-                result.evaluations += size - scores.size
-                scores = np.concatenate([scores, np.asarray(new, dtype=float)])
-                if size < questions:
+            for step, size in enumerate(self.sizes):
+                scores, times = self.scored(values, size)
+                if size < self.questions:
                     trial.report(float(scores.mean()), step)
                     if trial.should_prune():
                         pruned = True
@@ -137,19 +191,19 @@ def run_study(
         except Exception as exc:  # a trial that fails is recorded, and the study goes on
             error = f"{type(exc).__name__}: {exc}"
         value = float(scores.mean()) if scores.size and not error else None
+        p95 = float(np.percentile(times, 95)) if times.size and not np.isnan(times).any() else None
+        limit = self.max_p95_ms
         finished = TrialResult(
-            trial.number, values, value, pruned, int(scores.size), time.monotonic() - started, error
-        )
-        result.trials.append(finished)
-        if on_trial is not None:
-            on_trial(finished)
-        if stop is not None and stop():
+            trial.number, values, value, pruned, int(scores.size), time.monotonic() - started, error, p95,
+            infeasible=limit is not None and p95 is not None and p95 > limit,
+        )  # fmt: skip
+        if limit is not None:  # TPE proposes from the trials within the limit (<= 0: within it)
+            trial.set_constraint("p95_ms", 0.0 if p95 is None else p95 - limit)
+        self.result.trials.append(finished)
+        if self.on_trial is not None:
+            self.on_trial(finished)
+        if self.stop is not None and self.stop():
             trial.study.stop()
         if pruned:
             raise optuna.TrialPruned()
-        if value is None:
-            return float("nan")  # Optuna records the trial as failed
-        return value
-
-    study.optimize(objective, n_trials=trials, timeout=budget.seconds, catch=())
-    return result
+        return float("nan") if value is None else value  # nan: Optuna records the trial as failed

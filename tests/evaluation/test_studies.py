@@ -151,9 +151,41 @@ def test_tpe_with_pruning_finds_the_peak_for_fewer_question_scorings():
     )
     pruned = [t for t in result.trials if t.pruned]
     assert pruned and all(t.questions < 200 for t in pruned)
-    assert result.evaluations == sum(t.questions for t in result.trials) < 40 * 200
+    # values proposed again are not scored again: the study pays for fewer scorings than its trials read
+    assert result.evaluations < sum(t.questions for t in result.trials) < 40 * 200
     again = run_study(SPACE, score, 200, budget=Budget(trials=40), seed=3, prune=True)
     assert [t.values for t in again.trials] == [t.values for t in result.trials]  # seeded
+
+
+def test_values_proposed_again_cost_no_new_scoring():
+    calls = []
+
+    def counted(values, questions):
+        calls.append(len(questions))
+        return score(values, questions)
+
+    space = parse_space({"fusion": ["Rrf", "Weighted"], "fulltext_weight": [0.7]})
+    result = run_study(space, counted, 200, budget=Budget(trials=12), seed=5, sampler="random")
+    assert len(result.trials) == 12 and len({t.values["fusion"] for t in result.trials}) == 2
+    assert result.evaluations == sum(calls) == 2 * 200
+    assert len({t.value for t in result.trials if t.values["fusion"] == "Rrf"}) == 1  # the same scores, reused
+
+
+def test_a_trial_slower_than_the_latency_constraint_cannot_win():
+    """Weighted scores best but its searches take 300 ms at the 95th percentile: with max_p95_ms 200 the best
+    is the best of the fast ones, and the slow trials say why."""
+
+    def timed(values, questions):
+        slow = values["fusion"] == "Weighted"
+        return score(values, questions), np.full(len(questions), 300.0 if slow else 20.0)
+
+    result = run_study(SPACE, timed, 200, budget=Budget(trials=500), seed=3, sampler="grid", max_p95_ms=200)
+    assert result.best.values["fusion"] == "Rrf" and result.best.p95_ms == 20.0
+    slow = [t for t in result.trials if t.values["fusion"] == "Weighted"]
+    assert slow and all(t.infeasible and t.p95_ms == 300.0 for t in slow)
+    assert not any(t.infeasible for t in result.trials if t.values["fusion"] == "Rrf")
+    free = run_study(SPACE, timed, 200, budget=Budget(trials=500), seed=3, sampler="grid")
+    assert free.best.values == {"fusion": "Weighted", "fulltext_weight": 0.7}
 
 
 def test_a_failing_trial_is_recorded_and_a_stop_ends_the_study():

@@ -1,0 +1,191 @@
+"""What a study is asked, read strictly. Plain Python: no Django import.
+
+`{base, space, metric, budget, seed, confirm_share, sampler, prune, baseline, max_p95_ms}`:
+- `base`: a configuration as /search/evaluate takes it (evaluation.configs); every trial is `base` with the
+  space's values applied;
+- `space`: the fields varied (evaluation.studies.space); every value is checked against the configuration's own
+  rules before anything runs, so a trial never fails on a value the request could have been refused for;
+- `metric`: what is maximised, `ndcg@K`, `recall@K` or `mrr` (within the top 10); default `ndcg@10`;
+- `budget`: `{trials, seconds}`, at most MAX_TRIALS trials and MAX_SECONDS seconds; default 50 trials;
+- `seed`: the split, the sampler and the question order of the pruner; default 0;
+- `confirm_share`: the share of the golden set kept for the confirmation; default 0.5;
+- `sampler`: `tpe` (default), `random` or `grid`; `prune`: stop weak trials on a sample of the tuning questions
+  (default true; not with `grid`, which tries every point whole);
+- `baseline`: the configuration the winner must beat on the confirmation part; default `base`;
+- `max_p95_ms`: a latency constraint: a trial whose 95th percentile search time is above it cannot win.
+Every problem is a `validation-error` naming its field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalsite.errors import EvalsiteError
+from evaluation.configs import RunConfig, parse_config
+from evaluation.request_fields import field_error, parse_bool, parse_choice, parse_number, parse_positive_int
+from evaluation.studies.search import MAX_TRIALS, SAMPLERS, Budget
+from evaluation.studies.space import Dimension, applied, grid, parse_space
+
+KEYS = (
+    "base", "space", "metric", "budget", "seed", "confirm_share", "sampler", "prune", "baseline", "max_p95_ms",
+)  # fmt: skip
+METRIC = re.compile(r"^(ndcg|recall)@([0-9]{1,4})$|^mrr$")
+DEFAULT_METRIC = "ndcg@10"
+MRR_DEPTH = 10
+MAX_SECONDS = 3600.0
+MAX_SEED = 2**31 - 1
+DEFAULT_TRIALS = 50
+
+
+@dataclass(frozen=True)
+class StudyRequest:
+    base: RunConfig
+    dimensions: tuple[Dimension, ...]
+    space: dict[str, Any]  # as sent (what the job stores and the API echoes)
+    metric: str
+    budget: Budget
+    seed: int
+    confirm_share: float
+    sampler: str
+    prune: bool
+    baseline: RunConfig
+    max_p95_ms: float | None = None
+
+    @property
+    def depth(self) -> int:
+        """How deep a trial searches: the metric's cutoff."""
+        found = METRIC.match(self.metric)
+        return int(found.group(2)) if found and found.group(2) else MRR_DEPTH
+
+    def trial_config(self, values: Mapping[str, Any], available_rerankers: Sequence[str]) -> RunConfig:
+        """The configuration a trial runs: the base with the trial's values, checked as a request's would be."""
+        return parse_config(applied(self.base.request(), values), 0, available_rerankers, prefix="base")
+
+    def job_input(self) -> dict[str, Any]:
+        return {
+            "base": self.base.request(),
+            "space": self.space,
+            "metric": self.metric,
+            "budget": {"trials": self.budget.trials, "seconds": self.budget.seconds},
+            "seed": self.seed,
+            "confirm_share": self.confirm_share,
+            "sampler": self.sampler,
+            "prune": self.prune,
+            "baseline": self.baseline.request(),
+            "max_p95_ms": self.max_p95_ms,
+        }
+
+
+def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRequest:
+    """A study request's fields (see the module's doc), or the validation-error of the first bad one."""
+    if not isinstance(raw, Mapping):
+        raise EvalsiteError("validation-error", "Expected a JSON object.")
+    unknown = sorted(set(raw) - set(KEYS))
+    if unknown:
+        raise field_error("validation-error", unknown[0], "unknown field.", allowed=sorted(KEYS))
+    if raw.get("base") is None:
+        raise field_error("validation-error", "base", "a study needs a base configuration.")
+    base = parse_config(raw["base"], 0, available_rerankers, prefix="base")
+    if base.target:
+        raise field_error(
+            "validation-error",
+            "base.target",
+            "a study searches with the built-in engine; targets are not tuned.",
+        )
+    dimensions = parse_space(raw.get("space"))
+    sampler = parse_choice(raw.get("sampler") or "tpe", "sampler", SAMPLERS, "validation-error")
+    prune = parse_bool(raw.get("prune", sampler != "grid"), "prune")
+    if prune and sampler == "grid":
+        raise field_error("validation-error", "prune", "a grid tries every point on every question.")
+    request = StudyRequest(
+        base=base,
+        dimensions=dimensions,
+        space=dict(raw["space"]),
+        metric=_metric(raw.get("metric")),
+        budget=_budget(raw.get("budget")),
+        seed=0 if raw.get("seed") is None else _seed(raw["seed"]),
+        confirm_share=_share(raw.get("confirm_share")),
+        sampler=sampler,
+        prune=prune,
+        baseline=(
+            base
+            if raw.get("baseline") is None
+            else parse_config(raw["baseline"], 0, available_rerankers, prefix="baseline")
+        ),
+        max_p95_ms=(
+            None
+            if raw.get("max_p95_ms") is None
+            else parse_number(raw["max_p95_ms"], "max_p95_ms", 0.001, 1e6)
+        ),
+    )
+    if request.baseline.target:
+        raise field_error(
+            "validation-error", "baseline.target", "the baseline searches with the built-in engine."
+        )
+    if sampler == "grid":
+        grid(dimensions)  # bounded: a grid too large is refused now
+    _check_values(request, available_rerankers)
+    return request
+
+
+def _check_values(request: StudyRequest, available_rerankers: Sequence[str]) -> None:
+    """Each value of each dimension, applied alone to the base, is a configuration the engine takes."""
+    for dimension in request.dimensions:
+        values = dimension.choices if dimension.choices is not None else (dimension.low, dimension.high)
+        for value in values:
+            if dimension.integer and dimension.choices is None:
+                value = int(value)
+            try:
+                request.trial_config({dimension.name: value}, available_rerankers)
+            except EvalsiteError as exc:
+                raise field_error(
+                    exc.code,
+                    f"space.{dimension.name}",
+                    f"{value!r} is refused by the configuration: {exc.message}",
+                ) from None
+
+
+def _metric(value: Any) -> str:
+    if value is None:
+        return DEFAULT_METRIC
+    text = value.strip().lower() if isinstance(value, str) else ""
+    found = METRIC.match(text)
+    if not found or (found.group(2) and not 1 <= int(found.group(2)) <= 1000):
+        raise field_error(
+            "validation-error", "metric", "expected ndcg@K or recall@K (K from 1 to 1000), or mrr."
+        )
+    return text
+
+
+def _budget(value: Any) -> Budget:
+    if value is None:
+        return Budget(trials=DEFAULT_TRIALS)
+    if not isinstance(value, Mapping) or set(value) - {"trials", "seconds"}:
+        raise field_error("validation-error", "budget", "expected {trials, seconds}.")
+    trials = value.get("trials")
+    seconds = value.get("seconds")
+    return Budget(
+        trials=DEFAULT_TRIALS
+        if trials is None
+        else parse_positive_int(trials, "budget.trials", maximum=MAX_TRIALS),
+        seconds=None if seconds is None else parse_number(seconds, "budget.seconds", 1, MAX_SECONDS),
+    )
+
+
+def _seed(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise field_error("validation-error", "seed", f"expected an integer from 0 to {MAX_SEED}.")
+    return value
+
+
+def _share(value: Any) -> float:
+    if value is None:
+        return 0.5
+    share = parse_number(value, "confirm_share", 0, 1)
+    if not 0.05 <= share <= 0.95 or math.isnan(share):
+        raise field_error("validation-error", "confirm_share", "expected a share from 0.05 to 0.95.")
+    return share
