@@ -42,6 +42,16 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "duplicate-label": (400, "two configurations of one call share a label"),
     "too-many-configs": (400, "more configurations than one call may evaluate"),
     "empty-golden-set": (400, "no golden entry with expected documents to evaluate"),
+    "golden-set-too-small": (
+        400,
+        "a study's golden set cannot be split into a tuning and a confirmation part",
+    ),
+    "no-trial-succeeded": (
+        400,
+        "no trial of a study was scored on every tuning question within its limits (a job's error)",
+    ),
+    "study-not-finished": (409, "saving the winner of a study that has no confirmed winner yet"),
+    "preset-exists": (409, "a configuration preset with this name exists for the tenant"),
     "empty-pool": (400, "the runs rank no unjudged document within the pool's depth for the questions asked"),
     "changed-since": (
         409,

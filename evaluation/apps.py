@@ -18,11 +18,13 @@ class EvaluationConfig(AppConfig):
         from evaluation.retrieval.evaluate import RetrievalRequest
         from evaluation.retrieval.indexes import build_schedule, index_build_job
         from evaluation.runs.batch_jobs import batch_job_handler
+        from evaluation.studies.services import study_job
         from goldenset.services.content import content_changed_hooks
 
         for request_type in (RetrievalRequest, AnswerRequest):  # one job skeleton for both kinds of batch
             register_job_handler(request_type.job_kind, batch_job_handler(request_type))
         register_job_handler(EvaluationJobKind.INDEX_BUILD, index_build_job)
         register_job_handler(EvaluationJobKind.ASSESS, assess_job)
+        register_job_handler(EvaluationJobKind.STUDY, study_job)
         register_audit_objects(EvaluationAuditObject)
         content_changed_hooks.append(build_schedule)

@@ -18,6 +18,7 @@ class EvaluationJobKind(models.TextChoices):
 
     EVALUATE = "Evaluate"
     EVALUATE_ANSWERS = "EvaluateAnswers"
+    STUDY = "Study"  # the trials of a study, then its confirmation (evaluation.studies.services)
     INDEX_BUILD = "IndexBuild"
     ASSESS = "Assess"  # a pool's documents graded by a chat model
 
@@ -30,6 +31,8 @@ class EvaluationAuditObject(models.TextChoices):
     LABELS = "labels", "Human labels"
     POOL = "pool", "Judgment pool"
     JUDGMENT = "judgment", "Relevance judgment"
+    STUDY = "study"
+    PRESET = "preset", "Configuration preset"
 
 
 class RunKind(models.TextChoices):
@@ -486,3 +489,6 @@ class IndexFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}/{self.name}#{self.chunk}"
+
+
+from evaluation.study_models import ConfigPreset, Study  # noqa: E402, F401  (registered with this app)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation.api import calibration, clicks, judgments, pool_apply, views
+from evaluation.api import calibration, clicks, judgments, pool_apply, studies, views
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
@@ -29,6 +29,9 @@ urlpatterns = [
     path(
         "search/judgments/pools/<str:pool_id>/assess", judgments.PoolAssessApi.as_view(), name="pool-assess"
     ),
+    path("search/evaluate/studies", studies.StudiesApi.as_view(), name="studies"),
+    path("search/evaluate/studies/<str:study_id>", studies.StudyDetailApi.as_view(), name="study"),
+    path("search/evaluate/studies/<str:study_id>/save", studies.StudySaveApi.as_view(), name="study-save"),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
     path("targets", views.TargetListApi.as_view(), name="targets"),

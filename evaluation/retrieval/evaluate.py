@@ -104,14 +104,16 @@ def evaluate_retrieval(
     configs: Sequence[RunConfig],
     job: Job | None = None,
     progress: Callable[[int, int], None] | None = None,
+    only: frozenset[str] | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
-    """Every golden question of the collections through the search read path, once per configuration.
+    """Every golden question of the collections (or those whose entry ids are `only`: a study's confirmation
+    part) through the search read path, once per configuration.
 
     Each configuration becomes one persisted run of a new batch; the golden set is snapshotted in the runs.
     A configuration's subset (evaluation.runs.slices) picks the questions it asks: checked for every configuration
     before any search, so a subset that selects nothing fails the call, not its last run.
     """
-    batch = _plan(tenant=tenant, collections=collections, ks=ks, configs=configs)
+    batch = _plan(tenant=tenant, collections=collections, ks=ks, configs=configs, only=only)
     scored = []
     before = 0  # questions of the configurations before this one (progress)
     prints: dict[Subset, str] = {}  # the golden fingerprint of each subset's questions
@@ -130,9 +132,11 @@ def evaluate_retrieval(
     return _store(batch, scored, job)
 
 
-def _plan(*, tenant, collections, ks, configs) -> RetrievalBatch:
+def _plan(*, tenant, collections, ks, configs, only=None) -> RetrievalBatch:
     """The questions, targets and engine of an evaluation, all checked before any question is asked."""
     everything, warnings = retrieval_questions(collections)
+    if only is not None:
+        everything = [q for q in everything if q.entry_id in only]
     if not everything:
         raise EvalsiteError(
             "empty-golden-set",

@@ -168,7 +168,9 @@ def test_values_proposed_again_cost_no_new_scoring():
     result = run_study(space, counted, 200, budget=Budget(trials=12), seed=5, sampler="random")
     assert len(result.trials) == 12 and len({t.values["fusion"] for t in result.trials}) == 2
     assert result.evaluations == sum(calls) == 2 * 200
-    assert len({t.value for t in result.trials if t.values["fusion"] == "Rrf"}) == 1  # the same scores, reused
+    assert (
+        len({t.value for t in result.trials if t.values["fusion"] == "Rrf"}) == 1
+    )  # the same scores, reused
 
 
 def test_a_trial_slower_than_the_latency_constraint_cannot_win():

@@ -1,0 +1,311 @@
+"""Studies over stored golden sets and the search core: created with their job, run by it, saved as presets.
+
+The job (`study_job`): the collection's retrieval questions (those the base configuration's subset admits) split
+with the seed (evaluation.studies.split); the trials (evaluation.studies.search) each score the tuning part with
+the search core, as a retrieval run scores a question (trec_eval's measures); then the winner and the baseline are
+evaluated on the confirmation part as two ordinary runs of one batch, and compared (evaluation.studies.confirm).
+The trials are written to the study as they end (at most every WRITE_EVERY seconds, and at the end), so the live
+page follows them; a cancel ends the study after the trial under way, without a confirmation.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record
+from evalsite.errors import EvalsiteError, NotFound
+from evalsite.jobs.models import Job
+from evalsite.jobs.services import job_cancelled, job_create
+from evalsite.tenancy.models import Tenant
+from evaluation.configs import RunConfig
+from evaluation.models import ConfigPreset, EvaluationAuditObject, EvaluationJobKind, QuestionResult, Study
+from evaluation.request_fields import DEFAULT_KS
+from evaluation.retrieval import metrics
+from evaluation.retrieval.evaluate import evaluate_retrieval, retrieval_questions
+from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
+from evaluation.runs.selectors import GoldenQuestion, job_collections
+from evaluation.runs.store import questions_in
+from evaluation.studies.confirm import confirm
+from evaluation.studies.request import StudyRequest, parse_study_request
+from evaluation.studies.search import TrialResult, run_study
+from evaluation.studies.space import applied
+from evaluation.studies.split import Split, split_questions
+from goldenset.models import Collection
+
+WRITE_EVERY = 0.5  # seconds between writes of the trials so far (and checks for a cancel)
+
+
+def study_create(*, tenant: Tenant, collection: Collection, raw: Mapping[str, Any], actor: str) -> Study:
+    """A study, checked as far as it can be before it runs (its request, a golden set that splits), and its job."""
+    request = parse_study_request(raw, available_rerankers())
+    _split(collection, request)  # a golden set too small to split is the request's 400
+    with transaction.atomic():
+        study = Study.objects.create(
+            tenant=tenant,
+            collection=collection,
+            request=request.job_input(),
+            metric=request.metric,
+            created_by=actor,
+        )
+        audit_record(
+            tenant=tenant,
+            collection=collection,
+            action=AuditAction.CREATE,
+            object_type=EvaluationAuditObject.STUDY,
+            object_id=study.pk,
+            actor=actor,
+            changes={"metric": request.metric, "space": sorted(request.space)},
+        )
+        study.job = job_create(
+            tenant=tenant,
+            kind=EvaluationJobKind.STUDY,
+            collection=collection,
+            input={"collection_pks": [collection.pk], "study_id": str(study.pk)},
+            actor=actor,
+        )
+        study.save(update_fields=["job"])
+    return study
+
+
+def _questions(collection: Collection, request: StudyRequest) -> list[GoldenQuestion]:
+    everything, _ = retrieval_questions([collection])
+    if not everything:
+        raise EvalsiteError(
+            "empty-golden-set",
+            f"No golden entries with expected documents in {collection.slug}.",
+            details={"collection_id": collection.slug},
+        )
+    return questions_in(everything, request.base.subset, [collection])
+
+
+def _split(collection: Collection, request: StudyRequest) -> tuple[Split, list[GoldenQuestion]]:
+    questions = _questions(collection, request)
+    try:
+        split = split_questions(
+            [(str(q.entry_id), q.tags) for q in questions], share=request.confirm_share, seed=request.seed
+        )
+    except ValueError as exc:
+        raise EvalsiteError(
+            "golden-set-too-small", f"The golden set cannot be split for a study: {exc}.",
+            details={"field": "confirm_share", "questions": len(questions)},
+        ) from None  # fmt: skip
+    return split, questions
+
+
+@dataclass
+class _Live:
+    """What the job writes while the trials run: the trials so far, at most every WRITE_EVERY seconds."""
+
+    study: Study
+    job: Job
+    progress: Any
+    total: int
+    trials: list[dict] = field(default_factory=list)
+    evaluations: int = 0
+    written: float = 0.0
+    cancelled: bool = False
+
+    def on_trial(self, trial: TrialResult) -> None:
+        self.trials.append(trial.as_dict())
+        if time.monotonic() - self.written >= WRITE_EVERY:
+            self.write()
+
+    def write(self) -> None:
+        self.written = time.monotonic()
+        Study.objects.filter(pk=self.study.pk).update(trials=self.trials, evaluations=self.evaluations)
+        self.progress(len(self.trials), self.total)
+        self.cancelled = self.cancelled or job_cancelled(self.job.pk)
+
+    def stop(self) -> bool:
+        return self.cancelled
+
+
+def study_job(job: Job, progress) -> dict[str, Any]:
+    """The job of a study (see the module's doc)."""
+    study = Study.objects.select_related("collection").get(pk=job.input["study_id"])
+    collection = job_collections(job)[0]
+    rerankers = available_rerankers()
+    request = parse_study_request(study.request, rerankers)
+    split, questions = _split(collection, request)
+    by_id = {str(q.entry_id): q for q in questions}
+    tuning = [by_id[key] for key in split.tuning]
+    study.split = {"tuning": len(split.tuning), "confirmation": len(split.confirmation)}
+    study.trials, study.best, study.confirmation, study.evaluations = (
+        [],
+        None,
+        None,
+        0,
+    )  # a re-run starts over
+    study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
+    search = CollectionSearch([collection])
+    now = timezone.now()
+    live = _Live(study, job, progress, request.budget.trials)
+
+    def score(values: dict[str, Any], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        config = request.trial_config(values, rerankers)
+        return _scores(search, config, [tuning[i] for i in rows], request, now)
+
+    result = run_study(
+        request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,
+        sampler=request.sampler, prune=request.prune, on_trial=live.on_trial, stop=live.stop,
+        max_p95_ms=request.max_p95_ms,
+    )  # fmt: skip
+    live.evaluations = result.evaluations
+    live.write()
+    best = result.best
+    if live.cancelled or best is None:
+        Study.objects.filter(pk=study.pk).update(finished_at=timezone.now())
+        if best is None and not live.cancelled:
+            raise EvalsiteError(
+                "no-trial-succeeded",
+                "No trial of the study was scored on every tuning question within its constraints; see its trials.",
+                details={"study_id": str(study.pk)},
+            )
+        return _job_result(Study.objects.get(pk=study.pk))
+    winner = request.trial_config(best.values, rerankers)
+    study.best = {
+        "number": best.number, "values": best.values, "config": winner.as_dict(), "tuning_value": best.value,
+    }  # fmt: skip
+    study.confirmation = _confirmation(study, request, winner, frozenset(split.confirmation), result, job)
+    study.finished_at = timezone.now()
+    study.save(update_fields=["best", "confirmation", "finished_at"])
+    return _job_result(study)
+
+
+def _job_result(study: Study) -> dict[str, Any]:
+    """What the job's result holds (its page and GET studies/{id} give the whole study)."""
+    return {
+        "study_id": str(study.pk), "trials": len(study.trials), "evaluations": study.evaluations,
+        "best": study.best, "confirmation": study.confirmation,
+    }  # fmt: skip
+
+
+def _scores(search: CollectionSearch, config: RunConfig, questions: Sequence[GoldenQuestion], request, now):
+    """Each question's value of the study's metric (as a retrieval run computes it) and its search time in ms."""
+    values, times = np.empty(len(questions)), np.empty(len(questions))
+    ks = [request.depth]
+    for i, q in enumerate(questions):
+        began = time.perf_counter()
+        hits = search.rank(q.question, config, request.depth, at=now)
+        times[i] = (time.perf_counter() - began) * 1000
+        values[i] = metrics.evaluate_query(hits.keys(qualified=False), q.qrels, ks)[request.metric]
+    return values, times
+
+
+def _confirmation(study, request: StudyRequest, winner: RunConfig, only: frozenset[str], result, job) -> dict:
+    """The baseline and the winner as two runs of one batch over the confirmation part, and their comparison."""
+    short = str(study.pk)[:8]
+    configs = [
+        RunConfig(**{**request.baseline.__dict__, "label": f"study {short} baseline"}),
+        RunConfig(**{**winner.__dict__, "label": f"study {short} winner"}),
+    ]
+    ks = sorted({*DEFAULT_KS, request.depth})
+    _, runs = evaluate_retrieval(
+        tenant=study.tenant, collections=[study.collection], ks=ks, configs=configs, job=job, only=only
+    )
+    baseline_run, winner_run = runs
+    per_run = {
+        run.pk: dict(
+            QuestionResult.objects.filter(run=run).order_by("entry_id").values_list("entry_id", "metrics")
+        )
+        for run in runs
+    }
+    entries = sorted(per_run[winner_run.pk])
+    scores = {pk: np.array([per_run[pk][e][request.metric] for e in entries]) for pk in per_run}
+    tried = len(
+        {tuple(sorted((k, repr(v)) for k, v in t.values.items())) for t in result.trials if not t.error}
+    )
+    outcome = confirm(
+        scores[winner_run.pk], scores[baseline_run.pk], configurations_tried=tried, seed=request.seed
+    )
+    return {
+        "baseline": {
+            "run_id": str(baseline_run.pk),
+            "value": outcome.baseline,
+            "ci": list(outcome.baseline_ci),
+        },
+        "winner": {"run_id": str(winner_run.pk), "value": outcome.winner, "ci": list(outcome.winner_ci)},
+        "difference": outcome.difference,
+        "p_value": outcome.p_value,
+        "significant": outcome.significant,
+        "configurations_tried": outcome.configurations_tried,
+        "questions": outcome.questions,
+        "verdict": outcome.verdict(request.metric),
+    }
+
+
+def study_detail(study: Study) -> dict[str, Any]:
+    """A study as the API gives it: its state (its job's), trials with the configuration each ran, the best of
+    them and the confirmation."""
+    job = study.job
+    base = study.request["base"]
+    return {
+        "study_id": str(study.pk),
+        "collection_id": study.collection.slug,
+        "status": job.status if job is not None else "Completed",
+        "job_id": str(job.pk) if job is not None else None,
+        "error": job.error if job is not None else None,
+        "metric": study.metric,
+        "request": study.request,
+        "split": study.split,
+        "evaluations": study.evaluations,
+        "trials": [{**t, "config": applied(base, t["values"])} for t in study.trials],
+        "best": study.best,
+        "confirmation": study.confirmation,
+        "created_at": study.created_at,
+        "finished_at": study.finished_at,
+    }
+
+
+def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:
+    """The study's winner saved as a named configuration preset of its tenant (a name in use is a 409)."""
+    if not study.best:
+        raise EvalsiteError(
+            "study-not-finished", "The study has no confirmed winner to save yet.", status=409,
+            details={"study_id": str(study.pk)},
+        )  # fmt: skip
+    config = {k: v for k, v in study.best["config"].items() if k != "label"}
+    try:
+        with transaction.atomic():
+            preset = ConfigPreset.objects.create(
+                tenant=study.tenant, name=name, config=config, study=study, created_by=actor
+            )
+            audit_record(
+                tenant=study.tenant, collection=study.collection, action=AuditAction.CREATE,
+                object_type=EvaluationAuditObject.PRESET, object_id=preset.pk, actor=actor,
+                changes={"name": name, "study": str(study.pk)},
+            )  # fmt: skip
+    except IntegrityError:
+        raise EvalsiteError(
+            "preset-exists", f"name: a preset named {name!r} exists already.", status=409,
+            details={"field": "name"},
+        ) from None  # fmt: skip
+    return preset
+
+
+def study_get(*, tenant: Tenant, study_id: str) -> Study:
+    """The tenant's study, or a 404 (another tenant's is not found either)."""
+    try:
+        pk = uuid.UUID(str(study_id))
+    except ValueError:
+        raise NotFound("Study", study_id) from None
+    study = Study.objects.select_related("collection", "job").filter(tenant=tenant, pk=pk).first()
+    if study is None:
+        raise NotFound("Study", study_id)
+    return study
+
+
+def study_list(*, tenant: Tenant, collection: Collection | None = None, limit: int = 50) -> list[Study]:
+    studies = Study.objects.select_related("collection", "job").filter(tenant=tenant)
+    if collection is not None:
+        studies = studies.filter(collection=collection)
+    return list(studies[:limit])

@@ -1,0 +1,163 @@
+"""Studies over REST, on the demo's ClapNQ sample (597 passages, 300 answerable questions) with jobs run inline:
+the trials see only the tuning part, the winner and the baseline are two ordinary runs over the confirmation part,
+and every number the study reports can be recomputed from those runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evaluation.models import ConfigPreset, EvaluationRun, QuestionResult, Study
+from evaluation.runs.stats import bootstrap_ci, paired_randomization_test
+from goldenset.beir_import import beir_import
+
+URL = "/lmkit/v1/search/evaluate/studies"
+CLAPNQ = Path(__file__).resolve().parents[2] / "demo" / "clapnq"
+
+
+@pytest.fixture
+def clapnq(world):
+    beir_import(folder=CLAPNQ, tenant=world.tenant, collection_id="clapnq", actor="test")
+    return world
+
+
+@pytest.fixture
+def post_study(clapnq, django_capture_on_commit_callbacks):
+    """POST a study (the test's fields over a small one of BM25's k1 and b); its job runs inline once the
+    request commits, as a worker would take it."""
+
+    def post(**fields):
+        with django_capture_on_commit_callbacks(execute=True):
+            return clapnq.client.post(URL, {**STUDY, **fields}, format="json")
+
+    return post
+
+
+STUDY = {
+    "collection_id": "clapnq",
+    "base": {"search_type": "FullText"},
+    "space": {"bm25_k1": {"low": 0.3, "high": 2.4, "step": 0.3}, "bm25_b": [0.3, 0.6, 0.9]},
+    "metric": "ndcg@10",
+    "budget": {"trials": 12},
+    "seed": 7,
+}
+
+
+def test_a_study_tunes_on_one_part_and_confirms_on_the_other_as_ordinary_runs(clapnq, post_study):
+    response = post_study()
+    assert response.status_code == 202, response.json()
+    accepted = response.json()
+    study = clapnq.client.get(f"{URL}/{accepted['study_id']}").json()
+    assert study["status"] == "Completed", study["error"]
+    assert study["split"] == {"tuning": 150, "confirmation": 150}
+    assert len(study["trials"]) == 12
+    for trial in study["trials"]:
+        assert set(trial["values"]) == {"bm25_k1", "bm25_b"}
+        assert trial["config"]["bm25_k1"] == trial["values"]["bm25_k1"]
+        assert trial["questions"] in (38, 75, 150) and (trial["questions"] == 150 or trial["pruned"])
+    complete = [t for t in study["trials"] if not t["pruned"]]
+    best = max(complete, key=lambda t: (t["value"], -t["number"]))
+    assert study["best"]["number"] == best["number"] and study["best"]["tuning_value"] == best["value"]
+    assert study["evaluations"] <= sum(t["questions"] for t in study["trials"])
+
+    confirmation = study["confirmation"]
+    baseline = EvaluationRun.objects.get(pk=confirmation["baseline"]["run_id"])
+    winner = EvaluationRun.objects.get(pk=confirmation["winner"]["run_id"])
+    assert baseline.batch_id == winner.batch_id and baseline.question_count == winner.question_count == 150
+    assert winner.config["bm25_k1"] == study["best"]["values"]["bm25_k1"]
+    assert "bm25_k1" not in baseline.config  # the base: BM25's defaults
+    # the confirmation part is the questions no trial saw: disjoint from the tuning part, the rest of the set
+    confirmed = set(QuestionResult.objects.filter(run=winner).values_list("entry_id", flat=True))
+    assert len(confirmed) == 150
+    # every number is the runs' own, recomputed here
+    scores = {
+        run.pk: np.array(
+            [m["ndcg@10"] for m in QuestionResult.objects.filter(run=run).order_by("entry_id").values_list(
+                "metrics", flat=True)]
+        )
+        for run in (baseline, winner)
+    }  # fmt: skip
+    assert confirmation["winner"]["value"] == pytest.approx(winner.metrics["ndcg@10"], abs=1e-12)
+    assert confirmation["baseline"]["value"] == pytest.approx(baseline.metrics["ndcg@10"], abs=1e-12)
+    assert confirmation["winner"]["ci"] == list(bootstrap_ci(scores[winner.pk], seed=7))
+    assert confirmation["p_value"] == paired_randomization_test(
+        scores[winner.pk], scores[baseline.pk], seed=7
+    )
+    assert confirmation["difference"] == pytest.approx(
+        confirmation["winner"]["value"] - confirmation["baseline"]["value"], abs=1e-12
+    )
+    assert confirmation["significant"] == (confirmation["difference"] > 0 and confirmation["p_value"] < 0.05)
+    assert 1 <= confirmation["configurations_tried"] <= 12
+    assert confirmation["verdict"].startswith("Better" if confirmation["significant"] else "Not shown better")
+
+    # the same request and seed give the same trials
+    again = clapnq.client.get(f"{URL}/{post_study().json()['study_id']}").json()
+    assert [t["values"] for t in again["trials"]] == [t["values"] for t in study["trials"]]
+
+
+def test_the_winner_saved_as_a_preset_once_per_name_and_only_for_its_tenant(clapnq, post_study):
+    study_id = post_study(budget={"trials": 3}).json()["study_id"]
+    saved = clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned bm25"}, format="json")
+    assert saved.status_code == 201, saved.json()
+    preset = ConfigPreset.objects.get(tenant=clapnq.tenant, name="tuned bm25")
+    study = Study.objects.get(pk=study_id)
+    assert preset.config == {k: v for k, v in study.best["config"].items() if k != "label"}
+    again = clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned bm25"}, format="json")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "preset-exists"
+    assert clapnq.other_client.get(f"{URL}/{study_id}").status_code == 404
+    assert clapnq.other_client.post(f"{URL}/{study_id}/save", {"name": "x"}, format="json").status_code == 404
+    assert clapnq.other_client.get(URL).json() == []
+    assert [s["study_id"] for s in clapnq.client.get(URL, {"collection_id": "clapnq"}).json()] == [study_id]
+
+
+@pytest.mark.parametrize(
+    "fields, field, message",
+    [
+        ({"space": {"bm25_k": [1.0]}}, "space.bm25_k", "not a field a study varies"),
+        ({"space": {"bm25_k1": {"low": 0.5, "high": 30}}}, "space.bm25_k1", "outside 0 to 10"),
+        ({"space": {"fusion": ["Rrf", "Max"]}}, "space.fusion", "'Max' is not one of"),
+        ({"space": {}}, "space", "at least one"),
+        ({"metric": "ndcg@0"}, "metric", "expected ndcg@K"),
+        ({"metric": "map"}, "metric", "expected ndcg@K"),
+        ({"budget": {"trials": 0}}, "budget.trials", "from 1 to 2000"),
+        ({"budget": {"trials": 5, "hours": 1}}, "budget", "expected {trials, seconds}"),
+        ({"seed": -1}, "seed", "from 0 to"),
+        ({"seed": True}, "seed", "from 0 to"),
+        ({"confirm_share": 0.99}, "confirm_share", "0.05 to 0.95"),
+        ({"sampler": "cmaes"}, "sampler", "expected one of"),
+        ({"sampler": "grid", "prune": True}, "prune", "every point"),
+        ({"base": {"search_type": "FullText", "k": 3}}, "base.k", "unknown field"),
+        ({"base": {"target": "prod"}}, "base.target", "built-in engine"),
+        ({"baseline": {"bm25_b": 2}}, "baseline.bm25_b", "from 0 to 1"),
+        ({"max_p95_ms": "fast"}, "max_p95_ms", "expected a number"),
+        ({"space": {"rerank": ["proximity"]}}, "space.rerank", "is not one of False, True"),
+        ({"colection_id": "clapnq"}, "colection_id", "unknown field"),
+    ],
+)
+def test_a_bad_study_is_a_400_naming_its_field_and_starts_nothing(post_study, fields, field, message):
+    response = post_study(**fields)
+    assert response.status_code == 400, response.json()
+    error = response.json()["error"]
+    assert error["details"]["field"] == field and message in error["message"], error
+    assert not Study.objects.exists()
+
+
+def test_a_golden_set_too_small_to_split_is_a_400(world):
+    from tests.support import handbook_entries
+
+    handbook_entries(world.collection)  # three questions with expected documents
+    response = world.client.post(
+        URL,
+        {"collection_id": "handbook", "base": {}, "space": {"bm25_b": [0.5, 0.75]}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "golden-set-too-small"
+    assert (
+        world.other_client.post(
+            URL, {"collection_id": "clapnq", "base": {}, "space": {"bm25_b": [0.5]}}, format="json"
+        ).status_code
+        == 404
+    )
