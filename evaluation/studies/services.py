@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +44,11 @@ from goldenset.models import Collection
 WRITE_EVERY = 0.5  # seconds between writes of the trials so far (and checks for a cancel)
 
 
-def study_create(*, tenant: Tenant, collection: Collection, raw: Mapping[str, Any], actor: str) -> Study:
-    """A study, checked as far as it can be before it runs (its request, a golden set that splits), and its job."""
+def study_create(
+    *, tenant: Tenant, collection: Collection, raw: Mapping[str, Any], actor: str, queue: bool = True
+) -> Study:
+    """A study, checked as far as it can be before it runs (its request, a golden set that splits), and its job
+    (`queue`; else the caller runs it, study_execute)."""
     request = parse_study_request(raw, available_rerankers())
     _split(collection, request)  # a golden set too small to split is the request's 400
     with transaction.atomic():
@@ -65,14 +68,15 @@ def study_create(*, tenant: Tenant, collection: Collection, raw: Mapping[str, An
             actor=actor,
             changes={"metric": request.metric, "space": sorted(request.space)},
         )
-        study.job = job_create(
-            tenant=tenant,
-            kind=EvaluationJobKind.STUDY,
-            collection=collection,
-            input={"collection_pks": [collection.pk], "study_id": str(study.pk)},
-            actor=actor,
-        )
-        study.save(update_fields=["job"])
+        if queue:
+            study.job = job_create(
+                tenant=tenant,
+                kind=EvaluationJobKind.STUDY,
+                collection=collection,
+                input={"collection_pks": [collection.pk], "study_id": str(study.pk)},
+                actor=actor,
+            )
+            study.save(update_fields=["job"])
     return study
 
 
@@ -103,16 +107,17 @@ def _split(collection: Collection, request: StudyRequest) -> tuple[Split, list[G
 
 @dataclass
 class _Live:
-    """What the job writes while the trials run: the trials so far, at most every WRITE_EVERY seconds."""
+    """What a running study writes: the trials so far, at most every WRITE_EVERY seconds (and whether it was
+    cancelled, asked as often)."""
 
     study: Study
-    job: Job
-    progress: Any
+    progress: Callable[[int, int], None]
+    cancelled: Callable[[], bool]
     total: int
     trials: list[dict] = field(default_factory=list)
     evaluations: int = 0
     written: float = 0.0
-    cancelled: bool = False
+    stopped: bool = False
 
     def on_trial(self, trial: TrialResult) -> None:
         self.trials.append(trial.as_dict())
@@ -123,19 +128,27 @@ class _Live:
         self.written = time.monotonic()
         Study.objects.filter(pk=self.study.pk).update(trials=self.trials, evaluations=self.evaluations)
         self.progress(len(self.trials), self.total)
-        self.cancelled = self.cancelled or job_cancelled(self.job.pk)
+        self.stopped = self.stopped or self.cancelled()
 
     def stop(self) -> bool:
-        return self.cancelled
+        return self.stopped
 
 
 def study_job(job: Job, progress) -> dict[str, Any]:
     """The job of a study (see the module's doc)."""
-    study = Study.objects.select_related("collection").get(pk=job.input["study_id"])
-    collection = job_collections(job)[0]
+    study = Study.objects.select_related("collection", "tenant").get(pk=job.input["study_id"])
+    job_collections(job)  # the collection is still there (else collection-gone)
+    return study_execute(study, progress, cancelled=lambda: job_cancelled(job.pk), job=job)
+
+
+def study_execute(
+    study: Study, progress, *, cancelled=lambda: False, job: Job | None = None
+) -> dict[str, Any]:
+    """Run a study: its trials, then its confirmation (the job's work; `manage.py study` runs it in place).
+    `progress(trials done, trials asked)` after each write; `cancelled()` true ends it after the trial under way."""
     rerankers = available_rerankers()
     request = parse_study_request(study.request, rerankers)
-    split, questions = _split(collection, request)
+    split, questions = _split(study.collection, request)
     by_id = {str(q.entry_id): q for q in questions}
     tuning = [by_id[key] for key in split.tuning]
     study.split = {"tuning": len(split.tuning), "confirmation": len(split.confirmation)}
@@ -146,9 +159,9 @@ def study_job(job: Job, progress) -> dict[str, Any]:
         0,
     )  # a re-run starts over
     study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
-    search = CollectionSearch([collection])
+    search = CollectionSearch([study.collection])
     now = timezone.now()
-    live = _Live(study, job, progress, request.budget.trials)
+    live = _Live(study, progress, cancelled, request.budget.trials)
 
     def score(values: dict[str, Any], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         config = request.trial_config(values, rerankers)
@@ -162,9 +175,9 @@ def study_job(job: Job, progress) -> dict[str, Any]:
     live.evaluations = result.evaluations
     live.write()
     best = result.best
-    if live.cancelled or best is None:
+    if live.stopped or best is None:
         Study.objects.filter(pk=study.pk).update(finished_at=timezone.now())
-        if best is None and not live.cancelled:
+        if best is None and not live.stopped:
             raise EvalsiteError(
                 "no-trial-succeeded",
                 "No trial of the study was scored on every tuning question within its constraints; see its trials.",
@@ -251,7 +264,7 @@ def study_detail(study: Study) -> dict[str, Any]:
     return {
         "study_id": str(study.pk),
         "collection_id": study.collection.slug,
-        "status": job.status if job is not None else "Completed",
+        "status": job.status if job is not None else ("Completed" if study.finished_at else "Running"),
         "job_id": str(job.pk) if job is not None else None,
         "error": job.error if job is not None else None,
         "metric": study.metric,

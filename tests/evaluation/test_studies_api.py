@@ -161,3 +161,43 @@ def test_a_golden_set_too_small_to_split_is_a_400(world):
         ).status_code
         == 404
     )
+
+
+def test_the_command_runs_a_study_in_place_and_prints_what_the_api_gives(clapnq, capsys):
+    import json
+
+    from django.core.management import call_command
+
+    space = json.dumps({"bm25_b": [0.4, 0.75, 1.0]})
+    scope = {"cluster": "acme", "tenant": "search", "collection": "clapnq"}
+    call_command(
+        "study", space=space, trials="3", seed="3", sampler="grid", no_prune=True, format="json", **scope
+    )
+    printed = json.loads(capsys.readouterr().out)
+    study = Study.objects.get(pk=printed["study_id"])
+    assert study.job is None and printed["status"] == "Completed"
+    assert printed == json.loads(json.dumps(clapnq.client.get(f"{URL}/{study.pk}").json()))
+    assert sorted(t["values"]["bm25_b"] for t in printed["trials"]) == [0.4, 0.75, 1.0]
+    assert printed["confirmation"]["questions"] == 150
+
+    call_command("study", space=space, trials="2", save="from the command", **scope)
+    out = capsys.readouterr().out
+    assert "best on the tuning part: trial" in out and "saved as preset 'from the command'" in out
+    assert ("Better:" in out) != ("Not shown better:" in out)
+    assert ConfigPreset.objects.filter(tenant=clapnq.tenant, name="from the command").exists()
+
+
+def test_the_command_refuses_a_bad_request_naming_the_field(clapnq, capsys):
+    from django.core.management import call_command
+
+    scope = {"cluster": "acme", "tenant": "search", "collection": "clapnq"}
+    with pytest.raises(SystemExit) as exited:
+        call_command("study", space='{"bm25_b": [0.5, 7]}', **scope)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip() == (
+        "error [validation-error] space.bm25_b: a choice 7 is outside 0 to 1."
+    )
+    with pytest.raises(SystemExit):
+        call_command("study", **scope)
+    assert "needs a space" in capsys.readouterr().err
+    assert not Study.objects.exists()
