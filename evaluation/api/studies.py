@@ -101,7 +101,7 @@ class ConfirmationOut(serializers.Serializer):
     verdict = serializers.CharField()
 
 
-class StudyOut(serializers.Serializer):
+class StudyRowOut(serializers.Serializer):
     study_id = serializers.UUIDField()
     collection_id = serializers.CharField()
     status = serializers.CharField(help_text="Its job's: Queued, Running, Completed, Failed or Cancelled.")
@@ -113,11 +113,14 @@ class StudyOut(serializers.Serializer):
         child=serializers.IntegerField(), help_text='{"tuning": n, "confirmation": n}'
     )
     evaluations = serializers.IntegerField(help_text="Question scorings the trials paid for.")
-    trials = TrialOut(many=True)
     best = BestOut(allow_null=True)
     confirmation = ConfirmationOut(allow_null=True)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class StudyOut(StudyRowOut):
+    trials = TrialOut(many=True)
 
 
 class StudyListIn(serializers.Serializer):
@@ -162,7 +165,9 @@ class StudiesApi(TenantAPIView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
-        parameters=[StudyListIn], responses=StudyOut(many=True), summary="The tenant's studies, newest first."
+        parameters=[StudyListIn],
+        responses=StudyRowOut(many=True),
+        summary="The tenant's studies, newest first (each without its trials).",
     )
     def get(self, request):
         data = read(StudyListIn, request.query_params)
@@ -172,9 +177,10 @@ class StudiesApi(TenantAPIView):
             if data.get("collection_id")
             else None
         )
-        return Response(
-            [services.study_detail(s) for s in services.study_list(tenant=tenant, collection=collection)]
-        )
+        paginator = self.pagination_class()  # type: ignore[operator,misc]
+        studies = services.study_list(tenant=tenant, collection=collection)
+        page = paginator.paginate_queryset(studies, request, view=self)
+        return paginator.get_paginated_response([services.study_row(study) for study in page])
 
 
 class StudyDetailApi(TenantAPIView):

@@ -21,6 +21,7 @@ from evaluation.answers.configs import (
 from evaluation.answers.evaluate import AnswerRequest
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.api import serializers as s
+from evaluation.presets import with_presets
 from evaluation.request_fields import parse_ks
 from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers, search
@@ -104,7 +105,8 @@ class EvaluateApi(CollectionsApi):
         data, tenant, collections = self.scope(s.EvaluateIn, request.data)
         ks = parse_ks(data.get("ks"))
         subset = config_parser.parse_subset(data)
-        configs = config_parser.parse_configs(data.get("configs"), available_rerankers(), subset)
+        raw = with_presets(tenant, data.get("configs"))
+        configs = config_parser.parse_configs(raw, available_rerankers(), subset)
         counted = {c.subset: selectors.count_golden_questions(collections, c.subset) for c in configs}
         questions = sum(counted[c.subset] for c in configs)
         target_calls = sum(counted[c.subset] for c in configs if c.target)

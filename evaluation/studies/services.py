@@ -28,6 +28,7 @@ from evalsite.jobs.services import job_cancelled, job_create
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig
 from evaluation.models import ConfigPreset, EvaluationAuditObject, EvaluationJobKind, QuestionResult, Study
+from evaluation.presets import with_preset
 from evaluation.request_fields import DEFAULT_KS
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval, retrieval_questions
@@ -49,6 +50,7 @@ def study_create(
 ) -> Study:
     """A study, checked as far as it can be before it runs (its request, a golden set that splits), and its job
     (`queue`; else the caller runs it, study_execute)."""
+    raw = {**raw, **{k: with_preset(tenant, raw[k], k) for k in ("base", "baseline") if k in raw}}
     request = parse_study_request(raw, available_rerankers())
     _split(collection, request)  # a golden set too small to split is the request's 400
     with transaction.atomic():
@@ -256,12 +258,12 @@ def _confirmation(study, request: StudyRequest, winner: RunConfig, only: frozens
     }
 
 
-def study_detail(study: Study) -> dict[str, Any]:
+def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     """A study as the API gives it: its state (its job's), trials with the configuration each ran, the best of
     them and the confirmation."""
     job = study.job
     base = study.request["base"]
-    return {
+    detail = {
         "study_id": str(study.pk),
         "collection_id": study.collection.slug,
         "status": job.status if job is not None else ("Completed" if study.finished_at else "Running"),
@@ -271,12 +273,14 @@ def study_detail(study: Study) -> dict[str, Any]:
         "request": study.request,
         "split": study.split,
         "evaluations": study.evaluations,
-        "trials": [{**t, "config": applied(base, t["values"])} for t in study.trials],
         "best": study.best,
         "confirmation": study.confirmation,
         "created_at": study.created_at,
         "finished_at": study.finished_at,
     }
+    if trials:
+        detail["trials"] = [{**t, "config": applied(base, t["values"])} for t in study.trials]
+    return detail
 
 
 def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:
@@ -317,8 +321,12 @@ def study_get(*, tenant: Tenant, study_id: str) -> Study:
     return study
 
 
-def study_list(*, tenant: Tenant, collection: Collection | None = None, limit: int = 50) -> list[Study]:
-    studies = Study.objects.select_related("collection", "job").filter(tenant=tenant)
-    if collection is not None:
-        studies = studies.filter(collection=collection)
-    return list(studies[:limit])
+def study_list(*, tenant: Tenant, collection: Collection | None = None):
+    """The tenant's studies (of one collection), newest first, without their trials (a list reads many)."""
+    studies = Study.objects.select_related("collection", "job").filter(tenant=tenant).defer("trials")
+    return studies.filter(collection=collection) if collection is not None else studies
+
+
+def study_row(study: Study) -> dict[str, Any]:
+    """A study as a list shows it: as study_detail gives it, without its trials."""
+    return study_detail(study, trials=False)

@@ -80,7 +80,16 @@ def ids(world) -> dict[str, str]:
         status=JobStatus.COMPLETED,
         input={},
     )
+    from evaluation.models import Study
+
+    study = Study.objects.create(
+        tenant=world.tenant,
+        collection=world.collection,
+        request={"base": {"label": "bm25"}},
+        metric="ndcg@10",
+    )
     return {
+        "study_id": str(study.pk),
         "collection_id": "handbook",
         "document_id": "refunds",
         "entry_id": str(entries[0].pk),

@@ -4,6 +4,7 @@ and every number the study reports can be recomputed from those runs."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +13,10 @@ import pytest
 from evaluation.models import ConfigPreset, EvaluationRun, QuestionResult, Study
 from evaluation.runs.stats import bootstrap_ci, paired_randomization_test
 from goldenset.beir_import import beir_import
+from tests.schema_support import conforms, served_schema
 
 URL = "/lmkit/v1/search/evaluate/studies"
+SCHEMA = functools.cache(served_schema)  # real responses hold to the served OpenAPI schema
 CLAPNQ = Path(__file__).resolve().parents[2] / "demo" / "clapnq"
 
 
@@ -48,8 +51,9 @@ STUDY = {
 def test_a_study_tunes_on_one_part_and_confirms_on_the_other_as_ordinary_runs(clapnq, post_study):
     response = post_study()
     assert response.status_code == 202, response.json()
-    accepted = response.json()
-    study = clapnq.client.get(f"{URL}/{accepted['study_id']}").json()
+    accepted = conforms(SCHEMA(), response, "/lmkit/v1/search/evaluate/studies", "post", 202)
+    path = "/lmkit/v1/search/evaluate/studies/{study_id}"
+    study = conforms(SCHEMA(), clapnq.client.get(f"{URL}/{accepted['study_id']}"), path, "get", 200)
     assert study["status"] == "Completed", study["error"]
     assert study["split"] == {"tuning": 150, "confirmation": 150}
     assert len(study["trials"]) == 12
@@ -108,8 +112,10 @@ def test_the_winner_saved_as_a_preset_once_per_name_and_only_for_its_tenant(clap
     assert again.status_code == 409 and again.json()["error"]["code"] == "preset-exists"
     assert clapnq.other_client.get(f"{URL}/{study_id}").status_code == 404
     assert clapnq.other_client.post(f"{URL}/{study_id}/save", {"name": "x"}, format="json").status_code == 404
-    assert clapnq.other_client.get(URL).json() == []
-    assert [s["study_id"] for s in clapnq.client.get(URL, {"collection_id": "clapnq"}).json()] == [study_id]
+    assert clapnq.other_client.get(URL).json()["count"] == 0
+    listed = conforms(SCHEMA(), clapnq.client.get(URL, {"collection_id": "clapnq"}), URL, "get", 200)
+    assert [s["study_id"] for s in listed["results"]] == [study_id] and "trials" not in listed["results"][0]
+    assert listed["results"][0]["best"] == study.best
 
 
 @pytest.mark.parametrize(
@@ -201,3 +207,40 @@ def test_the_command_refuses_a_bad_request_naming_the_field(clapnq, capsys):
         call_command("study", **scope)
     assert "needs a space" in capsys.readouterr().err
     assert not Study.objects.exists()
+
+
+def test_a_saved_preset_is_a_configuration_for_evaluations_the_gate_and_later_studies(
+    clapnq, post_study, capsys
+):
+    from django.core.management import call_command
+
+    study_id = post_study(budget={"trials": 4}).json()["study_id"]
+    assert clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned"}, format="json").status_code == 201
+    preset = ConfigPreset.objects.get(name="tuned").config
+    body = {
+        "collection_id": "clapnq",
+        "ks": [10],
+        "configs": [{"preset": "tuned"}, {"preset": "tuned", "label": "tuned, deeper b", "bm25_b": 1.0}],
+    }
+    runs = clapnq.client.post("/lmkit/v1/search/evaluate", body, format="json").json()["runs"]
+    assert [r["label"] for r in runs] == ["tuned", "tuned, deeper b"]
+    assert {k: v for k, v in runs[0]["config"].items() if k != "label"} == preset
+    assert runs[1]["config"]["bm25_b"] == 1.0 and runs[1]["config"]["bm25_k1"] == preset["bm25_k1"]
+
+    unknown = clapnq.client.post(
+        "/lmkit/v1/search/evaluate", {**body, "configs": [{"label": "a"}, {"preset": "tunde"}]}, format="json"
+    )
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["code"] == "unknown-preset"
+    assert unknown.json()["error"]["details"] == {"field": "configs[1].preset", "available": ["tuned"]}
+    rival = clapnq.other_client.post(
+        "/lmkit/v1/search/evaluate", {**body, "collection_id": "handbook"}, format="json"
+    )
+    assert rival.status_code == 400 and rival.json()["error"]["details"]["available"] == []
+
+    # a later study starts from it, and the CI gate evaluates it by name
+    later = post_study(base={"preset": "tuned"}, space={"top_k": [5, 10]}, budget={"trials": 2}).json()
+    assert Study.objects.get(pk=later["study_id"]).request["base"]["bm25_k1"] == preset["bm25_k1"]
+    scope = {"cluster": "acme", "tenant": "search", "collection": "clapnq"}
+    call_command("evaluate", preset=["tuned"], ks="10", format="json", **scope)
+    assert "tuned" in capsys.readouterr().out

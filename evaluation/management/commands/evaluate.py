@@ -42,6 +42,7 @@ from evaluation.answers.configs import parse_answer_configs, parse_thresholds
 from evaluation.answers.evaluate import evaluate_answers
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.models import EvaluationRun
+from evaluation.presets import with_presets
 from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks, parse_positive_int
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval
@@ -184,6 +185,12 @@ class Command(CollectionCommand):
             ),
         )
         parser.add_argument(
+            "--preset",
+            action="append",
+            help="A configuration preset's name (a study's winner, saved), evaluated beside the --config ones; "
+            'repeat for several. In a JSON --config, {"preset": NAME, ...} sets fields over it.',
+        )
+        parser.add_argument(
             "--target",
             action="append",
             help="An external target's name (POST /lmkit/v1/targets), evaluated beside the --config ones; repeat "
@@ -288,6 +295,9 @@ class Command(CollectionCommand):
         targets = [targets] if isinstance(targets, str) else targets
         raw = [config_from_cli(c, i) for i, c in enumerate(raw_configs or [])]
         raw += [{"target": name} for name in targets]
+        presets = options.get("preset") or []
+        raw += [{"preset": name} for name in ([presets] if isinstance(presets, str) else presets)]
+        raw = with_presets(tenant, raw)
         configs = config_parser.parse_configs(raw or None, available_rerankers(), subset)
         metric = parse_metric(options["metric"], ks)
         bar = parse_fail_under(options["fail_under"])
