@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, time
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from evaluation.request_fields import (
     field_error,
@@ -34,7 +34,7 @@ MAX_LABEL_CHARS = 200  # a run's label: EvaluationRun.label's length (run files'
 MAX_CONFIGS = 20
 CONFIG_KEYS = {
     "label", "search_type", "fusion", "rerank", "bm25_variant", "top_k", "as_of", "include_superseded",
-    "fulltext_weight", "bm25_k1", "bm25_b", "rrf_k", "target", "max_error_rate", *SUBSET_KEYS,
+    "fulltext_weight", "bm25_k1", "bm25_b", "rrf_k", "target", "max_error_rate", "params", *SUBSET_KEYS,
 }  # fmt: skip
 TUNING_KEYS = (
     "bm25_k1",
@@ -45,7 +45,7 @@ MAX_BM25_K1 = 10.0
 MAX_RRF_K = 10_000
 # With `target` (an external system, evaluation.targets.callers) a configuration says only how deep to ask it, how
 # many failed questions a run may have and which golden entries to ask: the target searches as configured.
-TARGET_KEYS = {"label", "target", "top_k", "max_error_rate", *SUBSET_KEYS}
+TARGET_KEYS = {"label", "target", "top_k", "max_error_rate", "params", *SUBSET_KEYS}
 MAX_SUBSET_VALUES = 100
 DEFAULT_MAX_ERROR_RATE = 0.05
 
@@ -69,6 +69,8 @@ class RunConfig:
     bm25_k1: float | None = None  # None: BM25's default (1.5)
     bm25_b: float | None = None  # None: BM25's default (0.75)
     rrf_k: int | None = None  # None: RRF's default (60)
+    # A target's named parameters set by this configuration (over its options.params), as (name, value) pairs
+    params: tuple[tuple[str, Any], ...] = ()
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(
@@ -105,10 +107,11 @@ class RunConfig:
                 "target_kind": self.target_kind,
                 "top_k": self.top_k,
                 "max_error_rate": self.max_error_rate,
+                **({"params": dict(self.params)} if self.params else {}),
                 **subset,
             }
         data = asdict(self)
-        for name in ("target", "target_kind", "max_error_rate", "run_file", "subset"):
+        for name in ("target", "target_kind", "max_error_rate", "run_file", "subset", "params"):
             del data[name]
         for name in TUNING_KEYS:
             if data[name] is None:
@@ -164,8 +167,9 @@ def parse_config(
     raw = {key: value for key, value in raw.items() if key not in SUBSET_KEYS}
     if "target" in raw:
         return parse_target_config(raw, prefix, subset)
-    if "max_error_rate" in raw:
-        raise field_error("validation-error", field_path(prefix, "max_error_rate"), "only with a target.")
+    for key in ("max_error_rate", "params"):
+        if key in raw:
+            raise field_error("validation-error", field_path(prefix, key), "only with a target.")
     search_type = parse_choice(
         raw.get("search_type", "FullText"),
         field_path(prefix, "search_type"),
@@ -230,8 +234,14 @@ def parse_target_config(raw: Mapping, prefix: str, subset: Subset = EVERY) -> Ru
     label = _label(raw.get("label"), field_path(prefix, "label"))
     top_k = raw.get("top_k")
     top_k = None if top_k in (None, "") else parse_positive_int(top_k, field_path(prefix, "top_k"))
+    params = _target_params(raw.get("params"), field_path(prefix, "params"))
     default = " ".join(
-        [f"target:{name.strip()}", *([f"top_k:{top_k}"] if top_k else []), *subset.label_parts()]
+        [
+            f"target:{name.strip()}",
+            *([f"top_k:{top_k}"] if top_k else []),
+            *(f"{key}:{value}" for key, value in params),
+            *subset.label_parts(),
+        ]
     )
     return RunConfig(
         label=label or default,
@@ -239,7 +249,32 @@ def parse_target_config(raw: Mapping, prefix: str, subset: Subset = EVERY) -> Ru
         top_k=top_k,
         max_error_rate=rate,
         subset=subset,
+        params=params,
     )
+
+
+MAX_PARAMS = 50
+
+
+def _target_params(raw, field: str) -> tuple[tuple[str, Any], ...]:
+    """A target configuration's parameters: names to plain values (checked against the target when it is
+    looked up: evaluation.targets.services)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping) or len(raw) > MAX_PARAMS:
+        raise field_error(
+            "validation-error", field, f"expected an object of at most {MAX_PARAMS} named values."
+        )
+    out = []
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key or len(key) > 64:
+            raise field_error("validation-error", field, "a parameter's name is 1 to 64 characters.")
+        if not isinstance(value, str | int | float | bool) or (isinstance(value, float) and value != value):
+            raise field_error("validation-error", field_path(field, key), "expected a plain value.")
+        if isinstance(value, str) and len(value) > 1000:
+            raise field_error("validation-error", field_path(field, key), "at most 1000 characters.")
+        out.append((key, value))
+    return tuple(out)
 
 
 def _label(value, field: str) -> str:

@@ -75,6 +75,9 @@ class TrialOut(serializers.Serializer):
     error = serializers.CharField(allow_blank=True)
     p95_ms = serializers.FloatField(allow_null=True)
     infeasible = serializers.BooleanField(help_text="Slower than max_p95_ms: it could not win.")
+    errors = serializers.IntegerField(  # type: ignore[assignment]
+        help_text="Questions whose target call failed: left out of its value."
+    )
 
 
 class BestOut(serializers.Serializer):

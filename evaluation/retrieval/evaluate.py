@@ -166,7 +166,13 @@ def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> list[_S
     depth = min(config.top_k, max(batch.ks)) if config.top_k else max(batch.ks)
     if config.target:
         return _target_questions(
-            batch.targets[config.target], batch.collections[0], questions, depth, batch.ks, step
+            batch.targets[config.target],
+            batch.collections[0],
+            questions,
+            depth,
+            batch.ks,
+            step,
+            dict(config.params),
         )
     assert batch.search is not None
     per_question = []
@@ -225,11 +231,11 @@ class _Scored:
     unjudged: dict[str, int] = field(default_factory=dict)
 
 
-def _target_questions(target: Target, collection: Collection, questions, depth, ks, step) -> list[_Scored]:
+def _target_questions(target: Target, collection: Collection, questions, depth, ks, step, params) -> list:
     """Every question through an external target, `concurrency` calls at once; a failed call is that
     question's error (it is left out of the means), never a ranking of nothing."""
     answers: list[Hits | TargetError | None] = [None] * len(questions)
-    with target_client(target) as client:
+    with target_client(target, params) as client:
 
         def call(q: GoldenQuestion) -> Hits | TargetError:
             try:

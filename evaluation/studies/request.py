@@ -2,7 +2,8 @@
 
 `{base, space, metric, budget, seed, confirm_share, sampler, prune, baseline, max_p95_ms}`:
 - `base`: a configuration as /search/evaluate takes it (evaluation.configs); every trial is `base` with the
-  space's values applied;
+  space's values applied; a base naming an external target varies its `top_k` and `params.NAME` only (the
+  parameters its request template takes, evaluation.targets.callers);
 - `space`: the fields varied (evaluation.studies.space); every value is checked against the configuration's own
   rules before anything runs, so a trial never fails on a value the request could have been refused for;
 - `metric`: what is maximised, `ndcg@K`, `recall@K` or `mrr` (within the top 10); default `ndcg@10`;
@@ -39,6 +40,7 @@ MRR_DEPTH = 10
 MAX_SECONDS = 3600.0
 MAX_SEED = 2**31 - 1
 DEFAULT_TRIALS = 50
+TARGET_FIELDS = ("top_k",)  # what a study of an external target varies besides its params.NAME
 
 
 @dataclass(frozen=True)
@@ -90,13 +92,19 @@ def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRe
     if raw.get("base") is None:
         raise field_error("validation-error", "base", "a study needs a base configuration.")
     base = parse_config(raw["base"], 0, available_rerankers, prefix="base")
-    if base.target:
-        raise field_error(
-            "validation-error",
-            "base.target",
-            "a study searches with the built-in engine; targets are not tuned.",
-        )
     dimensions = parse_space(raw.get("space"))
+    for dimension in dimensions:
+        if base.target and dimension.name not in TARGET_FIELDS and not dimension.name.startswith("params."):
+            raise field_error(
+                "validation-error", f"space.{dimension.name}",
+                "a target searches as it is configured: a study of one varies top_k or its params.NAME.",
+            )  # fmt: skip
+        if not base.target and dimension.name.startswith("params."):
+            raise field_error(
+                "validation-error",
+                f"space.{dimension.name}",
+                "a target's parameter: the base names no target.",
+            )
     sampler = parse_choice(raw.get("sampler") or "tpe", "sampler", SAMPLERS, "validation-error")
     prune = parse_bool(raw.get("prune", sampler != "grid"), "prune")
     if prune and sampler == "grid":
@@ -122,10 +130,6 @@ def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRe
             else parse_number(raw["max_p95_ms"], "max_p95_ms", 0.001, 1e6)
         ),
     )
-    if request.baseline.target:
-        raise field_error(
-            "validation-error", "baseline.target", "the baseline searches with the built-in engine."
-        )
     if sampler == "grid":
         grid(dimensions)  # bounded: a grid too large is refused now
     _check_values(request, available_rerankers)

@@ -14,7 +14,9 @@ A sampler may propose values it proposed before (a grid of choices, TPE late in 
 scored for them are not scored again. `evaluations` counts the question scorings the study paid for.
 
 `score` may also return the search time of each question (ms), as `(scores, milliseconds)`: a trial records the
-95th percentile, and with `max_p95_ms` a trial above it is `infeasible` and cannot be the best.
+95th percentile, and with `max_p95_ms` a trial above it is `infeasible` and cannot be the best. A question whose
+score is NaN failed (an external target's error): it is left out of the trial's mean and counted in `errors`;
+a trial with more than `max_error_rate` of its questions failed is itself failed, and cannot be the best.
 """
 
 from __future__ import annotations
@@ -53,12 +55,14 @@ class TrialResult:
     error: str = ""
     p95_ms: float | None = None  # the 95th percentile of its questions' search times, when score gives them
     infeasible: bool = False  # above the study's max_p95_ms: it cannot be the best
+    errors: int = 0  # questions that failed (NaN scores): left out of its value
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "number": self.number, "values": self.values, "value": self.value, "pruned": self.pruned,
             "questions": self.questions, "seconds": round(self.seconds, 4), "error": self.error,
             "p95_ms": None if self.p95_ms is None else round(self.p95_ms, 3), "infeasible": self.infeasible,
+            "errors": self.errors,
         }  # fmt: skip
 
 
@@ -115,6 +119,7 @@ def run_study(
     on_trial: Callable[[TrialResult], None] | None = None,
     stop: Callable[[], bool] | None = None,
     max_p95_ms: float | None = None,
+    max_error_rate: float = 0.0,
 ) -> StudyResult:
     """The trials of a study over `questions` tuning questions (see the module's doc). `on_trial` is told of each
     trial as it ends; `stop()` returning true ends the study after the current trial (a cancelled job)."""
@@ -140,6 +145,7 @@ def run_study(
         on_trial=on_trial,
         stop=stop,
         max_p95_ms=max_p95_ms,
+        max_error_rate=max_error_rate,
     )
     study.optimize(objective, n_trials=trials, timeout=budget.seconds, catch=())
     return objective.result
@@ -158,6 +164,7 @@ class _Objective:
     on_trial: Callable[[TrialResult], None] | None
     stop: Callable[[], bool] | None
     max_p95_ms: float | None
+    max_error_rate: float
     result: StudyResult = field(default_factory=StudyResult)
     # values -> scores and times of order[:n] so far: values proposed again are not scored again
     seen: dict[tuple, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -183,19 +190,23 @@ class _Objective:
         try:
             for step, size in enumerate(self.sizes):
                 scores, times = self.scored(values, size)
-                if size < self.questions:
-                    trial.report(float(scores.mean()), step)
+                if size < self.questions and not np.isnan(scores).all():
+                    trial.report(float(np.nanmean(scores)), step)
                     if trial.should_prune():
                         pruned = True
                         break
         except Exception as exc:  # a trial that fails is recorded, and the study goes on
             error = f"{type(exc).__name__}: {exc}"
-        value = float(scores.mean()) if scores.size and not error else None
-        p95 = float(np.percentile(times, 95)) if times.size and not np.isnan(times).any() else None
+        failed = int(np.isnan(scores).sum())
+        if not error and failed and failed > self.max_error_rate * scores.size:
+            error = f"{failed} of {scores.size} questions failed (more than {self.max_error_rate:.0%})"
+        value = float(np.nanmean(scores)) if scores.size and not error else None
+        timed = times[~np.isnan(times)]
+        p95 = float(np.percentile(timed, 95)) if timed.size and not np.isnan(times).all() else None
         limit = self.max_p95_ms
         finished = TrialResult(
             trial.number, values, value, pruned, int(scores.size), time.monotonic() - started, error, p95,
-            infeasible=limit is not None and p95 is not None and p95 > limit,
+            infeasible=limit is not None and p95 is not None and p95 > limit, errors=failed,
         )  # fmt: skip
         if limit is not None:  # TPE proposes from the trials within the limit (<= 0: within it)
             trial.set_constraint("p95_ms", 0.0 if p95 is None else p95 - limit)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,14 @@ from evalsite.jobs.models import Job
 from evalsite.jobs.services import job_cancelled, job_create
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig
-from evaluation.models import ConfigPreset, EvaluationAuditObject, EvaluationJobKind, QuestionResult, Study
+from evaluation.models import (
+    ConfigPreset,
+    EvaluationAuditObject,
+    EvaluationJobKind,
+    QuestionResult,
+    Study,
+    Target,
+)
 from evaluation.presets import with_preset
 from evaluation.request_fields import DEFAULT_KS
 from evaluation.retrieval import metrics
@@ -40,6 +48,8 @@ from evaluation.studies.request import StudyRequest, parse_study_request
 from evaluation.studies.search import TrialResult, run_study
 from evaluation.studies.space import applied
 from evaluation.studies.split import Split, split_questions
+from evaluation.targets.callers import TargetError
+from evaluation.targets.services import check_config_params, resolve_targets, target_client
 from goldenset.models import Collection
 
 WRITE_EVERY = 0.5  # seconds between writes of the trials so far (and checks for a cancel)
@@ -53,6 +63,7 @@ def study_create(
     raw = {**raw, **{k: with_preset(tenant, raw[k], k) for k in ("base", "baseline") if k in raw}}
     request = parse_study_request(raw, available_rerankers())
     _split(collection, request)  # a golden set too small to split is the request's 400
+    _target(tenant, collection, request)  # a target it names, and the parameters it varies, are the tenant's
     with transaction.atomic():
         study = Study.objects.create(
             tenant=tenant,
@@ -80,6 +91,19 @@ def study_create(
             )
             study.save(update_fields=["job"])
     return study
+
+
+def _target(tenant: Tenant, collection: Collection, request: StudyRequest) -> Target | None:
+    """The external target the study's base names (None: the built-in engine), its varied parameters checked."""
+    targets = resolve_targets(tenant, [collection], [request.base, request.baseline])
+    if not request.base.target:
+        return None
+    target = targets[request.base.target]
+    varied = {
+        d.name.removeprefix("params."): None for d in request.dimensions if d.name.startswith("params.")
+    }
+    check_config_params(target, varied, "space.params")
+    return target
 
 
 def _questions(collection: Collection, request: StudyRequest) -> list[GoldenQuestion]:
@@ -161,18 +185,23 @@ def study_execute(
         0,
     )  # a re-run starts over
     study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
-    search = CollectionSearch([study.collection])
+    target = _target(study.tenant, study.collection, request)
+    search = None if target else CollectionSearch([study.collection])
     now = timezone.now()
     live = _Live(study, progress, cancelled, request.budget.trials)
 
     def score(values: dict[str, Any], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         config = request.trial_config(values, rerankers)
-        return _scores(search, config, [tuning[i] for i in rows], request, now)
+        questions = [tuning[i] for i in rows]
+        if target is not None:
+            return _target_scores(target, config, questions, request)
+        assert search is not None
+        return _scores(search, config, questions, request, now)
 
     result = run_study(
         request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,
         sampler=request.sampler, prune=request.prune, on_trial=live.on_trial, stop=live.stop,
-        max_p95_ms=request.max_p95_ms,
+        max_p95_ms=request.max_p95_ms, max_error_rate=request.base.max_error_rate if target else 0.0,
     )  # fmt: skip
     live.evaluations = result.evaluations
     live.write()
@@ -216,6 +245,30 @@ def _scores(search: CollectionSearch, config: RunConfig, questions: Sequence[Gol
     return values, times
 
 
+def _target_scores(target: Target, config: RunConfig, questions: Sequence[GoldenQuestion], request):
+    """As _scores, through an external target with the trial's parameters: its concurrency and rate limit
+    hold (one client per trial), a failed call is NaN (counted by the trial, left out of its mean), the time is
+    the call's latency."""
+    values, times = np.full(len(questions), np.nan), np.full(len(questions), np.nan)
+    depth = min(config.top_k or request.depth, request.depth)
+    ks = [request.depth]
+    with target_client(target, dict(config.params)) as client:
+
+        def call(i: int) -> None:
+            q = questions[i]
+            try:
+                hits = client.search(q.question, depth, q.key or str(q.entry_id))
+            except TargetError as exc:
+                times[i] = np.nan if exc.latency_ms is None else exc.latency_ms
+                return
+            times[i] = hits.latency_ms
+            values[i] = metrics.evaluate_query(hits.ids, q.qrels, ks)[request.metric]
+
+        with ThreadPoolExecutor(max_workers=max(1, min(target.concurrency, len(questions)))) as pool:
+            list(pool.map(call, range(len(questions))))
+    return values, times
+
+
 def _confirmation(study, request: StudyRequest, winner: RunConfig, only: frozenset[str], result, job) -> dict:
     """The baseline and the winner as two runs of one batch over the confirmation part, and their comparison."""
     short = str(study.pk)[:8]
@@ -234,7 +287,10 @@ def _confirmation(study, request: StudyRequest, winner: RunConfig, only: frozens
         )
         for run in runs
     }
-    entries = sorted(per_run[winner_run.pk])
+    # the questions both runs scored (a target's failed calls have no metrics and are left out of its means)
+    entries = sorted(
+        e for e in per_run[winner_run.pk] if all(request.metric in per_run[pk].get(e, {}) for pk in per_run)
+    )
     scores = {pk: np.array([per_run[pk][e][request.metric] for e in entries]) for pk in per_run}
     tried = len(
         {tuple(sorted((k, repr(v)) for k, v in t.values.items())) for t in result.trials if not t.error}

@@ -3,8 +3,8 @@ httpx and jmespath: no Django import (evaluation.targets.services stores them, d
 a TargetSpec here).
 
 Every HTTP kind is one request template and one response mapping:
-- ``http``: the user's own template (a JSON value whose strings may hold ``{{query}}``, ``{{top_k}}`` and
-  ``{{question_id}}``) and mapping (JMESPath expressions for ``ids`` and, optionally, ``scores`` and ``texts``);
+- ``http``: the user's own template (strings may hold ``{{query}}``, ``{{top_k}}``, ``{{question_id}}`` and
+  ``{{params.NAME}}``: its default in ``options.params``, set over by a configuration or a study) and mapping (JMESPath expressions for ``ids`` and, optionally, ``scores`` and ``texts``);
 - ``lmkit``: an LMKIT One-compatible server (another evalsite is one): ``POST {base}/lmkit/v1/search`` with the
   seed's request shape, results read from ``results[].document_id`` / ``score`` / ``text``;
 - ``elasticsearch`` (OpenSearch too): ``POST {base}/{index}/_search``, by default a ``multi_match`` over the
@@ -122,9 +122,6 @@ class TargetRefused(TargetError):
         self.rule = rule
 
 
-# --- validation ------------------------------------------------------------------------------------------------
-
-
 # --- requests ---------------------------------------------------------------------------------------------------
 
 
@@ -148,8 +145,9 @@ def _join(base: str, path: str) -> str:
 
 def request_of(spec: TargetSpec, query: str, top_k: int, question_id: str) -> tuple[str, Any]:
     """(url, JSON body) of one search (or answer) call."""
-    values = {"query": query, "top_k": top_k, "question_id": question_id}
     options = spec.options
+    values = {"query": query, "top_k": top_k, "question_id": question_id}
+    values.update({f"params.{name}": value for name, value in (options.get("params") or {}).items()})
     if spec.kind == LMKIT:
         body: dict[str, Any] = {
             "collection_id": options["collection_id"],

@@ -24,7 +24,8 @@ from evaluation.targets.kinds import ELASTICSEARCH, HTTP, KINDS, LMKIT, PYTHON, 
 PLACEHOLDERS = ("query", "top_k", "question_id")
 
 
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+|params\.[A-Za-z_][A-Za-z0-9_]{0,63})\s*\}\}")
+PARAMS_HELP = "an object of named plain values: the defaults of the template's {{params.NAME}} placeholders"
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,9 @@ LIMITS = Limits()
 # The options each kind reads; any other is an error naming it (a misspelt option must not be ignored).
 KIND_OPTIONS: dict[str, frozenset[str]] = {
     LMKIT: frozenset({"collection_id", "search_type", "cluster_id", "tenant_id", "params", "id_transform"}),
-    ELASTICSEARCH: frozenset({"index", "fields", "id_field", "query_template", "id_transform"}),
-    HTTP: frozenset({"request_template", "response_mapping", "id_transform"}),
-    RAG_HTTP: frozenset({"request_template", "response_mapping", "id_transform"}),
+    ELASTICSEARCH: frozenset({"index", "fields", "id_field", "query_template", "params", "id_transform"}),
+    HTTP: frozenset({"request_template", "response_mapping", "params", "id_transform"}),
+    RAG_HTTP: frozenset({"request_template", "response_mapping", "params", "id_transform"}),
     PYTHON: frozenset({"callable", "id_transform"}),
 }
 
@@ -89,6 +90,8 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
         )
     _check_size(options)
     out = dict(options)
+    if kind in (ELASTICSEARCH, HTTP, RAG_HTTP) and "params" in out:
+        out["params"] = _check_params(out["params"])
     if kind == LMKIT:
         for key in ("collection_id", "search_type", "cluster_id", "tenant_id"):
             if key in out and not isinstance(out[key], str):
@@ -112,11 +115,11 @@ def check_options(kind: str, options: Mapping[str, Any], python_allowed: Sequenc
         if "id_field" in out and (not isinstance(out["id_field"], str) or not out["id_field"]):
             raise refusal("options.id_field", "expected a field name of _source (leave it out to use _id).")
         if "query_template" in out:
-            _check_template(out["query_template"], "options.query_template")
+            _check_template(out["query_template"], "options.query_template", out.get("params") or {})
     elif kind in (HTTP, RAG_HTTP):
         if "request_template" not in out:
             raise refusal("options.request_template", f"required for kind {kind}.")
-        _check_template(out["request_template"], "options.request_template")
+        _check_template(out["request_template"], "options.request_template", out.get("params") or {})
         out["response_mapping"] = _check_mapping(kind, out.get("response_mapping"))
     elif kind == PYTHON:
         path = out.get("callable")
@@ -231,16 +234,36 @@ def check_headers(headers: Mapping[str, Any], secret_headers: Mapping[str, Any])
                 )
 
 
-def _check_template(template: Any, field_path: str) -> None:
-    """A JSON value whose placeholders are all known."""
+def _check_params(params: Any) -> dict[str, Any]:
+    """A template's named parameters and their defaults (what a study varies: params.NAME)."""
+    if not isinstance(params, Mapping):
+        raise refusal("options.params", f"expected {PARAMS_HELP}.")
+    for name, value in params.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+            raise refusal(f"options.params.{shown(name)}", "a name of letters, digits and _ (at most 64).")
+        if not isinstance(value, str | int | float | bool) or (isinstance(value, float) and value != value):
+            raise refusal(f"options.params.{name}", f"expected {PARAMS_HELP}.")
+    return dict(params)
+
+
+def _check_template(template: Any, field_path: str, params: Mapping[str, Any]) -> None:
+    """A JSON value whose placeholders are all known: query, top_k, question_id, or params.NAME with a default
+    in options.params."""
     try:
         json.dumps(template)
     except (TypeError, ValueError):
         raise refusal(field_path, "expected a JSON value.") from None
     for name in _placeholders(template):
-        if name not in PLACEHOLDERS:
+        if name.startswith("params."):
+            if name.removeprefix("params.") not in params:
+                raise refusal(
+                    field_path,
+                    f"placeholder {{{{{name}}}}} has no default: set options.params.{name.removeprefix('params.')}.",
+                )
+        elif name not in PLACEHOLDERS:
             raise refusal(
-                field_path, f"unknown placeholder {{{{{name}}}}}; known: {', '.join(PLACEHOLDERS)}."
+                field_path,
+                f"unknown placeholder {{{{{name}}}}}; known: {', '.join(PLACEHOLDERS)}, params.NAME.",
             )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +27,7 @@ from evaluation.targets.callers import (
     read_hits,
 )
 from evaluation.targets.definitions import check_headers, check_options
-from evaluation.targets.kinds import PYTHON, RAG_HTTP, RETRIEVAL_KINDS
+from evaluation.targets.kinds import LMKIT, PYTHON, RAG_HTTP, RETRIEVAL_KINDS
 from evaluation.targets.secret_box import SecretBox, derived_key
 from goldenset.models import Collection
 
@@ -119,12 +120,39 @@ def resolve_targets(
                 f"{field}: a target is evaluated against one collection at a time.",
                 details={"field": field},
             )
+        check_config_params(target, dict(getattr(config, "params", ())), f"configs[{i}].params")
         found[config.target] = target
     return found
 
 
-def target_client(target: Target) -> TargetClient:
-    spec = target_spec(target)
+def check_config_params(target: Target, params: dict[str, Any], field: str) -> None:
+    """Parameters a configuration sets for its target: an lmkit target takes any (extra search fields); a
+    template's are the names its options.params gives defaults for; a python target takes none."""
+    if not params or target.kind == LMKIT:
+        return
+    known = dict((target.options or {}).get("params") or {})
+    for name in params:
+        if target.kind == PYTHON or name not in known:
+            listed = ", ".join(known) or "none"
+            raise EvalsiteError(
+                "validation-error",
+                f"{field}.{name}: target {target.name!r} has no parameter {name!r} (its options.params: {listed}).",
+                details={"field": f"{field}.{name}", "allowed": sorted(known)},
+            )
+
+
+def with_params(spec: TargetSpec, params: Mapping[str, Any]) -> TargetSpec:
+    """The spec with `params` over its options.params (what a template's {{params.NAME}} and lmkit's extra
+    search fields read)."""
+    if not params:
+        return spec
+    merged = {**dict(spec.options.get("params") or {}), **params}
+    return replace(spec, options={**spec.options, "params": merged})
+
+
+def target_client(target: Target, params: Mapping[str, Any] | None = None) -> TargetClient:
+    """A client of the target; `params` over its options.params (a configuration's, a study trial's)."""
+    spec = with_params(target_spec(target), params or {})
     # A target stored before the header limits (a CR or a non-ASCII value) is a 400 naming the header, to edit,
     # not a failure inside the HTTP client.
     check_headers(spec.headers, spec.secret_headers)

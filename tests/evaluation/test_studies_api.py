@@ -13,6 +13,7 @@ import pytest
 from evaluation.models import ConfigPreset, EvaluationRun, QuestionResult, Study
 from evaluation.runs.stats import bootstrap_ci, paired_randomization_test
 from goldenset.beir_import import beir_import
+from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.schema_support import conforms, served_schema
 
 URL = "/lmkit/v1/search/evaluate/studies"
@@ -135,7 +136,12 @@ def test_the_winner_saved_as_a_preset_once_per_name_and_only_for_its_tenant(clap
         ({"sampler": "cmaes"}, "sampler", "expected one of"),
         ({"sampler": "grid", "prune": True}, "prune", "every point"),
         ({"base": {"search_type": "FullText", "k": 3}}, "base.k", "unknown field"),
-        ({"base": {"target": "prod"}}, "base.target", "built-in engine"),
+        ({"base": {"target": "prod"}}, "space.bm25_k1", "a target searches as it is configured"),
+        (
+            {"base": {"bm25_b": 0.5}, "space": {"params.boost": [1]}},
+            "space.params.boost",
+            "the base names no target",
+        ),
         ({"baseline": {"bm25_b": 2}}, "baseline.bm25_b", "from 0 to 1"),
         ({"max_p95_ms": "fast"}, "max_p95_ms", "expected a number"),
         ({"space": {"rerank": ["proximity"]}}, "space.rerank", "is not one of False, True"),
@@ -244,3 +250,59 @@ def test_a_saved_preset_is_a_configuration_for_evaluations_the_gate_and_later_st
     scope = {"cluster": "acme", "tenant": "search", "collection": "clapnq"}
     call_command("evaluate", preset=["tuned"], ks="10", format="json", **scope)
     assert "tuned" in capsys.readouterr().out
+
+
+def test_a_study_of_an_external_target_varies_its_template_parameters(clapnq, post_study, llm_server):
+    """An http target on 127.0.0.1 whose template sends {{params.limit}} (default 1): a grid over it finds that
+    ten results recall more than one, the trials' calls carry each value, a failed call is counted in its trial,
+    and the confirmation runs are the target's runs with the winner's parameter and with its default."""
+    import json
+
+    llm_server.documents = {
+        d["_id"]: d["text"] for d in map(json.loads, (CLAPNQ / "corpus.jsonl").read_text().splitlines())
+    }
+    target = {
+        "name": "generic", "kind": "http", "base_url": f"{llm_server.url}/search", "concurrency": 2,
+        "options": {
+            "request_template": {"query": "{{query}}", "limit": "{{params.limit}}"},
+            "params": {"limit": 1},
+            "response_mapping": {"ids": "data.hits[].id"},
+        },
+    }  # fmt: skip
+    assert clapnq.client.post("/lmkit/v1/targets", target, format="json").status_code == 201
+    # the first trial's first calls fail: with two calls at once and three attempts each, one or two questions
+    # fail after their retries (counted in that trial, left out of its value, within its max_error_rate)
+    llm_server.fail_next(*[500] * 6)
+    body = {
+        "base": {"target": "generic", "top_k": 10, "max_error_rate": 0.05},
+        "space": {"params.limit": [1, 3, 10]},
+        "metric": "recall@10", "sampler": "grid", "prune": False, "budget": {"trials": 3},
+    }  # fmt: skip
+    response = post_study(**body)
+    assert response.status_code == 202, response.json()
+    study = clapnq.client.get(f"{URL}/{response.json()['study_id']}").json()
+    assert study["status"] == "Completed", study["error"]
+    by_limit = {t["values"]["params.limit"]: t for t in study["trials"]}
+    assert set(by_limit) == {1, 3, 10}
+    assert by_limit[1]["value"] < by_limit[3]["value"] < by_limit[10]["value"]
+    assert 1 <= sum(t["errors"] for t in study["trials"]) == study["trials"][0]["errors"] <= 2
+    assert all(t["p95_ms"] > 0 for t in study["trials"])
+    assert study["best"]["values"] == {"params.limit": 10}
+    assert {k: v for k, v in by_limit[10]["config"].items() if k != "label"} == {
+        **body["base"],
+        "params": {"limit": 10},
+    }
+    sent = [r.body["limit"] for r in llm_server.requests if r.path == "/search"]
+    assert {1, 3, 10} <= set(sent)
+    winner = EvaluationRun.objects.get(pk=study["confirmation"]["winner"]["run_id"])
+    baseline = EvaluationRun.objects.get(pk=study["confirmation"]["baseline"]["run_id"])
+    assert winner.config["target"] == baseline.config["target"] == "generic"
+    assert winner.config["params"] == {"limit": 10} and "params" not in baseline.config
+    assert study["confirmation"]["significant"] and study["confirmation"]["difference"] > 0
+
+    unknown = post_study(base={"target": "generic"}, space={"params.boost": [1, 2]})
+    assert unknown.status_code == 400
+    assert unknown.json()["error"]["details"]["field"] == "space.params.boost"
+    engine_field = post_study(base={"target": "generic"}, space={"bm25_k1": [1.0, 2.0]})
+    assert engine_field.status_code == 400
+    assert engine_field.json()["error"]["details"]["field"] == "space.bm25_k1"

@@ -161,6 +161,7 @@ def _trial_line(trial: dict) -> str:
         outcome = f"{trial['value']:.4f} on {trial['questions']} questions"
         outcome += " (pruned)" if trial["pruned"] else ""
         outcome += " (too slow)" if trial["infeasible"] else ""
+        outcome += f" ({trial['errors']} failed)" if trial.get("errors") else ""
     return f"  trial {trial['number']:>3}  {values}: {outcome}"
 
 
