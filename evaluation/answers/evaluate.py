@@ -71,18 +71,23 @@ def evaluate_answers(
     offline: bool = False,
     job: Job | None = None,
     progress: Callable[[int, int], None] | None = None,
+    only: frozenset[str] | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
+    """`only`: the golden entries asked, by id (a study's confirmation part); None: every one."""
+    golden = (
+        None if only is None else [q for q in selectors.golden_questions(collections) if q.entry_id in only]
+    )
     batch = _plan(
         tenant=tenant, collections=collections, configs=configs, judge_model=judge_model,
         judge_sampling=judge_sampling, unanswerable_questions=unanswerable_questions,
-        max_questions=max_questions, thresholds=thresholds, offline=offline,
+        max_questions=max_questions, thresholds=thresholds, offline=offline, golden=golden,
     )  # fmt: skip
     _answer_and_judge(batch, job=job, progress=progress)
     return _store(batch, job=job)
 
 
 def _plan(*, tenant, collections, configs, judge_model, judge_sampling, unanswerable_questions, max_questions,
-          thresholds, offline) -> AnswerBatch:  # fmt: skip
+          thresholds, offline, golden=None) -> AnswerBatch:  # fmt: skip
     """Everything resolved and checked before any question is answered, and the built-in retrieval done."""
     targets = resolve_targets(tenant, collections, [c.run for c in configs], kinds=ANSWER_KINDS)
     configs = [
@@ -92,7 +97,7 @@ def _plan(*, tenant, collections, configs, judge_model, judge_sampling, unanswer
     judging = judge_model_of(judge_model, offline=offline)
     # The request's thresholds, else the ones calibrated for this judge on the collection, else the defaults.
     chosen, sources = effective_thresholds(collections[0], judge_name(judging), thresholds)
-    golden = selectors.golden_questions(collections)
+    golden = selectors.golden_questions(collections) if golden is None else list(golden)
     if not golden and not unanswerable_questions:
         raise EvalsiteError(
             "empty-golden-set",
@@ -125,6 +130,22 @@ def _plan(*, tenant, collections, configs, judge_model, judge_sampling, unanswer
     )
     batch.pairs = _retrieved(batch)
     return batch
+
+
+def answer_scores(
+    *, tenant: Tenant, collection: Collection, config: AnswerConfig, questions: Sequence[GoldenQuestion],
+    judge_model: str | None,
+) -> list[dict[str, judge.Score] | None]:  # fmt: skip
+    """A study's trial: each question answered with `config` and judged as an evaluation judges it (its five
+    metrics), in order; None for a question whose answer failed. Nothing is stored."""
+    batch = _plan(
+        tenant=tenant, collections=[collection], configs=[config], judge_model=judge_model, judge_sampling=None,
+        unanswerable_questions=(), max_questions=None, thresholds=None, offline=False, golden=questions,
+    )  # fmt: skip
+    _answer_and_judge(batch, job=None, progress=None)
+    return [
+        pair.judged if pair.answer is not None and pair.answer.error is None else None for pair in batch.pairs
+    ]
 
 
 def _retrieved(batch: AnswerBatch) -> list[AnswerPair]:

@@ -30,7 +30,7 @@ class StudyIn(TenantIn):
     budget = serializers.JSONField(
         required=False,
         allow_null=True,
-        help_text='{"trials": 50, "seconds": null}: the study stops at either.',
+        help_text='{"trials": 50, "seconds": null, "judge_calls": null}: the study stops at any.',
     )
     seed = serializers.JSONField(
         required=False, allow_null=True, help_text="The split, the sampler and the pruner's."
@@ -50,6 +50,11 @@ class StudyIn(TenantIn):
     )
     baseline = serializers.JSONField(
         required=False, allow_null=True, help_text="The configuration the winner must beat (default: base)."
+    )
+    judge_model = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        help_text="An answer study's judge model (default: the configured chat model, else the heuristic judge).",
     )
     max_p95_ms = serializers.JSONField(
         required=False, allow_null=True, help_text="A trial whose p95 search time is above this cannot win."

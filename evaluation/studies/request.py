@@ -6,7 +6,11 @@
   parameters its request template takes, evaluation.targets.callers);
 - `space`: the fields varied (evaluation.studies.space); every value is checked against the configuration's own
   rules before anything runs, so a trial never fails on a value the request could have been refused for;
-- `metric`: what is maximised, `ndcg@K`, `recall@K` or `mrr` (within the top 10); default `ndcg@10`;
+- `metric`: what is maximised, `ndcg@K`, `recall@K` or `mrr` (within the top 10); default `ndcg@10`; or one of
+  the judged answer metrics (faithfulness, context_recall, ...): the base is then an answer configuration
+  (evaluation.answers.configs, its `groundedness` and `model` in the space too), judged as answer evaluations
+  judge (`judge_model`, else the configured chat model, else the heuristic judge), `budget.judge_calls`
+  bounding the judge calls of the trials;
 - `budget`: `{trials, seconds}`, at most MAX_TRIALS trials and MAX_SECONDS seconds; default 50 trials;
 - `seed`: the split, the sampler and the question order of the pruner; default 0;
 - `confirm_share`: the share of the golden set kept for the confirmation; default 0.5;
@@ -26,13 +30,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalsite.errors import EvalsiteError
+from evaluation.answers.configs import parse_answer_config
 from evaluation.configs import RunConfig, parse_config
 from evaluation.request_fields import field_error, parse_bool, parse_choice, parse_number, parse_positive_int
 from evaluation.studies.search import MAX_TRIALS, SAMPLERS, Budget
-from evaluation.studies.space import Dimension, applied, grid, parse_space
+from evaluation.studies.space import ANSWER_FIELDS, Dimension, applied, grid, parse_space
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 KEYS = (
     "base", "space", "metric", "budget", "seed", "confirm_share", "sampler", "prune", "baseline", "max_p95_ms",
+    "judge_model",
 )  # fmt: skip
 METRIC = re.compile(r"^(ndcg|recall)@([0-9]{1,4})$|^mrr$")
 DEFAULT_METRIC = "ndcg@10"
@@ -45,7 +52,7 @@ TARGET_FIELDS = ("top_k",)  # what a study of an external target varies besides 
 
 @dataclass(frozen=True)
 class StudyRequest:
-    base: RunConfig
+    base: Any  # RunConfig; AnswerConfig when the metric is an answer metric
     dimensions: tuple[Dimension, ...]
     space: dict[str, Any]  # as sent (what the job stores and the API echoes)
     metric: str
@@ -54,8 +61,20 @@ class StudyRequest:
     confirm_share: float
     sampler: str
     prune: bool
-    baseline: RunConfig
+    baseline: Any
     max_p95_ms: float | None = None
+    judge_model: str | None = None  # an answer study's judge (None: the heuristic judge)
+    judge_calls: int | None = None  # the judge calls its trials may ask for at most
+
+    @property
+    def answers(self) -> bool:
+        """A study of answer configurations: its metric is one of the judged answer metrics."""
+        return self.metric in JUDGED_METRICS
+
+    @property
+    def run(self) -> RunConfig:
+        """How the base retrieves (an answer configuration's retrieval)."""
+        return self.base.run if self.answers else self.base
 
     @property
     def depth(self) -> int:
@@ -63,23 +82,34 @@ class StudyRequest:
         found = METRIC.match(self.metric)
         return int(found.group(2)) if found and found.group(2) else MRR_DEPTH
 
-    def trial_config(self, values: Mapping[str, Any], available_rerankers: Sequence[str]) -> RunConfig:
+    def trial_config(self, values: Mapping[str, Any], available_rerankers: Sequence[str]) -> Any:
         """The configuration a trial runs: the base with the trial's values, checked as a request's would be."""
-        return parse_config(applied(self.base.request(), values), 0, available_rerankers, prefix="base")
+        return _config(applied(self.base.request(), values), available_rerankers, "base", self.answers)
 
     def job_input(self) -> dict[str, Any]:
         return {
             "base": self.base.request(),
             "space": self.space,
             "metric": self.metric,
-            "budget": {"trials": self.budget.trials, "seconds": self.budget.seconds},
+            "budget": {
+                "trials": self.budget.trials,
+                "seconds": self.budget.seconds,
+                "judge_calls": self.judge_calls,
+            },
             "seed": self.seed,
             "confirm_share": self.confirm_share,
             "sampler": self.sampler,
             "prune": self.prune,
             "baseline": self.baseline.request(),
             "max_p95_ms": self.max_p95_ms,
+            "judge_model": self.judge_model,
         }
+
+
+def _config(raw: Any, available_rerankers: Sequence[str], prefix: str, answers: bool) -> Any:
+    if answers:
+        return parse_answer_config(raw, 0, available_rerankers, prefix=prefix)
+    return parse_config(raw, 0, available_rerankers, prefix=prefix)
 
 
 def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRequest:
@@ -91,20 +121,18 @@ def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRe
         raise field_error("validation-error", unknown[0], "unknown field.", allowed=sorted(KEYS))
     if raw.get("base") is None:
         raise field_error("validation-error", "base", "a study needs a base configuration.")
-    base = parse_config(raw["base"], 0, available_rerankers, prefix="base")
+    metric = _metric(raw.get("metric"))
+    answers = metric in JUDGED_METRICS
+    base = _config(raw["base"], available_rerankers, "base", answers)
+    run = base.run if answers else base
+    if answers and run.target:
+        raise field_error(
+            "validation-error",
+            "base.target",
+            "an answer study tunes evalsite's own answering, not a target's.",
+        )
     dimensions = parse_space(raw.get("space"))
-    for dimension in dimensions:
-        if base.target and dimension.name not in TARGET_FIELDS and not dimension.name.startswith("params."):
-            raise field_error(
-                "validation-error", f"space.{dimension.name}",
-                "a target searches as it is configured: a study of one varies top_k or its params.NAME.",
-            )  # fmt: skip
-        if not base.target and dimension.name.startswith("params."):
-            raise field_error(
-                "validation-error",
-                f"space.{dimension.name}",
-                "a target's parameter: the base names no target.",
-            )
+    _check_fields(dimensions, run, answers)
     sampler = parse_choice(raw.get("sampler") or "tpe", "sampler", SAMPLERS, "validation-error")
     prune = parse_bool(raw.get("prune", sampler != "grid"), "prune")
     if prune and sampler == "grid":
@@ -113,7 +141,7 @@ def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRe
         base=base,
         dimensions=dimensions,
         space=dict(raw["space"]),
-        metric=_metric(raw.get("metric")),
+        metric=metric,
         budget=_budget(raw.get("budget")),
         seed=0 if raw.get("seed") is None else _seed(raw["seed"]),
         confirm_share=_share(raw.get("confirm_share")),
@@ -122,18 +150,60 @@ def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRe
         baseline=(
             base
             if raw.get("baseline") is None
-            else parse_config(raw["baseline"], 0, available_rerankers, prefix="baseline")
+            else _config(raw["baseline"], available_rerankers, "baseline", answers)
         ),
         max_p95_ms=(
             None
             if raw.get("max_p95_ms") is None
             else parse_number(raw["max_p95_ms"], "max_p95_ms", 0.001, 1e6)
         ),
+        judge_model=_judge_model(raw.get("judge_model"), answers),
+        judge_calls=_judge_calls(raw.get("budget"), answers),
     )
     if sampler == "grid":
         grid(dimensions)  # bounded: a grid too large is refused now
     _check_values(request, available_rerankers)
     return request
+
+
+def _check_fields(dimensions: Sequence[Dimension], run: RunConfig, answers: bool) -> None:
+    """The fields a study of this kind may vary: a target's top_k and params.NAME; an answer configuration's
+    fields only in an answer study; a target's parameters only with a target."""
+    for dimension in dimensions:
+        name = dimension.name
+        if run.target and name not in TARGET_FIELDS and not name.startswith("params."):
+            raise field_error(
+                "validation-error", f"space.{name}",
+                "a target searches as it is configured: a study of one varies top_k or its params.NAME.",
+            )  # fmt: skip
+        if not run.target and name.startswith("params."):
+            raise field_error(
+                "validation-error", f"space.{name}", "a target's parameter: the base names no target."
+            )
+        if name in ANSWER_FIELDS and not answers:
+            raise field_error(
+                "validation-error", f"space.{name}",
+                f"an answer configuration's field: the metric must be an answer metric ({', '.join(JUDGED_METRICS)}).",
+            )  # fmt: skip
+
+
+def _judge_model(value: Any, answers: bool) -> str | None:
+    if value is None:
+        return None
+    if not answers:
+        raise field_error("validation-error", "judge_model", "only with an answer metric.")
+    if not isinstance(value, str) or not value.strip() or len(value) > 300:
+        raise field_error("validation-error", "judge_model", "expected a model's name.")
+    return value.strip()
+
+
+def _judge_calls(budget: Any, answers: bool) -> int | None:
+    value = budget.get("judge_calls") if isinstance(budget, Mapping) else None
+    if value is None:
+        return None
+    if not answers:
+        raise field_error("validation-error", "budget.judge_calls", "only with an answer metric.")
+    return parse_positive_int(value, "budget.judge_calls", maximum=10_000_000)
 
 
 def _check_values(request: StudyRequest, available_rerankers: Sequence[str]) -> None:
@@ -157,19 +227,22 @@ def _metric(value: Any) -> str:
     if value is None:
         return DEFAULT_METRIC
     text = value.strip().lower() if isinstance(value, str) else ""
+    if text in JUDGED_METRICS:
+        return text
     found = METRIC.match(text)
     if not found or (found.group(2) and not 1 <= int(found.group(2)) <= 1000):
         raise field_error(
-            "validation-error", "metric", "expected ndcg@K or recall@K (K from 1 to 1000), or mrr."
-        )
+            "validation-error", "metric",
+            f"expected ndcg@K or recall@K (K from 1 to 1000), mrr, or an answer metric ({', '.join(JUDGED_METRICS)}).",
+        )  # fmt: skip
     return text
 
 
 def _budget(value: Any) -> Budget:
     if value is None:
         return Budget(trials=DEFAULT_TRIALS)
-    if not isinstance(value, Mapping) or set(value) - {"trials", "seconds"}:
-        raise field_error("validation-error", "budget", "expected {trials, seconds}.")
+    if not isinstance(value, Mapping) or set(value) - {"trials", "seconds", "judge_calls"}:
+        raise field_error("validation-error", "budget", "expected {trials, seconds, judge_calls}.")
     trials = value.get("trials")
     seconds = value.get("seconds")
     return Budget(

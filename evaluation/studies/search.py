@@ -198,7 +198,9 @@ class _Objective:
         except Exception as exc:  # a trial that fails is recorded, and the study goes on
             error = f"{type(exc).__name__}: {exc}"
         failed = int(np.isnan(scores).sum())
-        if not error and failed and failed > self.max_error_rate * scores.size:
+        if not error and scores.size and failed == scores.size:
+            error = "no question could be scored (every one failed or was excluded)"
+        elif not error and failed and failed > self.max_error_rate * scores.size:
             error = f"{failed} of {scores.size} questions failed (more than {self.max_error_rate:.0%})"
         value = float(np.nanmean(scores)) if scores.size and not error else None
         timed = times[~np.isnan(times)]

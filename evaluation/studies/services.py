@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job
 from evalsite.jobs.services import job_cancelled, job_create
 from evalsite.tenancy.models import Tenant
+from evaluation.answers.evaluate import answer_scores, evaluate_answers
 from evaluation.configs import RunConfig
 from evaluation.models import (
     ConfigPreset,
@@ -41,7 +42,7 @@ from evaluation.request_fields import DEFAULT_KS
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval, retrieval_questions
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
-from evaluation.runs.selectors import GoldenQuestion, job_collections
+from evaluation.runs.selectors import GoldenQuestion, golden_questions, job_collections
 from evaluation.runs.store import questions_in
 from evaluation.studies.confirm import confirm
 from evaluation.studies.request import StudyRequest, parse_study_request
@@ -95,10 +96,12 @@ def study_create(
 
 def _target(tenant: Tenant, collection: Collection, request: StudyRequest) -> Target | None:
     """The external target the study's base names (None: the built-in engine), its varied parameters checked."""
-    targets = resolve_targets(tenant, [collection], [request.base, request.baseline])
-    if not request.base.target:
+    if request.answers:  # an answer study answers with evalsite's own writer (a target base is refused)
         return None
-    target = targets[request.base.target]
+    targets = resolve_targets(tenant, [collection], [request.base, request.baseline])
+    if not request.run.target:
+        return None
+    target = targets[request.run.target]
     varied = {
         d.name.removeprefix("params."): None for d in request.dimensions if d.name.startswith("params.")
     }
@@ -107,14 +110,19 @@ def _target(tenant: Tenant, collection: Collection, request: StudyRequest) -> Ta
 
 
 def _questions(collection: Collection, request: StudyRequest) -> list[GoldenQuestion]:
-    everything, _ = retrieval_questions([collection])
+    """A retrieval study's questions: those with expected documents; an answer study's: the answerable ones
+    with a reference answer (what the judged metrics read)."""
+    if request.answers:
+        everything = [q for q in golden_questions([collection]) if q.answerable and q.reference]
+        what = "answerable golden entries with a reference answer"
+    else:
+        everything, _ = retrieval_questions([collection])
+        what = "golden entries with expected documents"
     if not everything:
         raise EvalsiteError(
-            "empty-golden-set",
-            f"No golden entries with expected documents in {collection.slug}.",
-            details={"collection_id": collection.slug},
+            "empty-golden-set", f"No {what} in {collection.slug}.", details={"collection_id": collection.slug}
         )
-    return questions_in(everything, request.base.subset, [collection])
+    return questions_in(everything, request.run.subset, [collection])
 
 
 def _split(collection: Collection, request: StudyRequest) -> tuple[Split, list[GoldenQuestion]]:
@@ -185,23 +193,12 @@ def study_execute(
         0,
     )  # a re-run starts over
     study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
-    target = _target(study.tenant, study.collection, request)
-    search = None if target else CollectionSearch([study.collection])
-    now = timezone.now()
     live = _Live(study, progress, cancelled, request.budget.trials)
-
-    def score(values: dict[str, Any], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        config = request.trial_config(values, rerankers)
-        questions = [tuning[i] for i in rows]
-        if target is not None:
-            return _target_scores(target, config, questions, request)
-        assert search is not None
-        return _scores(search, config, questions, request, now)
-
+    score, max_error_rate, exhausted = _scorer(study, request, tuning, rerankers)
     result = run_study(
         request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,
-        sampler=request.sampler, prune=request.prune, on_trial=live.on_trial, stop=live.stop,
-        max_p95_ms=request.max_p95_ms, max_error_rate=request.base.max_error_rate if target else 0.0,
+        sampler=request.sampler, prune=request.prune, on_trial=live.on_trial,
+        stop=lambda: live.stop() or exhausted(), max_p95_ms=request.max_p95_ms, max_error_rate=max_error_rate,
     )  # fmt: skip
     live.evaluations = result.evaluations
     live.write()
@@ -245,6 +242,45 @@ def _scores(search: CollectionSearch, config: RunConfig, questions: Sequence[Gol
     return values, times
 
 
+def _scorer(study: Study, request: StudyRequest, tuning: Sequence[GoldenQuestion], rerankers):
+    """(score(values, rows) for run_study, the share of failed questions a trial may have, whether the judge
+    budget is spent): the built-in engine's, an external target's, or answers judged."""
+    target = _target(study.tenant, study.collection, request)
+    search = None if target or request.answers else CollectionSearch([study.collection])
+    now = timezone.now()
+    calls = [0]  # judge calls the trials made
+
+    def score(values: dict[str, Any], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        config = request.trial_config(values, rerankers)
+        questions = [tuning[i] for i in rows]
+        if request.answers:
+            return _answer_scores(study, config, questions, request, calls)
+        if target is not None:
+            return _target_scores(target, config, questions, request)
+        assert search is not None
+        return _scores(search, config, questions, request, now)
+
+    # an answer metric a judge excludes for a question (not applicable, unreadable) leaves it out, never a 0
+    max_error_rate = 1.0 if request.answers else request.run.max_error_rate if target else 0.0
+    return score, max_error_rate, lambda: request.judge_calls is not None and calls[0] >= request.judge_calls
+
+
+def _answer_scores(study: Study, config, questions: Sequence[GoldenQuestion], request, calls: list[int]):
+    """Each question's judged value of the study's answer metric (NaN: its answer failed, or the judge
+    excluded it); the judge calls made are added to `calls`."""
+    judged = answer_scores(
+        tenant=study.tenant, collection=study.collection, config=config, questions=questions,
+        judge_model=request.judge_model,
+    )  # fmt: skip
+    values = np.full(len(questions), np.nan)
+    for i, scores in enumerate(judged):
+        if scores is not None:
+            calls[0] += sum(score.calls for score in scores.values())
+            if scores[request.metric].value is not None:
+                values[i] = scores[request.metric].value
+    return values, np.full(len(questions), np.nan)
+
+
 def _target_scores(target: Target, config: RunConfig, questions: Sequence[GoldenQuestion], request):
     """As _scores, through an external target with the trial's parameters: its concurrency and rate limit
     hold (one client per trial), a failed call is NaN (counted by the trial, left out of its mean), the time is
@@ -269,17 +305,30 @@ def _target_scores(target: Target, config: RunConfig, questions: Sequence[Golden
     return values, times
 
 
-def _confirmation(study, request: StudyRequest, winner: RunConfig, only: frozenset[str], result, job) -> dict:
+def _labelled(config, label: str):
+    """A configuration (retrieval or answers) under another label."""
+    if isinstance(config, RunConfig):
+        return replace(config, label=label)
+    return replace(config, run=replace(config.run, label=label))
+
+
+def _confirmation(study, request: StudyRequest, winner, only: frozenset[str], result, job) -> dict:
     """The baseline and the winner as two runs of one batch over the confirmation part, and their comparison."""
     short = str(study.pk)[:8]
     configs = [
-        RunConfig(**{**request.baseline.__dict__, "label": f"study {short} baseline"}),
-        RunConfig(**{**winner.__dict__, "label": f"study {short} winner"}),
+        _labelled(request.baseline, f"study {short} baseline"),
+        _labelled(winner, f"study {short} winner"),
     ]
-    ks = sorted({*DEFAULT_KS, request.depth})
-    _, runs = evaluate_retrieval(
-        tenant=study.tenant, collections=[study.collection], ks=ks, configs=configs, job=job, only=only
-    )
+    if request.answers:
+        _, runs = evaluate_answers(
+            tenant=study.tenant, collections=[study.collection], configs=configs, judge_model=request.judge_model,
+            job=job, only=only,
+        )  # fmt: skip
+    else:
+        ks = sorted({*DEFAULT_KS, request.depth})
+        _, runs = evaluate_retrieval(
+            tenant=study.tenant, collections=[study.collection], ks=ks, configs=configs, job=job, only=only
+        )
     baseline_run, winner_run = runs
     per_run = {
         run.pk: dict(
@@ -287,9 +336,11 @@ def _confirmation(study, request: StudyRequest, winner: RunConfig, only: frozens
         )
         for run in runs
     }
-    # the questions both runs scored (a target's failed calls have no metrics and are left out of its means)
+    # the questions both runs scored (a target's failed calls and a judge's exclusions are left out of the means)
     entries = sorted(
-        e for e in per_run[winner_run.pk] if all(request.metric in per_run[pk].get(e, {}) for pk in per_run)
+        e
+        for e in per_run[winner_run.pk]
+        if all(per_run[pk].get(e, {}).get(request.metric) is not None for pk in per_run)
     )
     scores = {pk: np.array([per_run[pk][e][request.metric] for e in entries]) for pk in per_run}
     tried = len(

@@ -48,7 +48,11 @@ FIELDS: dict[str, Field] = {
     "bm25_k1": Field(low=0.0, high=10.0),
     "bm25_b": Field(low=0.0, high=1.0),
     "rrf_k": Field(low=1, high=10_000, integer=True),
+    # an answer configuration's (evaluation.answers.configs): a study whose metric is an answer metric
+    "groundedness": Field(choices=("Off", "Low", "Medium", "High")),
+    "model": Field(low=0, high=0),  # a chat model's name: choices of text only
 }
+ANSWER_FIELDS = ("groundedness", "model")
 _TARGET_PARAM = Field()  # a target's parameter: any plain value, or any finite range
 
 
@@ -123,6 +127,9 @@ def _choices(name: str, field: Field, values: Sequence[Any]) -> tuple[Any, ...]:
         if field.choices is not None:
             if value not in field.choices or isinstance(value, bool) != isinstance(field.choices[0], bool):
                 raise _problem(name, f"{value!r} is not one of {', '.join(map(repr, field.choices))}")
+        elif field is FIELDS["model"]:
+            if not isinstance(value, str) or not value.strip() or len(value) > 300:
+                raise _problem(name, f"{value!r} is not a model's name (text of 1 to 300 characters)")
         elif field is _TARGET_PARAM:
             if not isinstance(value, str | int | float | bool) or (
                 isinstance(value, float) and not math.isfinite(value)
@@ -148,6 +155,8 @@ def _number(name: str, field: Field, value: Any, what: str = "a choice") -> floa
 
 
 def _range(name: str, field: Field, value: Mapping[str, Any]) -> Dimension:
+    if field is FIELDS["model"]:
+        raise _problem(name, "takes a list of models' names, not a range")
     if field.choices is not None:
         raise _problem(name, f"takes a list of choices ({', '.join(map(repr, field.choices))}), not a range")
     unknown = set(value) - {"low", "high", "step", "log"}

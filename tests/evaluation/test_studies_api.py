@@ -129,7 +129,7 @@ def test_the_winner_saved_as_a_preset_once_per_name_and_only_for_its_tenant(clap
         ({"metric": "ndcg@0"}, "metric", "expected ndcg@K"),
         ({"metric": "map"}, "metric", "expected ndcg@K"),
         ({"budget": {"trials": 0}}, "budget.trials", "from 1 to 2000"),
-        ({"budget": {"trials": 5, "hours": 1}}, "budget", "expected {trials, seconds}"),
+        ({"budget": {"trials": 5, "hours": 1}}, "budget", "expected {trials, seconds"),
         ({"seed": -1}, "seed", "from 0 to"),
         ({"seed": True}, "seed", "from 0 to"),
         ({"confirm_share": 0.99}, "confirm_share", "0.05 to 0.95"),
@@ -306,3 +306,73 @@ def test_a_study_of_an_external_target_varies_its_template_parameters(clapnq, po
     engine_field = post_study(base={"target": "generic"}, space={"bm25_k1": [1.0, 2.0]})
     assert engine_field.status_code == 400
     assert engine_field.json()["error"]["details"]["field"] == "space.bm25_k1"
+
+
+def test_an_answer_study_tunes_answer_settings_judged_and_confirms_with_answer_runs(clapnq, post_study):
+    """metric context_recall: the base is an answer configuration; with the heuristic judge (no model), more
+    passages recall more of the reference, and the confirmation runs are answer runs of the two configurations."""
+    body = {
+        "base": {"search_type": "FullText", "groundedness": "Off"},
+        "space": {"top_k": [1, 5], "groundedness": ["Off", "High"]},
+        "metric": "context_recall", "sampler": "grid", "prune": False, "budget": {"trials": 4},
+        "baseline": {"search_type": "FullText", "top_k": 1},
+    }  # fmt: skip
+    response = post_study(**body)
+    assert response.status_code == 202, response.json()
+    study = clapnq.client.get(f"{URL}/{response.json()['study_id']}").json()
+    assert study["status"] == "Completed", study["error"]
+    assert study["split"] == {"tuning": 150, "confirmation": 150}  # the answerable questions with a reference
+    by_k = {}
+    for trial in study["trials"]:
+        by_k.setdefault(trial["values"]["top_k"], []).append(trial["value"])
+    assert min(by_k[5]) > max(by_k[1])
+    assert study["best"]["values"]["top_k"] == 5 and study["best"]["config"]["groundedness"] in (
+        "Off",
+        "High",
+    )
+    winner = EvaluationRun.objects.get(pk=study["confirmation"]["winner"]["run_id"])
+    baseline = EvaluationRun.objects.get(pk=study["confirmation"]["baseline"]["run_id"])
+    assert (
+        winner.kind == baseline.kind == "answers"
+        and winner.config["top_k"] == 5
+        and baseline.config["top_k"] == 1
+    )
+    assert winner.metric_methods["context_recall"] == "heuristic"
+    assert study["confirmation"]["winner"]["value"] == pytest.approx(
+        winner.metrics["context_recall"], abs=1e-9
+    )
+    assert study["confirmation"]["significant"] and study["confirmation"]["difference"] > 0
+
+    mixed = post_study(space={"groundedness": ["Off", "High"]}, metric="ndcg@10")
+    assert mixed.status_code == 400 and mixed.json()["error"]["details"]["field"] == "space.groundedness"
+    judge_without = post_study(judge_model="gpt", metric="ndcg@10")
+    assert judge_without.json()["error"]["details"]["field"] == "judge_model"
+
+
+def test_an_answer_studys_judge_calls_stop_at_its_budget(clapnq, post_study, llm_server, settings):
+    """An LLM judge (the scripted server, agreeing with every statement) on a budget of judge calls: the
+    trials stop once they have made that many, and the study still confirms its best on the other half."""
+    from tests.answer_support import scripted_rag
+
+    settings.EVALSITE_LLM_BASE_URL = llm_server.url
+    settings.EVALSITE_LLM_MODEL = "scripted"
+    settings.EVALSITE_LLM_MAX_ATTEMPTS = 1
+    llm_server.reply(r".", scripted_rag)
+    body = {
+        "base": {"search_type": "FullText", "top_k": 3},
+        "space": {"top_k": [1, 2, 3, 4, 5]},
+        "metric": "faithfulness", "judge_model": "scripted", "confirm_share": 0.9, "sampler": "grid",
+        "prune": False, "budget": {"trials": 5, "judge_calls": 60},
+    }  # fmt: skip
+    response = post_study(**body)
+    assert response.status_code == 202, response.json()
+    study = clapnq.client.get(f"{URL}/{response.json()['study_id']}").json()
+    assert study["status"] == "Completed", study["error"]
+    assert study["split"]["tuning"] == 30
+    # each question of a trial asks the judge about its five metrics: 150 calls a trial, so the budget of 60
+    # stops the study after its first trial
+    assert len(study["trials"]) == 1
+    judged = EvaluationRun.objects.get(pk=study["confirmation"]["winner"]["run_id"])
+    assert judged.metric_methods["faithfulness"] == "llm-judge"
+    over = post_study(budget={"trials": 3, "judge_calls": 10}, metric="ndcg@10")
+    assert over.json()["error"]["details"]["field"] == "budget.judge_calls"

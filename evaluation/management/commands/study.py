@@ -52,6 +52,12 @@ class Command(CollectionCommand):
             "--baseline", help="The configuration the winner must beat, JSON (default: base)."
         )
         parser.add_argument("--max-p95-ms", help="A trial whose p95 search time is above this cannot win.")
+        parser.add_argument(
+            "--judge-model", help="An answer study's judge model (default: the heuristic judge)."
+        )
+        parser.add_argument(
+            "--judge-calls", help="The judge calls an answer study's trials may make at most."
+        )
         parser.add_argument("--save", help="Save the winner as a configuration preset of this name.")
         parser.add_argument(
             "--format", choices=("text", "json"), default="text", help="Output (default text)."
@@ -107,12 +113,12 @@ class Command(CollectionCommand):
                 raw[field] = _json(options[option], f"--{option}")
         for option, field in (
             ("metric", "metric"), ("seed", "seed"), ("confirm_share", "confirm_share"), ("sampler", "sampler"),
-            ("max_p95_ms", "max_p95_ms"),
+            ("max_p95_ms", "max_p95_ms"), ("judge_model", "judge_model"),
         ):  # fmt: skip
             if options.get(option) is not None:
                 raw[field] = _json_or_text(options[option])
         budget = dict(raw.get("budget") or {})
-        for field in ("trials", "seconds"):
+        for field in ("trials", "seconds", "judge_calls"):
             if options.get(field) is not None:
                 budget[field] = _json_or_text(options[field])
         if budget:
