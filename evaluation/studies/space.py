@@ -25,6 +25,15 @@ from evalsite.errors import EvalsiteError
 MAX_DIMENSIONS = 12
 MAX_CHOICES = 100
 MAX_GRID = 10_000
+MAX_TEXT = 1000  # a target parameter's text choice
+
+
+def _shown(value: Any) -> str:
+    """A value as an error names it: its repr, cut to 60 characters (a tenant's input may be any size)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 PARAM = re.compile(r"^params\.([A-Za-z_][A-Za-z0-9_]{0,63})$")
 
 
@@ -80,6 +89,7 @@ class Dimension:
 
 
 def _problem(name: str, message: str) -> EvalsiteError:
+    name = name if len(name) <= 60 else name[:57] + "..."  # a field a tenant named may be any length
     return EvalsiteError("validation-error", f"space.{name}: {message}.", details={"field": f"space.{name}"})
 
 
@@ -126,19 +136,21 @@ def _choices(name: str, field: Field, values: Sequence[Any]) -> tuple[Any, ...]:
     for value in values:
         if field.choices is not None:
             if value not in field.choices or isinstance(value, bool) != isinstance(field.choices[0], bool):
-                raise _problem(name, f"{value!r} is not one of {', '.join(map(repr, field.choices))}")
+                raise _problem(name, f"{_shown(value)} is not one of {', '.join(map(repr, field.choices))}")
         elif field is FIELDS["model"]:
             if not isinstance(value, str) or not value.strip() or len(value) > 300:
-                raise _problem(name, f"{value!r} is not a model's name (text of 1 to 300 characters)")
+                raise _problem(name, f"{_shown(value)} is not a model's name (text of 1 to 300 characters)")
         elif field is _TARGET_PARAM:
             if not isinstance(value, str | int | float | bool) or (
                 isinstance(value, float) and not math.isfinite(value)
             ):
-                raise _problem(name, f"{value!r} is not a plain value (text, number, true or false)")
+                raise _problem(name, f"{_shown(value)} is not a plain value (text, number, true or false)")
+            if isinstance(value, str) and len(value) > MAX_TEXT:
+                raise _problem(name, f"a choice of {len(value):,} characters; at most {MAX_TEXT}")
         else:
             _number(name, field, value)
         if (isinstance(value, bool), value) in seen:
-            raise _problem(name, f"{value!r} is listed twice")
+            raise _problem(name, f"{_shown(value)} is listed twice")
         seen.add((isinstance(value, bool), value))
         out.append(value)
     return tuple(out)
@@ -146,11 +158,11 @@ def _choices(name: str, field: Field, values: Sequence[Any]) -> tuple[Any, ...]:
 
 def _number(name: str, field: Field, value: Any, what: str = "a choice") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _problem(name, f"{what} {value!r} is not a number")
+        raise _problem(name, f"{what} {_shown(value)} is not a number")
     if field.integer and value != int(value):
-        raise _problem(name, f"{what} {value!r} is not a whole number")
+        raise _problem(name, f"{what} {_shown(value)} is not a whole number")
     if not field.low <= value <= field.high:
-        raise _problem(name, f"{what} {value!r} is outside {field.low:g} to {field.high:g}")
+        raise _problem(name, f"{what} {_shown(value)} is outside {field.low:g} to {field.high:g}")
     return float(value)
 
 

@@ -216,3 +216,17 @@ def test_the_confirmation_calls_a_winner_better_only_when_it_holds():
     assert "Better:" in better.verdict("ndcg@10") and "100 configurations tried" in better.verdict("ndcg@10")
     worse = confirm(np.clip(baseline - 0.1, 0, 1), baseline, configurations_tried=3)
     assert worse.p_value < 0.001 and not worse.significant  # behind is never "better", however clear
+
+
+def test_a_hostile_space_is_refused_with_bounded_messages():
+    """Names and values a tenant sends may be any size: errors name them cut short, and text choices are bounded."""
+    huge = "x" * 100_000
+    for space, field in (
+        ({huge: [1]}, "space." + "x" * 57 + "..."),
+        ({"params.p": [huge]}, "space.params.p"),
+        ({"fusion": [huge]}, "space.fusion"),
+        ({"model": [huge]}, "space.model"),
+    ):
+        with pytest.raises(EvalsiteError) as refused:
+            parse_space(space)
+        assert refused.value.details["field"] == field and len(refused.value.message) < 400, refused.value.message

@@ -33,6 +33,7 @@ VECTOR_CHUNK = 16_384
 # The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
 VECTORS = "vectors"
 TUNED_KEPT = 4  # BM25 weights with a configuration's own k1 and b, kept per index (SearchIndex.bm25_for)
+TUNED_BYTES = 512 << 20  # and at most this much of them besides the newest
 
 
 @dataclass(frozen=True)
@@ -250,8 +251,8 @@ class SearchIndex:
 
     def bm25_for(self, config: SearchConfig) -> BM25Index:
         """The BM25 index a search with this configuration reads: its variant's, or with k1 and b of its own
-        (a study's trials): weights computed from the same postings, the last TUNED_KEPT of them kept in memory,
-        never saved with the index."""
+        (a study's trials): weights computed from the same postings, the last TUNED_KEPT of them kept in memory
+        (fewer when their weights pass TUNED_BYTES), never saved with the index."""
         params = config.bm25_params()
         if params == BM25Params(config.bm25_variant):
             return self.bm25(config.bm25_variant)
@@ -261,6 +262,8 @@ class SearchIndex:
             index = BM25Index(postings, params)
             with self._locks.state:
                 kept = [item for item in self._tuned.items() if item[0] != params][-(TUNED_KEPT - 1) :]
+                while kept and sum(i.weights.nbytes for _, i in kept) + index.weights.nbytes > TUNED_BYTES:
+                    kept.pop(0)  # a large collection keeps fewer: their weights are the size of its postings
                 self._tuned = {**dict(kept), params: index}
         return index
 
