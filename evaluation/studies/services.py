@@ -1,12 +1,13 @@
-"""Studies over stored golden sets and the search core: created with their job, run by it, saved as presets.
+"""Studies over stored golden sets: created with their job, run by it, saved as presets.
 
-The job (`study_job`): the collection's retrieval questions (those the base configuration's subset admits) split
-with the seed (evaluation.studies.split); the trials (evaluation.studies.search) each score the tuning part with
-the search core, as a retrieval run scores a question (trec_eval's measures); then the winner and the baseline are
+The job (`study_job`): the collection's questions (a retrieval study's have expected documents, an answer study's
+are answerable with a reference; those the base's subset admits) split with the seed (evaluation.studies.split);
+the trials (evaluation.studies.search) each score the tuning part, with the search core as a retrieval run
+scores a question (trec_eval's measures), through an external target (its concurrency and rate limit, its failed
+calls counted), or answered and judged as an answer evaluation judges; then the winner and the baseline are
 evaluated on the confirmation part as two ordinary runs of one batch, and compared (evaluation.studies.confirm).
 The trials are written to the study as they end (at most every WRITE_EVERY seconds, and at the end), so the live
-page follows them; a cancel ends the study after the trial under way, without a confirmation.
-"""
+page follows them; a cancel ends the study after the trial under way, without a confirmation."""
 
 from __future__ import annotations
 

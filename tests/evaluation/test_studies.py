@@ -229,4 +229,6 @@ def test_a_hostile_space_is_refused_with_bounded_messages():
     ):
         with pytest.raises(EvalsiteError) as refused:
             parse_space(space)
-        assert refused.value.details["field"] == field and len(refused.value.message) < 400, refused.value.message
+        assert refused.value.details["field"] == field and len(refused.value.message) < 400, (
+            refused.value.message
+        )
