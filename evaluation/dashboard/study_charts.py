@@ -169,7 +169,7 @@ def cell_axis(dimension: Dimension) -> _Axis:
     width = (high - low) / BINS
     edges = [low + i * width for i in range(BINS + 1)]
     unscale: Callable[[float], float] = (lambda v: 10**v) if dimension.log else (lambda v: v)
-    labels = [f"{unscale(edges[i]):.3g}–{unscale(edges[i + 1]):.3g}" for i in range(BINS)]
+    labels = [f"{unscale(edges[i]):.2g}–{unscale(edges[i + 1]):.2g}" for i in range(BINS)]
 
     def place_bin(value: Any) -> int | None:
         position = scale(float(value)) if float(value) > 0 or not dimension.log else None
@@ -223,7 +223,7 @@ def heatmap_figure(
         "z": best,
         "customdata": counts,
         "colorscale": _SCALE,
-        "colorbar": {"title": {"text": name, "side": "right"}, "thickness": 14},
+        "colorbar": {"title": {"text": name, "side": "right"}, "thickness": 14, "tickformat": ".3f"},
         "hoverongaps": False,
         "xgap": 2,
         "ygap": 2,
@@ -254,7 +254,10 @@ def _parallel_dimension(dimension: Dimension, values: list[Any]) -> dict[str, An
             "label": f"{label} (log)", "values": [math.log10(float(v)) for v in values], "range": [low, high],
             "tickvals": ticks, "ticktext": [f"{10**t:.3g}" for t in ticks],
         }  # fmt: skip
-    return {"label": label, "values": [float(v) for v in values], "range": [dimension.low, dimension.high]}
+    return {
+        "label": label, "values": [float(v) for v in values], "range": [dimension.low, dimension.high],
+        "tickformat": "d" if dimension.integer else ".3~g",
+    }  # fmt: skip
 
 
 def parallel_figure(
@@ -282,7 +285,7 @@ def parallel_figure(
             "color": values,
             "colorscale": _SCALE,
             "showscale": True,
-            "colorbar": {"title": {"text": name, "side": "right"}, "thickness": 14},
+            "colorbar": {"title": {"text": name, "side": "right"}, "thickness": 14, "tickformat": ".3f"},
         },  # fmt: skip
         "labelangle": -20 if len(columns) > 5 else 0,
         "labelside": "top",
@@ -290,8 +293,9 @@ def parallel_figure(
     return {"data": [trace], "layout": layout}
 
 
-def importance_figure(shares: Mapping[str, float]) -> dict[str, Any]:
-    """Horizontal bars: each varied field's share of the value's variance (fANOVA), the largest on top."""
+def importance_figure(shares: Mapping[str, float], trials: int) -> dict[str, Any]:
+    """Horizontal bars: each varied field's share of the value's variance (fANOVA over `trials` complete trials),
+    the largest on top."""
     ordered = sorted(shares.items(), key=lambda item: item[1])
     trace = {
         "type": "bar", "orientation": "h",
@@ -300,7 +304,11 @@ def importance_figure(shares: Mapping[str, float]) -> dict[str, Any]:
         "marker": {"color": PALETTE[2]},
         "hovertemplate": "%{y}: %{x:.1%} of the variance explained<extra></extra>",
     }  # fmt: skip
-    layout = _layout("What mattered: each field's importance (fANOVA)", "share of the variance", "")
+    layout = _layout(
+        f"What mattered: each field's importance (fANOVA over {trials} complete trials)",
+        "share of the variance",
+        "",
+    )
     layout["height"] = 130 + 34 * len(ordered)
     layout["xaxis"].update(range=[0, 1.12], tickformat=".0%")
     layout["margin"] = {"l": 20, "r": 30, "t": 50, "b": 50}

@@ -4,6 +4,7 @@ gives it (study_detail), so the page, its poll and GET studies/{id} agree."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import study_charts
 from evaluation.dashboard.launch_reads import job_error_message
 from evaluation.models import ConfigPreset, EvaluationRun, Study
-from evaluation.studies.importance import Importance, complete, importances
+from evaluation.studies.importance import MIN_TRIALS, Importance, complete, importances
 from evaluation.studies.services import study_detail
 from evaluation.studies.space import Dimension, parse_space
 
@@ -72,13 +73,24 @@ def error_of(study: Study) -> str | None:
     return job_error_message(job) if job is not None and job.status == JobStatus.FAILED else None
 
 
+def milestone(count: int) -> int:
+    """The number of complete trials a running study's importance is computed over: 3, 5, 8, 12, 18, 27, ... (each
+    half as many again) up to `count`, so a poll recomputes it only now and then."""
+    step = MIN_TRIALS
+    while math.ceil(step * 1.5) <= count:
+        step = math.ceil(step * 1.5)
+    return min(step, count)
+
+
 def study_importance(study: Study, dimensions: Sequence[Dimension]) -> Importance:
-    """fANOVA over the complete trials (evaluation.studies.importance), computed once per number of them: a
-    poll that brings no new complete trial reads it from the cache."""
-    key = f"study-importance:{study.pk}:{len(complete(study.trials))}:{len(dimensions)}"
+    """fANOVA over the complete trials (evaluation.studies.importance), cached: while the study runs, over the
+    first `milestone` of them (recomputed only when a milestone is passed); once it is done, over all of them."""
+    done = sorted(complete(study.trials), key=lambda t: t["number"])
+    count = len(done) if finished(study) else milestone(len(done))
+    key = f"study-importance:{study.pk}:{count}:{len(dimensions)}"
     found = cache.get(key)
     if found is None:
-        found = importances(dimensions, study.trials, seed=int(study.request.get("seed") or 0))
+        found = importances(dimensions, done[:count], seed=int(study.request.get("seed") or 0))
         cache.set(key, found, IMPORTANCE_CACHE_SECONDS)
     return found
 
@@ -93,7 +105,11 @@ def figures(
         "history": study_charts.history_figure(trials, metric),
         "parallel": study_charts.parallel_figure(dimensions, trials, metric),
         "heatmap": study_charts.heatmap_figure(dimensions, trials, *axes, metric) if axes else None,
-        "importance": study_charts.importance_figure(importance.shares) if importance.shares else None,
+        "importance": (
+            study_charts.importance_figure(importance.shares, importance.trials)
+            if importance.shares
+            else None
+        ),
     }
 
 
@@ -154,8 +170,14 @@ def state(study: Study) -> dict[str, Any]:
 
 
 def config_text(config: Mapping[str, Any]) -> str:
-    """A configuration in one line: `search_type=FullText, bm25_k1=1.2`."""
-    return ", ".join(f"{k}={study_charts.value_text(v)}" for k, v in config.items() if k != "label")
+    """A configuration in one line, `search_type=FullText, bm25_k1=1.2`: what is set (a field left to its default,
+    None or off, is not said)."""
+    quiet = {"label", "as_of", "include_superseded"}
+    return ", ".join(
+        f"{k}={study_charts.value_text(v)}"
+        for k, v in config.items()
+        if v is not None and not (k in quiet and not v) and k != "label"
+    )
 
 
 def space_text(study: Study) -> list[tuple[str, str]]:

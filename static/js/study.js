@@ -10,7 +10,6 @@
   var count = box.querySelector("[data-study-count]");
   var error = box.querySelector("[data-study-error]");
   var cancel = box.querySelector("[data-study-cancel]");
-  var evaluations = box.querySelector("[data-study-evaluations]");
   var rows = document.querySelector("table.study-trials tbody");
   var note = document.querySelector("[data-importance-note]");
   var interval = parseInt(box.dataset.pollMs || "1000", 10);
@@ -48,7 +47,6 @@
         status.textContent = state.status;
         bar.value = state.progress;
         count.textContent = state.count_text;
-        if (evaluations) { evaluations.textContent = state.study.evaluations; }
         if (state.trials !== seen || state.finished) {
           seen = state.trials;
           Object.keys(state.figures).forEach(function (name) { draw(name, state.figures[name]); });

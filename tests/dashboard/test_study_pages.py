@@ -11,6 +11,7 @@ from django.urls import reverse
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.models import ConfigPreset, EvaluationJobKind, EvaluationRun, Study
 from goldenset.services import EntryInput
+from evaluation.dashboard import study_reads
 from tests.dashboard.conftest import text_of
 from tests.dashboard.study_support import finished_study
 from tests.support import add_entries
@@ -155,6 +156,30 @@ def test_the_winner_saved_as_a_preset_and_a_name_in_use_said_on_the_field(alice,
     assert "A preset named 'tuned bm25' exists already." in text_of(again)
     assert alice.post(url, {"name": "  "}).status_code == 400
     assert "Saved as: tuned bm25" in text_of(alice.get(reverse("dashboard:study", args=[study.pk])))
+
+
+def test_a_running_studys_importance_is_recomputed_at_milestones_only(alice, world, study):
+    assert [study_reads.milestone(n) for n in (0, 3, 4, 5, 7, 8, 12, 17, 18, 100)] == [
+        0,
+        3,
+        3,
+        5,
+        5,
+        8,
+        12,
+        12,
+        18,
+        92,
+    ]
+    job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=EvaluationJobKind.STUDY,
+                             input={"study_id": str(study.pk)}, status=JobStatus.RUNNING)  # fmt: skip
+    Study.objects.filter(pk=study.pk).update(job=job, best=None, confirmation=None, finished_at=None)
+    running = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
+    title = running["figures"]["importance"]["layout"]["title"]["text"]
+    assert "over 12 complete trials" in title  # 18 complete so far: the last milestone passed
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED)
+    done = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
+    assert "over 18 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
 
 
 def test_cancel_stops_a_running_study(alice, world, study):

@@ -8,6 +8,7 @@ import pytest
 
 from evalsite.errors import EvalsiteError
 from evaluation.studies.confirm import confirm
+from evaluation.studies import importance
 from evaluation.studies.importance import distribution, importances
 from evaluation.studies.search import Budget, run_study
 from evaluation.studies.space import MAX_GRID, Dimension, applied, grid, parse_space
@@ -256,3 +257,12 @@ def test_importance_counts_only_complete_trials_and_says_when_it_cannot_tell():
     )
     assert flat.shares is None and "scored the same" in flat.reason
     assert distribution(space[1]).choices == (0, 1)  # a choice by its index, as search._suggest asks it
+
+
+def test_importance_over_many_trials_is_computed_on_a_seeded_sample(monkeypatch):
+    monkeypatch.setattr(importance, "MAX_TRIALS", 12)
+    result = run_study(SPACE, score, 200, budget=Budget(trials=30), seed=4, sampler="random")
+    trials = [t.as_dict() for t in result.trials]
+    found = importances(SPACE, trials, seed=1)
+    assert found.trials == 12 and found.shares is not None
+    assert importances(SPACE, trials, seed=1) == found
