@@ -293,9 +293,9 @@ def parallel_figure(
     return {"data": [trace], "layout": layout}
 
 
-def importance_figure(shares: Mapping[str, float], trials: int) -> dict[str, Any]:
-    """Horizontal bars: each varied field's share of the value's variance (fANOVA over `trials` complete trials),
-    the largest on top."""
+def importance_figure(shares: Mapping[str, float], trials: int, of: int = 0) -> dict[str, Any]:
+    """Horizontal bars: each varied field's share of the value's variance (fANOVA over `trials` complete trials,
+    a sample `of` more when that is given), the largest on top."""
     ordered = sorted(shares.items(), key=lambda item: item[1])
     trace = {
         "type": "bar", "orientation": "h",

@@ -106,7 +106,7 @@ def figures(
         "parallel": study_charts.parallel_figure(dimensions, trials, metric),
         "heatmap": study_charts.heatmap_figure(dimensions, trials, *axes, metric) if axes else None,
         "importance": (
-            study_charts.importance_figure(importance.shares, importance.trials)
+            study_charts.importance_figure(importance.shares, importance.trials, importance.complete)
             if importance.shares
             else None
         ),

@@ -44,6 +44,7 @@ class Importance:
     shares: dict[str, float] | None
     reason: str = ""
     trials: int = 0  # the complete trials it was computed over
+    complete: int = 0  # the complete trials there were (more than `trials` when a sample was taken)
 
 
 def distribution(dimension: Dimension) -> BaseDistribution:
@@ -100,6 +101,7 @@ def importances(
 ) -> Importance:
     """Each varied field's fANOVA importance over the complete trials (see the module's doc)."""
     done = complete(trials)
+    total = len(done)
     if len(done) > MAX_TRIALS:
         keep = sorted(np.random.default_rng(seed).choice(len(done), size=MAX_TRIALS, replace=False))
         done = [done[i] for i in keep]
@@ -135,4 +137,4 @@ def importances(
     shares = get_param_importances(study, evaluator=evaluator, params=[d.name for d in dimensions])
     if not all(math.isfinite(v) for v in shares.values()):
         return Importance(None, "The trials do not tell the fields apart.", added)
-    return Importance({name: float(v) for name, v in shares.items()}, "", added)
+    return Importance({name: float(v) for name, v in shares.items()}, "", added, total)

@@ -9,9 +9,9 @@ from django.test import Client
 from django.urls import reverse
 
 from evalsite.jobs.models import Job, JobStatus
+from evaluation.dashboard import study_reads
 from evaluation.models import ConfigPreset, EvaluationJobKind, EvaluationRun, Study
 from goldenset.services import EntryInput
-from evaluation.dashboard import study_reads
 from tests.dashboard.conftest import text_of
 from tests.dashboard.study_support import finished_study
 from tests.support import add_entries

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from evalsite.errors import EvalsiteError
-from evaluation.studies.confirm import confirm
 from evaluation.studies import importance
+from evaluation.studies.confirm import confirm
 from evaluation.studies.importance import distribution, importances
 from evaluation.studies.search import Budget, run_study
 from evaluation.studies.space import MAX_GRID, Dimension, applied, grid, parse_space
@@ -264,5 +264,5 @@ def test_importance_over_many_trials_is_computed_on_a_seeded_sample(monkeypatch)
     result = run_study(SPACE, score, 200, budget=Budget(trials=30), seed=4, sampler="random")
     trials = [t.as_dict() for t in result.trials]
     found = importances(SPACE, trials, seed=1)
-    assert found.trials == 12 and found.shares is not None
+    assert found.trials == 12 and found.complete == 30 and found.shares is not None
     assert importances(SPACE, trials, seed=1) == found
