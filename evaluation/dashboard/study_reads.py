@@ -16,7 +16,7 @@ from evaluation.dashboard.launch_reads import job_error_message
 from evaluation.models import ConfigPreset, EvaluationRun, Study
 from evaluation.studies.importance import MIN_TRIALS, Importance, complete, importances
 from evaluation.studies.services import study_detail
-from evaluation.studies.space import Dimension, parse_space
+from evaluation.studies.space import Dimension, grid, parse_space
 
 FIGURES = ("history", "parallel", "heatmap", "importance")
 IMPORTANCE_CACHE_SECONDS = 3600
@@ -37,12 +37,20 @@ def finished(study: Study) -> bool:
     return status_of(study) in Job.FINISHED
 
 
+def trials_asked(study: Study) -> int:
+    """The most trials the study can run: its budget's, or a grid's points when fewer."""
+    asked = int((study.request.get("budget") or {}).get("trials") or 0)
+    if study.request.get("sampler") == "grid":  # its request was refused unless the grid could be made
+        asked = min(asked, len(grid(dimensions_of(study))))
+    return asked
+
+
 def count_text(study: Study) -> str:
     """The line under the study's bar: where it is, said from its trials and its job."""
     status = status_of(study)
     trials = study.trials
     budget = study.request.get("budget") or {}
-    asked = budget.get("trials") or 0
+    asked = trials_asked(study)
     seconds = f" or {budget['seconds']:g} s" if budget.get("seconds") else ""
     if status == JobStatus.QUEUED:
         return "Waiting for a worker to start it."
@@ -64,7 +72,7 @@ def count_text(study: Study) -> str:
 def progress_of(study: Study) -> float:
     if finished(study):
         return 1.0
-    asked = (study.request.get("budget") or {}).get("trials") or 1
+    asked = trials_asked(study) or 1
     return round(min(1.0, len(study.trials) / asked) * 0.95, 4)  # the confirmation is the last 5%
 
 

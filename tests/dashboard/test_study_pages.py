@@ -54,6 +54,7 @@ def test_a_study_started_from_the_form_runs_and_its_page_shows_the_result(
         "bm25_b": [0.3, 0.75],
     }
     assert study.request["budget"] == {"trials": 4, "seconds": None} and study.request["prune"] is False
+    assert study_reads.count_text(study) == "4 of at most 4 trials"
     assert study.job.kind == EvaluationJobKind.STUDY and study.job.status == JobStatus.COMPLETED
     assert study.created_by == "user:alice"
     page = alice.get(response["Location"])
@@ -156,6 +157,14 @@ def test_the_winner_saved_as_a_preset_and_a_name_in_use_said_on_the_field(alice,
     assert "A preset named 'tuned bm25' exists already." in text_of(again)
     assert alice.post(url, {"name": "  "}).status_code == 400
     assert "Saved as: tuned bm25" in text_of(alice.get(reverse("dashboard:study", args=[study.pk])))
+
+
+def test_a_grid_counts_its_points_when_fewer_than_the_budget(alice, world, study):
+    Study.objects.filter(pk=study.pk).update(
+        request={**study.request, "sampler": "grid", "prune": False, "space": {"bm25_b": [0.3, 0.5, 0.7]}}
+    )
+    study.refresh_from_db()
+    assert study_reads.trials_asked(study) == 3
 
 
 def test_a_running_studys_importance_is_recomputed_at_milestones_only(alice, world, study):
