@@ -11,6 +11,7 @@ from evaluation.dashboard import (
     judging_views,
     launch_views,
     runs_views,
+    study_views,
     targets_views,
     trends_views,
 )
@@ -91,4 +92,10 @@ urlpatterns = [
         name="pool-revert",
     ),
     path("trends/", trends_views.trends, name="trends"),
+    path("studies/", study_views.studies, name="studies"),
+    path("studies/new/", study_views.study_new, name="study-new"),
+    path("studies/<str:study_id>/", study_views.study_detail, name="study"),
+    path("studies/<str:study_id>/progress.json", study_views.study_progress, name="study-progress"),
+    path("studies/<str:study_id>/cancel/", study_views.study_cancel, name="study-cancel"),
+    path("studies/<str:study_id>/save/", study_views.study_save, name="study-save"),
 ]

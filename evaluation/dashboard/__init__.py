@@ -10,6 +10,8 @@ reads here and the services of the rooms (evaluation.retrieval, answers, judgmen
 - runs: the runs list, one run and its questions, downloads; answer_runs and answer_question: what the runs
   pages, Compare and the question page read of answer runs.
 - compare, trends: their pages.
+- study: a study's form (study_forms), its live page and poll, its cancel and preset, the studies list; its
+  figures are study_charts' (no Django).
 - forms (the pages' forms) and charts (the Plotly figures).
 
 Every object is looked up within the current tenant, so another tenant's is a 404. Pages that list many runs

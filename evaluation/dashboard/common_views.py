@@ -137,6 +137,8 @@ def tenant_switch(request: HttpRequest) -> HttpResponse:
             "dashboard:trends",
             "dashboard:launch",
             "dashboard:launch-answers",
+            "dashboard:studies",
+            "dashboard:study-new",
         )
     }
     target = safe_next(request, reverse("home"))

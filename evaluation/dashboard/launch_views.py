@@ -325,9 +325,18 @@ def _config_error(form, rows, exc: EvalsiteError) -> None:
         form.add_service_error(exc.code, exc.message, field or None)
 
 
+def _study_url(job: Job) -> str | None:
+    """A Study job's study page (the study's own page follows its job)."""
+    if job.kind == EvaluationJobKind.STUDY and isinstance(job.input, dict) and job.input.get("study_id"):
+        return reverse("dashboard:study", args=[job.input["study_id"]])
+    return None
+
+
 def _job_result_url(job: Job) -> str | None:
     if job.status != JobStatus.COMPLETED:
         return None
+    if _study_url(job):
+        return _study_url(job)
     batch = job_result_batch(job)
     evaluation = job.kind in (EvaluationJobKind.EVALUATE, EvaluationJobKind.EVALUATE_ANSWERS)
     runs = job_result_runs(job) if evaluation else []
@@ -387,6 +396,9 @@ def _job(tenant: Tenant, job_id: str) -> Job:
 @tenant_page
 def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
     job = _job(tenant, job_id)
+    study_url = _study_url(job)
+    if study_url:
+        return redirect(study_url)
     state = _job_state(job)
     if state["result_url"] and job.kind != GoldenJobKind.GENERATE and request.GET.get("stay") != "1":
         return redirect(state["result_url"])  # finished already: straight to the results

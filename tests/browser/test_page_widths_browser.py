@@ -3,7 +3,8 @@ or container sideways (a wide table scrolls inside its own box, one with overflo
 clipped or protruding one is not), the page itself is no wider than the window, and no console error.
 
 The data is the browser tests' own: the handbook collection with golden entries, a real retrieval batch, the
-answer batch of tests/dashboard/answer_runs_support.py, human labels, a target, a running job and a pool.
+answer batch of tests/dashboard/answer_runs_support.py, human labels, a target, a running job, a pool and a
+finished study (tests/dashboard/study_support.py).
 Screenshots go to test-artifacts/screenshots/ as tour-<page>-<width>.png (not committed): look at them.
 """
 
@@ -30,6 +31,7 @@ from goldenset.models import Collection
 from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
 from tests.browser.pages import CLIPPED, assert_clean, log_in, open_page, watch_requests
 from tests.dashboard.answer_runs_support import make_answer_batch
+from tests.dashboard.study_support import finished_study
 from tests.support import add_entries
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,7 +39,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 WIDTHS = (800, 1366)
 # Tables a laptop's window shows whole, without scrolling sideways: (page, the table's scroller).
 FIT_AT_1366 = {"runs": ".table-wrap:has(table.runs)", "launch": ".table-wrap:has(table.configs)",
-               "launch-answers": ".table-wrap:has(table.answer-configs)"}  # fmt: skip
+               "launch-answers": ".table-wrap:has(table.answer-configs)",
+               "study-new": ".table-wrap:has(table.space-editor)", "study": ".table-wrap:has(table.study-trials)"}  # fmt: skip
 
 # A scroller whose content is wider than it says so: a faded edge on the side there is more (class more-right or
 # more-left), gone once scrolled to that end. [scrollers that overflow, those not marked at the start, those
@@ -113,6 +116,7 @@ def tour(handbook_member) -> dict[str, str]:
         tenant=tenant, collection=collection, run_ids=[str(r.pk) for r in runs], depth=10,
         raters_per_item=1, subset=Subset(), actor="test",
     )  # fmt: skip
+    study = finished_study(tenant, collection, runs[0], runs[1])
     run, answer = runs[0], answers.judged
     return {
         "home": "/",
@@ -141,6 +145,9 @@ def tour(handbook_member) -> dict[str, str]:
         "job": f"/jobs/{job.pk}/",
         "pool": f"/pools/{pool.pk}/",
         "judge": f"/pools/{pool.pk}/judge/",
+        "studies": "/studies/",
+        "study-new": f"/studies/new/?run={runs[2].pk}",
+        "study": f"/studies/{study.pk}/",
     }
 
 

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from evalsite.errors import EvalsiteError
+from evaluation.studies import importance
 from evaluation.studies.confirm import confirm
+from evaluation.studies.importance import distribution, importances
 from evaluation.studies.search import Budget, run_study
 from evaluation.studies.space import MAX_GRID, Dimension, applied, grid, parse_space
 from evaluation.studies.split import split_questions
@@ -232,3 +234,51 @@ def test_a_hostile_space_is_refused_with_bounded_messages():
         assert refused.value.details["field"] == field and len(refused.value.message) < 400, (
             refused.value.message
         )
+
+
+def test_importance_gives_the_field_that_matters_the_larger_share():
+    """fANOVA over stored trials rebuilt as an Optuna study: the value follows fulltext_weight (and fusion a
+    little), never top_k; the same trials and seed give the same shares."""
+    space = parse_space(
+        {
+            "fulltext_weight": {"low": 0.0, "high": 1.0, "step": 0.1},
+            "top_k": [10, 20, 50],
+            "fusion": ["Rrf", "Weighted"],
+            "bm25_k1": {"low": 0.5, "high": 3.0, "log": True},
+        }
+    )
+    result = run_study(space, score, 200, budget=Budget(trials=40), seed=2, sampler="random")
+    trials = [t.as_dict() for t in result.trials]
+    found = importances(space, trials, seed=0)
+    assert found.shares is not None and found.trials == 40
+    assert set(found.shares) == {"fulltext_weight", "top_k", "fusion", "bm25_k1"}
+    assert list(found.shares)[0] == "fulltext_weight"
+    assert found.shares["fulltext_weight"] > 0.5 > found.shares["top_k"]
+    assert found.shares["fusion"] > found.shares["top_k"]
+    assert sum(found.shares.values()) == pytest.approx(1.0)
+    assert importances(space, trials, seed=0) == found  # seeded
+
+
+def test_importance_counts_only_complete_trials_and_says_when_it_cannot_tell():
+    space = parse_space({"fulltext_weight": [0.3, 0.7], "fusion": ["Rrf", "Weighted"]})
+    trial = {"values": {"fulltext_weight": 0.3, "fusion": "Rrf"}, "value": 0.5, "pruned": False, "error": ""}
+    pruned = {**trial, "pruned": True}
+    failed = {**trial, "value": None, "error": "RuntimeError: boom"}
+    few = importances(space, [trial, trial, pruned, pruned, failed])
+    assert few.shares is None and few.trials == 2 and "at least 3" in few.reason
+    alone = importances(parse_space({"top_k": [10, 20]}), [trial] * 5)
+    assert alone.shares is None and "One field is varied" in alone.reason
+    flat = importances(
+        space, [trial, {**trial, "values": {"fulltext_weight": 0.7, "fusion": "Weighted"}}] * 3
+    )
+    assert flat.shares is None and "scored the same" in flat.reason
+    assert distribution(space[1]).choices == (0, 1)  # a choice by its index, as search._suggest asks it
+
+
+def test_importance_over_many_trials_is_computed_on_a_seeded_sample(monkeypatch):
+    monkeypatch.setattr(importance, "MAX_TRIALS", 12)
+    result = run_study(SPACE, score, 200, budget=Budget(trials=30), seed=4, sampler="random")
+    trials = [t.as_dict() for t in result.trials]
+    found = importances(SPACE, trials, seed=1)
+    assert found.trials == 12 and found.complete == 30 and found.shares is not None
+    assert importances(SPACE, trials, seed=1) == found
