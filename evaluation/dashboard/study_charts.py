@@ -294,7 +294,7 @@ def parallel_figure(
 
 
 def importance_figure(shares: Mapping[str, float], trials: int, of: int = 0) -> dict[str, Any]:
-    """Horizontal bars: each varied field's share of the value's variance (fANOVA over `trials` complete trials,
+    """Horizontal bars: each varied field's importance (PED-ANOVA over `trials` complete trials,
     a sample `of` more when that is given), the largest on top."""
     ordered = sorted(shares.items(), key=lambda item: item[1])
     trace = {
@@ -305,7 +305,7 @@ def importance_figure(shares: Mapping[str, float], trials: int, of: int = 0) -> 
         "hovertemplate": "%{y}: %{x:.1%} of the variance explained<extra></extra>",
     }  # fmt: skip
     layout = _layout(
-        f"What mattered: each field's importance (fANOVA over {trials} complete trials)",
+        f"What mattered: each field's importance (PED-ANOVA over {trials} complete trials)",
         "share of the variance",
         "",
     )

@@ -91,7 +91,7 @@ def milestone(count: int) -> int:
 
 
 def study_importance(study: Study, dimensions: Sequence[Dimension]) -> Importance:
-    """fANOVA over the complete trials (evaluation.studies.importance), cached: while the study runs, over the
+    """PED-ANOVA over the complete trials (evaluation.studies.importance), cached: while the study runs, over the
     first `milestone` of them (recomputed only when a milestone is passed); once it is done, over all of them."""
     done = sorted(complete(study.trials), key=lambda t: t["number"])
     count = len(done) if finished(study) else milestone(len(done))

@@ -9,7 +9,7 @@ stored golden sets and the search core, as a job, for the REST API, the dashboar
   questions), each a configuration scored on the tuning part only;
 - `confirm`: the winner and the baseline on the confirmation part, which no trial saw: their means with
   bootstrap intervals, the paired randomization test, and a verdict said in words;
-- `importance`: how much each varied field mattered (Optuna's fANOVA over the stored trials);
+- `importance`: how much each varied field mattered (Optuna's PED-ANOVA over the stored trials);
 - `request`: what a study is asked, read strictly;
 - `services` (Django): the study created with its job, the job, the study as the API gives it, presets.
 """

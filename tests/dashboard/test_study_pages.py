@@ -53,7 +53,10 @@ def test_a_study_started_from_the_form_runs_and_its_page_shows_the_result(
         "bm25_k1": {"low": 0.5, "high": 2.5, "step": 0.5},
         "bm25_b": [0.3, 0.75],
     }
-    assert study.request["budget"] == {"trials": 4, "seconds": None} and study.request["prune"] is False
+    assert (
+        study.request["budget"] == {"trials": 4, "seconds": None, "judge_calls": None}
+        and study.request["prune"] is False
+    )
     assert study_reads.count_text(study) == "4 of at most 4 trials"
     assert study.job.kind == EvaluationJobKind.STUDY and study.job.status == JobStatus.COMPLETED
     assert study.created_by == "user:alice"
