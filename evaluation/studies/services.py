@@ -126,11 +126,18 @@ def _questions(collection: Collection, request: StudyRequest) -> list[GoldenQues
     return questions_in(everything, request.run.subset, [collection])
 
 
+def split_key(q: GoldenQuestion) -> str:
+    """What the split orders a question by: its entry's key where it has one (the same golden set imported into
+    another database splits the same), else its entry id."""
+    return f"key:{q.key}" if q.key else f"id:{q.entry_id}"
+
+
 def _split(collection: Collection, request: StudyRequest) -> tuple[Split, list[GoldenQuestion]]:
+    """The split, its parts as split keys (split_key), and the questions."""
     questions = _questions(collection, request)
     try:
         split = split_questions(
-            [(str(q.entry_id), q.tags) for q in questions], share=request.confirm_share, seed=request.seed
+            [(split_key(q), q.tags) for q in questions], share=request.confirm_share, seed=request.seed
         )
     except ValueError as exc:
         raise EvalsiteError(
@@ -184,8 +191,9 @@ def study_execute(
     rerankers = available_rerankers()
     request = parse_study_request(study.request, rerankers)
     split, questions = _split(study.collection, request)
-    by_id = {str(q.entry_id): q for q in questions}
-    tuning = [by_id[key] for key in split.tuning]
+    by_key = {split_key(q): q for q in questions}
+    tuning = [by_key[key] for key in split.tuning]
+    confirmation = frozenset(str(by_key[key].entry_id) for key in split.confirmation)
     study.split = {"tuning": len(split.tuning), "confirmation": len(split.confirmation)}
     study.trials, study.best, study.confirmation, study.evaluations = (
         [],
@@ -217,7 +225,7 @@ def study_execute(
     study.best = {
         "number": best.number, "values": best.values, "config": winner.as_dict(), "tuning_value": best.value,
     }  # fmt: skip
-    study.confirmation = _confirmation(study, request, winner, frozenset(split.confirmation), result, job)
+    study.confirmation = _confirmation(study, request, winner, confirmation, result, job)
     study.finished_at = timezone.now()
     study.save(update_fields=["best", "confirmation", "finished_at"])
     return _job_result(study)

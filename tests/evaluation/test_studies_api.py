@@ -376,3 +376,23 @@ def test_an_answer_studys_judge_calls_stop_at_its_budget(clapnq, post_study, llm
     assert judged.metric_methods["faithfulness"] == "llm-judge"
     over = post_study(budget={"trials": 3, "judge_calls": 10}, metric="ndcg@10")
     assert over.json()["error"]["details"]["field"] == "budget.judge_calls"
+
+
+def test_the_split_follows_the_entries_keys_so_the_same_golden_set_elsewhere_splits_the_same(
+    clapnq, post_study
+):
+    """The same golden set imported into a second collection (new entry ids, the same keys): the same seed
+    holds out the same questions, and the trials see the same values."""
+    beir_import(folder=CLAPNQ, tenant=clapnq.tenant, collection_id="clapnq-copy", actor="test")
+    held_out = []
+    for collection in ("clapnq", "clapnq-copy"):
+        body = {"collection_id": collection, "budget": {"trials": 3}, "seed": 11}
+        study = clapnq.client.get(f"{URL}/{post_study(**body).json()['study_id']}").json()
+        run = study["confirmation"]["winner"]["run_id"]
+        held_out.append(
+            (
+                sorted(QuestionResult.objects.filter(run_id=run).values_list("entry_key", flat=True)),
+                [t["value"] for t in study["trials"]],
+            )
+        )
+    assert held_out[0] == held_out[1] and len(held_out[0][0]) == 150
