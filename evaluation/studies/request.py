@@ -6,7 +6,8 @@
   parameters its request template takes, evaluation.targets.callers);
 - `space`: the fields varied (evaluation.studies.space); every value is checked against the configuration's own
   rules before anything runs, so a trial never fails on a value the request could have been refused for;
-- `metric`: what is maximised, `ndcg@K`, `recall@K` or `mrr` (within the top 10); default `ndcg@10`; or one of
+- `metric`: what is maximised, `ndcg@K`, `recall@K`, `ndcg_cond@K`, `mrr` (within the top 10), `bpref` or
+  `map_cond` (over the top 100: the measures for incomplete judgments); default `ndcg@10`; or one of
   the judged answer metrics (faithfulness, context_recall, ...): the base is then an answer configuration
   (evaluation.answers.configs, its `groundedness` and `model` in the space too), judged as answer evaluations
   judge (`judge_model`, else the configured chat model, else the heuristic judge), `budget.judge_calls`
@@ -41,9 +42,11 @@ KEYS = (
     "base", "space", "metric", "budget", "seed", "confirm_share", "sampler", "prune", "baseline", "max_p95_ms",
     "judge_model",
 )  # fmt: skip
-METRIC = re.compile(r"^(ndcg|recall)@([0-9]{1,4})$|^mrr$")
+METRIC = re.compile(r"^(ndcg|recall|ndcg_cond)@([0-9]{1,4})$|^(mrr|bpref|map_cond)$")
 DEFAULT_METRIC = "ndcg@10"
-MRR_DEPTH = 10
+# How deep the metrics without a cutoff search: MRR within the top 10 (as "MRR@10" is reported); bpref and MAP
+# over the condensed list read the whole ranking, to 100
+UNCUT_DEPTH = {"mrr": 10, "bpref": 100, "map_cond": 100}
 MAX_SECONDS = 3600.0
 MAX_SEED = 2**31 - 1
 DEFAULT_TRIALS = 50
@@ -80,7 +83,7 @@ class StudyRequest:
     def depth(self) -> int:
         """How deep a trial searches: the metric's cutoff."""
         found = METRIC.match(self.metric)
-        return int(found.group(2)) if found and found.group(2) else MRR_DEPTH
+        return int(found.group(2)) if found and found.group(2) else UNCUT_DEPTH.get(self.metric, 10)
 
     def trial_config(self, values: Mapping[str, Any], available_rerankers: Sequence[str]) -> Any:
         """The configuration a trial runs: the base with the trial's values, checked as a request's would be."""
@@ -233,7 +236,8 @@ def _metric(value: Any) -> str:
     if not found or (found.group(2) and not 1 <= int(found.group(2)) <= 1000):
         raise field_error(
             "validation-error", "metric",
-            f"expected ndcg@K or recall@K (K from 1 to 1000), mrr, or an answer metric ({', '.join(JUDGED_METRICS)}).",
+            f"expected ndcg@K, recall@K, ndcg_cond@K (K from 1 to 1000), mrr, bpref, map_cond, or an answer metric "
+            f"({', '.join(JUDGED_METRICS)}).",
         )  # fmt: skip
     return text
 

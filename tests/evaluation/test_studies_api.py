@@ -396,3 +396,13 @@ def test_the_split_follows_the_entries_keys_so_the_same_golden_set_elsewhere_spl
             )
         )
     assert held_out[0] == held_out[1] and len(held_out[0][0]) == 150
+
+
+@pytest.mark.parametrize("metric", ["bpref", "ndcg_cond@5", "mrr"])
+def test_a_study_maximises_any_retrieval_measure_its_runs_report(clapnq, post_study, metric):
+    study_id = post_study(metric=metric, budget={"trials": 2}).json()["study_id"]
+    study = clapnq.client.get(f"{URL}/{study_id}").json()
+    assert study["status"] == "Completed" and study["metric"] == metric
+    winner = EvaluationRun.objects.get(pk=study["confirmation"]["winner"]["run_id"])
+    assert study["confirmation"]["winner"]["value"] == pytest.approx(winner.metrics[metric], abs=1e-12)
+    assert max(winner.ks) == {"bpref": 100, "ndcg_cond@5": 10, "mrr": 10}[metric]
