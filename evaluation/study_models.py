@@ -35,6 +35,11 @@ class Study(models.Model):
     created_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Why a study run in place (manage.py study) failed; a job's is the job's.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

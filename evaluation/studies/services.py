@@ -382,9 +382,9 @@ def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     detail = {
         "study_id": str(study.pk),
         "collection_id": study.collection.slug,
-        "status": job.status if job is not None else ("Completed" if study.finished_at else "Running"),
+        "status": job.status if job is not None else _status_in_place(study),
         "job_id": str(job.pk) if job is not None else None,
-        "error": job.error if job is not None else None,
+        "error": job.error if job is not None else study.error,
         "metric": study.metric,
         "request": study.request,
         "split": study.split,
@@ -397,6 +397,18 @@ def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     if trials:
         detail["trials"] = [{**t, "config": applied(base, t["values"])} for t in study.trials]
     return detail
+
+
+def _status_in_place(study: Study) -> str:
+    """The state of a study run without a job (manage.py study)."""
+    if study.error:
+        return "Failed"
+    return "Completed" if study.finished_at else "Running"
+
+
+def study_fail(study: Study, error: EvalsiteError) -> None:
+    """Record why a study run in place failed (a job records its own)."""
+    Study.objects.filter(pk=study.pk).update(error=error.as_dict(), finished_at=timezone.now())
 
 
 def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:

@@ -214,6 +214,14 @@ def test_the_command_refuses_a_bad_request_naming_the_field(clapnq, capsys):
     assert "needs a space" in capsys.readouterr().err
     assert not Study.objects.exists()
 
+    # every trial slower than 0.001 ms at p95: no winner; the study says Failed, and why
+    with pytest.raises(SystemExit) as exited:
+        call_command("study", space='{"bm25_b": [0.5, 0.7]}', max_p95_ms="0.001", trials="2", **scope)
+    assert exited.value.code == 2 and "[no-trial-succeeded]" in capsys.readouterr().err
+    failed = clapnq.client.get(f"{URL}/{Study.objects.get().pk}").json()
+    assert failed["status"] == "Failed" and failed["error"]["code"] == "no-trial-succeeded"
+    assert all(t["infeasible"] for t in failed["trials"]) and failed["finished_at"]
+
 
 def test_a_saved_preset_is_a_configuration_for_evaluations_the_gate_and_later_studies(
     clapnq, post_study, capsys

@@ -82,7 +82,11 @@ class Command(CollectionCommand):
                     self.stdout.write(_trial_line(trial))
                 shown[0] = len(study.trials)
 
-        services.study_execute(study, progress)
+        try:
+            services.study_execute(study, progress)
+        except EvalsiteError as exc:
+            services.study_fail(study, exc)  # the study's page and GET say Failed, and why
+            raise
         study.refresh_from_db()
         if options.get("save"):
             services.preset_save(study=study, name=options["save"].strip(), actor=actor)
