@@ -35,6 +35,7 @@ def test_the_rows_list_the_tenants_retrieval_presets_only(alice, world, golden, 
     assert page.status_code == 200
     choices = dict(page.context["formset"].forms[0].fields["preset"].choices)
     assert choices == {"": "by hand", "tuned bm25": "tuned bm25"}  # no answer preset, no other tenant's
+    assert "<th>preset</th>" in page.content.decode()
     assert "rival secret" not in page.content.decode()
     # The answer launcher has no preset field (its rows are answer configurations).
     answers = alice.get(reverse("dashboard:launch-answers"))
@@ -101,3 +102,10 @@ def test_the_study_page_links_a_saved_retrieval_preset_to_the_launcher(alice, wo
     assert (
         launcher.status_code == 200 and launcher.context["formset"].forms[0].initial["preset"] == "tuned bm25"
     )
+
+
+def test_a_tenant_without_presets_sees_no_preset_column(alice, world, golden):
+    ConfigPreset.objects.create(tenant=world.other_tenant, name="rival secret", config=TUNED)
+    page = alice.get(reverse("dashboard:launch"))
+    assert page.status_code == 200 and "<th>preset</th>" not in page.content.decode()
+    assert 'name="configs-0-preset"' not in page.content.decode()
