@@ -246,6 +246,12 @@ class ConfigForm(DashboardForm):
     """One configuration row of the launcher; only rows ticked "run" are evaluated."""
 
     enabled = forms.BooleanField(required=False, label="Run")
+    preset = forms.ChoiceField(
+        required=False,
+        label="Preset",
+        help_text="A saved preset: the row evaluates it (its label renames it). Blank: the row's settings.",
+        error_messages={"invalid_choice": "No preset named “%(value)s” here: choose one of the list."},
+    )
     label = forms.CharField(required=False, max_length=200, help_text="Blank: named from its settings.")
     target = forms.ChoiceField(
         required=False, label="System", help_text="An external target, or evalsite's own."
@@ -256,8 +262,15 @@ class ConfigForm(DashboardForm):
     bm25_variant = forms.ChoiceField(choices=[(v, v) for v in VARIANTS], initial="lucene", label="BM25")
     as_of = forms.DateField(required=False, label="As of", widget=forms.DateInput(attrs={"type": "date"}))
 
-    def __init__(self, *args, rerankers: list[str], targets: list[str] | None = None, **kwargs):
+    def __init__(
+        self, *args, rerankers: list[str], targets: list[str] | None = None, presets: list[str] | None = None,
+        **kwargs,
+    ):  # fmt: skip
         super().__init__(*args, **kwargs)
+        if presets is None:  # a launcher without presets (answer evaluation)
+            del self.fields["preset"]
+        else:
+            self.fields["preset"].choices = [("", "by hand"), *((p, p) for p in presets)]  # type: ignore[attr-defined]
         self.fields["rerank"].choices = [(RERANK_NONE, "none"), *((r, r) for r in rerankers)]  # type: ignore[attr-defined]
         if targets is None:  # a launcher without targets (answer evaluation)
             del self.fields["target"]
@@ -268,6 +281,11 @@ class ConfigForm(DashboardForm):
         """The row as an API configuration object (evaluation.configs reads it); a row naming a target asks
         it alone (the search settings are the target's own)."""
         data = self.cleaned_data
+        if data.get("preset"):  # expanded by evaluation.presets.with_preset (the tenant's, by name)
+            named: dict[str, Any] = {"preset": data["preset"]}
+            if data.get("label", "").strip():
+                named["label"] = data["label"].strip()
+            return named
         if data.get("target"):
             config: dict[str, Any] = {"target": data["target"]}
             if data.get("label", "").strip():

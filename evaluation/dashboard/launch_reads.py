@@ -7,9 +7,24 @@ from __future__ import annotations
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
+from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
+from evaluation.configs import parse_config
+from evaluation.models import ConfigPreset
 from goldenset.models import Collection, GoldenEntry
+
+
+def retrieval_presets(*, tenant: Tenant, rerankers: list[str]) -> list[str]:
+    """The names of the tenant's presets that are retrieval configurations (an answer study's are not), by name."""
+    names = []
+    for name, config in ConfigPreset.objects.filter(tenant=tenant).values_list("name", "config"):
+        try:
+            parse_config({**config, "label": name}, 0, rerankers, prefix="")
+        except (EvalsiteError, TypeError):  # TypeError: a config that is not an object
+            continue
+        names.append(name)
+    return names
 
 
 def launch_collections(*, tenant: Tenant) -> list[tuple[str, int]]:

@@ -44,8 +44,10 @@ from evaluation.dashboard.launch_reads import (
     job_result_batch,
     job_result_runs,
     launch_collections,
+    retrieval_presets,
 )
 from evaluation.models import EvaluationJobKind
+from evaluation.presets import with_presets
 from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks
 from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers
@@ -85,6 +87,8 @@ class _Launcher:
     # Fields read before the configurations (retrieval's ks): False when one put an error on the form.
     prepare: Callable[[Any], bool] = lambda form: True
     has_questions: Callable[[Any, dict[str, int]], bool] = lambda form, counts: True
+    # The tenant's presets a row may evaluate, by name (None: the launcher has no preset field).
+    saved_presets: Callable[[Tenant, list[str]], list[str] | None] = lambda tenant, rerankers: None
 
 
 def _plural(n: int, word: str) -> str:
@@ -159,6 +163,7 @@ _RETRIEVAL = _Launcher(
     context=lambda: {"sync_limit": settings.EVALSITE_EVALUATE_SYNC_LIMIT},
     prepare=_ks_valid,
     has_questions=lambda form, counts: any(counts.get(slug) for slug in form.cleaned_data["collections"]),
+    saved_presets=lambda tenant, rerankers: retrieval_presets(tenant=tenant, rerankers=rerankers),
 )
 _ANSWERS = _Launcher(
     template="dashboard/launch_answers.html",
@@ -239,6 +244,9 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
     rerankers = available_rerankers()
     form_kwargs = {"collections": choices, **launcher.form_kwargs()}
     row_kwargs = launcher.formset_kwargs(tenant)
+    saved = launcher.saved_presets(tenant, rerankers)
+    if saved is not None:
+        row_kwargs["presets"] = saved
     formset_kwargs = {"prefix": "configs", "form_kwargs": {"rerankers": rerankers, **row_kwargs}}
     if request.method == "POST":
         form = launcher.form_class(request.POST, **form_kwargs)
@@ -253,12 +261,8 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
         form = launcher.form_class(
             initial={"collections": initial_collections, **launcher.initial()}, **form_kwargs
         )
-        presets = [
-            {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""} for p in launcher.presets
-        ]
-        # A row for each of the tenant's targets (unticked), beside the built-in presets.
-        presets += [{"enabled": False, "target": t} for t in row_kwargs.get("targets", [])]
-        formset = launcher.formset_class(initial=presets, **formset_kwargs)
+        rows = _initial_rows(launcher, rerankers, row_kwargs, request.GET.get("preset"))
+        formset = launcher.formset_class(initial=rows, **formset_kwargs)
     return render(
         request,
         launcher.template,
@@ -271,6 +275,22 @@ def _launcher_page(request: HttpRequest, tenant: Tenant, launcher: _Launcher) ->
         },
         status=400 if form.is_bound and (form.errors or formset.errors or formset.non_form_errors()) else 200,
     )
+
+
+def _initial_rows(
+    launcher: _Launcher, rerankers: list[str], row_kwargs: dict[str, Any], preset: str | None
+) -> list[dict[str, Any]]:
+    """The built-in configurations, then a row per tenant target (unticked); with `?preset=NAME` (a study's
+    "Launch it") a first row evaluating that preset, alone ticked. A preset the tenant lacks: 404."""
+    rows = [
+        {**p, "rerank": p.get("rerank") if p.get("rerank") in rerankers else ""} for p in launcher.presets
+    ]
+    rows += [{"enabled": False, "target": t} for t in row_kwargs.get("targets", [])]
+    if preset:
+        if preset not in row_kwargs.get("presets", []):
+            raise Http404("No such preset.")
+        rows = [{"enabled": True, "preset": preset, "label": ""}, *({**r, "enabled": False} for r in rows)]
+    return rows
 
 
 def _launch(
@@ -295,7 +315,8 @@ def _launch(
         return None
     try:
         subset = parse_subset(form.subset_request())
-        configs = launcher.parse_configs([f.as_config() for _, f in rows], rerankers, subset)
+        raw = with_presets(tenant, [f.as_config() for _, f in rows])  # a row's preset: the tenant's own
+        configs = launcher.parse_configs(raw, rerankers, subset)
     except EvalsiteError as exc:
         _config_error(form, rows, exc)
         return None

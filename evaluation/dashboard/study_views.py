@@ -19,6 +19,7 @@ from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import study_charts, study_reads
 from evaluation.dashboard.common_views import collection_for, current_tenant, paginate, tenant_page
+from evaluation.dashboard.launch_reads import retrieval_presets
 from evaluation.dashboard.launch_views import POLL_MS, _retrieval_collections
 from evaluation.dashboard.study_forms import StudyForm, initial_from_config, starter_space
 from evaluation.models import EvaluationRun, RunKind, Study
@@ -130,6 +131,9 @@ def _study_page(
         name: study_charts.figure_div(figure, f"study-{name}") if figure else ""
         for name, figure in figures.items()
     }
+    result = study_reads.result(study)
+    saved = (result or {}).get("presets") or []
+    launchable = retrieval_presets(tenant=tenant, rerankers=available_rerankers()) if saved else []
     return render(
         request,
         "dashboard/study.html",
@@ -143,7 +147,8 @@ def _study_page(
             "charts": charts_html,
             "importance": importance,
             "axes": axes,
-            "result": study_reads.result(study),
+            "result": result,
+            "launchable": [name for name in saved if name in launchable],  # "Launch it" links
             "base": study_reads.config_text(study.request["base"]),
             "baseline": study_reads.config_text(study.request["baseline"]),
             "space": study_reads.space_text(study),
