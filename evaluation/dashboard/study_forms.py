@@ -59,7 +59,11 @@ class StudyForm(SubsetFields):
     rrf_k = forms.IntegerField(required=False, label="RRF k", help_text="Blank: 60.")
 
     metric = forms.CharField(
-        initial=DEFAULT_METRIC, max_length=20, help_text="What is maximised: ndcg@K, recall@K or mrr."
+        initial=DEFAULT_METRIC,
+        max_length=20,
+        help_text="What is maximised: ndcg@K, recall@K, ndcg_cond@K, mrr, bpref, map_cond; or an answer metric "
+        "(faithfulness, context_recall, answer_relevancy, citation_precision, context_relevancy), each "
+        "question answered and judged.",
     )
     trials = forms.IntegerField(
         initial=DEFAULT_TRIALS, min_value=1, max_value=MAX_TRIALS, help_text="At most this many trials."

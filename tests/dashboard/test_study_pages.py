@@ -89,7 +89,7 @@ def _post_error(client, **fields):
         ({"vary_top_k": "10, ten"}, "vary_top_k", "“ten” is not a number."),
         ({"vary_rrf_k": "0, 60"}, "vary_rrf_k", "A choice 0 is outside 1 to 10000."),
         ({"low_rrf_k": "20"}, "high_rrf_k", "A range needs low and high."),
-        ({"metric": "precision@5"}, "metric", "Expected ndcg@K or recall@K"),
+        ({"metric": "precision@5"}, "metric", "Expected ndcg@K, recall@K"),
         ({"confirm_share": "0.99"}, "confirm_share", "Expected a share from 0.05 to 0.95."),
         ({"sampler": "grid", "prune": "on"}, "prune", "A grid tries every point on every question."),
         ({"trials": "0"}, "trials", "greater than or equal to 1"),
