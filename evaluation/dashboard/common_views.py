@@ -11,7 +11,7 @@ from urllib.parse import quote
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page as PaginatorPage
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
@@ -184,3 +184,20 @@ def query_without_page(request: HttpRequest) -> str:
 def collection_for(tenant: Tenant, slug: str) -> Collection:
     """The tenant's collection named by a URL's slug; NotFound (a 404 under tenant_page) for any other."""
     return golden_selectors.collection_get(tenant=tenant, collection_id=slug)
+
+
+def poll_response(request: HttpRequest, read: Callable[[Tenant], dict[str, Any]]) -> JsonResponse:
+    """A page's poll: `read(tenant)` as JSON for a signed-in user of the current tenant, never cached; 401 when
+    signed out and 404 for an object the tenant has not (NotFound), both as JSON the page's script reads."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401)
+    tenant = current_tenant(request)
+    if tenant is None:
+        raise Http404("No tenant.")
+    try:
+        body = read(tenant)
+    except NotFound as exc:
+        return JsonResponse({"error": exc.as_dict()}, status=404)
+    response = JsonResponse(body)
+    response["Cache-Control"] = "no-store"
+    return response

@@ -19,7 +19,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.audit.services import actor_user
-from evalsite.errors import EvalsiteError, NotFound
+from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job, JobStatus
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
@@ -27,7 +27,7 @@ from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import AnswerRequest
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.configs import parse_configs, parse_subset
-from evaluation.dashboard.common_views import current_tenant, tenant_page
+from evaluation.dashboard.common_views import poll_response, tenant_page
 from evaluation.dashboard.forms import (
     ANSWER_LAUNCH_PRESETS,
     LAUNCH_PRESETS,
@@ -95,7 +95,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _retrieval_collections(tenant: Tenant) -> list[tuple[str, str, int]]:
+def retrieval_collections(tenant: Tenant) -> list[tuple[str, str, int]]:
     return [
         (slug, f"{slug} ({_plural(n, 'question')} with expected documents)", n)
         for slug, n in launch_collections(tenant=tenant)
@@ -153,7 +153,7 @@ _RETRIEVAL = _Launcher(
     form_class=LaunchForm,
     formset_class=ConfigFormSet,
     presets=LAUNCH_PRESETS,
-    collections=_retrieval_collections,
+    collections=retrieval_collections,
     parse_configs=parse_configs,
     no_questions="These collections have no golden entries with expected documents yet: add some on the "
     "collection's page (or import a golden.json) first.",
@@ -207,7 +207,7 @@ def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
 @tenant_page
 def launch_run_file(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Score an uploaded run file (one run per tag) at once (no search: it is read), then open the comparison."""
-    collections = _retrieval_collections(tenant)
+    collections = retrieval_collections(tenant)
     choices = [(slug, label) for slug, label, _ in collections]
     form = RunFileForm(request.POST or None, request.FILES or None, collections=choices)
     if request.method == "POST" and form.is_valid():
@@ -441,18 +441,7 @@ def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpRespons
 @require_GET
 def job_progress(request: HttpRequest, job_id: str) -> JsonResponse:
     """The progress page's poll: the job's status and progress as JSON (session auth, current tenant)."""
-    if not request.user.is_authenticated:
-        return JsonResponse({"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401)
-    tenant = current_tenant(request)
-    if tenant is None:
-        raise Http404("No tenant.")
-    try:
-        job = _job(tenant, job_id)
-    except NotFound as exc:
-        return JsonResponse({"error": exc.as_dict()}, status=404)
-    response = JsonResponse(_job_state(job))
-    response["Cache-Control"] = "no-store"
-    return response
+    return poll_response(request, lambda tenant: _job_state(_job(tenant, job_id)))
 
 
 @require_POST

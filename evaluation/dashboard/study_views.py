@@ -14,13 +14,13 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.audit.services import actor_user
-from evalsite.errors import EvalsiteError, NotFound
+from evalsite.errors import EvalsiteError
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
 from evaluation.dashboard import study_charts, study_reads
-from evaluation.dashboard.common_views import collection_for, current_tenant, paginate, tenant_page
+from evaluation.dashboard.common_views import collection_for, paginate, poll_response, tenant_page
 from evaluation.dashboard.launch_reads import retrieval_presets
-from evaluation.dashboard.launch_views import POLL_MS, _retrieval_collections
+from evaluation.dashboard.launch_views import POLL_MS, retrieval_collections
 from evaluation.dashboard.study_forms import StudyForm, initial_from_config, starter_space
 from evaluation.models import EvaluationRun, RunKind, Study
 from evaluation.retrieval.read_path import available_rerankers
@@ -53,7 +53,7 @@ def _run_initial(tenant: Tenant, run_id: str) -> tuple[dict[str, Any], Evaluatio
 @tenant_page
 def study_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Start a study: a collection, a base configuration, what to vary and the budget; the study page follows."""
-    collections = _retrieval_collections(tenant)
+    collections = retrieval_collections(tenant)
     form_kwargs: dict[str, Any] = {
         "collections": [(slug, label) for slug, label, _ in collections],
         "rerankers": available_rerankers(),
@@ -163,25 +163,19 @@ def _study_page(
 @require_GET
 def study_progress(request: HttpRequest, study_id: str) -> JsonResponse:
     """The study page's poll: its state, its trials and its figures as JSON (session auth, current tenant)."""
-    if not request.user.is_authenticated:
-        return JsonResponse({"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401)
-    tenant = current_tenant(request)
-    if tenant is None:
-        raise Http404("No tenant.")
-    try:
+
+    def read(tenant: Tenant) -> dict[str, Any]:
         study = _study(tenant, study_id)
-    except NotFound as exc:
-        return JsonResponse({"error": exc.as_dict()}, status=404)
-    dimensions = study_reads.dimensions_of(study)
-    importance = study_reads.study_importance(study, dimensions)
-    body = study_reads.progress_json(study, _axes(request, dimensions, importance))
-    rows = study_reads.trial_rows(study, dimensions)
-    body["rows_html"] = render_to_string(
-        "dashboard/_study_trial_rows.html", {"rows": rows, "dimensions": dimensions}, request=request
-    )
-    response = JsonResponse(body)
-    response["Cache-Control"] = "no-store"
-    return response
+        dimensions = study_reads.dimensions_of(study)
+        importance = study_reads.study_importance(study, dimensions)
+        body = study_reads.progress_json(study, _axes(request, dimensions, importance))
+        rows = study_reads.trial_rows(study, dimensions)
+        body["rows_html"] = render_to_string(
+            "dashboard/_study_trial_rows.html", {"rows": rows, "dimensions": dimensions}, request=request
+        )
+        return body
+
+    return poll_response(request, read)
 
 
 @require_POST
