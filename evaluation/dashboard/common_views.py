@@ -111,11 +111,14 @@ class DashboardContext:
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
-    """Template context processor (settings.TEMPLATES): the header's tenant switcher."""
+    """Template context processor (settings.TEMPLATES): the header's tenant switcher, and the navigation's
+    section: the resolved route's name (a view's own `nav_section` comes first), empty when no route resolved
+    (a 404 for an unmatched URL has no resolver match)."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {"dashboard": DashboardContext(request)}
+    match = getattr(request, "resolver_match", None)
+    return {"dashboard": DashboardContext(request), "route_section": match.url_name if match else ""}
 
 
 @require_POST

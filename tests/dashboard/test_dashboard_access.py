@@ -210,3 +210,13 @@ def test_the_not_found_page_is_the_dashboards(alice):
     assert response.status_code == 404
     assert b"belongs to a tenant you are not a member of" in response.content
     assert b'href="/runs/"' in response.content
+
+
+@pytest.mark.parametrize("url", ["/favicon.ico", "/no/such/page/", "/runs/x/y/z/"])
+def test_an_unmatched_url_is_the_not_found_page_for_a_signed_in_user(alice, url):
+    """No route resolved: the header's navigation has no section to mark, and says so rather than failing."""
+    response = alice.get(url)
+    assert response.status_code == 404
+    assert b"<h1>Not found</h1>" in response.content
+    assert b'aria-current="page"' not in response.content  # no section of the navigation is current
+    assert b"for tenant <strong>acme/search</strong>" in response.content
