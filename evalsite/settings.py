@@ -159,8 +159,10 @@ def _databases() -> dict:
             "connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=2)
         )
     if config["ENGINE"] == "django.db.backends.sqlite3":
-        # WAL alone still gives "database is locked" under a web process plus qcluster workers;
-        # IMMEDIATE transactions with a generous timeout do not (measured, see DESIGN.md).
+        # WAL alone still gives "database is locked" under a web process plus qcluster workers: a deferred
+        # transaction that has read and then wants to write cannot wait for the write lock (SQLite answers
+        # SQLITE_BUSY at once, whatever the timeout, to avoid a deadlock). IMMEDIATE transactions take the write
+        # lock at BEGIN, where the busy timeout does wait (docs/operations.md, Configuration: DATABASE_URL).
         config["OPTIONS"] = {
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             "transaction_mode": "IMMEDIATE",

@@ -1,6 +1,6 @@
 """evaluation.retrieval.metrics: hand-computed cases, then parity with pytrec_eval (trec_eval) on real collections.
 
-Pure Python and numpy: no database. pytrec_eval is the oracle, as DESIGN.md ("Retrieval") asks.
+Pure Python and numpy: no database. pytrec_eval is the oracle, as docs/evaluation.md ("Metrics follow trec_eval exactly") promises.
 
 What trec_eval does with awkward queries (checked against pytrec_eval in test_trec_eval_query_selection):
 - a query with no qrels line at all is ignored (not evaluated, not in the mean);
