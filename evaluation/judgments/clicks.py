@@ -24,14 +24,12 @@ Inputs:
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evaluation.judgments.grades import CLICKS_PREFIX
-from goldenset.formats import Problems, fail, shown
+from goldenset.formats import FormatError, Problems, csv_dicts, fail, shown
 from goldenset.text import normalize_question
 
 __all__ = [
@@ -172,11 +170,11 @@ def read_log(data: bytes | str, fmt: str) -> list[Observation]:
     text = _text(data, "log")
     problems = Problems()
     if fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        missing = {"query", "document_id", "position", "clicked"} - set(reader.fieldnames or ())
+        names, rows = csv_dicts(text)
+        missing = {"query", "document_id", "position", "clicked"} - set(names)
         if missing:
             raise fail("line 1", f"the header lacks {', '.join(sorted(missing))}.", field="header", line=1)
-        records: Iterable[tuple[int, object]] = ((reader.line_num, row) for row in reader)
+        records: Iterable[tuple[int, object]] = rows
     elif fmt == "jsonl":
         records = _json_lines(text, problems)
     else:
@@ -200,6 +198,8 @@ def _observations(records: Iterable[tuple[str, int, object]], problems: Problems
         if len(out) >= MAX_LOG_ROWS:
             raise fail(where, f"a log holds at most {MAX_LOG_ROWS:,} rows.", line=line)
         with problems.row():
+            if isinstance(record, FormatError):  # a CSV row the csv module could not read
+                raise record
             if not isinstance(record, dict):
                 raise fail(where, "expected an object.", line=line)
             out.append(_row(record, where, line))

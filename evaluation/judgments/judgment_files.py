@@ -8,10 +8,7 @@ field); what cannot be read as a row is named by its line here.
 
 from __future__ import annotations
 
-import csv
-import io
-
-from goldenset.formats import Problems, fail, shown
+from goldenset.formats import FormatError, Problems, csv_dicts, fail, shown
 
 __all__ = ["read_judgment_file"]
 
@@ -34,24 +31,26 @@ def read_judgment_file(data: bytes, rater: str | None = None) -> list[dict]:
 
 
 def _csv(text: str, rater: str | None) -> list[dict]:
-    reader = csv.DictReader(io.StringIO(text))
-    missing = {"question_id", "document_id", "grade"} - set(reader.fieldnames or ())
+    names, rows = csv_dicts(text)
+    missing = {"question_id", "document_id", "grade"} - set(names)
     if missing:
         raise fail("line 1", f"the header lacks {', '.join(sorted(missing))}.", field="file", line=1)
-    if "rater" not in (reader.fieldnames or ()) and not rater:
+    if "rater" not in names and not rater:
         raise fail("line 1", "no rater column: add one, or send rater with the file.", field="rater", line=1)
     problems = Problems()
     out = []
-    for row in reader:
+    for line, row in rows:
         with problems.row():
-            grade_text = (row.get("grade") or "").strip()
+            if isinstance(row, FormatError):
+                raise row
+            grade_text = row["grade"].strip()
             if grade_text and not grade_text.isdigit():
-                raise fail(f"line {reader.line_num}", f"grade {shown(grade_text)} is not 0, 1, 2, 3 or empty.",
-                           field="grade", line=reader.line_num)  # fmt: skip
+                raise fail(f"line {line}", f"grade {shown(grade_text)} is not 0, 1, 2, 3 or empty.",
+                           field="grade", line=line)  # fmt: skip
             out.append(
                 {
-                    "question_id": (row.get("question_id") or "").strip(),
-                    "document_id": (row.get("document_id") or "").strip(),
+                    "question_id": row["question_id"].strip(),
+                    "document_id": row["document_id"].strip(),
                     "grade": int(grade_text) if grade_text else None,
                     "rater": (row.get("rater") or rater or "").strip(),
                     "note": row.get("note") or "",

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalsite.bounded_json import JsonValueError, json_value
-from goldenset.formats import FormatError, Problems, csv_rows, decode, fail, shown
+from goldenset.formats import FormatError, Problems, csv_dicts, decode, fail, shown
 from goldenset.formats.json_rows import json_records
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
@@ -214,23 +214,10 @@ def read_labels(data: bytes | str, *, fmt: str | None = None) -> list[LabelRow]:
 def _csv_records(text: str) -> list[tuple[str, Any]]:
     """(where, row as a dict by the header's names) of each row of a CSV file with a header; a row the csv
     module cannot read, or with more cells than the header names, has its FormatError as its value."""
-    rows = csv_rows(text)
-    _, header = next(rows, (1, None))
-    if isinstance(header, FormatError):
-        raise header
-    if not header or "question_id" not in header:
+    header, rows = csv_dicts(text)
+    if "question_id" not in header:
         raise fail("line 1", "the header must name question_id, rater, metric and label (or score).")
-    records: list[tuple[str, Any]] = []
-    for line, row in rows:
-        where = f"line {line}"
-        if isinstance(row, FormatError):
-            records.append((where, row))
-        elif len(row) > len(header):
-            problem = fail(where, f"expected {len(header)} cells, found {len(row)}.", line=line)
-            records.append((where, problem))
-        elif any(cell.strip() for cell in row):
-            records.append((where, dict(zip(header, row, strict=False))))
-    return records
+    return [(f"line {line}", row) for line, row in rows]
 
 
 def read_rows(records: list[tuple[str, Any]]) -> list[LabelRow]:

@@ -193,12 +193,16 @@ def read_text_cell(cell: str) -> str | None:
 MAX_CSV_FIELD_CHARS = 1_000_000
 
 
+# The csv module has one field limit for the whole process. It is set here, once, as this package is imported,
+# and every CSV in the product is read through csv_rows (tests/goldenset/test_csv_limit.py refuses csv.reader and
+# csv.DictReader anywhere else), so the limit is the same in every process whichever reader ran first.
+csv.field_size_limit(MAX_CSV_FIELD_CHARS)
+
+
 def csv_rows(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] | FormatError]]:
     """(line, cells) of each row of a CSV (or, with a tab, TSV) text, `line` where the row ends. A row the csv
     module cannot read, or one with a cell longer than MAX_CSV_FIELD_CHARS, comes as its FormatError naming the
     line (and the limit), and is the last: what follows a broken quote cannot be trusted."""
-    # The csv module has one field limit for the whole process: every reader sets it to this one.
-    csv.field_size_limit(MAX_CSV_FIELD_CHARS)
     rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     while True:
         try:
@@ -224,6 +228,31 @@ def csv_rows(text: str, delimiter: str = ",") -> Iterator[tuple[int, list[str] |
                 )
             return
         yield rows.line_num, row
+
+
+def csv_dicts(text: str) -> tuple[list[str], Iterator[tuple[int, dict[str, str] | FormatError]]]:
+    """A CSV with a header: its column names (stripped), and (line, {column: cell}) of each following row that
+    is not blank, as csv_rows gives them (a row it cannot read as its FormatError, the last). A row with fewer
+    cells than columns has "" for the rest; one with more is a FormatError naming the line."""
+    rows = csv_rows(text)
+    _, header = next(rows, (1, []))
+    if isinstance(header, FormatError):
+        raise header
+    names = [cell.strip() for cell in header]
+
+    def records() -> Iterator[tuple[int, dict[str, str] | FormatError]]:
+        for line, cells in rows:
+            if isinstance(cells, FormatError):
+                yield line, cells
+            elif len(cells) > len(names):
+                yield (
+                    line,
+                    fail(f"line {line}", f"expected {len(names)} cells, found {len(cells)}.", line=line),
+                )
+            elif any(cell.strip() for cell in cells):
+                yield line, dict(zip(names, [*cells, *[""] * (len(names) - len(cells))], strict=True))
+
+    return names, records()
 
 
 def read_entries(fmt: str, data: bytes | str, *, qrels: bytes | str | None = None) -> list[Entry]:

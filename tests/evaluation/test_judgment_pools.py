@@ -503,6 +503,19 @@ def test_one_judgment_a_csv_file_and_a_qrels_file_are_stored_as_a_list_is(world,
         ({"file": b"q1 0 refunds -1\n", "rater": "cara"}, "line 1: grade '-1'"),
         ({"file": b"question_id,document_id,grade\nq1,refunds,two\n", "rater": "x"}, "line 2: grade 'two'"),
         ({"file": b"q1 refunds 2\n", "rater": "cara"}, "line 1: expected 4 columns"),
+        # One cell over the one CSV field limit: the line and the limit, never a 500.
+        (
+            {
+                "file": b"question_id,document_id,grade,rater,note\nq1,refunds,2,bob,"
+                + b"x" * 1_000_001
+                + b"\n"
+            },
+            "line 2: a cell is longer than 1,000,000 characters, the limit.",
+        ),
+        (
+            {"file": b'question_id,document_id,grade,rater\nq1,refunds,2,"bob\n'},
+            "line 2: not CSV (unexpected end of data)",
+        ),
     ],
 )
 def test_a_bad_judgment_file_is_a_400_naming_the_line_and_stores_nothing(world, runs, body, named):
