@@ -284,7 +284,12 @@ def _located(exc: EvalsiteError, entries: Sequence[Entry]) -> EvalsiteError:
         if index is None:
             return message, details
         entry = entries[index]
-        located = f"{entry.where}: {message.split(': ', 1)[-1]}"
+        # "entries[3].expected_document_ids: ..." -> "line 5: expected_document_ids: ...": the field stays named.
+        prefix = f"entries[{index}]."
+        rest = message[len(prefix) :] if message.startswith(prefix) else message.split(": ", 1)[-1]
+        # "the question repeats entries[0]" -> "... repeats line 2": another entry is named as the file names it.
+        rest = _OTHER_ENTRY.sub(lambda m: _where_of(entries, int(m.group(1)), m.group(0)), rest)
+        located = f"{entry.where}: {rest}"
         return located, {**details, "where": entry.where, "id": entry.key or None}
 
     listed = exc.details.get("errors")
@@ -300,6 +305,13 @@ def _located(exc: EvalsiteError, entries: Sequence[Entry]) -> EvalsiteError:
     elif details is exc.details:
         return exc
     return EvalsiteError(exc.code, message, details=details, status=exc.status_code)
+
+
+_OTHER_ENTRY = re.compile(r"\bentries\[(\d+)\]")
+
+
+def _where_of(entries: Sequence[Entry], index: int, default: str) -> str:
+    return entries[index].where if 0 <= index < len(entries) and entries[index].where else default
 
 
 def _replaced(collection: Collection, entries: Sequence[Entry]) -> list[GoldenEntry | None]:

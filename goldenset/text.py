@@ -230,3 +230,32 @@ def grades_problem(grades: object, expected: Iterable[str]) -> str | None:
             "(a document that is not expected takes only grade 0, judged not relevant)"
         )
     return None
+
+
+# What people join ids with when they do not know a list's separator (`|` in a CSV cell, a list in JSON).
+_ID_JOINERS = (",", ";", " ", "\t", "/")
+
+
+def id_parts(value: str) -> list[tuple[str, list[str]]]:
+    """The ways one unknown id may be several joined by the wrong separator: (separator, parts) for each joiner
+    it holds that splits it into two or more non-empty ids."""
+    out = []
+    for joiner in _ID_JOINERS:
+        parts = [part.strip() for part in value.split(joiner)]
+        if len(parts) > 1 and all(parts):
+            out.append((joiner, parts))
+    return out
+
+
+def joined_ids_hint(value: str, known: Iterable[str]) -> str | None:
+    """Why an unknown id may be several ids joined by the wrong separator, when splitting it on one gives only
+    known ids: a hint naming the separator and the list's own; else None."""
+    have = set(known)
+    for joiner, parts in id_parts(value):
+        if all(part in have for part in parts):
+            shown = "a tab" if joiner == "\t" else "a space" if joiner == " " else f"{joiner!r}"
+            return (
+                f"{value!r} reads as the documents {', '.join(parts)} joined by {shown}: give each id on its own "
+                "(a CSV or TSV cell separates ids with '|', JSON lists them)"
+            )
+    return None

@@ -35,6 +35,7 @@ COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answ
 # read and ignored, so that export imports back.
 INFORMATIONAL = ("id", "origin", "reviewed", "created_at", "updated_at")
 _TRUE, _FALSE = {"true", "1", "yes", ""}, {"false", "0", "no"}
+UNKNOWN_SHOWN = 10  # unknown columns an error names (a header may have any number, of any length)
 
 
 def read(text: str, delimiter: str) -> list[Entry]:
@@ -45,11 +46,16 @@ def read(text: str, delimiter: str) -> list[Entry]:
     if header is None or not any(cell.strip() for cell in header):
         raise fail("line 1", f"expected a header row naming the columns ({', '.join(COLUMNS)}).", line=1)
     names = [cell.strip().lower() for cell in header]
-    for name in names:
-        if name not in COLUMNS and name not in INFORMATIONAL:
-            raise fail(
-                "line 1", f"unknown column {shown(name)}; the columns are {', '.join(COLUMNS)}.", line=1
-            )
+    unknown = [name for name in names if name not in COLUMNS and name not in INFORMATIONAL]
+    if unknown:
+        named = ", ".join(shown(name) for name in unknown[:UNKNOWN_SHOWN])
+        more = f" and {len(unknown) - UNKNOWN_SHOWN} more" if len(unknown) > UNKNOWN_SHOWN else ""
+        raise fail(
+            "line 1",
+            f"unknown column{'s' if len(unknown) > 1 else ''} {named}{more}; the columns are {', '.join(COLUMNS)}.",
+            line=1,
+            columns=[name[:60] for name in unknown[:UNKNOWN_SHOWN]],
+        )
     if "question" not in names:
         raise fail("line 1", "the header has no question column.", line=1)
     if len(set(names)) != len(names):

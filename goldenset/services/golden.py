@@ -20,6 +20,8 @@ from goldenset.services.rejections import remember_rejections
 from goldenset.text import (
     expected_documents_problem,
     grades_problem,
+    id_parts,
+    joined_ids_hint,
     key_problem,
     normalize_question,
     question_hash,
@@ -207,25 +209,34 @@ def _check_documents(
     collection, entries, targets, replacing, replacing_had, problems: Problems, failed
 ) -> None:
     """Every expected document exists, unless the entry replaced already expected it."""
-    referenced = sorted({d for e in entries for d in e.expected_document_ids})
-    known: set[str] = set()
-    for chunk in chunks(referenced):
-        known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
+    referenced = {d for e in entries for d in e.expected_document_ids}
+    known = _known_documents(collection, referenced)
+    # The parts of ids that may be several joined by a wrong separator ("p1;p2"), to say so.
+    parts = {p for d in referenced - known for _, split in id_parts(d) for p in split}
+    known_parts = _known_documents(collection, parts - referenced) | (parts & known)
     for index, (entry, target) in enumerate(zip(entries, targets, strict=True)):
         had = set(replacing_had if replacing is not None else target.expected_document_ids if target else ())
         unknown = [d for d in entry.expected_document_ids if d not in known and d not in had]
         if unknown and index not in failed:
+            hints = [hint for d in unknown[:5] if (hint := joined_ids_hint(d, known_parts))]
             with problems.row():
                 raise EvalsiteError(
                     "unknown-documents",
                     f"entries[{index}].expected_document_ids: {len(unknown)} unknown in collection "
-                    f"{collection.slug}: " + ", ".join(unknown[:5]),
+                    f"{collection.slug}: " + ", ".join(unknown[:5]) + "".join(f"; {h}" for h in hints[:1]),
                     details={
                         "index": index,
                         "field": "expected_document_ids",
                         "unknown_document_ids": unknown,
                     },
                 )
+
+
+def _known_documents(collection, ids: set[str]) -> set[str]:
+    known: set[str] = set()
+    for chunk in chunks(sorted(ids)):
+        known.update(collection.documents.filter(external_id__in=chunk).values_list("external_id", flat=True))
+    return known
 
 
 def _check_fields(index: int, entry: EntryInput) -> None:

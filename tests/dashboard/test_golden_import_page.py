@@ -86,8 +86,8 @@ def test_the_preview_lists_every_bad_line_and_every_unknown_document(alice, worl
     assert "Line 2: answerable" in text and "Line 4: answerable" in text
     unknown = "key,question,expected_document_ids\nq1,Q1,ghost-1\nq2,Q2,refunds\nq3,Q3,ghost-3\n"
     text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", unknown.encode())}))
-    assert "Line 2: 1 unknown in collection handbook: ghost-1" in text
-    assert "Line 4: 1 unknown in collection handbook: ghost-3" in text
+    assert "Line 2: expected_document_ids: 1 unknown in collection handbook: ghost-1" in text
+    assert "Line 4: expected_document_ids: 1 unknown in collection handbook: ghost-3" in text
     assert not GoldenEntry.objects.exists()
 
 
@@ -95,10 +95,10 @@ def test_the_dashboard_preview_lists_every_problem_and_shows_the_first_rows(alic
     url = reverse("dashboard:golden-import", args=["handbook"])
     text = text_of(alice.post(url, {"file": SimpleUploadedFile("g.csv", EVERY_KIND_OF_PROBLEM.encode())}))
     for where in (
-        "Line 3: the question repeats",
-        "Line 5: key 'a' repeats",
-        "Line 4: 1 unknown",
-        "Line 6: 1 unknown",
+        "Line 3: the question repeats line 2.",
+        "Line 5: key 'a' repeats line 2.",
+        "Line 4: expected_document_ids: 1 unknown",
+        "Line 6: expected_document_ids: 1 unknown",
     ):
         assert where in text, text
     good = "key,question,expected_document_ids,reference_answer\nq1,Refund window?,refunds,Thirty days.\n"

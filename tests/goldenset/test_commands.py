@@ -207,7 +207,7 @@ def test_import_golden_with_unknown_must_cite_names_the_record_and_writes_nothin
     path = write(tmp_path, [REFUND, ghost])
     line = fails("import_golden", str(path), **SCOPE)
     assert line == (
-        'error [unknown-documents] record 1 (id "ghost"): 1 unknown in collection handbook: ghost-doc'
+        'error [unknown-documents] record 1 (id "ghost"): expected_document_ids: 1 unknown in collection handbook: ghost-doc'
     )
     assert (
         GoldenEntry.objects.count() == 0

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from evalsite.errors import EvalsiteError
-from goldenset.formats import FORMATS, Entry, detect_format, read_entries, write_entries
+from goldenset.formats import FORMATS, Entry, FormatError, detect_format, read_entries, write_entries
 
 ENTRIES = [
     Entry(
@@ -256,3 +256,19 @@ def test_every_bad_row_is_listed_not_only_the_first():
     with pytest.raises(EvalsiteError) as caught:
         read_entries("csv", many)
     assert caught.value.message.startswith("50+ problems") and len(caught.value.details["errors"]) == 50
+
+
+def test_every_unknown_column_is_named_at_once():
+    with pytest.raises(FormatError) as raised:
+        read_entries("csv", "question,colour,size,expected_ids\nQ,red,L,p1\n")
+    assert raised.value.message == (
+        "line 1: unknown columns 'colour', 'size', 'expected_ids'; the columns are key, question, "
+        "expected_document_ids, grades, reference_answer, tags, answerable."
+    )
+    assert raised.value.details["columns"] == ["colour", "size", "expected_ids"]
+    header = ",".join(["question", *(f"c{i}" for i in range(12))])
+    with pytest.raises(FormatError) as raised:
+        read_entries("csv", f"{header}\nQ{',x' * 12}\n")
+    assert "unknown columns 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9' and 2 more;" in (
+        raised.value.message
+    )

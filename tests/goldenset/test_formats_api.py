@@ -219,3 +219,23 @@ def test_trec_grade_0_is_imported_as_judged_not_relevant_and_exported_back(world
     assert GoldenEntry.objects.get(collection=world.collection, key="q2").qrels() == {"shipping": 3}
     exported = world.client.get(EXPORT, {"collection_id": "handbook", "format": "trec", "part": "qrels"})
     assert exported.content.decode().splitlines() == ["q1 0 refunds 1", "q1 0 warranty 0", "q2 0 shipping 3"]
+
+
+def test_ids_joined_by_another_separator_are_named_with_the_separator_lists_take(world):
+    """`refunds;shipping` in an id cell reads as one id nobody has: the error says what it holds and how a cell
+    separates ids, instead of only "unknown"."""
+    text = "key,question,expected_document_ids\nq1,How long is the refund window?,refunds;shipping\n"
+    error = refused(upload(world.client, "golden.csv", text), 400, "unknown-documents")
+    assert error["message"] == (
+        "line 2: expected_document_ids: 1 unknown in collection handbook: refunds;shipping; 'refunds;shipping' "
+        "reads as the documents refunds, shipping joined by ';': give each id on its own (a CSV or TSV cell "
+        "separates ids with '|', JSON lists them)"
+    )
+    assert error["details"]["field"] == "expected_document_ids"
+    # An id that only looks joined, its parts unknown too, is plainly unknown.
+    text = "key,question,expected_document_ids\nq1,How long is the refund window?,ghost;phantom\n"
+    error = refused(upload(world.client, "golden.csv", text), 400, "unknown-documents")
+    assert (
+        error["message"] == "line 2: expected_document_ids: 1 unknown in collection handbook: ghost;phantom"
+    )
+    assert not GoldenEntry.objects.exists()

@@ -140,7 +140,7 @@ def test_upload_with_unknown_must_cite_names_the_record_and_writes_nothing(world
     assert response.json() == {
         "error": {
             "code": "unknown-documents",
-            "message": 'record 1 (id "ghost"): 1 unknown in collection handbook: ghost-doc',
+            "message": 'record 1 (id "ghost"): expected_document_ids: 1 unknown in collection handbook: ghost-doc',
             "details": {
                 "index": 1,
                 "where": 'record 1 (id "ghost")',
