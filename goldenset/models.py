@@ -5,7 +5,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from goldenset.text import question_hash
+from goldenset.text import DEFAULT_GRADE, canonical_grades, question_hash
 from goldenset.vocabulary import golden_fields
 
 
@@ -134,12 +134,14 @@ class GoldenEntry(models.Model):
         super().save(*args, **kwargs)
 
     def prepare(self) -> None:
-        """Compute the indexed forms; bulk writers call this since bulk_create skips save()."""
+        """Compute the indexed forms and the grades' one stored form (an expected document's grade 1 left
+        out: goldenset.text.canonical_grades); bulk writers call this since bulk_create skips save()."""
+        self.grades = canonical_grades(self.grades or {}, self.expected_document_ids or ())
         self.question_hash = question_hash(self.question)
         self.tags_index = "".join(f"|{tag}" for tag in self.tags) + "|" if self.tags else ""
 
     def grade(self, document_id: str) -> int:
-        return int(self.grades.get(document_id, 1))
+        return int(self.grades.get(document_id, DEFAULT_GRADE))
 
     def qrels(self) -> dict[str, int]:
         """Every judged document with its grade, as trec_eval reads qrels: the expected ones (1 unless graded)

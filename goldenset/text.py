@@ -203,6 +203,22 @@ def expected_documents_problem(values: Sized) -> str | None:
 MAX_GRADE = 1000
 
 
+DEFAULT_GRADE = 1  # an expected document's grade unless said otherwise
+
+
+def canonical_grades(grades: dict, expected: Iterable[str]) -> dict:
+    """An entry's grades in their one stored form: an expected document's default grade (1) left out, whoever
+    wrote it (a TREC import, a CSV `p1=1`, a BEIR qrels, the API), so that the same judgments are the same row
+    and re-importing an unmodified export changes nothing. Whole-number grades only; anything else stays for
+    grades_problem to name."""
+    wanted = set(expected)
+    return {
+        k: v
+        for k, v in grades.items()
+        if not (k in wanted and isinstance(v, int) and not isinstance(v, bool) and v == DEFAULT_GRADE)
+    }
+
+
 def stray_grades(grades: dict, expected: Iterable[str]) -> set[str]:
     """The graded documents an entry cannot hold: not expected, with a grade other than 0."""
     wanted = set(expected)

@@ -75,7 +75,8 @@ def test_clapnq_imports_documents_and_answerable_and_unanswerable_entries():
         assert (
             entry.expected_document_ids == sorted(qrels[entry.key]) and len(entry.expected_document_ids) == 1
         )
-        assert entry.grades == {d: 1 for d in entry.expected_document_ids}
+        # grade 1 is an expected document's default, stored as no grade (goldenset.text.canonical_grades)
+        assert entry.grades == {} and entry.qrels() == {d: 1 for d in entry.expected_document_ids}
     for entry in unanswerable:
         assert entry.question == queries[entry.key]["text"]
         assert entry.expected_document_ids == [] and entry.grades == {} and entry.reference_answer == ""

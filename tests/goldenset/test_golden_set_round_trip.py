@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from goldenset.formats import FORMATS
 from tests.goldenset.conftest import DOCS, GS, golden_upload
 from tests.support import add_entries, db_state, imported, refused
 
@@ -55,3 +59,57 @@ def test_an_import_may_not_name_one_entry_twice(world):
     error = refused(golden_upload(world, golden), 409, "duplicate-question")
     assert error["details"]["existing_entry_id"] == str(entry.pk)
     assert db_state() == before
+
+
+# --- grades: one stored form, grade 0 kept through every format --------------------------------------------------
+
+EXPORT, UPLOAD = f"{GS}/export", f"{GS}/upload"
+GRADED = [
+    # written with the default grade spelled out (as the API, a CSV `refunds=1` or a BEIR qrels write it) and a
+    # document judged not relevant (grade 0) beside it
+    {"key": "k1", "question": "Refund window?", "expected_document_ids": ["refunds"],
+     "grades": {"refunds": 1, "shipping": 0}},
+    {"key": "k2", "question": "Warranty?", "expected_document_ids": ["warranty", "shipping"],
+     "grades": {"warranty": 3, "shipping": 1, "refunds": 0}},
+]  # fmt: skip
+
+
+def _stored() -> dict[str, dict]:
+    from goldenset.models import GoldenEntry
+
+    return {e.key: e.grades for e in GoldenEntry.objects.order_by("key")}
+
+
+def test_grades_written_any_way_are_stored_in_one_form(world):
+    response = world.client.post(GS, {"collection_id": "handbook", "entries": GRADED}, format="json")
+    assert response.status_code == 201, response.json()
+    # an expected document's grade 1 is its default: stored as no grade, as a TREC import and an apply store it
+    assert _stored() == {"k1": {"shipping": 0}, "k2": {"warranty": 3, "refunds": 0}}
+    csv_text = (
+        "key,question,expected_document_ids,grades\nk3,Express shipping?,shipping,shipping=1|refunds=0\n"
+    )
+    upload = {"collection_id": "handbook", "file": SimpleUploadedFile("g.csv", csv_text.encode())}
+    assert world.client.post(UPLOAD, upload, format="multipart").status_code == 201
+    assert _stored()["k3"] == {"refunds": 0}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_unmodified_export_imports_back_changing_nothing_grade_0_included(world, fmt):
+    """Re-importing an export must not rewrite every entry (a TREC round trip of the demo reported 300
+    "updated"), and a document judged not relevant (grade 0) comes back judged, in every format that has
+    grades."""
+    world.client.post(GS, {"collection_id": "handbook", "entries": GRADED}, format="json")
+    before = db_state()
+    exported = world.client.get(EXPORT, {"collection_id": "handbook", "format": fmt})
+    assert exported.status_code == 200
+    body = {"collection_id": "handbook", "format": fmt}
+    if fmt == "trec":
+        qrels = world.client.get(EXPORT, {"collection_id": "handbook", "format": fmt, "part": "qrels"})
+        assert "k1 0 shipping 0" in qrels.content.decode().splitlines()
+        body["qrels"] = SimpleUploadedFile("golden.qrels", qrels.content)
+    body["file"] = SimpleUploadedFile(f"golden.{fmt}", exported.content)
+    response = world.client.post(UPLOAD, body, format="multipart")
+    assert response.status_code == 200, response.json()
+    assert (response.json()["created"], response.json()["updated"]) == (0, 0), response.json()
+    assert db_state() == before
+    assert _stored() == {"k1": {"shipping": 0}, "k2": {"warranty": 3, "refunds": 0}}
