@@ -212,11 +212,19 @@ def canonical_grades(grades: dict, expected: Iterable[str]) -> dict:
     and re-importing an unmodified export changes nothing. Whole-number grades only; anything else stays for
     grades_problem to name."""
     wanted = set(expected)
+    whole = {k: _whole(v) for k, v in grades.items()}
     return {
         k: v
-        for k, v in grades.items()
+        for k, v in whole.items()
         if not (k in wanted and isinstance(v, int) and not isinstance(v, bool) and v == DEFAULT_GRADE)
     }
+
+
+def _whole(grade: object) -> object:
+    """A float whose value is whole (2.0) as the int it is; anything else as it is."""
+    if isinstance(grade, float) and grade.is_integer():
+        return int(grade)
+    return grade
 
 
 def stray_grades(grades: dict, expected: Iterable[str]) -> set[str]:
@@ -226,20 +234,21 @@ def stray_grades(grades: dict, expected: Iterable[str]) -> set[str]:
 
 
 def grades_problem(grades: object, expected: Iterable[str]) -> str | None:
-    """Why these cannot be an entry's graded relevance, or None: whole numbers 0 to MAX_GRADE, each of a
+    """Why these cannot be an entry's graded relevance, or None: whole numbers 0 to MAX_GRADE (2.0 is 2), each of a
     document the entry expects, or 0 for a document it does not expect (judged not relevant: a judged document,
     no longer an unjudged one). An edit that drops an expected document must drop its grade too, or make it 0;
     the writer is told so (every writer: the API, the dashboard, the admin, the importers), never left to guess."""
     if not isinstance(grades, dict):
         return 'expected an object of document id -> grade, e.g. {"refunds": 2}'
+    whole = {k: _whole(v) for k, v in grades.items()}
     bad = [
         str(k)
-        for k, v in grades.items()
+        for k, v in whole.items()
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_GRADE
     ]
     if bad:
         return f"grades are whole numbers from 0 to {MAX_GRADE}; check: {', '.join(bad)}"
-    unknown = sorted(stray_grades(grades, expected))
+    unknown = sorted(stray_grades(whole, expected))
     if unknown:
         return (
             f"graded documents not in expected_document_ids: {', '.join(unknown)} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -71,6 +72,36 @@ def string_list(value: Any, where: str, name: str) -> tuple[str, ...]:
     ):
         raise fail(where, f"{name}: expected a list of strings.")
     return tuple(str(v) for v in value)
+
+
+def file_grades(value: Any, where: str, name: str) -> dict[str, Any]:
+    """An entry's grades as a file holds them, each a whole number: as written (2), or as a float whose value is
+    whole (2.0, 0.0: pandas writes every number of a column with a gap as a float, so Phoenix's CSV download
+    of a dataset does), or as the text of either ("2", "2.0" in a CSV cell). An empty cell or a null is a grade
+    the record does not give (pandas' gap). Grade 0 stays 0: judged not relevant, never dropped. A fraction, a
+    boolean or any other value is left as it is, for the entry's checks to name (goldenset.text.grades_problem).
+    Not an object: FormatError naming `name`."""
+    if not isinstance(value, dict):
+        raise fail(where, f"{name}: expected an object of document id -> grade.")
+    out: dict[str, Any] = {}
+    for document, grade in value.items():
+        if grade is None or (isinstance(grade, str) and not grade.strip()):
+            continue
+        out[str(document)] = whole_grade(grade)
+    return out
+
+
+def whole_grade(grade: Any) -> Any:
+    """2, 2.0, "2" and "2.0" as 2; anything else as it is."""
+    if isinstance(grade, str):
+        text = grade.strip()
+        try:
+            grade = int(text) if text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            return grade
+    if isinstance(grade, float) and math.isfinite(grade) and grade.is_integer():
+        return int(grade)
+    return grade
 
 
 def shown(value: Any, show: Callable[[Any], str] = repr) -> str:

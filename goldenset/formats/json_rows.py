@@ -23,7 +23,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalsite.bounded_json import JsonValueError, json_value
-from goldenset.formats import Entry, FormatError, Problems, Written, fail, string_list, tool_cells
+from goldenset.formats import (
+    Entry,
+    FormatError,
+    Problems,
+    Written,
+    fail,
+    file_grades,
+    string_list,
+    tool_cells,
+)
 from goldenset.golden_files import GoldenRecord, dump_golden, parse_golden
 
 RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "multi_responses", "rubrics",
@@ -121,10 +130,7 @@ def _extras(value: Any, where: str, name: str) -> dict[str, Any]:
             raise fail(where, f"{name}.answerable: expected true or false.")
         out["answerable"] = extras["answerable"]
     if "grades" in extras:
-        grades = extras["grades"]
-        if not isinstance(grades, dict):
-            raise fail(where, f"{name}.grades: expected an object of document id -> grade.")
-        out["grades"] = grades
+        out["grades"] = file_grades(extras["grades"], where, f"{name}.grades")
     return out
 
 

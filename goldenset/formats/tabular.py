@@ -25,9 +25,11 @@ from goldenset.formats import (
     Written,
     csv_rows,
     fail,
+    file_grades,
     read_text_cell,
     shown,
     text_cell,
+    whole_grade,
 )
 
 COLUMNS = ("key", "question", "expected_document_ids", "grades", "reference_answer", "tags", "answerable")
@@ -124,13 +126,14 @@ def _grades(cell: str, where: str) -> dict[str, int]:
             grades = None
         if not isinstance(grades, dict):
             raise fail(where, "grades: a cell starting with { must be a JSON object of document id -> grade.")
-        return grades
+        return file_grades(grades, where, "grades")
     out: dict[str, int] = {}
     for part in cell.split("|"):
         document, sep, grade = part.rpartition("=")
-        if not sep or not document.strip() or not grade.strip().lstrip("-").isdigit():
-            raise fail(where, f"grades: expected document=grade, got {shown(part)}.")
-        out[document.strip()] = int(grade)
+        value = whole_grade(grade)
+        if not sep or not document.strip() or isinstance(value, bool) or not isinstance(value, int):
+            raise fail(where, f"grades: expected document=grade (a whole number), got {shown(part)}.")
+        out[document.strip()] = value
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any, cast
 import yaml
 
 from evalsite.bounded_json import find_lone_surrogate, find_nul
-from goldenset.formats import Entry, FormatError, Problems, Written, fail, shown, string_list
+from goldenset.formats import Entry, FormatError, Problems, Written, fail, file_grades, shown, string_list
 
 QUESTION_VARS = ("question", "query", "input")
 REFERENCE_ASSERTIONS = ("factuality", "similar")
@@ -223,8 +223,8 @@ def _entry(test: Any, where: str) -> Entry:
         raise fail(where, "metadata: expected an object.")
     expected = string_list(metadata.get("expected_document_ids"), where, "metadata.expected_document_ids")
     grades = metadata.get("grades")
-    if grades is not None and not isinstance(grades, dict):
-        raise fail(where, "metadata.grades: expected an object of document id -> grade.")
+    if grades is not None:
+        grades = file_grades(grades, where, "metadata.grades")
     answerable = metadata.get("answerable", True)
     if not isinstance(answerable, bool):
         raise fail(where, "metadata.answerable: expected true or false.")

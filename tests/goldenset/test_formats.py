@@ -272,3 +272,25 @@ def test_every_unknown_column_is_named_at_once():
     assert "unknown columns 'c0', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8', 'c9' and 2 more;" in (
         raised.value.message
     )
+
+
+def test_a_files_grades_are_whole_numbers_however_written_and_grade_0_stays():
+    from goldenset.formats import file_grades
+
+    written = {"a": 2, "b": 2.0, "c": "3.0", "d": " 1 ", "e": 0.0, "f": "0", "g": "", "h": None, "i": 2.5,
+               "j": "two", "k": True}  # fmt: skip
+    assert file_grades(written, "line 2", "grades") == {
+        "a": 2, "b": 2, "c": 3, "d": 1, "e": 0, "f": 0,  # whole numbers, 0 kept
+        "i": 2.5, "j": "two", "k": True,  # left for the entry's checks to name
+    }  # fmt: skip
+    with pytest.raises(FormatError, match="line 2: grades: expected an object"):
+        file_grades([1], "line 2", "grades")
+
+
+def test_a_csv_grades_cell_takes_whole_floats_and_names_a_fraction():
+    (entry,) = read_entries("csv", "question,expected_document_ids,grades\nQ,a|b,a=2.0|b=0.0|c=0\n")
+    assert entry.grades == {"a": 2, "b": 0, "c": 0}
+    with pytest.raises(
+        FormatError, match=r"line 2: grades: expected document=grade \(a whole number\), got 'a=2.5'"
+    ):
+        read_entries("csv", "question,expected_document_ids,grades\nQ,a,a=2.5\n")

@@ -4,6 +4,7 @@ the demo's entries and pages (issue 28, items 11 to 13 and 16)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ FILES = {
     "phoenix_to_dataframe.jsonl": "phoenix",  # the client's to_dataframe(), written by pandas
     "phoenix_df_examples.json": "phoenix",  # a DataFrame upload: lists and booleans as Python's repr
     "phoenix_df_dataset.csv": "phoenix",
+    "phoenix_graded_dataset.csv": "phoenix",  # grades flattened to one column per document, as floats (2.0, 0.0)
+    "phoenix_graded_dataset.jsonl": "phoenix",
     "ragas_dataset.jsonl": "ragas",  # EvaluationDataset.to_jsonl
     "ragas_dataset.csv": "ragas",  # to_csv: lists as Python's repr
     "ragas_dataset.pandas.json": "ragas",
@@ -94,3 +97,26 @@ def test_the_promptfoo_bundle_is_refused_naming_its_file_references(world, demo)
     assert config["message"].startswith("line 20: tests: 'file://tests.yaml' refers to another file")
     tests = refused(upload(world, TOOLS / "promptfoo" / "tests.yaml"), 400, "import-invalid")
     assert "vars.question: 'file://q.txt' refers to another file" in tests["message"]
+
+
+@pytest.mark.parametrize("name", ["phoenix_graded_dataset.csv", "phoenix_graded_dataset.jsonl"])
+def test_phoenix_grades_written_as_floats_are_grades_and_grade_0_is_kept(world, demo, name):
+    """Phoenix's CSV download writes every grade as a float (`2.0`, `0.0`; a document an example does not grade
+    is an empty cell): whole-number floats are grades, and a document judged not relevant (0.0) stays judged."""
+    collection, _ = demo
+    response = upload(world, TOOLS / name)
+    assert response.status_code == 200, response.json()
+    grades = {e.key: e.grades for e in collection.golden_entries.filter(key__in=EXPECTED)}
+    assert grades == {
+        "6401197308716204890": {"p1": 2},
+        "-2652183708580968768": {"p298": 0},  # p12's 1.0 is its default grade; p298 judged not relevant
+        "2540646016381071556": {"p39": 3},
+        "923449576656273005": {"p198": 2},
+        "1594887608634738480": {"p298": 0},  # the unanswerable question's distractor, judged not relevant
+    }
+    exported = world.client.get(
+        "/lmkit/v1/search/golden-set/export", {"collection_id": "clapnq", "format": "phoenix"}
+    )
+    rows = [json.loads(line) for line in exported.content.decode().splitlines()]
+    by_key = {row["metadata"].get("key"): row["metadata"].get("grades") for row in rows}
+    assert by_key["1594887608634738480"] == {"p298": 0}  # and out again
