@@ -96,8 +96,8 @@ class AutoSchema(openapi.AutoSchema):
             if status == 400:
                 documented["description"] += (
                     "\n- and this operation's own 400 codes (docs/api.md, Errors), each naming "
+                    "the field, line or record in `details`"
                 )
-                "the field, line or record in `details`"
             if status in _HEADERS:
                 documented.setdefault("headers", {}).update(_HEADERS[status])
         operation["responses"] = dict(sorted(responses.items()))
@@ -182,7 +182,7 @@ def media_variant(serializer, media_type: str):
     """The request serializer as one media type carries it, a subclass named after both: JSON carries no file; a
     form (multipart or urlencoded) no list or object, as the views read a form's fields one value each; an
     urlencoded form no file either."""
-    cls = serializer if isinstance(serializer, type) else type(serializer)
+    cls: type[serializers.Serializer] = serializer if isinstance(serializer, type) else type(serializer)
     media_type = media_type.split(";")[0].strip()
     name = _MEDIA_NAMES.get(media_type) or re.sub(r"[^A-Za-z0-9]", "", media_type.title())
     if (cls, name) not in _VARIANTS:
