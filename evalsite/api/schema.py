@@ -192,7 +192,8 @@ def media_variant(serializer, media_type: str):
             if not _carries(field, media_type)
         }
         attributes = {"__module__": cls.__module__, "__doc__": cls.__doc__, **dropped}
-        _VARIANTS[cls, name] = type(f"{cls.__name__}{name}", (cls,), attributes)
+        # setdefault: two schemas built at once keep one class (one identity) for the component.
+        _VARIANTS.setdefault((cls, name), type(f"{cls.__name__}{name}", (cls,), attributes))
     variant = _VARIANTS[cls, name]
     if isinstance(serializer, type):
         return variant
