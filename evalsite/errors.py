@@ -18,7 +18,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "bad-request": (400, "a request refused before any view (a disallowed Host header, say)"),
     "validation-error": (
         400,
-        "a field is missing or invalid; details name the field (and the entry's index)",
+        "a field is missing or invalid, or a query parameter is unknown to the operation; details name it "
+        "(and the entry's index; for a query parameter, the `allowed` ones)",
     ),
     "payload-too-large": (413, "the body exceeds EVALSITE_MAX_REQUEST_BYTES"),
     "uri-too-long": (414, "the request line (method, path, query) is longer than 8,190 bytes"),

@@ -355,6 +355,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        # After AutoSchema gave each media type of a body its own component, the shared one is left unreferenced.
+        "evalsite.api.schema.drop_unreferenced_components",
+    ],
     "ENUM_NAME_OVERRIDES": {
         # Fields named "kind" hold three choice sets: runs', targets' (also as a run config's target_kind), jobs'.
         "RunKindEnum": "evaluation.models.RunKind",

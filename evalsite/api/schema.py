@@ -1,9 +1,13 @@
 """OpenAPI extensions: how drf-spectacular documents evalsite's own API plumbing."""
 
+import re
+
 from drf_spectacular import openapi
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.plumbing import is_list_serializer, is_serializer
+from drf_spectacular.utils import OpenApiRequest
+from rest_framework import fields, permissions, serializers
 from rest_framework import parsers as parsers_module
-from rest_framework import permissions
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -92,12 +96,35 @@ class AutoSchema(openapi.AutoSchema):
             if status == 400:
                 documented["description"] += (
                     "\n- and this operation's own 400 codes (docs/api.md, Errors), each naming "
+                    "the field, line or record in `details`"
                 )
-                "the field, line or record in `details`"
             if status in _HEADERS:
                 documented.setdefault("headers", {}).update(_HEADERS[status])
         operation["responses"] = dict(sorted(responses.items()))
         return operation
+
+    def _get_request_body(self, direction="request"):
+        """A body the operation reads in several media types gets a component for each, holding what that media
+        type can carry (media_variant): a client generator builds a model per component and picks the media type
+        by the model it is given, so with one shared component it could not tell them apart (openapi-python-client
+        sent every body as multipart). Every such operation, declared (`request={media type: serializer}`) or
+        implied by several parsers."""
+        body = super()._get_request_body(direction)
+        if body is None or len(body["content"]) < 2:
+            return body
+        request = self.get_request_serializer()
+        for media_type, media in body["content"].items():
+            serializer = request.get(media_type) if isinstance(request, dict) else request
+            if isinstance(serializer, OpenApiRequest):
+                serializer = serializer.request
+            if is_serializer(serializer) and not is_list_serializer(serializer):
+                variant = media_variant(serializer, media_type)
+                media["schema"] = self._get_request_for_media_type(variant, direction)[0]
+        # Not marked required, though a request without a body is refused (400 validation-error naming the
+        # missing field): openapi-python-client 0.29 writes a module that does not import for a required body
+        # of several media types (it names `Unset` without importing it; its issue 1451).
+        body.pop("required", None)
+        return body
 
     def shared_errors(self) -> dict[int, list[str]]:
         """The error codes (by status) this operation answers as every operation of its kind does."""
@@ -140,3 +167,82 @@ def _merge(description: str, codes: list[str]) -> str:
     missing = [code for code in codes if f"`{code}`" not in description]
     lines = [line for line in (description, describe_errors(missing)) if line]
     return "\n".join(lines)
+
+
+# What each media type a body can come in is called in its component's name (JudgmentsInMultipartRequest).
+_MEDIA_NAMES = {
+    "application/json": "Json",
+    "multipart/form-data": "Multipart",
+    "application/x-www-form-urlencoded": "Form",
+}
+_VARIANTS: dict[tuple[type, str], type] = {}
+
+
+def media_variant(serializer, media_type: str):
+    """The request serializer as one media type carries it, a subclass named after both: JSON carries no file; a
+    form (multipart or urlencoded) no list or object, as the views read a form's fields one value each; an
+    urlencoded form no file either."""
+    cls: type[serializers.Serializer] = serializer if isinstance(serializer, type) else type(serializer)
+    media_type = media_type.split(";")[0].strip()
+    name = _MEDIA_NAMES.get(media_type) or re.sub(r"[^A-Za-z0-9]", "", media_type.title())
+    if (cls, name) not in _VARIANTS:
+        dropped = {
+            field_name: None  # None in a subclass removes a serializer's declared field
+            for field_name, field in cls._declared_fields.items()
+            if not _carries(field, media_type)
+        }
+        attributes = {"__module__": cls.__module__, "__doc__": cls.__doc__, **dropped}
+        # setdefault: two schemas built at once keep one class (one identity) for the component.
+        _VARIANTS.setdefault((cls, name), type(f"{cls.__name__}{name}", (cls,), attributes))
+    variant = _VARIANTS[cls, name]
+    if isinstance(serializer, type):
+        return variant
+    return variant(*serializer._args, **serializer._kwargs)  # as it was made (partial=True, say)
+
+
+def _carries(field: fields.Field, media_type: str) -> bool:
+    files = isinstance(field, fields.FileField) or (
+        isinstance(field, fields.ListField) and isinstance(field.child, fields.FileField)
+    )
+    structured = not files and isinstance(
+        field, fields.ListField | fields.DictField | fields.HStoreField | serializers.BaseSerializer
+    )
+    if media_type == "application/json":
+        return not files
+    if media_type == "multipart/form-data":
+        return not structured
+    if media_type == "application/x-www-form-urlencoded":
+        return not (files or structured)
+    return True
+
+
+def drop_unreferenced_components(result, generator, request, public):
+    """A postprocessing hook: the schemas no operation reaches are dropped (the one component a body with several
+    media types was documented with before AutoSchema gave each media type its own)."""
+    schemas = result.get("components", {}).get("schemas", {})
+    reached: set[str] = set()
+    pending = _schema_refs(result.get("paths", {}))
+    while pending:
+        name = pending.pop()
+        if name not in reached and name in schemas:
+            reached.add(name)
+            pending |= _schema_refs(schemas[name])
+    for name in [name for name in schemas if name not in reached]:
+        del schemas[name]
+    return result
+
+
+def _schema_refs(node) -> set[str]:
+    """The schema components a part of the schema refers to, by name."""
+    if isinstance(node, list):
+        return set().union(*map(_schema_refs, node))
+    if not isinstance(node, dict):
+        return set()
+    found = set().union(*map(_schema_refs, node.values()))
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_SCHEMAS):
+        found.add(ref.removeprefix(_SCHEMAS))
+    return found
+
+
+_SCHEMAS = "#/components/schemas/"

@@ -1,4 +1,5 @@
-"""What every tenant-scoped API view shares: the tenant from the key, and query parameters read strictly."""
+"""What every tenant-scoped API view shares: the tenant from the key, and query parameters read strictly (the
+ones its operation documents, evalsite.api.query)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from evalsite.api.query import refuse_unknown_query_parameters
 from evalsite.audit.services import actor_api_key
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import ApiKey, Tenant
@@ -18,7 +20,8 @@ class TenantAPIView(APIView):
     pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
 
     def initial(self, request, *args, **kwargs):
-        """After authentication: refuse NUL in the path's ids and in query values, once for every view.
+        """After authentication, once for every view: refuse NUL in the path's ids and in query values, then a
+        query parameter the operation does not document (evalsite.api.query).
 
         PostgreSQL cannot hold NUL in a text parameter, so a lookup with one would fail in the database.
         """
@@ -30,6 +33,7 @@ class TenantAPIView(APIView):
                 raise EvalsiteError(
                     "validation-error", f"{name}: {message}", details={"fields": {name: [message]}}
                 )
+        refuse_unknown_query_parameters(self, request)
 
     def tenant(self, data=None) -> Tenant:
         """The key's tenant; cluster_id / tenant_id from the body (or the query) must name it, or 404."""

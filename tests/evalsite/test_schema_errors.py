@@ -28,8 +28,9 @@ from tests.support import handbook_entries
 
 BODY_METHODS = ("post", "put", "patch")
 # What the reads that require parameters need (the export, the calibration and its thresholds, a pool's next
-# item), so their tenant and lookups are reached; the other reads ignore them.
-REQUIRED = "collection_id=handbook&metric=faithfulness&rater=ann"
+# item), so their tenant and lookups are reached; each is sent where the operation documents it (one it does not
+# is refused: tests/evalsite/test_query_parameters.py).
+REQUIRED = {"collection_id": "handbook", "metric": "faithfulness", "rater": "ann"}
 # On every operation; 413 and 415 on every one that reads a body.
 SHARED = {"400", "401", "404", "414", "431", "503"}
 
@@ -106,6 +107,12 @@ def url(path: str, values: dict[str, str]) -> str:
         path = path.replace("{" + name + "}", value)
     assert "{" not in path, path
     return path
+
+
+def query(openapi: dict, method: str, path: str, **values: str) -> str:
+    """A query string of REQUIRED and `values`, the ones the operation documents."""
+    known = {p["name"] for p in openapi["paths"][path][method].get("parameters", []) if p["in"] == "query"}
+    return "&".join(f"{name}={value}" for name, value in {**REQUIRED, **values}.items() if name in known)
 
 
 def documented(openapi: dict, method: str, path: str, response) -> str | None:
@@ -191,16 +198,14 @@ def test_another_tenant_missing_ids_and_a_page_past_the_last_are_documented_404s
                     openapi, world.client, method, path, url(path, missing), expected, **request
                 )
             continue
-        for query in ("tenant_id=rival", "cluster_id=elsewhere"):
-            problems += probe(
-                openapi, world.client, method, path, f"{url(path, ids)}?{query}&{REQUIRED}", {404}
-            )
+        for other in ({"tenant_id": "rival"}, {"cluster_id": "elsewhere"}):
+            target = f"{url(path, ids)}?{query(openapi, method, path, **other)}"
+            problems += probe(openapi, world.client, method, path, target, {404})
         if "{" in path:
-            problems += probe(openapi, world.client, method, path, f"{url(path, missing)}?{REQUIRED}", {404})
-        if method == "get":  # a list past its last page; the other reads ignore `page`
-            problems += probe(
-                openapi, world.client, method, path, f"{url(path, ids)}?page=999&{REQUIRED}", {200, 404}
-            )
+            target = f"{url(path, missing)}?{query(openapi, method, path)}"
+            problems += probe(openapi, world.client, method, path, target, {404})
+        if "page=999" in (paged := query(openapi, method, path, page="999")):  # a list past its last page
+            problems += probe(openapi, world.client, method, path, f"{url(path, ids)}?{paged}", {404})
     assert not problems, "\n".join(problems)
 
 
@@ -231,5 +236,6 @@ def test_every_read_answers_its_documented_200(openapi, world, ids):
     for method, path in operations(openapi):
         if method != "get":
             continue
-        problems += probe(openapi, world.client, method, path, f"{url(path, ids)}?{REQUIRED}", {200})
+        target = f"{url(path, ids)}?{query(openapi, method, path)}"
+        problems += probe(openapi, world.client, method, path, target, {200})
     assert not problems, "\n".join(problems)
