@@ -39,6 +39,9 @@ RAGAS_RUN_FIELDS = {"retrieved_contexts", "retrieved_context_ids", "response", "
                     "persona_name", "query_style", "query_length"}  # fmt: skip
 DEEPEVAL_RUN_FIELDS = {"actual_output", "retrieval_context", "tools_called", "expected_tools", "comments",
                        "source_file", "name", "custom_column_key_values"}  # fmt: skip
+# What Ragas 0.1's TestsetGenerator writes about a generated question besides it (how it was evolved, the source
+# documents' metadata): read and ignored.
+RAGAS01_TESTSET_FIELDS = {"evolution_type", "metadata", "episode_done"}
 # What the tools write about a record that is not the golden set's: read and ignored, never a warning.
 PHOENIX_EXAMPLE_FIELDS = {"node_id", "updated_at", "source", "splits", "example_id"}
 DEEPEVAL_RUN_FIELDS |= {"token_cost", "input_token_count", "output_token_count", "expectations"}
@@ -150,7 +153,7 @@ def read_ragas(text: str) -> list[Entry]:
         with problems.row():
             row = _ragas_row(_object(value, where))
             ignored = _unknown(row, {"user_input", "reference", "reference_contexts", "reference_context_ids",
-                                     "evalsite", *RAGAS_RUN_FIELDS})  # fmt: skip
+                                     "evalsite", *RAGAS_RUN_FIELDS, *RAGAS01_TESTSET_FIELDS})  # fmt: skip
             extras = _extras(row.get("evalsite"), where, "evalsite")
             extras.pop("expected_document_ids", None)
             expected = string_list(row.get("reference_context_ids"), where, "reference_context_ids")
@@ -174,10 +177,14 @@ def read_ragas(text: str) -> list[Entry]:
 
 
 def _ragas_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A Ragas row in today's names, its lists read from the texts a CSV holds: Ragas 0.1's columns are renamed
-    (`question` -> user_input, `ground_truth` -> reference; its `contexts` and `answer` are a run's, ignored)."""
+    """A Ragas row in today's names, its lists read from the texts a CSV holds. Ragas 0.1's columns are renamed:
+    `question` -> user_input, `ground_truth` -> reference, and `contexts` by what the row is. In a testset row
+    (what 0.1's TestsetGenerator writes: no `answer`) they are the passages the question was written from, the
+    gold passages: reference_contexts, matched to pages. Beside an `answer` (an evaluation row) they are what the
+    system retrieved to answer with: a run's, ignored as retrieved_contexts are."""
     if "user_input" not in row and "question" in row:
-        renamed = {"question": "user_input", "ground_truth": "reference", "contexts": "retrieved_contexts",
+        contexts = "retrieved_contexts" if "answer" in row else "reference_contexts"
+        renamed = {"question": "user_input", "ground_truth": "reference", "contexts": contexts,
                    "answer": "response"}  # fmt: skip
         row = {renamed.get(name, name): value for name, value in row.items()}
     for name in (

@@ -63,9 +63,14 @@ def upload(world, path: Path, **fields):
     return world.client.post(GOLDEN_UPLOAD, {"collection_id": "clapnq", "file": file, **fields})
 
 
+# Ragas 0.1's TestsetGenerator output (a TestDataset saved as users save it): the four answerable records, whose
+# `contexts` are the gold passages the questions were written from.
+TESTSETS = {"ragas01_testset.csv": "ragas", "ragas01_testset.jsonl": "ragas"}
+
+
 def test_every_fixture_file_is_named_here():
     made = {p.name for p in TOOLS.iterdir() if p.suffix in (".json", ".jsonl", ".csv")}
-    assert made == set(FILES)
+    assert made == set(FILES) | set(TESTSETS)
 
 
 @pytest.mark.parametrize(("name", "fmt"), FILES.items())
@@ -120,3 +125,21 @@ def test_phoenix_grades_written_as_floats_are_grades_and_grade_0_is_kept(world, 
     rows = [json.loads(line) for line in exported.content.decode().splitlines()]
     by_key = {row["metadata"].get("key"): row["metadata"].get("grades") for row in rows}
     assert by_key["1594887608634738480"] == {"p298": 0}  # and out again
+
+
+@pytest.mark.parametrize(("name", "fmt"), TESTSETS.items())
+def test_a_ragas_01_testsets_contexts_are_its_gold_passages_matched_to_pages(world, demo, name, fmt):
+    """A testset's `contexts` are the passages each question was written from: into a collection without the
+    questions, each entry expects the documents whose pages hold them (p198's two passages are on its two
+    pages), with no passage left unmatched. Beside an `answer` (an evaluation row) they are a run's: ignored."""
+    collection, _ = demo
+    collection.golden_entries.all().delete()
+    path = TOOLS / name
+    assert detect_format(path.name, path.read_bytes()) == fmt
+    response = upload(world, path)
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["records"], body["created"], body["documents_created"], body["warnings"]) == (4, 4, 0, [])
+    stored = {e.key or e.question: e.expected_document_ids for e in collection.golden_entries.all()}
+    assert sorted(stored.values()) == [["p1"], ["p12"], ["p198"], ["p39"]]
+    assert upload(world, path).json()["unchanged"] == 4
