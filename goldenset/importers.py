@@ -16,17 +16,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from django.db import transaction
-from django.db.models import QuerySet
 
 from evalsite.bounded_json import find_nul
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from goldenset import beir
-from goldenset.formats import ENTRY_FIELDS, Entry, Written, read_entries, write_entries
-from goldenset.golden_files import GoldenRecord, dump_golden
+from goldenset.formats import ENTRY_FIELDS, Entry, read_entries
 from goldenset.import_warnings import found_by_question, ignored_fields
 from goldenset.models import Collection, GoldenEntry, Origin, Page
-from goldenset.sample import SamplePage, starter_records
 from goldenset.services import (
     DocumentInput,
     EntryInput,
@@ -425,53 +422,3 @@ def _page_holding(collection: Collection, snippet: str) -> str | None:
         if snippet in " ".join(text.split()):
             return document_id
     return None
-
-
-def golden_export(*, collection: Collection, fmt: str) -> Written:
-    """The collection's golden set in `fmt` (goldenset.formats): its files and what the format cannot carry."""
-    entries = [
-        Entry(
-            question=e.question,
-            key=e.key,
-            expected_document_ids=tuple(e.expected_document_ids),
-            grades=dict(e.grades or {}),
-            reference_answer=e.reference_answer,
-            tags=tuple(e.tags),
-            answerable=e.answerable,
-        )
-        for e in collection.golden_entries.order_by("created_at", "id").iterator()
-    ]
-    return write_entries(fmt, entries, name=f"{collection.slug}-golden")
-
-
-def golden_entries_dump(entries: QuerySet[GoldenEntry]) -> str:
-    """Entries as an okfsmith golden.json, oldest first."""
-    return dump_golden(
-        GoldenRecord(
-            id=e.key or None,
-            question=e.question,
-            expected_answer=e.reference_answer,
-            must_cite=tuple(e.expected_document_ids),
-            tags=tuple(e.tags),
-            answerable=e.answerable,
-        )
-        for e in entries.order_by("created_at", "id").iterator()
-    )
-
-
-def golden_file_export(*, collection: Collection) -> str:
-    return golden_entries_dump(collection.golden_entries.all())
-
-
-def golden_sample(*, collection: Collection, count: int = 10) -> str:
-    """okfsmith's --init-sample: a starter golden.json from the collection's first page of each document."""
-    pages = (
-        Page.objects.filter(document__collection=collection, number=1)
-        .select_related("document")
-        .order_by("document__external_id")
-    )
-    sample = [SamplePage(p.document.external_id, p.document.title, p.text) for p in pages.iterator()]
-    return dump_golden(starter_records(sample, count))
-
-
-# --- BEIR folders ------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from evaluation.dashboard.golden_reads import (
     golden_tags,
     home_collections,
 )
-from goldenset import importers, services
+from goldenset import exporters, importers, services
 from goldenset import selectors as golden_selectors
 from goldenset.formats import detect_format
 from goldenset.models import Collection, GoldenEntry, Origin
@@ -151,7 +151,7 @@ def golden_export(request: HttpRequest, tenant: Tenant, slug: str, fmt: str) -> 
     name = slugify(collection.slug) or "collection"
     if fmt == "json":
         response = HttpResponse(
-            importers.golden_entries_dump(entries), content_type="application/json; charset=utf-8"
+            exporters.golden_entries_dump(entries), content_type="application/json; charset=utf-8"
         )
         response["Content-Disposition"] = f'attachment; filename="{name}-golden.json"'
     else:

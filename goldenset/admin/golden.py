@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator, slugify
 
 from evalsite.audit.models import AuditEvent
-from goldenset import importers, services
+from goldenset import exporters, services
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, actor_for
 from goldenset.forms import GoldenEntryAdminForm, collection_label
 from goldenset.models import Collection, GoldenAuditObject, GoldenEntry, RejectedQuestion
@@ -174,7 +174,7 @@ class GoldenEntryAdmin(PathLabelsMixin):
                 request, "Select entries of one collection to export a golden.json.", messages.ERROR
             )
             return None
-        data = importers.golden_entries_dump(queryset)
+        data = exporters.golden_entries_dump(queryset)
         response = HttpResponse(data, content_type="application/json; charset=utf-8")
         filename = f"{slugify(collections[0].slug) or 'collection'}-golden.json"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -20,7 +20,7 @@ from rest_framework.response import Response
 
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.services import job_cancel, jobs_recover
-from goldenset import importers, selectors, services
+from goldenset import exporters, importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
 from goldenset.formats import FORMATS, detect_format
@@ -407,7 +407,7 @@ class GoldenSetExportApi(TenantAPIView):
                 f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}.",
                 details={"field": "format", "allowed": list(FORMATS)},
             )
-        written = importers.golden_export(collection=collection, fmt=fmt)
+        written = exporters.golden_export(collection=collection, fmt=fmt)
         names = list(written.files)
         if fmt == "trec":  # topics and qrels: one file a request
             part = request.query_params.get("part") or "topics"

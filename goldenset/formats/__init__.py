@@ -22,6 +22,9 @@ from evalsite.errors import EvalsiteError
 
 FORMATS = ("okfsmith", "csv", "tsv", "trec", "ragas", "deepeval", "promptfoo", "phoenix")
 ENTRY_FIELDS = frozenset({"key", "expected_document_ids", "grades", "reference_answer", "tags", "answerable"})
+# The formats whose tools score against passages' text, not ids: their exports carry the expected documents'
+# passages (Ragas reference_contexts, DeepEval context, Phoenix output.contexts; goldenset.exporters).
+PASSAGE_FORMATS = ("ragas", "deepeval", "phoenix")
 
 
 @dataclass(frozen=True)

@@ -318,10 +318,14 @@ def write_phoenix(entries: Sequence[Entry], name: str) -> Written:
     rows = []
     for e in entries:
         metadata = _extra_object(e, with_expected=False)
-        output = {"answer": e.reference_answer, "expected_document_ids": list(e.expected_document_ids)}
+        output: dict[str, Any] = {
+            "answer": e.reference_answer,
+            "expected_document_ids": list(e.expected_document_ids),
+        }
+        if e.contexts:
+            output["contexts"] = list(e.contexts)
         rows.append({"input": {"question": e.question}, "output": output, "metadata": metadata})
-    warnings = _context_warning(entries, "phoenix")
-    return Written({f"{name}.phoenix.jsonl": _jsonl(rows)}, warnings)
+    return Written({f"{name}.phoenix.jsonl": _jsonl(rows)}, [])
 
 
 # --- okfsmith -------------------------------------------------------------------------------------------------

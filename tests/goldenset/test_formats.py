@@ -65,6 +65,7 @@ CARRIED = {
         "reference_answer",
         "tags",
         "answerable",
+        "contexts",
     ),
     "promptfoo": (
         "question",

@@ -239,3 +239,45 @@ def test_ids_joined_by_another_separator_are_named_with_the_separator_lists_take
         error["message"] == "line 2: expected_document_ids: 1 unknown in collection handbook: ghost;phantom"
     )
     assert not GoldenEntry.objects.exists()
+
+
+def _question(row: dict) -> str:
+    """A tool's row's question: Ragas `user_input`, DeepEval `input`, Phoenix `input.question`."""
+    given = row.get("user_input") or row["input"]
+    return given if isinstance(given, str) else given["question"]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "passages"),
+    [
+        ("ragas", lambda row: row["reference_contexts"]),
+        ("deepeval", lambda row: row["context"]),
+        ("phoenix", lambda row: row["output"]["contexts"]),
+    ],
+)
+def test_exports_for_the_tools_carry_the_expected_passages_text(world, fmt, passages):
+    """Ragas, DeepEval and Phoenix score against passages' text: each expected document's passage goes with its
+    id, in the field the tool reads (its first page, as written), and an export imports back changing nothing."""
+    upload(world.client, "golden.csv", CSV)
+    exported = world.client.get(EXPORT, {"collection_id": "handbook", "format": fmt})
+    assert exported.status_code == 200
+    text = exported.content.decode()
+    rows = (
+        json.loads(text)
+        if text.lstrip().startswith("[")
+        else [json.loads(line) for line in text.splitlines()]
+    )
+    by_question = {_question(row): row for row in rows}
+    refund = by_question["How long is the refund window?"]
+    assert passages(refund) == [
+        "Customers get a full refund within 30 days of purchase.\n\nRefunds go to the original card."
+    ]
+    shipping = by_question["When does express shipping arrive?"]
+    assert passages(shipping) == [
+        "Orders ship within two business days. Express shipping arrives the next day."
+    ]
+    assert "reference passages" not in " ".join(json.loads(exported["X-Evalsite-Warnings"]))
+    before = snapshot()
+    again = upload(world.client, f"golden.{fmt}", exported.content, format=fmt)
+    assert (again.json()["created"], again.json()["updated"]) == (0, 0), again.json()
+    assert snapshot() == before

@@ -9,7 +9,7 @@ What the format cannot carry is named on stderr as `warning: ...`, never dropped
 
 from pathlib import Path
 
-from goldenset import importers
+from goldenset import exporters
 from goldenset.formats import FORMATS
 from goldenset.management.base import CollectionCommand
 
@@ -36,11 +36,11 @@ class Command(CollectionCommand):
         output: Path | None = options["output"]
         if options["init_sample"]:
             files, warnings = (
-                {"golden.json": importers.golden_sample(collection=collection, count=options["count"])},
+                {"golden.json": exporters.golden_sample(collection=collection, count=options["count"])},
                 [],
             )
         else:
-            written = importers.golden_export(collection=collection, fmt=options.get("format") or "okfsmith")
+            written = exporters.golden_export(collection=collection, fmt=options.get("format") or "okfsmith")
             files, warnings = written.files, written.warnings
         for warning in warnings:
             self.stderr.write(f"warning: {warning}")
