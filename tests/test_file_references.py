@@ -1,6 +1,6 @@
 """Every file of this repository that the code, the tests, the scripts and the docs name by path exists.
 
-A reader sent to a page that is not there (a `DESIGN.md` the repo never had) has no way to tell a stale pointer
+A reader sent to a page that is not there (a design page the repo never had) has no way to tell a stale pointer
 from a missing document. Paths outside the repository (`../shared/...`, the tools' own files) are not ours to hold.
 """
 
