@@ -6,16 +6,17 @@ the trials (evaluation.studies.search) each score the tuning part, with the sear
 scores a question (trec_eval's measures), through an external target (its concurrency and rate limit, its failed
 calls counted), or answered and judged as an answer evaluation judges; then the winner and the baseline are
 evaluated on the confirmation part as two ordinary runs of one batch, and compared (evaluation.studies.confirm).
-The trials are written to the study as they end (at most every WRITE_EVERY seconds, and at the end), so the live
-page follows them; a cancel ends the study after the trial under way, without a confirmation."""
+The trials are written to the study as they end (evaluation.studies.live: at most every WRITE_EVERY seconds, and at
+the end), so the live page follows them; a cancel ends the study after the trial under way, without a confirmation,
+and once it is recorded no trial is written."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,15 +47,14 @@ from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
 from evaluation.runs.selectors import GoldenQuestion, golden_questions, job_collections
 from evaluation.runs.store import questions_in
 from evaluation.studies.confirm import confirm
+from evaluation.studies.live import Live, write_while_running
 from evaluation.studies.request import StudyRequest, parse_study_request
-from evaluation.studies.search import TrialResult, run_study
+from evaluation.studies.search import run_study
 from evaluation.studies.space import applied
 from evaluation.studies.split import Split, split_questions
 from evaluation.targets.callers import TargetError
 from evaluation.targets.services import check_config_params, resolve_targets, target_client
 from goldenset.models import Collection
-
-WRITE_EVERY = 0.5  # seconds between writes of the trials so far (and checks for a cancel)
 
 
 def study_create(
@@ -147,35 +147,6 @@ def _split(collection: Collection, request: StudyRequest) -> tuple[Split, list[G
     return split, questions
 
 
-@dataclass
-class _Live:
-    """What a running study writes: the trials so far, at most every WRITE_EVERY seconds (and whether it was
-    cancelled, asked as often)."""
-
-    study: Study
-    progress: Callable[[int, int], None]
-    cancelled: Callable[[], bool]
-    total: int
-    trials: list[dict] = field(default_factory=list)
-    evaluations: int = 0
-    written: float = 0.0
-    stopped: bool = False
-
-    def on_trial(self, trial: TrialResult) -> None:
-        self.trials.append(trial.as_dict())
-        if time.monotonic() - self.written >= WRITE_EVERY:
-            self.write()
-
-    def write(self) -> None:
-        self.written = time.monotonic()
-        Study.objects.filter(pk=self.study.pk).update(trials=self.trials, evaluations=self.evaluations)
-        self.progress(len(self.trials), self.total)
-        self.stopped = self.stopped or self.cancelled()
-
-    def stop(self) -> bool:
-        return self.stopped
-
-
 def study_job(job: Job, progress) -> dict[str, Any]:
     """The job of a study (see the module's doc)."""
     study = Study.objects.select_related("collection", "tenant").get(pk=job.input["study_id"])
@@ -202,7 +173,7 @@ def study_execute(
         0,
     )  # a re-run starts over
     study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
-    live = _Live(study, progress, cancelled, request.budget.trials)
+    live = Live(study, job, progress, cancelled, request.budget.trials)
     score, max_error_rate, exhausted = _scorer(study, request, tuning, rerankers)
     result = run_study(
         request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,
@@ -210,7 +181,8 @@ def study_execute(
         stop=lambda: live.stop() or exhausted(), max_p95_ms=request.max_p95_ms, max_error_rate=max_error_rate,
     )  # fmt: skip
     live.evaluations = result.evaluations
-    live.write()
+    if not live.stopped:
+        live.write()
     best = result.best
     if live.stopped or best is None:
         Study.objects.filter(pk=study.pk).update(finished_at=timezone.now())
@@ -227,7 +199,11 @@ def study_execute(
     }  # fmt: skip
     study.confirmation = _confirmation(study, request, winner, confirmation, result, job)
     study.finished_at = timezone.now()
-    study.save(update_fields=["best", "confirmation", "finished_at"])
+    if not write_while_running(
+        study, job, best=study.best, confirmation=study.confirmation, finished_at=study.finished_at
+    ):  # cancelled during the confirmation: the study ends without it
+        Study.objects.filter(pk=study.pk).update(finished_at=study.finished_at)
+        return _job_result(Study.objects.get(pk=study.pk))
     return _job_result(study)
 
 
