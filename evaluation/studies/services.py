@@ -48,6 +48,7 @@ from evaluation.runs.selectors import GoldenQuestion, golden_questions, job_coll
 from evaluation.runs.store import questions_in
 from evaluation.studies.confirm import confirm
 from evaluation.studies.live import Live, write_while_running
+from evaluation.studies.reads import dimensions_of, space_notes, study_importance
 from evaluation.studies.request import StudyRequest, parse_study_request
 from evaluation.studies.search import run_study
 from evaluation.studies.space import applied
@@ -216,12 +217,14 @@ def _job_result(study: Study) -> dict[str, Any]:
 
 
 def _scores(search: CollectionSearch, config: RunConfig, questions: Sequence[GoldenQuestion], request, now):
-    """Each question's value of the study's metric (as a retrieval run computes it) and its search time in ms."""
+    """Each question's value of the study's metric (as a retrieval run computes it: the ranking cut at the
+    configuration's top_k when it is shallower than the metric) and its search time in ms."""
     values, times = np.empty(len(questions)), np.empty(len(questions))
     ks = [request.depth]
+    depth = min(config.top_k or request.depth, request.depth)
     for i, q in enumerate(questions):
         began = time.perf_counter()
-        hits = search.rank(q.question, config, request.depth, at=now)
+        hits = search.rank(q.question, config, depth, at=now)
         times[i] = (time.perf_counter() - began) * 1000
         values[i] = metrics.evaluate_query(hits.keys(qualified=False), q.qrels, ks)[request.metric]
     return values, times
@@ -352,7 +355,8 @@ def _confirmation(study, request: StudyRequest, winner, only: frozenset[str], re
 
 def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     """A study as the API gives it: its state (its job's), trials with the configuration each ran, the best of
-    them and the confirmation."""
+    them and the confirmation; with its trials, the notes on fields without effect in some of them and each
+    field's importance (evaluation.studies.reads)."""
     job = study.job
     base = study.request["base"]
     detail = {
@@ -372,6 +376,10 @@ def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     }
     if trials:
         detail["trials"] = [{**t, "config": applied(base, t["values"])} for t in study.trials]
+        dimensions = dimensions_of(study)
+        detail["space_notes"] = space_notes(study, dimensions)
+        finished = detail["status"] in Job.FINISHED
+        detail["importance"] = study_importance(study, dimensions, finished=finished).as_dict()
     return detail
 
 
@@ -387,12 +395,19 @@ def study_fail(study: Study, error: EvalsiteError) -> None:
     Study.objects.filter(pk=study.pk).update(error=error.as_dict(), finished_at=timezone.now())
 
 
-def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:
-    """The study's winner saved as a named configuration preset of its tenant (a name in use is a 409)."""
+def preset_save(*, study: Study, name: str, actor: str, accept_not_better: bool = False) -> ConfigPreset:
+    """The study's winner saved as a named configuration preset of its tenant (a name in use is a 409). A winner
+    the confirmation did not show better than the baseline is saved only with `accept_not_better` (else a 409
+    `winner-not-better` saying so): it may be no better than what it would replace."""
     if not study.best:
         raise EvalsiteError(
             "study-not-finished", "The study has no confirmed winner to save yet.", status=409,
             details={"study_id": str(study.pk)},
+        )  # fmt: skip
+    if not winner_shown_better(study) and not accept_not_better:
+        raise EvalsiteError(
+            "winner-not-better", f"accept_not_better: {not_better_warning(study)} Send accept_not_better: true "
+            "to save it all the same.", status=409, details={"field": "accept_not_better", "study_id": str(study.pk)},
         )  # fmt: skip
     config = {k: v for k, v in study.best["config"].items() if k != "label"}
     try:
@@ -411,6 +426,23 @@ def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:
             details={"field": "name"},
         ) from None  # fmt: skip
     return preset
+
+
+def winner_shown_better(study: Study) -> bool:
+    """Whether the confirmation called the winner better than the baseline (ahead, p < 0.05)."""
+    return bool((study.confirmation or {}).get("significant"))
+
+
+def not_better_warning(study: Study) -> str:
+    """What saving a winner not shown better risks, in a sentence (the page, the API's refusal and the command)."""
+    if not study.confirmation:
+        return (
+            "The winner was never confirmed on the held-out questions: it may be no better than the baseline."
+        )
+    return (
+        "The winner was not shown better than the baseline on the held-out questions "
+        f"(p = {study.confirmation['p_value']:.3g}): saved, it may be no better than the baseline, or worse."
+    )
 
 
 def study_get(*, tenant: Tenant, study_id: str) -> Study:

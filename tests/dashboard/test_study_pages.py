@@ -11,6 +11,7 @@ from django.urls import reverse
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import study_reads
 from evaluation.models import ConfigPreset, EvaluationJobKind, EvaluationRun, Study
+from evaluation.studies.reads import milestone
 from goldenset.services import EntryInput
 from tests.dashboard.conftest import text_of
 from tests.dashboard.study_support import finished_study
@@ -117,19 +118,19 @@ def test_nothing_varied_or_a_golden_set_too_small_is_said_on_the_form(alice, wor
 def test_the_poll_gives_the_state_trials_figures_and_rows(alice, study):
     state = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
     assert state["status"] == "Completed" and state["finished"] and state["progress"] == 1.0
-    assert state["trials"] == 24 and state["count_text"].startswith(
-        "24 of at most 24 trials, 5 pruned, 1 failed"
+    assert state["trials"] == 60 and state["count_text"].startswith(
+        "60 of at most 60 trials, 12 pruned, 1 failed"
     )
-    assert state["study"]["best"] == study.best and len(state["study"]["trials"]) == 24
+    assert state["study"]["best"] == study.best and len(state["study"]["trials"]) == 60
     figures = state["figures"]
     assert set(figures) == {"history", "parallel", "heatmap", "importance"}
     assert all("template" not in f["layout"] for f in figures.values())  # the page's charts keep theirs
     history = {t["name"]: t for t in figures["history"]["data"]}
-    assert len(history["complete trial"]["x"]) == 18 and len(history["pruned trial"]["x"]) == 5
+    assert len(history["complete trial"]["x"]) == 47 and len(history["pruned trial"]["x"]) == 12
     assert history["best so far"]["y"][-1] == study.best["tuning_value"]
     assert len(figures["parallel"]["data"][0]["dimensions"]) == 4  # three fields and the value
     assert list(figures["importance"]["data"][0]["y"])[-1] == "bm25_k1"  # the field that matters on top
-    assert state["rows_html"].count("<tr") == 24
+    assert state["rows_html"].count("<tr") == 60
     chosen = alice.get(
         reverse("dashboard:study-progress", args=[study.pk]) + "?x=bm25_variant&y=bm25_b"
     ).json()
@@ -146,9 +147,70 @@ def test_the_page_draws_every_chart_and_orders_the_trials(alice, study):
     assert numbers == sorted(numbers)
     assert 'name="x"' in html  # three fields varied: the heatmap's axes are picked
     assert page.context["axes"] == ("bm25_k1", "bm25_b")  # the two most important
+    assert "From 47 trials scored on every tuning question (the best 5 of them against all)." in text_of(page)
+
+
+def test_the_page_says_when_importance_is_withheld_and_which_fields_matter_in_some_trials_only(alice, study):
+    """12 complete trials: no importance chart, and the page says why (the API's note); fusion varied between
+    Rrf and Weighted under Hybrid: fulltext_weight is said to matter in the Weighted trials only."""
+    request = {
+        **study.request, "base": {**study.request["base"], "search_type": "Hybrid"},
+        "space": {"fusion": ["Rrf", "Weighted"], "fulltext_weight": {"low": 0.1, "high": 0.9}},
+    }  # fmt: skip
+    trials = [
+        {
+            **t,
+            "values": {
+                "fusion": ["Rrf", "Weighted"][t["number"] % 2],
+                "fulltext_weight": t["values"]["bm25_b"],
+            },
+        }
+        for t in study.trials[:16]
+    ]  # 12 of them complete
+    Study.objects.filter(pk=study.pk).update(
+        request=request, trials=trials, best={**study.best, "values": trials[0]["values"]}
+    )
+    page = alice.get(reverse("dashboard:study", args=[study.pk]))
+    html, text = page.content.decode(), text_of(page)
+    assert 'id="study-importance"' not in html
+    assert (
+        "Importance is withheld below 41 trials scored on every tuning question (12 so far): it compares the "
+        "best tenth of them with all, and with fewer than 5 in that tenth which field it names is largely chance."
+    ) in text
+    assert 'data-space-note="space.fulltext_weight"' in html
+    assert "fulltext_weight has an effect only when search_type is Hybrid and fusion is Weighted" in text
+    poll = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
+    assert poll["figures"]["importance"] is None and poll["importance_note"].startswith(
+        "Importance is withheld"
+    )
+
+
+def test_a_winner_not_shown_better_is_saved_only_past_a_warning(alice, world, study):
+    """The fixture's verdict is "Not shown better": the page says what saving it risks, and the save asks for the
+    box to be ticked; a winner shown better is saved without either."""
+    assert not study.confirmation["significant"]
+    url = reverse("dashboard:study-save", args=[study.pk])
+    page = alice.get(reverse("dashboard:study", args=[study.pk]))
+    html = page.content.decode()
+    assert "data-save-warning" in html and 'name="accept_not_better"' in html
+    assert "The winner was not shown better than the baseline on the held-out questions (p = " in text_of(
+        page
+    )
+    refused = alice.post(url, {"name": "tuned bm25"})
+    assert refused.status_code == 409 and not ConfigPreset.objects.exists()
+    assert 'data-field-error="accept_not_better"' in refused.content.decode()
+    assert "Tick this to save a winner that was not shown better." in text_of(refused)
+    assert alice.post(url, {"name": "tuned bm25", "accept_not_better": "on"}).status_code == 302
+    assert ConfigPreset.objects.get(name="tuned bm25").study == study
+
+    Study.objects.filter(pk=study.pk).update(confirmation={**study.confirmation, "significant": True})
+    page = alice.get(reverse("dashboard:study", args=[study.pk])).content.decode()
+    assert "data-save-warning" not in page and 'name="accept_not_better"' not in page
+    assert alice.post(url, {"name": "shown better"}).status_code == 302
 
 
 def test_the_winner_saved_as_a_preset_and_a_name_in_use_said_on_the_field(alice, study):
+    Study.objects.filter(pk=study.pk).update(confirmation={**study.confirmation, "significant": True})
     url = reverse("dashboard:study-save", args=[study.pk])
     saved = alice.post(url, {"name": "tuned bm25"})
     assert saved.status_code == 302
@@ -171,19 +233,20 @@ def test_a_grid_counts_its_points_when_fewer_than_the_budget(alice, world, study
 
 
 def test_a_running_studys_importance_is_recomputed_at_milestones_only(alice, world, study):
-    counts = (0, 3, 4, 5, 7, 8, 12, 17, 18, 100)
-    assert [study_reads.milestone(n) for n in counts] == [0, 3, 3, 5, 5, 8, 12, 12, 18, 93]
+    counts = (0, 12, 40, 41, 61, 62, 92, 93, 100, 139, 140)
+    assert [milestone(n) for n in counts] == [0, 12, 40, 41, 41, 62, 62, 93, 93, 93, 140]
     job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=EvaluationJobKind.STUDY,
                              input={"study_id": str(study.pk)}, status=JobStatus.RUNNING)  # fmt: skip
     Study.objects.filter(pk=study.pk).update(
-        job=job, best=None, confirmation=None, finished_at=None, trials=study.trials[:22]
-    )  # 17 complete trials so far
+        job=job, best=None, confirmation=None, finished_at=None, trials=study.trials[:55]
+    )  # 43 complete trials so far
     running = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
     title = running["figures"]["importance"]["layout"]["title"]["text"]
-    assert "over 12 complete trials" in title  # the last milestone passed
+    assert "over 41 complete trials" in title  # the last milestone passed
+    assert running["study"]["importance"]["trials"] == 41 and running["study"]["importance"]["complete"] == 43
     Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED)
     done = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
-    assert "over 17 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
+    assert "over 43 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
 
 
 def test_cancel_stops_a_running_study(alice, world, study):
