@@ -21,7 +21,12 @@ from evaluation.dashboard import study_charts, study_reads
 from evaluation.dashboard.common_views import collection_for, paginate, poll_response, tenant_page
 from evaluation.dashboard.launch_reads import retrieval_presets
 from evaluation.dashboard.launch_views import POLL_MS, retrieval_collections
-from evaluation.dashboard.study_forms import StudyForm, initial_from_config, starter_space
+from evaluation.dashboard.study_forms import (
+    METRIC_SUGGESTIONS,
+    StudyForm,
+    initial_from_config,
+    starter_space,
+)
 from evaluation.models import EvaluationRun, RunKind, Study
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.studies import reads, services
@@ -82,6 +87,8 @@ def study_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
             "tenant": tenant,
             "form": form,
             "space_rows": form.space_rows(),
+            "answers": form.answers(),  # the answer configuration's rows shown
+            "metric_suggestions": METRIC_SUGGESTIONS,
             "run": run,
             "tunable": tunable,
             "has_collections": bool(collections),

@@ -10,7 +10,10 @@ from django.urls import reverse
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import study_reads
+from evaluation.dashboard.study_forms import StudyForm, starter_space
 from evaluation.models import ConfigPreset, EvaluationJobKind, EvaluationRun, Study
+from evaluation.retrieval.read_path import available_rerankers
+from evaluation.studies import reads
 from evaluation.studies.reads import milestone
 from goldenset.services import EntryInput
 from tests.dashboard.conftest import text_of
@@ -95,12 +98,62 @@ def _post_error(client, **fields):
         ({"sampler": "grid", "prune": "on"}, "prune", "A grid tries every point on every question."),
         ({"trials": "0"}, "trials", "greater than or equal to 1"),
         ({"collection": "faq"}, "collection", "Select a valid choice"),
+        (
+            {"vary_fulltext_weight": "0.3, 0.7"},
+            "vary_fulltext_weight",
+            "Has no effect in any trial: it matters only when search_type is Hybrid and fusion is Weighted",
+        ),
     ],
 )
 def test_a_bad_study_names_the_offending_field_and_starts_nothing(alice, golden_ten, fields, field, message):
     errors = _post_error(alice, **fields)
     assert any(message in e for e in errors.get(field, [])), errors
     assert not Study.objects.exists() and not Job.objects.filter(kind=EvaluationJobKind.STUDY).exists()
+
+
+def _form(**fields) -> StudyForm:
+    form = StudyForm(
+        {**FORM, **fields}, collections=[("handbook", "handbook")], rerankers=available_rerankers()
+    )
+    assert form.is_valid(), form.errors
+    return form
+
+
+def test_an_answer_configurations_fields_show_and_count_only_with_an_answer_metric(alice, golden_ten):
+    """groundedness and model are an answer configuration's: with a retrieval metric their rows are hidden and
+    what they hold is not sent; with an answer metric they show, and model takes a list of names."""
+    page = alice.get(reverse("dashboard:study-new")).content.decode()
+    for name in ("groundedness", "model"):
+        assert f'<tr id="space-{name}" data-answer-only hidden>' in page
+    assert '<tr id="space-bm25_k1">' in page
+    assert 'data-answer-metrics="faithfulness,context_recall,answer_relevancy' in page
+    assert '<datalist id="study-metrics"><option value="ndcg@10"><option value="recall@10">' in page
+
+    hidden = {"vary_groundedness": ["Off", "High"], "vary_model": "small, large"}
+    assert "groundedness" not in _form(**hidden).study_request()["space"]
+    response = alice.post(reverse("dashboard:study-new"), {**FORM, **hidden})
+    assert response.status_code == 302, response.context["form"].errors  # the hidden rows were not sent
+    assert set(Study.objects.get().request["space"]) == {"bm25_k1", "bm25_b"}
+
+    answers = _form(metric="faithfulness", **hidden)
+    assert answers.answers() and answers.study_request()["space"]["model"] == ["small", "large"]
+    assert answers.study_request()["space"]["groundedness"] == ["Off", "High"]
+    shown = alice.post(
+        reverse("dashboard:study-new"), {**FORM, **hidden, "metric": "faithfulness", "trials": "0"}
+    )
+    assert shown.status_code == 400 and '<tr id="space-model" data-answer-only>' in shown.content.decode()
+
+
+@pytest.mark.parametrize("search_type", ["FullText", "Vector", "Hybrid"])
+def test_the_form_opens_with_a_space_every_field_of_which_has_an_effect(alice, golden_ten, search_type):
+    starter = {k: v for k, v in FORM.items() if not k.startswith(("low_", "high_", "step_", "vary_"))}
+    starter.update(search_type=search_type, **starter_space(search_type))
+    response = alice.post(reverse("dashboard:study-new"), starter)
+    assert response.status_code == 302, response.context["form"].errors
+    notes = [
+        n["field"] for n in reads.space_notes(Study.objects.get(), reads.dimensions_of(Study.objects.get()))
+    ]
+    assert notes == (["space.fulltext_weight"] if search_type == "Hybrid" else [])
 
 
 def test_nothing_varied_or_a_golden_set_too_small_is_said_on_the_form(alice, world, golden):

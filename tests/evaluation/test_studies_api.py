@@ -5,6 +5,7 @@ and every number the study reports can be recomputed from those runs."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,19 @@ import pytest
 
 from evaluation.models import ConfigPreset, EvaluationRun, QuestionResult, Study
 from evaluation.runs.stats import bootstrap_ci, paired_randomization_test
+from evaluation.studies.request import STUDY_METRICS
 from goldenset.beir_import import beir_import
+from goldenset.vocabulary.metric_names import (
+    BPREF,
+    JUDGED_METRICS,
+    JUDGED_SHARE,
+    MAP_COND,
+    MRR,
+    NDCG,
+    NDCG_COND,
+    RECALL,
+    REFUSAL_METRICS,
+)
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.schema_support import conforms, served_schema
 
@@ -502,3 +515,24 @@ def test_a_trials_top_k_cuts_the_ranking_it_is_scored_on_as_its_run_does(clapnq,
     by_k = {t["values"]["top_k"]: t["value"] for t in study["trials"]}
     assert set(by_k) == {1, 10} and by_k[1] < by_k[10]
     assert study["space_notes"] == []
+
+
+def _metric_names(text: str) -> set[str]:
+    """The metric names a text says, among every metric name evalsite has (a cutoff said as @K)."""
+    known = {
+        *(f"{name}@K" for name in (RECALL, NDCG, JUDGED_SHARE, NDCG_COND)), MRR, BPREF, MAP_COND,
+        *JUDGED_METRICS, *REFUSAL_METRICS,
+    }  # fmt: skip
+    return {name for name in known if re.search(rf"(?<![\w@]){re.escape(name)}(?![\w@])", text)}
+
+
+def test_the_commands_help_and_the_docs_name_every_metric_a_study_maximises():
+    """One vocabulary (evaluation.studies.request.STUDY_METRICS): `manage.py study --help`, the API's schema and
+    docs/evaluation.md's Studies name the same metrics."""
+    from evaluation.management.commands.study import Command
+
+    helped = " ".join(Command().create_parser("manage.py", "study").format_help().split())
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    studies = docs[docs.index("\n## Studies") :]
+    served = SCHEMA()["components"]["schemas"]["StudyInRequest"]["properties"]["metric"]["description"]
+    assert _metric_names(helped) == _metric_names(studies) == _metric_names(served) == set(STUDY_METRICS)
