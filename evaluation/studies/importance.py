@@ -131,7 +131,10 @@ def importances(
         keep = sorted(np.random.default_rng(seed).choice(len(done), size=MAX_TRIALS, replace=False))
         done = [done[i] for i in keep]
     if len(dimensions) < 2:
-        return Importance(None, "One field is varied: all of the difference is its own.", len(done), total)
+        reason = (
+            "One field is varied: all of the difference is its own." if dimensions else "No field is varied."
+        )
+        return Importance(None, reason, len(done), total)
     if len(done) < MIN_TRIALS:
         return Importance(None, _too_few(len(done)), len(done), total)
     distributions = {d.name: distribution(d) for d in dimensions}

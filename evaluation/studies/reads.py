@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.cache import cache
 
+from evalsite.errors import EvalsiteError
 from evaluation.models import Study
 from evaluation.studies.importance import MIN_TRIALS, Importance, complete, importances
 from evaluation.studies.inert import inert_fields
@@ -21,7 +22,12 @@ IMPORTANCE_CACHE_SECONDS = 3600
 
 
 def dimensions_of(study: Study) -> tuple[Dimension, ...]:
-    return parse_space(study.request["space"])
+    """The study's space as stored (checked when it was asked); none when it no longer reads, so a study stored
+    by an older version is still shown."""
+    try:
+        return parse_space(study.request.get("space"))
+    except EvalsiteError:
+        return ()
 
 
 def milestone(count: int) -> int:
