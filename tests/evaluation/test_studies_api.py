@@ -494,11 +494,12 @@ def test_a_field_that_matters_in_some_trials_only_is_run_and_said(clapnq, post_s
     assert response.status_code == 202, response.json()
     path = "/lmkit/v1/search/evaluate/studies/{study_id}"
     study = conforms(SCHEMA(), clapnq.client.get(f"{URL}/{response.json()['study_id']}"), path, "get", 200)
-    assert [(n["field"], n["always"]) for n in study["space_notes"]] == [
+    notes = {n["field"]: n for n in study["space_notes"]}  # PostgreSQL's jsonb keeps no order of the space
+    assert sorted((field, n["always"]) for field, n in notes.items()) == [
         ("space.fulltext_weight", False),
         ("space.rrf_k", False),
     ]
-    assert study["space_notes"][0]["message"].startswith(
+    assert notes["space.fulltext_weight"]["message"].startswith(
         "has an effect only when search_type is Hybrid and fusion is Weighted: in the other trials its value is "
         "ignored"
     )
