@@ -1,5 +1,6 @@
 """The pure core of studies (evaluation.studies): the space checked before anything runs, the seeded stratified
-split, the trials over an objective (samplers, pruning, budgets, failures, a stop), and the confirmation."""
+split, the trials over an objective (samplers, pruning, budgets, failures, a stop), the confirmation, importance
+(withheld from too few trials) and the fields of a space without effect in all or some trials."""
 
 from __future__ import annotations
 
