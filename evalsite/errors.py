@@ -52,6 +52,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         "no trial of a study was scored on every tuning question within its limits (a job's error)",
     ),
     "study-not-finished": (409, "saving the winner of a study that has no confirmed winner yet"),
+    "winner-not-better": (
+        409,
+        "saving a study's winner its confirmation did not show better, without accept_not_better: true",
+    ),
     "unknown-preset": (400, "a configuration names a preset the tenant does not have (its field named)"),
     "preset-exists": (409, "a configuration preset with this name exists for the tenant"),
     "empty-pool": (400, "the runs rank no unjudged document within the pool's depth for the questions asked"),

@@ -69,6 +69,7 @@ PURE = [
     "evaluation.studies",
     "evaluation.studies.confirm",
     "evaluation.studies.importance",
+    "evaluation.studies.inert",
     "evaluation.studies.request",
     "evaluation.studies.search",
     "evaluation.studies.space",

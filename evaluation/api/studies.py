@@ -8,13 +8,17 @@ from rest_framework.response import Response
 
 from evaluation.api.views import read_strictly
 from evaluation.studies import services
+from evaluation.studies.request import METRICS_TEXT
+from evaluation.studies.space import ANSWER_FIELDS, FIELDS
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import TenantIn, error_responses
 
 SPACE_HELP = (
-    'Configuration field -> a list of choices or a range {"low", "high", "step", "log"}: search_type, fusion, '
-    "fulltext_weight, top_k, rerank, bm25_variant, bm25_k1, bm25_b, rrf_k."
+    'Configuration field -> a list of choices or a range {"low", "high", "step", "log"}: '
+    f"{', '.join(name for name in FIELDS if name not in ANSWER_FIELDS)}; with an answer metric also "
+    f"{' and '.join(ANSWER_FIELDS)}; with a target, top_k and params.NAME. A field without effect in any trial "
+    "(fulltext_weight under Rrf fusion) is refused."
 )
 
 
@@ -24,9 +28,7 @@ class StudyIn(TenantIn):
         help_text="A configuration as /search/evaluate takes it: what every trial varies."
     )
     space = serializers.JSONField(help_text=SPACE_HELP)
-    metric = serializers.JSONField(
-        required=False, allow_null=True, help_text="ndcg@K (default ndcg@10), recall@K or mrr."
-    )
+    metric = serializers.JSONField(required=False, allow_null=True, help_text=f"{METRICS_TEXT}.")
     budget = serializers.JSONField(
         required=False,
         allow_null=True,
@@ -127,8 +129,28 @@ class StudyRowOut(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+class SpaceNoteOut(serializers.Serializer):
+    field = serializers.CharField(help_text="space.NAME")
+    always = serializers.BooleanField(help_text="Without effect in every trial (else in some of them).")
+    message = serializers.CharField()
+
+
+class ImportanceOut(serializers.Serializer):
+    shares = serializers.DictField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="Field -> its share (PED-ANOVA), largest first; null when withheld (see note).",
+    )
+    trials = serializers.IntegerField(help_text="The complete trials the shares rest on.")
+    complete = serializers.IntegerField(help_text="The complete trials there are (more while a study runs).")
+    minimum_trials = serializers.IntegerField(help_text="Below this many complete trials it is withheld.")
+    note = serializers.CharField(allow_blank=True, help_text="What it rests on, or why it is withheld.")
+
+
 class StudyOut(StudyRowOut):
     trials = TrialOut(many=True)
+    space_notes = SpaceNoteOut(many=True, help_text="Varied fields without effect in some trials.")
+    importance = ImportanceOut()
 
 
 class StudyListIn(serializers.Serializer):
@@ -139,6 +161,11 @@ class StudyListIn(serializers.Serializer):
 
 class PresetIn(TenantIn):
     name = serializers.CharField(max_length=100)
+    accept_not_better = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Save a winner the confirmation did not show better (else a 409 winner-not-better).",
+    )
 
 
 class PresetOut(serializers.Serializer):
@@ -146,6 +173,7 @@ class PresetOut(serializers.Serializer):
     config = serializers.DictField()
     study_id = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
+    verdict = serializers.CharField(allow_null=True, help_text="The study's verdict on the winner it saved.")
 
 
 class StudiesApi(TenantAPIView):
@@ -204,17 +232,28 @@ class StudyDetailApi(TenantAPIView):
 class StudySaveApi(TenantAPIView):
     @extend_schema(
         request=PresetIn,
-        responses={201: PresetOut, **error_responses("preset-exists", "study-not-finished")},
+        responses={
+            201: PresetOut,
+            **error_responses("preset-exists", "study-not-finished", "winner-not-better"),
+        },
         summary="Saves a study's winner as a named configuration preset.",
+        description="A winner its confirmation did not show better than the baseline is saved only with "
+        "accept_not_better: true (else a 409 winner-not-better saying so).",
     )
     def post(self, request, study_id: str):
         data = read_strictly(PresetIn, request.data)
         study = services.study_get(tenant=self.tenant(data), study_id=study_id)
-        preset = services.preset_save(study=study, name=data["name"].strip(), actor=self.actor)
+        preset = services.preset_save(
+            study=study,
+            name=data["name"].strip(),
+            actor=self.actor,
+            accept_not_better=data["accept_not_better"],
+        )
         body = {
             "name": preset.name,
             "config": preset.config,
             "study_id": str(study.pk),
             "created_at": preset.created_at,
+            "verdict": (study.confirmation or {}).get("verdict"),
         }
         return Response(PresetOut(body).data, status=status.HTTP_201_CREATED)

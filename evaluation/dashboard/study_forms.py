@@ -15,12 +15,16 @@ from django import forms
 from evaluation.dashboard.forms import RERANK_NONE, SubsetFields
 from evaluation.retrieval.search.bm25 import VARIANTS
 from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
-from evaluation.studies.request import DEFAULT_METRIC, DEFAULT_TRIALS, MAX_SEED
+from evaluation.studies.request import DEFAULT_METRIC, DEFAULT_TRIALS, MAX_SEED, METRICS_TEXT, STUDY_METRICS
 from evaluation.studies.search import MAX_TRIALS, SAMPLERS
-from evaluation.studies.space import FIELDS
+from evaluation.studies.space import ANSWER_FIELDS, FIELDS
+from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 CHOICE_FIELDS = [name for name, field in FIELDS.items() if field.choices is not None]
-RANGE_FIELDS = [name for name, field in FIELDS.items() if field.choices is None]
+TEXT_FIELDS = ("model",)  # a list of names, comma-separated
+RANGE_FIELDS = [name for name, field in FIELDS.items() if field.choices is None and name not in TEXT_FIELDS]
+# What the metric's box suggests (any K is taken): every metric a study maximises, at K = 10
+METRIC_SUGGESTIONS = [name.replace("@K", "@10") for name in STUDY_METRICS]
 NUMBER_FIELDS = ("fulltext_weight", "top_k", "bm25_k1", "bm25_b", "rrf_k")  # of the base, blank: the default
 SPACE_HELP = {
     "search_type": "How documents are found.",
@@ -32,6 +36,8 @@ SPACE_HELP = {
     "bm25_k1": "BM25's term saturation (0–10).",
     "bm25_b": "BM25's length normalisation (0–1).",
     "rrf_k": "RRF's rank constant (1–10,000).",
+    "groundedness": "An answer metric only: how strictly the answer keeps to its passages.",
+    "model": "An answer metric only: the chat models that write the answer.",
 }
 # Where the service's `details.field` puts its error, beyond `space.NAME` and `base.NAME`.
 SERVICE_FIELDS = {
@@ -61,9 +67,10 @@ class StudyForm(SubsetFields):
     metric = forms.CharField(
         initial=DEFAULT_METRIC,
         max_length=20,
-        help_text="What is maximised: ndcg@K, recall@K, ndcg_cond@K, mrr, bpref, map_cond; or an answer metric "
-        "(faithfulness, context_recall, answer_relevancy, citation_precision, context_relevancy), each "
-        "question answered and judged.",
+        help_text=f"What is maximised: {METRICS_TEXT}.",
+        widget=forms.TextInput(
+            attrs={"list": "study-metrics", "data-answer-metrics": ",".join(JUDGED_METRICS)}
+        ),
     )
     trials = forms.IntegerField(
         initial=DEFAULT_TRIALS, min_value=1, max_value=MAX_TRIALS, help_text="At most this many trials."
@@ -99,6 +106,10 @@ class StudyForm(SubsetFields):
                 required=False, widget=forms.CheckboxSelectMultiple, label=name,
                 choices=[(_word(c), _word(c)) for c in FIELDS[name].choices or ()],
             )  # fmt: skip
+        for name in TEXT_FIELDS:
+            self.fields[f"vary_{name}"] = forms.CharField(
+                required=False, max_length=2000, label=f"{name} names", help_text="Comma-separated."
+            )
         for name in RANGE_FIELDS:
             self.fields[f"vary_{name}"] = forms.CharField(
                 required=False, max_length=500, label=f"{name} values", help_text="Comma-separated."
@@ -108,11 +119,20 @@ class StudyForm(SubsetFields):
             self.fields[f"step_{name}"] = forms.FloatField(required=False, label=f"{name} step")
             self.fields[f"log_{name}"] = forms.BooleanField(required=False, label=f"{name} on a log scale")
 
+    def answers(self) -> bool:
+        """Whether the metric asked (as typed, else the initial one) is an answer metric."""
+        metric = self.data.get("metric") if self.is_bound else self.initial.get("metric", DEFAULT_METRIC)
+        return str(metric or "").strip().lower() in JUDGED_METRICS
+
     def space_rows(self) -> list[dict[str, Any]]:
-        """The space editor's rows, in the order of evaluation.studies.space.FIELDS."""
+        """The space editor's rows, in the order of evaluation.studies.space.FIELDS; an answer configuration's
+        (`answer_only`) are shown only with an answer metric (the page's script follows the metric as it is typed)."""
         rows = []
         for name in FIELDS:
-            row = {"name": name, "help": SPACE_HELP.get(name, ""), "vary": self[f"vary_{name}"]}
+            row = {
+                "name": name, "help": SPACE_HELP.get(name, ""), "vary": self[f"vary_{name}"],
+                "answer_only": name in ANSWER_FIELDS, "text": name in TEXT_FIELDS,
+            }  # fmt: skip
             if name in RANGE_FIELDS:
                 row.update({part: self[f"{part}_{name}"] for part in ("low", "high", "step", "log")})
             parts = ("vary", "low", "high", "step", "log") if name in RANGE_FIELDS else ("vary",)
@@ -132,15 +152,21 @@ class StudyForm(SubsetFields):
         return config
 
     def space(self) -> dict[str, Any] | None:
-        """The space as the API takes it, or None with errors on the rows that cannot be read."""
+        """The space as the API takes it, or None with errors on the rows that cannot be read. An answer
+        configuration's rows are left out unless the metric is an answer metric (they are not shown then)."""
         space: dict[str, Any] = {}
-        for name in CHOICE_FIELDS:
+        shown = [n for n in FIELDS if self.answers() or n not in ANSWER_FIELDS]
+        for name in (n for n in CHOICE_FIELDS if n in shown):
             ticked = self.cleaned_data.get(f"vary_{name}") or []
             if ticked:
                 space[name] = [
                     {"on": True, "off": False}.get(v, v) if name == "rerank" else v for v in ticked
                 ]
-        for name in RANGE_FIELDS:
+        for name in (n for n in TEXT_FIELDS if n in shown):
+            names = [part.strip() for part in (self.cleaned_data.get(f"vary_{name}") or "").split(",")]
+            if any(names):
+                space[name] = [part for part in names if part]
+        for name in (n for n in RANGE_FIELDS if n in shown):
             value = self._range(name)
             if value is not None:
                 space[name] = value
@@ -223,13 +249,16 @@ def _plain(number: float, whole: bool = True) -> int | float:
 
 
 def starter_space(search_type: str) -> dict[str, Any]:
-    """A first space for a base configuration, so the form opens ready to run: BM25's two parameters for
-    FullText, the fusion and its weight for Hybrid, reranking for Vector."""
+    """A first space for a base configuration, so the form opens ready to run (every field in it has an effect in
+    some trial, evaluation.studies.inert): BM25's two parameters for FullText, the fusion and its weight for Hybrid
+    (the weight moves only the Weighted trials, which the study's page says), reranking for Vector."""
     if search_type == "Hybrid":
         return {"vary_fusion": ["Rrf", "Weighted"], "low_fulltext_weight": 0.1, "high_fulltext_weight": 0.9,
                 "step_fulltext_weight": 0.1}  # fmt: skip
-    if search_type == "Vector":
-        return {"vary_rerank": ["off", "on"], "vary_top_k": "10, 20, 50"}
+    if (
+        search_type == "Vector"
+    ):  # BM25's parameters do nothing there, nor a top_k at or above the metric's depth
+        return {"vary_rerank": ["off", "on"]}
     return {"low_bm25_k1": 0.3, "high_bm25_k1": 3.0, "low_bm25_b": 0.1, "high_bm25_b": 1.0}
 
 

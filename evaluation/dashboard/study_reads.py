@@ -4,26 +4,20 @@ gives it (study_detail), so the page, its poll and GET studies/{id} agree."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-from django.core.cache import cache
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import study_charts
 from evaluation.dashboard.launch_reads import job_error_message
 from evaluation.models import ConfigPreset, EvaluationRun, Study
-from evaluation.studies.importance import MIN_TRIALS, Importance, complete, importances
+from evaluation.studies import reads
+from evaluation.studies.importance import Importance
+from evaluation.studies.reads import dimensions_of
 from evaluation.studies.services import study_detail
-from evaluation.studies.space import Dimension, grid, parse_space
+from evaluation.studies.space import Dimension, grid
 
 FIGURES = ("history", "parallel", "heatmap", "importance")
-IMPORTANCE_CACHE_SECONDS = 3600
-
-
-def dimensions_of(study: Study) -> tuple[Dimension, ...]:
-    return parse_space(study.request["space"])
 
 
 def status_of(study: Study) -> str:
@@ -81,26 +75,10 @@ def error_of(study: Study) -> str | None:
     return job_error_message(job) if job is not None and job.status == JobStatus.FAILED else None
 
 
-def milestone(count: int) -> int:
-    """The number of complete trials a running study's importance is computed over: 3, 5, 8, 12, 18, 27, ... (each
-    half as many again) up to `count`, so a poll recomputes it only now and then."""
-    step = MIN_TRIALS
-    while math.ceil(step * 1.5) <= count:
-        step = math.ceil(step * 1.5)
-    return min(step, count)
-
-
 def study_importance(study: Study, dimensions: Sequence[Dimension]) -> Importance:
-    """PED-ANOVA over the complete trials (evaluation.studies.importance), cached: while the study runs, over the
-    first `milestone` of them (recomputed only when a milestone is passed); once it is done, over all of them."""
-    done = sorted(complete(study.trials), key=lambda t: t["number"])
-    count = len(done) if finished(study) else milestone(len(done))
-    key = f"study-importance:{study.pk}:{count}:{len(dimensions)}"
-    found = cache.get(key)
-    if found is None:
-        found = importances(dimensions, done[:count], seed=int(study.request.get("seed") or 0))
-        cache.set(key, found, IMPORTANCE_CACHE_SECONDS)
-    return found
+    """PED-ANOVA over the complete trials, as the API gives it (evaluation.studies.reads: at milestones while the
+    study runs, withheld below its minimum)."""
+    return reads.study_importance(study, dimensions, finished=finished(study))
 
 
 def figures(

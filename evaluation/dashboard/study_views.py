@@ -21,10 +21,15 @@ from evaluation.dashboard import study_charts, study_reads
 from evaluation.dashboard.common_views import collection_for, paginate, poll_response, tenant_page
 from evaluation.dashboard.launch_reads import retrieval_presets
 from evaluation.dashboard.launch_views import POLL_MS, retrieval_collections
-from evaluation.dashboard.study_forms import StudyForm, initial_from_config, starter_space
+from evaluation.dashboard.study_forms import (
+    METRIC_SUGGESTIONS,
+    StudyForm,
+    initial_from_config,
+    starter_space,
+)
 from evaluation.models import EvaluationRun, RunKind, Study
 from evaluation.retrieval.read_path import available_rerankers
-from evaluation.studies import services
+from evaluation.studies import reads, services
 
 STUDIES_PER_PAGE = 25
 
@@ -82,6 +87,8 @@ def study_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
             "tenant": tenant,
             "form": form,
             "space_rows": form.space_rows(),
+            "answers": form.answers(),  # the answer configuration's rows shown
+            "metric_suggestions": METRIC_SUGGESTIONS,
             "run": run,
             "tunable": tunable,
             "has_collections": bool(collections),
@@ -121,7 +128,7 @@ def study_detail(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpRes
 
 def _study_page(
     request: HttpRequest, tenant: Tenant, study: Study, *, preset_name: str = "", preset_error: str = "",
-    status: int = 200,
+    accept_error: str = "", status: int = 200,
 ) -> HttpResponse:  # fmt: skip
     dimensions = study_reads.dimensions_of(study)
     importance = study_reads.study_importance(study, dimensions)
@@ -155,6 +162,10 @@ def _study_page(
             "nav_section": "studies",
             "preset_name": preset_name,
             "preset_error": preset_error,
+            "accept_error": accept_error,
+            # saving a winner not shown better is said, and asks to be ticked
+            "not_better": "" if services.winner_shown_better(study) else services.not_better_warning(study),
+            "space_notes": reads.space_notes(study, dimensions),
         },  # fmt: skip
         status=status,
     )
@@ -194,24 +205,31 @@ def study_cancel(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpRes
 @tenant_page
 def study_save(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpResponse:
     """Save the winner as a named preset; a blank name, or one in use (the service's 409), is said beside the
-    name field of the study's page."""
+    name field of the study's page; a winner not shown better is saved only with its box ticked."""
     study = _study(tenant, study_id)
     name = request.POST.get("name", "").strip()
-    status, error = 400, "Give the preset a name." if not name else ""
+    status, error, accept_error = 400, "Give the preset a name." if not name else "", ""
     if len(name) > 100:
         error = "A preset's name is at most 100 characters."
     if not error:
         try:
-            services.preset_save(study=study, name=name, actor=actor_user(request.user))
+            services.preset_save(
+                study=study, name=name, actor=actor_user(request.user),
+                accept_not_better=request.POST.get("accept_not_better") == "on",
+            )  # fmt: skip
         except EvalsiteError as exc:
             status, error = exc.status_code, exc.message.split(": ", 1)[-1]
+            if exc.code == "winner-not-better":
+                error, accept_error = "", "Tick this to save a winner that was not shown better."
         else:
             messages.success(
                 request, f"Saved as the preset “{name}”: use it by name in evaluations and studies."
             )
             return redirect("dashboard:study", study_id=study.pk)
     error = error[:1].upper() + error[1:]
-    return _study_page(request, tenant, study, preset_name=name, preset_error=error, status=status)
+    return _study_page(
+        request, tenant, study, preset_name=name, preset_error=error, accept_error=accept_error, status=status
+    )
 
 
 @require_GET

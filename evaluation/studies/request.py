@@ -5,7 +5,8 @@
   space's values applied; a base naming an external target varies its `top_k` and `params.NAME` only (the
   parameters its request template takes, evaluation.targets.callers);
 - `space`: the fields varied (evaluation.studies.space); every value is checked against the configuration's own
-  rules before anything runs, so a trial never fails on a value the request could have been refused for;
+  rules before anything runs, so a trial never fails on a value the request could have been refused for, and a
+  field that has no effect in any trial (evaluation.studies.inert: fulltext_weight under Rrf fusion) is refused;
 - `metric`: what is maximised, `ndcg@K`, `recall@K`, `ndcg_cond@K`, `mrr` (within the top 10), `bpref` or
   `map_cond` (over the top 100: the measures for incomplete judgments); default `ndcg@10`; or one of
   the judged answer metrics (faithfulness, context_recall, ...): the base is then an answer configuration
@@ -34,19 +35,38 @@ from evalsite.errors import EvalsiteError
 from evaluation.answers.configs import parse_answer_config
 from evaluation.configs import RunConfig, parse_config
 from evaluation.request_fields import field_error, parse_bool, parse_choice, parse_number, parse_positive_int
+from evaluation.studies.inert import inert_fields
 from evaluation.studies.search import MAX_TRIALS, SAMPLERS, Budget
 from evaluation.studies.space import ANSWER_FIELDS, Dimension, applied, grid, parse_space
-from goldenset.vocabulary.metric_names import JUDGED_METRICS
+from goldenset.vocabulary.metric_names import (
+    BPREF,
+    JUDGED_METRICS,
+    MAP_COND,
+    MRR,
+    NDCG,
+    NDCG_COND,
+    RECALL,
+    at_k,
+)
 
 KEYS = (
     "base", "space", "metric", "budget", "seed", "confirm_share", "sampler", "prune", "baseline", "max_p95_ms",
     "judge_model",
 )  # fmt: skip
-METRIC = re.compile(r"^(ndcg|recall|ndcg_cond)@([0-9]{1,4})$|^(mrr|bpref|map_cond)$")
-DEFAULT_METRIC = "ndcg@10"
+CUT_METRICS = (NDCG, RECALL, NDCG_COND)  # maximised at a cutoff K: ndcg@K
 # How deep the metrics without a cutoff search: MRR within the top 10 (as "MRR@10" is reported); bpref and MAP
 # over the condensed list read the whole ranking, to 100
-UNCUT_DEPTH = {"mrr": 10, "bpref": 100, "map_cond": 100}
+UNCUT_DEPTH = {MRR: 10, BPREF: 100, MAP_COND: 100}
+MAX_CUTOFF = 1000
+METRIC = re.compile(rf"^({'|'.join(CUT_METRICS)})@([0-9]{{1,4}})$|^({'|'.join(UNCUT_DEPTH)})$")
+DEFAULT_METRIC = at_k(NDCG, 10)
+# Every metric a study maximises, as the API, the form, the command's --help and docs/evaluation.md name them
+STUDY_METRICS = (*(f"{name}@K" for name in CUT_METRICS), *UNCUT_DEPTH, *JUDGED_METRICS)
+METRICS_TEXT = (
+    f"{', '.join(STUDY_METRICS[: len(CUT_METRICS)])} (K from 1 to {MAX_CUTOFF:,}; default {DEFAULT_METRIC}), "
+    f"{MRR} (within the top {UNCUT_DEPTH[MRR]}), {BPREF} or {MAP_COND} (over the top {UNCUT_DEPTH[BPREF]}); or an "
+    f"answer metric, each question answered and judged: {', '.join(JUDGED_METRICS)}"
+)
 MAX_SECONDS = 3600.0
 MAX_SEED = 2**31 - 1
 DEFAULT_TRIALS = 50
@@ -82,8 +102,7 @@ class StudyRequest:
     @property
     def depth(self) -> int:
         """How deep a trial searches: the metric's cutoff."""
-        found = METRIC.match(self.metric)
-        return int(found.group(2)) if found and found.group(2) else UNCUT_DEPTH.get(self.metric, 10)
+        return metric_depth(self.metric) or 10
 
     def trial_config(self, values: Mapping[str, Any], available_rerankers: Sequence[str]) -> Any:
         """The configuration a trial runs: the base with the trial's values, checked as a request's would be."""
@@ -107,6 +126,14 @@ class StudyRequest:
             "max_p95_ms": self.max_p95_ms,
             "judge_model": self.judge_model,
         }
+
+
+def metric_depth(metric: str) -> int | None:
+    """How deep a retrieval metric reads the ranking (its cutoff), or None for an answer metric."""
+    found = METRIC.match(metric)
+    if found and found.group(2):
+        return int(found.group(2))
+    return UNCUT_DEPTH.get(metric)
 
 
 def _config(raw: Any, available_rerankers: Sequence[str], prefix: str, answers: bool) -> Any:
@@ -166,6 +193,9 @@ def parse_study_request(raw: Any, available_rerankers: Sequence[str]) -> StudyRe
     if sampler == "grid":
         grid(dimensions)  # bounded: a grid too large is refused now
     _check_values(request, available_rerankers)
+    for inert in inert_fields(base.request(), dimensions, metric_depth(metric)):
+        if inert.always:  # a field no trial can move wastes the budget spent on it
+            raise field_error("validation-error", inert.field, f"{inert.message}.")
     return request
 
 
@@ -233,12 +263,8 @@ def _metric(value: Any) -> str:
     if text in JUDGED_METRICS:
         return text
     found = METRIC.match(text)
-    if not found or (found.group(2) and not 1 <= int(found.group(2)) <= 1000):
-        raise field_error(
-            "validation-error", "metric",
-            f"expected ndcg@K, recall@K, ndcg_cond@K (K from 1 to 1000), mrr, bpref, map_cond, or an answer metric "
-            f"({', '.join(JUDGED_METRICS)}).",
-        )  # fmt: skip
+    if not found or (found.group(2) and not 1 <= int(found.group(2)) <= MAX_CUTOFF):
+        raise field_error("validation-error", "metric", f"expected {METRICS_TEXT}.")
     return text
 
 

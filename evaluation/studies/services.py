@@ -6,16 +6,17 @@ the trials (evaluation.studies.search) each score the tuning part, with the sear
 scores a question (trec_eval's measures), through an external target (its concurrency and rate limit, its failed
 calls counted), or answered and judged as an answer evaluation judges; then the winner and the baseline are
 evaluated on the confirmation part as two ordinary runs of one batch, and compared (evaluation.studies.confirm).
-The trials are written to the study as they end (at most every WRITE_EVERY seconds, and at the end), so the live
-page follows them; a cancel ends the study after the trial under way, without a confirmation."""
+The trials are written to the study as they end (evaluation.studies.live: at most every WRITE_EVERY seconds, and at
+the end), so the live page follows them; a cancel ends the study after the trial under way, without a confirmation,
+and once it is recorded no trial is written."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,15 +47,15 @@ from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
 from evaluation.runs.selectors import GoldenQuestion, golden_questions, job_collections
 from evaluation.runs.store import questions_in
 from evaluation.studies.confirm import confirm
+from evaluation.studies.live import Live, write_while_running
+from evaluation.studies.reads import dimensions_of, space_notes, study_importance
 from evaluation.studies.request import StudyRequest, parse_study_request
-from evaluation.studies.search import TrialResult, run_study
+from evaluation.studies.search import run_study
 from evaluation.studies.space import applied
 from evaluation.studies.split import Split, split_questions
 from evaluation.targets.callers import TargetError
 from evaluation.targets.services import check_config_params, resolve_targets, target_client
 from goldenset.models import Collection
-
-WRITE_EVERY = 0.5  # seconds between writes of the trials so far (and checks for a cancel)
 
 
 def study_create(
@@ -147,35 +148,6 @@ def _split(collection: Collection, request: StudyRequest) -> tuple[Split, list[G
     return split, questions
 
 
-@dataclass
-class _Live:
-    """What a running study writes: the trials so far, at most every WRITE_EVERY seconds (and whether it was
-    cancelled, asked as often)."""
-
-    study: Study
-    progress: Callable[[int, int], None]
-    cancelled: Callable[[], bool]
-    total: int
-    trials: list[dict] = field(default_factory=list)
-    evaluations: int = 0
-    written: float = 0.0
-    stopped: bool = False
-
-    def on_trial(self, trial: TrialResult) -> None:
-        self.trials.append(trial.as_dict())
-        if time.monotonic() - self.written >= WRITE_EVERY:
-            self.write()
-
-    def write(self) -> None:
-        self.written = time.monotonic()
-        Study.objects.filter(pk=self.study.pk).update(trials=self.trials, evaluations=self.evaluations)
-        self.progress(len(self.trials), self.total)
-        self.stopped = self.stopped or self.cancelled()
-
-    def stop(self) -> bool:
-        return self.stopped
-
-
 def study_job(job: Job, progress) -> dict[str, Any]:
     """The job of a study (see the module's doc)."""
     study = Study.objects.select_related("collection", "tenant").get(pk=job.input["study_id"])
@@ -202,7 +174,7 @@ def study_execute(
         0,
     )  # a re-run starts over
     study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
-    live = _Live(study, progress, cancelled, request.budget.trials)
+    live = Live(study, job, progress, cancelled, request.budget.trials)
     score, max_error_rate, exhausted = _scorer(study, request, tuning, rerankers)
     result = run_study(
         request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,
@@ -210,7 +182,8 @@ def study_execute(
         stop=lambda: live.stop() or exhausted(), max_p95_ms=request.max_p95_ms, max_error_rate=max_error_rate,
     )  # fmt: skip
     live.evaluations = result.evaluations
-    live.write()
+    if not live.stopped:
+        live.write()
     best = result.best
     if live.stopped or best is None:
         Study.objects.filter(pk=study.pk).update(finished_at=timezone.now())
@@ -227,7 +200,11 @@ def study_execute(
     }  # fmt: skip
     study.confirmation = _confirmation(study, request, winner, confirmation, result, job)
     study.finished_at = timezone.now()
-    study.save(update_fields=["best", "confirmation", "finished_at"])
+    if not write_while_running(
+        study, job, best=study.best, confirmation=study.confirmation, finished_at=study.finished_at
+    ):  # cancelled during the confirmation: the study ends without it
+        Study.objects.filter(pk=study.pk).update(finished_at=study.finished_at)
+        return _job_result(Study.objects.get(pk=study.pk))
     return _job_result(study)
 
 
@@ -240,12 +217,14 @@ def _job_result(study: Study) -> dict[str, Any]:
 
 
 def _scores(search: CollectionSearch, config: RunConfig, questions: Sequence[GoldenQuestion], request, now):
-    """Each question's value of the study's metric (as a retrieval run computes it) and its search time in ms."""
+    """Each question's value of the study's metric (as a retrieval run computes it: the ranking cut at the
+    configuration's top_k when it is shallower than the metric) and its search time in ms."""
     values, times = np.empty(len(questions)), np.empty(len(questions))
     ks = [request.depth]
+    depth = min(config.top_k or request.depth, request.depth)
     for i, q in enumerate(questions):
         began = time.perf_counter()
-        hits = search.rank(q.question, config, request.depth, at=now)
+        hits = search.rank(q.question, config, depth, at=now)
         times[i] = (time.perf_counter() - began) * 1000
         values[i] = metrics.evaluate_query(hits.keys(qualified=False), q.qrels, ks)[request.metric]
     return values, times
@@ -376,7 +355,8 @@ def _confirmation(study, request: StudyRequest, winner, only: frozenset[str], re
 
 def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     """A study as the API gives it: its state (its job's), trials with the configuration each ran, the best of
-    them and the confirmation."""
+    them and the confirmation; with its trials, the notes on fields without effect in some of them and each
+    field's importance (evaluation.studies.reads)."""
     job = study.job
     base = study.request["base"]
     detail = {
@@ -396,6 +376,10 @@ def study_detail(study: Study, *, trials: bool = True) -> dict[str, Any]:
     }
     if trials:
         detail["trials"] = [{**t, "config": applied(base, t["values"])} for t in study.trials]
+        dimensions = dimensions_of(study)
+        detail["space_notes"] = space_notes(study, dimensions)
+        finished = detail["status"] in Job.FINISHED
+        detail["importance"] = study_importance(study, dimensions, finished=finished).as_dict()
     return detail
 
 
@@ -411,12 +395,19 @@ def study_fail(study: Study, error: EvalsiteError) -> None:
     Study.objects.filter(pk=study.pk).update(error=error.as_dict(), finished_at=timezone.now())
 
 
-def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:
-    """The study's winner saved as a named configuration preset of its tenant (a name in use is a 409)."""
+def preset_save(*, study: Study, name: str, actor: str, accept_not_better: bool = False) -> ConfigPreset:
+    """The study's winner saved as a named configuration preset of its tenant (a name in use is a 409). A winner
+    the confirmation did not show better than the baseline is saved only with `accept_not_better` (else a 409
+    `winner-not-better` saying so): it may be no better than what it would replace."""
     if not study.best:
         raise EvalsiteError(
             "study-not-finished", "The study has no confirmed winner to save yet.", status=409,
             details={"study_id": str(study.pk)},
+        )  # fmt: skip
+    if not winner_shown_better(study) and not accept_not_better:
+        raise EvalsiteError(
+            "winner-not-better", f"accept_not_better: {not_better_warning(study)} Send accept_not_better: true "
+            "to save it all the same.", status=409, details={"field": "accept_not_better", "study_id": str(study.pk)},
         )  # fmt: skip
     config = {k: v for k, v in study.best["config"].items() if k != "label"}
     try:
@@ -435,6 +426,23 @@ def preset_save(*, study: Study, name: str, actor: str) -> ConfigPreset:
             details={"field": "name"},
         ) from None  # fmt: skip
     return preset
+
+
+def winner_shown_better(study: Study) -> bool:
+    """Whether the confirmation called the winner better than the baseline (ahead, p < 0.05)."""
+    return bool((study.confirmation or {}).get("significant"))
+
+
+def not_better_warning(study: Study) -> str:
+    """What saving a winner not shown better risks, in a sentence (the page, the API's refusal and the command)."""
+    if not study.confirmation:
+        return (
+            "The winner was never confirmed on the held-out questions: it may be no better than the baseline."
+        )
+    return (
+        "The winner was not shown better than the baseline on the held-out questions "
+        f"(p = {study.confirmation['p_value']:.3g}): saved, it may be no better than the baseline, or worse."
+    )
 
 
 def study_get(*, tenant: Tenant, study_id: str) -> Study:

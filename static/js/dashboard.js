@@ -50,6 +50,19 @@
     mark();
   }
 
+  // A study's form: the rows of an answer configuration's fields (groundedness, model) show only while the metric
+  // typed is an answer metric (data-answer-metrics lists them); the server sends none of them otherwise.
+  document.querySelectorAll("input[data-answer-metrics]").forEach(function (metric) {
+    var names = metric.dataset.answerMetrics.split(",");
+    var rows = metric.form ? metric.form.querySelectorAll("[data-answer-only]") : [];
+    var follow = function () {
+      var answers = names.indexOf(metric.value.trim().toLowerCase()) >= 0;
+      rows.forEach(function (row) { row.hidden = !answers; });
+    };
+    metric.addEventListener("input", follow);
+    metric.addEventListener("change", follow);
+  });
+
   // A table wider than its box scrolls inside it: the side with more to see fades (more-right, more-left).
   document.querySelectorAll(".table-wrap").forEach(function (wrap) {
     var cue = function () {

@@ -52,7 +52,7 @@
           Object.keys(state.figures).forEach(function (name) { draw(name, state.figures[name]); });
           if (note) {
             note.textContent = state.importance_note;
-            note.hidden = Boolean(state.figures.importance);
+            note.hidden = !state.importance_note;  // what it rests on, or why it is withheld
           }
           if (rows && state.rows_html) { rows.innerHTML = state.rows_html; }
         }

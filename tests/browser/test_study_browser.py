@@ -1,7 +1,8 @@
 """A study in a real browser, on the demo's ClapNQ sample with a real worker: started from the collection's page
-(Tune), its page followed while the trials arrive (the charts redrawn, the rows added) until Completed, every chart
-drawn with data, the verdict and both runs shown, the winner saved as a preset (and the same name again refused on
-its field); nothing off the server, no console error, nothing sticking out at 800 and 1366 px.
+(Tune; the answer configuration's rows shown only while an answer metric is typed), its page followed while the
+trials arrive (the charts redrawn, the rows added) until Completed, every chart drawn with data (importance withheld
+from so few trials, and said), the verdict and both runs shown, the winner saved as a preset (past its warning when
+not shown better; the same name again refused on its field); nothing off the server, no console error, nothing sticking out at 800 and 1366 px.
 
 Screenshots go to test-artifacts/screenshots/study-*.png (not committed): look at them."""
 
@@ -67,6 +68,13 @@ def test_a_user_tunes_a_collection_and_follows_the_study_to_its_verdict(
     page.wait_for_url(re.compile(r"/studies/new/\?collection=clapnq$"))
     # The form opens ready to run: FullText with BM25's k1 and b as ranges. Add the BM25 formula, a budget, a seed.
     assert page.input_value("input[name=low_bm25_k1]") == "0.3"
+    # An answer configuration's rows show only while the metric is an answer metric, without a reload.
+    answer_rows = ("#space-groundedness", "#space-model")
+    assert not any(page.is_visible(row) for row in answer_rows)
+    page.fill("input[name=metric]", "faithfulness")
+    assert all(page.is_visible(row) for row in answer_rows)
+    page.fill("input[name=metric]", "ndcg@10")
+    assert not any(page.is_visible(row) for row in answer_rows)
     page.check("input[name=vary_bm25_variant][value=lucene]")
     page.check("input[name=vary_bm25_variant][value=okapi]")
     page.fill("input[name=trials]", str(TRIALS))
@@ -107,8 +115,11 @@ def test_a_user_tunes_a_collection_and_follows_the_study_to_its_verdict(
         .first.inner_text()
         .startswith(str(study.best["number"]))
     )
-    for name in CHARTS:
+    for name in CHARTS[:3]:
         assert drawn(page, name) >= 1, name
+    # Importance from fewer than 41 complete trials is withheld, and the page says why.
+    assert page.locator("#study-importance").count() == 0
+    assert "Importance is withheld below 41 trials" in page.inner_text("[data-importance-note]")
     assert page.inner_text("[data-verdict]") == study.confirmation["verdict"]
     for side in ("baseline", "winner"):
         assert page.locator(f"a[href='/runs/{study.confirmation[side]['run_id']}/']").count() == 1
@@ -124,16 +135,29 @@ def test_a_user_tunes_a_collection_and_follows_the_study_to_its_verdict(
     assert drawn(page, "heatmap") == 1
     assert "bm25_variant" in page.evaluate("document.getElementById('study-heatmap').layout.xaxis.title.text")
 
-    # The winner saved as a preset; the same name again is said on the field.
+    # The winner saved as a preset (one not shown better past its warning); the same name again is said on the
+    # field.
     page.fill("#preset-name", "tuned clapnq")
-    page.click("button:has-text('Save preset')")
+    if not study.confirmation["significant"]:
+        assert "was not shown better than the baseline" in page.inner_text("[data-save-warning]")
+        page.click("button:has-text('Save preset')")
+        page.wait_for_selector("[data-field-error=accept_not_better]")
+        assert not ConfigPreset.objects.exists()
+        page.check("#accept-not-better")
+        page.click("button:has-text('Save preset')")
     page.wait_for_selector(".message.success")
     assert ConfigPreset.objects.get(name="tuned clapnq").study_id == study.pk
     page.fill("#preset-name", "tuned clapnq")
+    if not study.confirmation["significant"]:
+        page.check("#accept-not-better")
     page.click("button:has-text('Save preset')")
     page.wait_for_selector("[data-field-error=name]")
     assert "exists already" in page.inner_text("[data-field-error=name]")
-    assert page.errors == ["Failed to load resource: the server responded with a status of 409 (Conflict)"]
+    conflicts = 1 if study.confirmation["significant"] else 2
+    assert (
+        page.errors
+        == ["Failed to load resource: the server responded with a status of 409 (Conflict)"] * conflicts
+    )
     page.errors.clear()
 
     # The studies list leads back to it.

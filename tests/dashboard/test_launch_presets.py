@@ -92,7 +92,10 @@ def test_a_preset_in_the_url_is_preselected_alone_and_another_tenants_is_not_fou
 def test_the_study_page_links_a_saved_retrieval_preset_to_the_launcher(alice, world, batch):
     study = finished_study(world.tenant, world.collection, batch.runs[0], batch.runs[2])
     assert (
-        alice.post(reverse("dashboard:study-save", args=[study.pk]), {"name": "tuned bm25"}).status_code
+        alice.post(
+            reverse("dashboard:study-save", args=[study.pk]),
+            {"name": "tuned bm25", "accept_not_better": "on"},
+        ).status_code
         == 302
     )
     page = alice.get(reverse("dashboard:study", args=[study.pk]))

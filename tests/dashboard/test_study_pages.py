@@ -10,7 +10,11 @@ from django.urls import reverse
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import study_reads
+from evaluation.dashboard.study_forms import StudyForm, starter_space
 from evaluation.models import ConfigPreset, EvaluationJobKind, EvaluationRun, Study
+from evaluation.retrieval.read_path import available_rerankers
+from evaluation.studies import reads
+from evaluation.studies.reads import milestone
 from goldenset.services import EntryInput
 from tests.dashboard.conftest import text_of
 from tests.dashboard.study_support import finished_study
@@ -94,12 +98,62 @@ def _post_error(client, **fields):
         ({"sampler": "grid", "prune": "on"}, "prune", "A grid tries every point on every question."),
         ({"trials": "0"}, "trials", "greater than or equal to 1"),
         ({"collection": "faq"}, "collection", "Select a valid choice"),
+        (
+            {"vary_fulltext_weight": "0.3, 0.7"},
+            "vary_fulltext_weight",
+            "Has no effect in any trial: it matters only when search_type is Hybrid and fusion is Weighted",
+        ),
     ],
 )
 def test_a_bad_study_names_the_offending_field_and_starts_nothing(alice, golden_ten, fields, field, message):
     errors = _post_error(alice, **fields)
     assert any(message in e for e in errors.get(field, [])), errors
     assert not Study.objects.exists() and not Job.objects.filter(kind=EvaluationJobKind.STUDY).exists()
+
+
+def _form(**fields) -> StudyForm:
+    form = StudyForm(
+        {**FORM, **fields}, collections=[("handbook", "handbook")], rerankers=available_rerankers()
+    )
+    assert form.is_valid(), form.errors
+    return form
+
+
+def test_an_answer_configurations_fields_show_and_count_only_with_an_answer_metric(alice, golden_ten):
+    """groundedness and model are an answer configuration's: with a retrieval metric their rows are hidden and
+    what they hold is not sent; with an answer metric they show, and model takes a list of names."""
+    page = alice.get(reverse("dashboard:study-new")).content.decode()
+    for name in ("groundedness", "model"):
+        assert f'<tr id="space-{name}" data-answer-only hidden>' in page
+    assert '<tr id="space-bm25_k1">' in page
+    assert 'data-answer-metrics="faithfulness,context_recall,answer_relevancy' in page
+    assert '<datalist id="study-metrics"><option value="ndcg@10"><option value="recall@10">' in page
+
+    hidden = {"vary_groundedness": ["Off", "High"], "vary_model": "small, large"}
+    assert "groundedness" not in _form(**hidden).study_request()["space"]
+    response = alice.post(reverse("dashboard:study-new"), {**FORM, **hidden})
+    assert response.status_code == 302, response.context["form"].errors  # the hidden rows were not sent
+    assert set(Study.objects.get().request["space"]) == {"bm25_k1", "bm25_b"}
+
+    answers = _form(metric="faithfulness", **hidden)
+    assert answers.answers() and answers.study_request()["space"]["model"] == ["small", "large"]
+    assert answers.study_request()["space"]["groundedness"] == ["Off", "High"]
+    shown = alice.post(
+        reverse("dashboard:study-new"), {**FORM, **hidden, "metric": "faithfulness", "trials": "0"}
+    )
+    assert shown.status_code == 400 and '<tr id="space-model" data-answer-only>' in shown.content.decode()
+
+
+@pytest.mark.parametrize("search_type", ["FullText", "Vector", "Hybrid"])
+def test_the_form_opens_with_a_space_every_field_of_which_has_an_effect(alice, golden_ten, search_type):
+    starter = {k: v for k, v in FORM.items() if not k.startswith(("low_", "high_", "step_", "vary_"))}
+    starter.update(search_type=search_type, **starter_space(search_type))
+    response = alice.post(reverse("dashboard:study-new"), starter)
+    assert response.status_code == 302, response.context["form"].errors
+    notes = [
+        n["field"] for n in reads.space_notes(Study.objects.get(), reads.dimensions_of(Study.objects.get()))
+    ]
+    assert notes == (["space.fulltext_weight"] if search_type == "Hybrid" else [])
 
 
 def test_nothing_varied_or_a_golden_set_too_small_is_said_on_the_form(alice, world, golden):
@@ -117,19 +171,19 @@ def test_nothing_varied_or_a_golden_set_too_small_is_said_on_the_form(alice, wor
 def test_the_poll_gives_the_state_trials_figures_and_rows(alice, study):
     state = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
     assert state["status"] == "Completed" and state["finished"] and state["progress"] == 1.0
-    assert state["trials"] == 24 and state["count_text"].startswith(
-        "24 of at most 24 trials, 5 pruned, 1 failed"
+    assert state["trials"] == 60 and state["count_text"].startswith(
+        "60 of at most 60 trials, 12 pruned, 1 failed"
     )
-    assert state["study"]["best"] == study.best and len(state["study"]["trials"]) == 24
+    assert state["study"]["best"] == study.best and len(state["study"]["trials"]) == 60
     figures = state["figures"]
     assert set(figures) == {"history", "parallel", "heatmap", "importance"}
     assert all("template" not in f["layout"] for f in figures.values())  # the page's charts keep theirs
     history = {t["name"]: t for t in figures["history"]["data"]}
-    assert len(history["complete trial"]["x"]) == 18 and len(history["pruned trial"]["x"]) == 5
+    assert len(history["complete trial"]["x"]) == 47 and len(history["pruned trial"]["x"]) == 12
     assert history["best so far"]["y"][-1] == study.best["tuning_value"]
     assert len(figures["parallel"]["data"][0]["dimensions"]) == 4  # three fields and the value
     assert list(figures["importance"]["data"][0]["y"])[-1] == "bm25_k1"  # the field that matters on top
-    assert state["rows_html"].count("<tr") == 24
+    assert state["rows_html"].count("<tr") == 60
     chosen = alice.get(
         reverse("dashboard:study-progress", args=[study.pk]) + "?x=bm25_variant&y=bm25_b"
     ).json()
@@ -146,9 +200,70 @@ def test_the_page_draws_every_chart_and_orders_the_trials(alice, study):
     assert numbers == sorted(numbers)
     assert 'name="x"' in html  # three fields varied: the heatmap's axes are picked
     assert page.context["axes"] == ("bm25_k1", "bm25_b")  # the two most important
+    assert "From 47 trials scored on every tuning question (the best 5 of them against all)." in text_of(page)
+
+
+def test_the_page_says_when_importance_is_withheld_and_which_fields_matter_in_some_trials_only(alice, study):
+    """12 complete trials: no importance chart, and the page says why (the API's note); fusion varied between
+    Rrf and Weighted under Hybrid: fulltext_weight is said to matter in the Weighted trials only."""
+    request = {
+        **study.request, "base": {**study.request["base"], "search_type": "Hybrid"},
+        "space": {"fusion": ["Rrf", "Weighted"], "fulltext_weight": {"low": 0.1, "high": 0.9}},
+    }  # fmt: skip
+    trials = [
+        {
+            **t,
+            "values": {
+                "fusion": ["Rrf", "Weighted"][t["number"] % 2],
+                "fulltext_weight": t["values"]["bm25_b"],
+            },
+        }
+        for t in study.trials[:16]
+    ]  # 12 of them complete
+    Study.objects.filter(pk=study.pk).update(
+        request=request, trials=trials, best={**study.best, "values": trials[0]["values"]}
+    )
+    page = alice.get(reverse("dashboard:study", args=[study.pk]))
+    html, text = page.content.decode(), text_of(page)
+    assert 'id="study-importance"' not in html
+    assert (
+        "Importance is withheld below 41 trials scored on every tuning question (12 so far): it compares the "
+        "best tenth of them with all, and with fewer than 5 in that tenth which field it names is largely chance."
+    ) in text
+    assert 'data-space-note="space.fulltext_weight"' in html
+    assert "fulltext_weight has an effect only when search_type is Hybrid and fusion is Weighted" in text
+    poll = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
+    assert poll["figures"]["importance"] is None and poll["importance_note"].startswith(
+        "Importance is withheld"
+    )
+
+
+def test_a_winner_not_shown_better_is_saved_only_past_a_warning(alice, world, study):
+    """The fixture's verdict is "Not shown better": the page says what saving it risks, and the save asks for the
+    box to be ticked; a winner shown better is saved without either."""
+    assert not study.confirmation["significant"]
+    url = reverse("dashboard:study-save", args=[study.pk])
+    page = alice.get(reverse("dashboard:study", args=[study.pk]))
+    html = page.content.decode()
+    assert "data-save-warning" in html and 'name="accept_not_better"' in html
+    assert "The winner was not shown better than the baseline on the held-out questions (p = " in text_of(
+        page
+    )
+    refused = alice.post(url, {"name": "tuned bm25"})
+    assert refused.status_code == 409 and not ConfigPreset.objects.exists()
+    assert 'data-field-error="accept_not_better"' in refused.content.decode()
+    assert "Tick this to save a winner that was not shown better." in text_of(refused)
+    assert alice.post(url, {"name": "tuned bm25", "accept_not_better": "on"}).status_code == 302
+    assert ConfigPreset.objects.get(name="tuned bm25").study == study
+
+    Study.objects.filter(pk=study.pk).update(confirmation={**study.confirmation, "significant": True})
+    page = alice.get(reverse("dashboard:study", args=[study.pk])).content.decode()
+    assert "data-save-warning" not in page and 'name="accept_not_better"' not in page
+    assert alice.post(url, {"name": "shown better"}).status_code == 302
 
 
 def test_the_winner_saved_as_a_preset_and_a_name_in_use_said_on_the_field(alice, study):
+    Study.objects.filter(pk=study.pk).update(confirmation={**study.confirmation, "significant": True})
     url = reverse("dashboard:study-save", args=[study.pk])
     saved = alice.post(url, {"name": "tuned bm25"})
     assert saved.status_code == 302
@@ -171,19 +286,20 @@ def test_a_grid_counts_its_points_when_fewer_than_the_budget(alice, world, study
 
 
 def test_a_running_studys_importance_is_recomputed_at_milestones_only(alice, world, study):
-    counts = (0, 3, 4, 5, 7, 8, 12, 17, 18, 100)
-    assert [study_reads.milestone(n) for n in counts] == [0, 3, 3, 5, 5, 8, 12, 12, 18, 93]
+    counts = (0, 12, 40, 41, 61, 62, 92, 93, 100, 139, 140)
+    assert [milestone(n) for n in counts] == [0, 12, 40, 41, 41, 62, 62, 93, 93, 93, 140]
     job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=EvaluationJobKind.STUDY,
                              input={"study_id": str(study.pk)}, status=JobStatus.RUNNING)  # fmt: skip
     Study.objects.filter(pk=study.pk).update(
-        job=job, best=None, confirmation=None, finished_at=None, trials=study.trials[:22]
-    )  # 17 complete trials so far
+        job=job, best=None, confirmation=None, finished_at=None, trials=study.trials[:55]
+    )  # 43 complete trials so far
     running = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
     title = running["figures"]["importance"]["layout"]["title"]["text"]
-    assert "over 12 complete trials" in title  # the last milestone passed
+    assert "over 41 complete trials" in title  # the last milestone passed
+    assert running["study"]["importance"]["trials"] == 41 and running["study"]["importance"]["complete"] == 43
     Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED)
     done = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
-    assert "over 17 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
+    assert "over 43 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
 
 
 def test_cancel_stops_a_running_study(alice, world, study):

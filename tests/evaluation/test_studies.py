@@ -1,7 +1,10 @@
 """The pure core of studies (evaluation.studies): the space checked before anything runs, the seeded stratified
-split, the trials over an objective (samplers, pruning, budgets, failures, a stop), and the confirmation."""
+split, the trials over an objective (samplers, pruning, budgets, failures, a stop), the confirmation, importance
+(withheld from too few trials) and the fields of a space without effect in all or some trials."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -10,6 +13,7 @@ from evalsite.errors import EvalsiteError
 from evaluation.studies import importance
 from evaluation.studies.confirm import confirm
 from evaluation.studies.importance import distribution, importances
+from evaluation.studies.inert import inert_fields
 from evaluation.studies.search import Budget, run_study
 from evaluation.studies.space import MAX_GRID, Dimension, applied, grid, parse_space
 from evaluation.studies.split import split_questions
@@ -247,10 +251,11 @@ def test_importance_gives_the_field_that_matters_the_larger_share():
             "bm25_k1": {"low": 0.5, "high": 3.0, "log": True},
         }
     )
-    result = run_study(space, score, 200, budget=Budget(trials=40), seed=2, sampler="random")
+    result = run_study(space, score, 200, budget=Budget(trials=60), seed=2, sampler="random")
     trials = [t.as_dict() for t in result.trials]
     found = importances(space, trials, seed=0)
-    assert found.shares is not None and found.trials == 40
+    assert found.shares is not None and found.trials == 60
+    assert found.reason == "From 60 trials scored on every tuning question (the best 6 of them against all)."
     assert set(found.shares) == {"fulltext_weight", "top_k", "fusion", "bm25_k1"}
     assert list(found.shares)[0] == "fulltext_weight"
     assert found.shares["fulltext_weight"] > 0.5 > found.shares["top_k"]
@@ -265,20 +270,115 @@ def test_importance_counts_only_complete_trials_and_says_when_it_cannot_tell():
     pruned = {**trial, "pruned": True}
     failed = {**trial, "value": None, "error": "RuntimeError: boom"}
     few = importances(space, [trial, trial, pruned, pruned, failed])
-    assert few.shares is None and few.trials == 2 and "at least 3" in few.reason
+    assert few.shares is None and few.trials == 2 and "withheld below 41 trials" in few.reason
+    assert "(2 so far)" in few.reason
     alone = importances(parse_space({"top_k": [10, 20]}), [trial] * 5)
     assert alone.shares is None and "One field is varied" in alone.reason
     flat = importances(
-        space, [trial, {**trial, "values": {"fulltext_weight": 0.7, "fusion": "Weighted"}}] * 3
+        space, [trial, {**trial, "values": {"fulltext_weight": 0.7, "fusion": "Weighted"}}] * 21
     )
     assert flat.shares is None and "scored the same" in flat.reason
     assert distribution(space[1]).choices == (0, 1)  # a choice by its index, as search._suggest asks it
 
 
 def test_importance_over_many_trials_is_computed_on_a_seeded_sample(monkeypatch):
-    monkeypatch.setattr(importance, "MAX_TRIALS", 12)
-    result = run_study(SPACE, score, 200, budget=Budget(trials=30), seed=4, sampler="random")
+    monkeypatch.setattr(importance, "MAX_TRIALS", 45)
+    result = run_study(SPACE, score, 200, budget=Budget(trials=60), seed=4, sampler="random")
     trials = [t.as_dict() for t in result.trials]
     found = importances(SPACE, trials, seed=1)
-    assert found.trials == 12 and found.complete == 30 and found.shares is not None
+    assert found.trials == 45 and found.complete == 60 and found.shares is not None
     assert importances(SPACE, trials, seed=1) == found
+
+
+def _k1_matters(count: int) -> list[dict]:
+    """Random trials of bm25_k1 (the value a parabola of it, with noise) and bm25_b (no effect at all)."""
+    rng = np.random.default_rng(0)
+    trials = []
+    for number in range(count):
+        k1, b = rng.uniform(0, 3), rng.uniform(0, 1)
+        value = 0.5 - 0.05 * (k1 - 1.2) ** 2 + rng.normal(0, 0.01)
+        trials.append({"number": number, "values": {"bm25_k1": k1, "bm25_b": b}, "value": value})
+    return trials
+
+
+def test_importance_from_too_few_trials_is_withheld_and_says_how_many_it_rests_on():
+    """From these 12 trials PED-ANOVA names bm25_b, which does nothing, at 84% (its best tenth is 2 trials):
+    below MIN_TRIALS it is withheld, and said why; from 100 trials it names bm25_k1."""
+    space = parse_space({"bm25_k1": {"low": 0.0, "high": 3.0}, "bm25_b": {"low": 0.0, "high": 1.0}})
+    assert importance.MIN_TRIALS == 41 and math.ceil(importance.TARGET_QUANTILE * 41) == importance.MIN_TOP
+    assert (
+        math.ceil(importance.TARGET_QUANTILE * 40) < importance.MIN_TOP
+    )  # 41 is the fewest with five on top
+    few = importances(space, _k1_matters(12))
+    assert few.shares is None and few.trials == 12
+    assert few.as_dict() == {
+        "shares": None, "trials": 12, "complete": 12, "minimum_trials": 41,
+        "note": "Importance is withheld below 41 trials scored on every tuning question (12 so far): it compares "
+        "the best tenth of them with all, and with fewer than 5 in that tenth which field it names is largely chance.",
+    }  # fmt: skip
+    many = importances(space, _k1_matters(100))
+    assert many.shares is not None and list(many.shares)[0] == "bm25_k1" and many.as_dict()["trials"] == 100
+
+
+def _inert(base, space, depth=10):
+    return [(i.field, i.always) for i in inert_fields(base, parse_space(space), depth)]
+
+
+@pytest.mark.parametrize(
+    ("base", "space", "found"),
+    [
+        # without effect in every trial
+        ({"search_type": "FullText"}, {"fulltext_weight": [0.3, 0.7]}, [("space.fulltext_weight", True)]),
+        (
+            {"search_type": "Hybrid", "fusion": "Rrf"},
+            {"fulltext_weight": [0.3]},
+            [("space.fulltext_weight", True)],
+        ),
+        ({"search_type": "Hybrid", "fusion": "Weighted"}, {"rrf_k": [20, 60]}, [("space.rrf_k", True)]),
+        (
+            {"search_type": "Vector"},
+            {"bm25_k1": [1.0], "bm25_b": [0.5]},
+            [("space.bm25_k1", True), ("space.bm25_b", True)],
+        ),
+        (
+            {"search_type": "Vector", "rerank": False},
+            {"bm25_variant": ["okapi"]},
+            [("space.bm25_variant", True)],
+        ),
+        ({"search_type": "FullText"}, {"fusion": ["Rrf", "Weighted"]}, [("space.fusion", True)]),
+        ({}, {"top_k": [10, 20, 50]}, [("space.top_k", True)]),
+        ({}, {"top_k": {"low": 10, "high": 100}}, [("space.top_k", True)]),
+        # in some trials only: allowed, said
+        (
+            {"search_type": "Hybrid"},
+            {"fusion": ["Rrf", "Weighted"], "fulltext_weight": [0.3, 0.7], "rrf_k": [20]},
+            [("space.fulltext_weight", False), ("space.rrf_k", False)],
+        ),
+        ({}, {"search_type": ["FullText", "Vector"], "bm25_b": [0.3, 0.9]}, [("space.bm25_b", False)]),
+        (
+            {},
+            {"search_type": ["FullText", "Hybrid"], "fusion": ["Rrf", "Weighted"]},
+            [("space.fusion", False)],
+        ),
+        # with effect in every trial
+        ({"search_type": "Hybrid", "fusion": "Weighted"}, {"fulltext_weight": [0.3, 0.7]}, []),
+        ({"search_type": "Hybrid"}, {"rrf_k": [20, 60], "bm25_k1": [1.0, 2.0], "top_k": [5, 10]}, []),
+        ({"search_type": "Vector", "rerank": "proximity"}, {"bm25_variant": ["lucene", "okapi"]}, []),
+        ({"search_type": "Vector"}, {"rerank": [False, True], "search_type": ["Vector", "Hybrid"]}, []),
+    ],
+)
+def test_a_field_without_effect_in_all_or_some_trials_is_found(base, space, found):
+    assert _inert(base, space) == found
+
+
+def test_a_field_without_effect_says_why_and_top_k_follows_the_depth():
+    [always] = inert_fields(
+        {"search_type": "Hybrid", "fusion": "Rrf"}, parse_space({"fulltext_weight": [0.3]}), 10
+    )
+    assert always.message == (
+        "has no effect in any trial: it matters only when search_type is Hybrid and fusion is Weighted, and the "
+        "trials have search_type Hybrid (the base's); fusion Rrf (the base's). Set that in the base, or vary it too"
+    )
+    assert _inert({}, {"top_k": [10, 20, 50]}, depth=100) == []  # recall@100 reads below 50
+    assert _inert({}, {"top_k": [10, 20, 50]}, depth=None) == []  # an answer's passages: always matters
+    assert always.as_dict()["field"] == "space.fulltext_weight"

@@ -5,6 +5,7 @@ and every number the study reports can be recomputed from those runs."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,19 @@ import pytest
 
 from evaluation.models import ConfigPreset, EvaluationRun, QuestionResult, Study
 from evaluation.runs.stats import bootstrap_ci, paired_randomization_test
+from evaluation.studies.request import STUDY_METRICS
 from goldenset.beir_import import beir_import
+from goldenset.vocabulary.metric_names import (
+    BPREF,
+    JUDGED_METRICS,
+    JUDGED_SHARE,
+    MAP_COND,
+    MRR,
+    NDCG,
+    NDCG_COND,
+    RECALL,
+    REFUSAL_METRICS,
+)
 from tests.llm_server import llm_server_fixture  # noqa: F401
 from tests.schema_support import conforms, served_schema
 
@@ -104,12 +117,24 @@ def test_a_study_tunes_on_one_part_and_confirms_on_the_other_as_ordinary_runs(cl
 
 def test_the_winner_saved_as_a_preset_once_per_name_and_only_for_its_tenant(clapnq, post_study):
     study_id = post_study(budget={"trials": 3}).json()["study_id"]
-    saved = clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned bm25"}, format="json")
-    assert saved.status_code == 201, saved.json()
-    preset = ConfigPreset.objects.get(tenant=clapnq.tenant, name="tuned bm25")
     study = Study.objects.get(pk=study_id)
+    assert study.confirmation["significant"] is False  # three trials of BM25: not shown better
+    # a winner not shown better is saved only when the client says it knows
+    refused = clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned bm25"}, format="json")
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "winner-not-better"
+    assert refused.json()["error"]["details"]["field"] == "accept_not_better"
+    assert "was not shown better than the baseline" in refused.json()["error"]["message"]
+    assert not ConfigPreset.objects.exists()
+    body = {"name": "tuned bm25", "accept_not_better": True}
+    saved = clapnq.client.post(f"{URL}/{study_id}/save", body, format="json")
+    assert saved.status_code == 201, saved.json()
+    assert (
+        conforms(SCHEMA(), saved, "/lmkit/v1/search/evaluate/studies/{study_id}/save", "post", 201)["verdict"]
+        == study.confirmation["verdict"]
+    )
+    preset = ConfigPreset.objects.get(tenant=clapnq.tenant, name="tuned bm25")
     assert preset.config == {k: v for k, v in study.best["config"].items() if k != "label"}
-    again = clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned bm25"}, format="json")
+    again = clapnq.client.post(f"{URL}/{study_id}/save", body, format="json")
     assert again.status_code == 409 and again.json()["error"]["code"] == "preset-exists"
     assert clapnq.other_client.get(f"{URL}/{study_id}").status_code == 404
     assert clapnq.other_client.post(f"{URL}/{study_id}/save", {"name": "x"}, format="json").status_code == 404
@@ -146,6 +171,38 @@ def test_the_winner_saved_as_a_preset_once_per_name_and_only_for_its_tenant(clap
         ({"max_p95_ms": "fast"}, "max_p95_ms", "expected a number"),
         ({"space": {"rerank": ["proximity"]}}, "space.rerank", "is not one of False, True"),
         ({"colection_id": "clapnq"}, "colection_id", "unknown field"),
+        # a field no trial can move: it would spend the budget on nothing
+        (
+            {"space": {"fulltext_weight": {"low": 0.1, "high": 0.9}}},
+            "space.fulltext_weight",
+            "has no effect in any trial: it matters only when search_type is Hybrid and fusion is Weighted, and "
+            "the trials have search_type FullText (the base's); fusion Rrf (the base's).",
+        ),
+        (
+            {"base": {"search_type": "Hybrid"}, "space": {"fulltext_weight": [0.3, 0.7]}},
+            "space.fulltext_weight",
+            "fusion Rrf (the base's)",
+        ),
+        (
+            {"base": {"search_type": "Hybrid", "fusion": "Weighted"}, "space": {"rrf_k": [20, 60]}},
+            "space.rrf_k",
+            "fusion Weighted (the base's)",
+        ),
+        (
+            {"base": {"search_type": "Vector"}, "space": {"bm25_b": [0.3, 0.9]}},
+            "space.bm25_b",
+            "search_type Vector",
+        ),
+        (
+            {"space": {"search_type": ["Vector"], "bm25_k1": [1.0, 2.0]}},
+            "space.bm25_k1",
+            "search_type Vector. Set that",
+        ),
+        (
+            {"space": {"top_k": [10, 20, 50]}},
+            "space.top_k",
+            "the metric reads the top 10, and every top_k asked is 10 or more",
+        ),
     ],
 )
 def test_a_bad_study_is_a_400_naming_its_field_and_starts_nothing(post_study, fields, field, message):
@@ -192,10 +249,19 @@ def test_the_command_runs_a_study_in_place_and_prints_what_the_api_gives(clapnq,
     assert sorted(t["values"]["bm25_b"] for t in printed["trials"]) == [0.4, 0.75, 1.0]
     assert printed["confirmation"]["questions"] == 150
 
+    # two trials: not shown better, so --save keeps it only with --accept-not-better
     call_command("study", space=space, trials="2", save="from the command", **scope)
+    printed = capsys.readouterr()
+    assert "best on the tuning part: trial" in printed.out and "Not shown better:" in printed.out
+    assert "saved as preset" not in printed.out
+    assert printed.err.startswith(
+        "not saved as 'from the command': The winner was not shown better than the baseline on the held-out "
+        "questions (p = "
+    ) and printed.err.strip().endswith("--accept-not-better saves it.")
+    assert not ConfigPreset.objects.exists()
+    call_command("study", space=space, trials="2", save="from the command", accept_not_better=True, **scope)
     out = capsys.readouterr().out
-    assert "best on the tuning part: trial" in out and "saved as preset 'from the command'" in out
-    assert ("Better:" in out) != ("Not shown better:" in out)
+    assert "Not shown better:" in out and "saved as preset 'from the command'" in out
     assert ConfigPreset.objects.filter(tenant=clapnq.tenant, name="from the command").exists()
 
 
@@ -229,7 +295,8 @@ def test_a_saved_preset_is_a_configuration_for_evaluations_the_gate_and_later_st
     from django.core.management import call_command
 
     study_id = post_study(budget={"trials": 4}).json()["study_id"]
-    assert clapnq.client.post(f"{URL}/{study_id}/save", {"name": "tuned"}, format="json").status_code == 201
+    body = {"name": "tuned", "accept_not_better": True}
+    assert clapnq.client.post(f"{URL}/{study_id}/save", body, format="json").status_code == 201
     preset = ConfigPreset.objects.get(name="tuned").config
     body = {
         "collection_id": "clapnq",
@@ -414,3 +481,59 @@ def test_a_study_maximises_any_retrieval_measure_its_runs_report(clapnq, post_st
     winner = EvaluationRun.objects.get(pk=study["confirmation"]["winner"]["run_id"])
     assert study["confirmation"]["winner"]["value"] == pytest.approx(winner.metrics[metric], abs=1e-12)
     assert max(winner.ks) == {"bpref": 100, "ndcg_cond@5": 10, "mrr": 10}[metric]
+
+
+def test_a_field_that_matters_in_some_trials_only_is_run_and_said(clapnq, post_study):
+    """fusion varied between Rrf and Weighted: fulltext_weight moves only the Weighted trials, rrf_k only the Rrf
+    ones. The study runs; its GET says so, on the fields, with the importance and what it rests on."""
+    response = post_study(
+        base={"search_type": "Hybrid"},
+        space={"fusion": ["Rrf", "Weighted"], "fulltext_weight": [0.3, 0.7], "rrf_k": [20, 60]},
+        budget={"trials": 3},
+    )
+    assert response.status_code == 202, response.json()
+    path = "/lmkit/v1/search/evaluate/studies/{study_id}"
+    study = conforms(SCHEMA(), clapnq.client.get(f"{URL}/{response.json()['study_id']}"), path, "get", 200)
+    notes = {n["field"]: n for n in study["space_notes"]}  # PostgreSQL's jsonb keeps no order of the space
+    assert sorted((field, n["always"]) for field, n in notes.items()) == [
+        ("space.fulltext_weight", False),
+        ("space.rrf_k", False),
+    ]
+    assert notes["space.fulltext_weight"]["message"].startswith(
+        "has an effect only when search_type is Hybrid and fusion is Weighted: in the other trials its value is "
+        "ignored"
+    )
+    importance = study["importance"]
+    assert importance["shares"] is None and importance["trials"] <= 3 and importance["minimum_trials"] == 41
+    assert "withheld below 41 trials" in importance["note"]
+
+
+def test_a_trials_top_k_cuts_the_ranking_it_is_scored_on_as_its_run_does(clapnq, post_study):
+    """top_k 1 against 10 for nDCG@10: the trial of top_k 1 is scored on its one result, as the confirmation's
+    run of it would be, never on the ten the metric could read."""
+    response = post_study(space={"top_k": [1, 10]}, sampler="grid", prune=False)
+    study = clapnq.client.get(f"{URL}/{response.json()['study_id']}").json()
+    by_k = {t["values"]["top_k"]: t["value"] for t in study["trials"]}
+    assert set(by_k) == {1, 10} and by_k[1] < by_k[10]
+    assert study["space_notes"] == []
+
+
+def _metric_names(text: str) -> set[str]:
+    """The metric names a text says, among every metric name evalsite has (a cutoff said as @K)."""
+    known = {
+        *(f"{name}@K" for name in (RECALL, NDCG, JUDGED_SHARE, NDCG_COND)), MRR, BPREF, MAP_COND,
+        *JUDGED_METRICS, *REFUSAL_METRICS,
+    }  # fmt: skip
+    return {name for name in known if re.search(rf"(?<![\w@]){re.escape(name)}(?![\w@])", text)}
+
+
+def test_the_commands_help_and_the_docs_name_every_metric_a_study_maximises():
+    """One vocabulary (evaluation.studies.request.STUDY_METRICS): `manage.py study --help`, the API's schema and
+    docs/evaluation.md's Studies name the same metrics."""
+    from evaluation.management.commands.study import Command
+
+    helped = " ".join(Command().create_parser("manage.py", "study").format_help().split())
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    studies = docs[docs.index("\n## Studies") :]
+    served = SCHEMA()["components"]["schemas"]["StudyInRequest"]["properties"]["metric"]["description"]
+    assert _metric_names(helped) == _metric_names(studies) == _metric_names(served) == set(STUDY_METRICS)

@@ -1,5 +1,6 @@
 """A study as a worker runs it: a real `manage.py worker` cluster on the test database and broker, the study's
-trials written as they end, a cancel that stops it after the trial under way, and a study that completes."""
+trials written as they end, a cancel that stops it after the trial under way (not one trial written once the cancel
+is recorded), and a study that completes."""
 
 from __future__ import annotations
 
@@ -42,14 +43,19 @@ def test_a_study_in_a_real_worker_writes_its_trials_completes_and_a_cancel_stops
     ).json()
     job_until(world.client, long["job_id"], lambda b: b["progress_done"] >= 3, worker=qcluster, timeout=120)
     assert world.client.post(f"/lmkit/v1/jobs/{long['job_id']}/cancel").status_code == 200
+    # the trials the study holds once the cancel is recorded: not one is written after it
+    at_cancel = len(Study.objects.get(pk=long["study_id"]).trials)
     deadline = time.monotonic() + 30
-    while Study.objects.get(pk=long["study_id"]).finished_at is None:  # the study stops at its next write
+    while (
+        Study.objects.get(pk=long["study_id"]).finished_at is None
+    ):  # the study stops after the trial under way
         assert time.monotonic() < deadline, qcluster.log.read_text()
         time.sleep(0.2)
     stopped = Study.objects.get(pk=long["study_id"])
     trials = len(stopped.trials)
     time.sleep(1.5)
     assert len(Study.objects.get(pk=long["study_id"]).trials) == trials < 2000
+    assert trials - at_cancel == 0, f"{trials - at_cancel} trials written after the cancel"
     assert Job.objects.get(pk=long["job_id"]).status == JobStatus.CANCELLED
     assert stopped.best is None and stopped.confirmation is None
     assert not EvaluationRun.objects.filter(job_id=long["job_id"]).exists()  # no confirmation runs

@@ -3,12 +3,13 @@
     manage.py study --cluster C --tenant T --collection X --space '{"bm25_k1": {"low": 0.5, "high": 2}}'
         [--base '{"search_type": "FullText"}'] [--metric ndcg@10] [--trials 50] [--seconds S] [--seed 0]
         [--confirm-share 0.5] [--sampler tpe|random|grid] [--no-prune] [--baseline JSON] [--max-p95-ms N]
-        [--save NAME] [--format text|json]
+        [--save NAME [--accept-not-better]] [--format text|json]
 
 The same request as POST /lmkit/v1/search/evaluate/studies (each option one of its fields, or `--request FILE`
 holding the whole body), checked the same way (a bad field: exit 2 naming it). The trials are printed as they
-end; then the best on the tuning part and the confirmation, with its verdict. Exit 0 once the study is done
-(whatever its verdict), 2 for a usage or data error.
+end; then the best on the tuning part and the confirmation, with its verdict. `--save` keeps a winner the
+confirmation did not show better only with `--accept-not-better` (else it says why it did not, on stderr). Exit 0
+once the study is done (whatever its verdict), 2 for a usage or data error.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rest_framework.renderers import JSONRenderer
 from evalsite.audit.services import actor_command
 from evalsite.errors import EvalsiteError
 from evaluation.studies import services
+from evaluation.studies.request import METRICS_TEXT
 from goldenset.management.base import CollectionCommand
 
 USAGE = "usage"
@@ -39,7 +41,7 @@ class Command(CollectionCommand):
         parser.add_argument(
             "--base", help='The base configuration, JSON (default {"search_type": "FullText"}).'
         )
-        parser.add_argument("--metric", help="ndcg@K (default ndcg@10), recall@K or mrr.")
+        parser.add_argument("--metric", help=f"What is maximised: {METRICS_TEXT}.")
         parser.add_argument("--trials", help="Trials at most (default 50).")
         parser.add_argument("--seconds", help="Seconds at most.")
         parser.add_argument("--seed", help="The seed of the split, the sampler and the pruner (default 0).")
@@ -59,6 +61,11 @@ class Command(CollectionCommand):
             "--judge-calls", help="The judge calls an answer study's trials may make at most."
         )
         parser.add_argument("--save", help="Save the winner as a configuration preset of this name.")
+        parser.add_argument(
+            "--accept-not-better",
+            action="store_true",
+            help="With --save: save the winner even when it was not shown better than the baseline.",
+        )
         parser.add_argument(
             "--format", choices=("text", "json"), default="text", help="Output (default text)."
         )
@@ -88,11 +95,17 @@ class Command(CollectionCommand):
             services.study_fail(study, exc)  # the study's page and GET say Failed, and why
             raise
         study.refresh_from_db()
-        if options.get("save"):
-            services.preset_save(study=study, name=options["save"].strip(), actor=actor)
+        saved = options.get("save")
+        if saved and not (options["accept_not_better"] or services.winner_shown_better(study)):
+            self.stderr.write(
+                f"not saved as {saved!r}: {services.not_better_warning(study)} --accept-not-better saves it."
+            )
+            saved = None
+        elif saved:
+            services.preset_save(study=study, name=saved.strip(), actor=actor, accept_not_better=True)
         detail = services.study_detail(study)
         if text:
-            self._summary(detail, options.get("save"))
+            self._summary(detail, saved)
         else:
             # The API's own renderer: the same text GET studies/{id} answers (instants to the microsecond).
             self.stdout.write(JSONRenderer().render(detail, renderer_context={"indent": 2}).decode())
