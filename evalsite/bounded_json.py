@@ -9,10 +9,24 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 _NUL = re.compile(r"\x00|(?<!\\)(?:\\\\)*\\u0000")
 _LITERAL_NUL = re.compile("\x00")
+
+
+NUL_REFUSED = "NUL characters are not allowed."
+
+
+def nul_field(fields: Iterable[tuple[str, object]]) -> str | None:
+    """The name of the first field (a query parameter, a form field, a path) whose name or text holds a NUL
+    character, else None. The one rule for the text a request carries: PostgreSQL cannot store NUL, and SQLite
+    would, so evalsite refuses it on both (docs/operations.md, Input limits)."""
+    for name, value in fields:
+        if "\x00" in name or (isinstance(value, str) and "\x00" in value):
+            return name.replace("\x00", "\\x00")
+    return None
 
 
 def find_nul(text: str, *, json_escapes: bool = True) -> tuple[int, int] | None:

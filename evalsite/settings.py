@@ -108,6 +108,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "evalsite.middleware.ApiPayloadLimitMiddleware",
+    "evalsite.middleware.NulRefusedMiddleware",
     "evalsite.middleware.IndexBuildsOffMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

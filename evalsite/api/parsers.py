@@ -5,7 +5,14 @@ import json
 from django.conf import settings
 from rest_framework import parsers
 
-from evalsite.bounded_json import JsonValueError, find_lone_surrogate, find_nul, json_loads
+from evalsite.bounded_json import (
+    NUL_REFUSED,
+    JsonValueError,
+    find_lone_surrogate,
+    find_nul,
+    json_loads,
+    nul_field,
+)
 from evalsite.errors import EvalsiteError
 
 
@@ -54,3 +61,31 @@ class JSONParser(parsers.JSONParser):
                 f"Malformed JSON at line {exc.line}, column {exc.column}: {exc.message}.",
                 details={"line": exc.line, "column": exc.column},
             ) from None
+
+
+def _refuse_nul(data) -> None:
+    """A form field whose name or value holds NUL: validation-error naming it (evalsite.middleware's rule, for
+    the API's forms, which DRF reads itself). An uploaded file's text is its reader's to check."""
+    name = nul_field((k, v) for k, values in data.lists() for v in values)
+    if name is not None:
+        raise EvalsiteError(
+            "validation-error", f"{name}: {NUL_REFUSED}", details={"fields": {name: [NUL_REFUSED]}}
+        )
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    """Multipart forms (file uploads), their fields held to the rule on NUL."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        parsed = super().parse(stream, media_type, parser_context)
+        _refuse_nul(parsed.data)
+        return parsed
+
+
+class FormParser(parsers.FormParser):
+    """URL-encoded forms, their fields held to the rule on NUL."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        parsed = super().parse(stream, media_type, parser_context)
+        _refuse_nul(parsed)
+        return parsed

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from evalsite.api.parsers import JSONParser
+from evalsite.api.parsers import FormParser, JSONParser, MultiPartParser
 from evalsite.errors import EvalsiteError
 from evaluation.api.judgments import MachineAgreementOut
 from evaluation.api.views import read_strictly

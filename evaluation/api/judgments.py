@@ -5,10 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from evalsite.api.parsers import JSONParser
+from evalsite.api.parsers import FormParser, JSONParser, MultiPartParser
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
 from evaluation.api.views import read_strictly

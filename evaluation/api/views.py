@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from evalsite.api.parsers import FormParser, MultiPartParser
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser

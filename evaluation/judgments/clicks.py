@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evaluation.judgments.grades import CLICKS_PREFIX
-from goldenset.formats import FormatError, Problems, csv_dicts, fail, shown
+from goldenset.formats import FormatError, Problems, csv_dicts, decode, fail, shown
 from goldenset.text import normalize_question
 
 __all__ = [
@@ -157,12 +157,7 @@ def _row(record: dict, where: str, line: int) -> Observation:
 
 
 def _text(data: bytes | str, name: str) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise fail(name, f"not UTF-8 text (byte {exc.start}).", field=name) from None
+    return decode(data, f"the {name}")  # UTF-8 without NUL, as every file a tenant sends
 
 
 def read_log(data: bytes | str, fmt: str) -> list[Observation]:

@@ -8,7 +8,7 @@ field); what cannot be read as a row is named by its line here.
 
 from __future__ import annotations
 
-from goldenset.formats import FormatError, Problems, csv_dicts, fail, shown
+from goldenset.formats import FormatError, Problems, csv_dicts, decode, fail, shown
 
 __all__ = ["read_judgment_file"]
 
@@ -18,10 +18,7 @@ CSV_COLUMNS = ("question_id", "document_id", "grade", "rater", "note")
 def read_judgment_file(data: bytes, rater: str | None = None) -> list[dict]:
     """The file's judgments as objects; CSV when its first line names the columns, else TREC qrels (which needs
     `rater`)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise fail("file", f"not UTF-8 text (byte {exc.start}).", field="file") from None
+    text = decode(data)  # UTF-8 without NUL, as every file a tenant sends
     first = next((line for line in text.splitlines() if line.strip()), "")
     if "question_id" in first and "," in first:
         return _csv(text, rater)

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from evalsite.api.query import refuse_unknown_query_parameters
 from evalsite.audit.services import actor_api_key
+from evalsite.bounded_json import NUL_REFUSED, nul_field
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import ApiKey, Tenant
 from evalsite.tenancy.selectors import tenant_for_key
@@ -20,19 +21,16 @@ class TenantAPIView(APIView):
     pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
 
     def initial(self, request, *args, **kwargs):
-        """After authentication, once for every view: refuse NUL in the path's ids and in query values, then a
-        query parameter the operation does not document (evalsite.api.query).
-
-        PostgreSQL cannot hold NUL in a text parameter, so a lookup with one would fail in the database.
-        """
+        """After authentication, once for every view: refuse NUL in the path's ids and in query values (the rule
+        on NUL, evalsite.bounded_json.nul_field: PostgreSQL cannot hold it in a text parameter, so a lookup with
+        one would fail in the database), then a query parameter the operation does not document
+        (evalsite.api.query)."""
         super().initial(request, *args, **kwargs)
         named = [*kwargs.items(), *((k, v) for k, values in request.query_params.lists() for v in values)]
-        for name, value in named:
-            if isinstance(value, str) and "\x00" in value:
-                message = "NUL characters are not allowed."
-                raise EvalsiteError(
-                    "validation-error", f"{name}: {message}", details={"fields": {name: [message]}}
-                )
+        if (name := nul_field(named)) is not None:
+            raise EvalsiteError(
+                "validation-error", f"{name}: {NUL_REFUSED}", details={"fields": {name: [NUL_REFUSED]}}
+            )
         refuse_unknown_query_parameters(self, request)
 
     def tenant(self, data=None) -> Tenant:

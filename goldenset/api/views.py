@@ -15,9 +15,9 @@ from drf_spectacular.utils import (
     extend_schema,
 )
 from rest_framework import status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from evalsite.api.parsers import FormParser, MultiPartParser
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.services import job_cancel, jobs_recover
 from goldenset import exporters, importers, selectors, services

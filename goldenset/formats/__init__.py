@@ -160,16 +160,18 @@ class Problems:
 
 
 def decode(data: bytes | str, name: str = "the file") -> str:
-    """UTF-8 text (a BOM dropped), or import-invalid naming the line of the first bad byte."""
+    """UTF-8 text (a BOM dropped) without NUL, or import-invalid naming the line of the first bad byte or NUL
+    (the rule on NUL, evalsite.bounded_json.nul_field, for every file a tenant sends)."""
     if isinstance(data, str):
-        return data.removeprefix("\ufeff")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise fail(
-            f"line {line}", f"{name} is not UTF-8 (byte 0x{data[exc.start]:02x}).", line=line
-        ) from None
+        text = data
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise fail(
+                f"line {line}", f"{name} is not UTF-8 (byte 0x{data[exc.start]:02x}).", line=line
+            ) from None
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise fail(f"line {line}", "NUL characters are not allowed.", line=line)

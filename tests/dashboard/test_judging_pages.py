@@ -139,6 +139,18 @@ def test_a_bad_grade_stores_nothing(alice, world, batch):
     assert not RelevanceJudgment.objects.exists()
 
 
+def test_a_note_with_a_nul_character_is_a_400_naming_it_and_stores_nothing(alice, world, batch):
+    """PostgreSQL cannot store NUL (a 500 there), SQLite would: refused on both, before the view reads it."""
+    pool = make_pool(alice, batch)
+    url = reverse("dashboard:pool-judge", args=[pool.pk])
+    position = shown_position(alice.get(url))
+    response = alice.post(url, {"position": position, "grade": "2", "note": "half\x00of it"})
+    assert response.status_code == 400
+    assert response.content.decode() == "note: NUL characters are not allowed."
+    assert not RelevanceJudgment.objects.exists()
+    assert alice.get(f"{url}?position=1%002").status_code == 400  # a query value, the same rule
+
+
 def test_an_empty_pool_says_why_and_makes_nothing(alice, world, batch):
     pool = make_pool(alice, batch)
     url = reverse("dashboard:pool-judge", args=[pool.pk])

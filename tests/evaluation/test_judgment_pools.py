@@ -516,6 +516,16 @@ def test_one_judgment_a_csv_file_and_a_qrels_file_are_stored_as_a_list_is(world,
             {"file": b'question_id,document_id,grade,rater\nq1,refunds,2,"bob\n'},
             "line 2: not CSV (unexpected end of data)",
         ),
+        # NUL, in a file or a form field: refused on every database (PostgreSQL cannot store it)
+        (
+            {"file": b"question_id,document_id,grade,rater,note\nq1,refunds,2,bob,half\x00of it\n"},
+            "line 2: NUL characters are not allowed.",
+        ),
+        ({"file": b"q1 0 refunds 2\n", "rater": "ca\x00ra"}, "rater: NUL characters are not allowed."),
+        (
+            {"file": b"q1 0 refunds 2\n", "rater": "cara", "no\x00te": "x"},
+            "no\\x00te: NUL characters are not allowed.",
+        ),
     ],
 )
 def test_a_bad_judgment_file_is_a_400_naming_the_line_and_stores_nothing(world, runs, body, named):
