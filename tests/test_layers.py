@@ -49,8 +49,10 @@ PURE = [
     "evaluation.judgments.rater_agreement",
     "evaluation.judgments.labels",
     "evaluation.judgments.lexical",
+    "evaluation.reports.diagnosis",
+    "evaluation.reports.gate",
+    "evaluation.reports.report_formats",
     "evaluation.retrieval.completeness",
-    "evaluation.retrieval.diagnosis",
     "evaluation.retrieval.metrics",
     "evaluation.retrieval.run_files",
     "evaluation.retrieval.similarity",
@@ -62,8 +64,6 @@ PURE = [
     "evaluation.retrieval.search.kernels",
     "evaluation.retrieval.search.postings",
     "evaluation.retrieval.search.rerank",
-    "evaluation.runs.gate",
-    "evaluation.runs.report_formats",
     "evaluation.runs.slices",
     "evaluation.runs.stats",
     "evaluation.studies",
@@ -289,7 +289,8 @@ def test_the_platform_knows_no_domain():
     )
 
 
-ROOMS = ("retrieval", "answers", "judgments", "targets", "runs", "studies")
+# Evaluation's rooms, lowest first, as docs/architecture.md draws them: each imports only rooms before it.
+ROOMS = ("targets", "runs", "retrieval", "answers", "judgments", "studies", "reports")
 FACES = ("evaluation.api", "evaluation.dashboard", "evaluation.management")
 
 
@@ -306,7 +307,7 @@ def test_evaluations_rooms_know_none_of_its_faces():
     ]
     assert reaching == []
     assert {
-        "evaluation.runs.presenter",
+        "evaluation.reports.presenter",
         "evaluation.retrieval.metrics",
         "evaluation.answers.verdicts",
     } <= set(rooms)
@@ -388,6 +389,17 @@ def test_no_two_rooms_import_each_other():
     ]
     said = [_said(circle) for circle in circles]
     assert said == [], "\n".join([*said, "made by:", *where])
+
+
+def test_each_room_imports_only_rooms_under_it():
+    """ROOMS lists the rooms lowest first, as docs/architecture.md draws them: a room importing one listed after
+    it fails, so the drawn order stays the code's (the order, once held, rules out every circle too)."""
+    upward = [
+        f"{room} -> {other}: {where[0]}"
+        for (room, other), where in sorted(_room_imports().items())
+        if ROOMS.index(other) > ROOMS.index(room)
+    ]
+    assert upward == []
 
 
 def test_the_room_circle_check_can_fail():
@@ -473,8 +485,8 @@ def test_modules_and_functions_stay_short():
 
 
 def test_the_drawn_map_names_every_platform_app_and_room():
-    """docs/architecture.md draws the floors; its drawing names each platform app and each evaluation room,
-    and each of those exists with a docstring saying what it owns."""
+    """docs/architecture.md draws the floors; its drawing names each platform app and each evaluation room (in
+    their order), and each of those exists with a docstring saying what it owns."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     drawing = text[text.index("```") : text.index("```", text.index("```") + 3)]
     platform = sorted(p.parent.name for p in (ROOT / "evalsite").glob("*/apps.py"))
@@ -482,6 +494,8 @@ def test_the_drawn_map_names_every_platform_app_and_room():
     assert platform == ["audit", "jobs", "llm", "tenancy"]
     for name in [*platform, *rooms]:
         assert name in drawing, name
+    # The rooms are drawn highest first: each over the rooms it may import.
+    assert sorted(rooms, key=drawing.index) == rooms[::-1]
     for room in rooms:
         assert ast.get_docstring(ast.parse((ROOT / "evaluation" / room / "__init__.py").read_text())), room
     for app in platform:
