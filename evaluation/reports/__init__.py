@@ -1,6 +1,6 @@
 """Reports: stored runs of every kind as their readers get them (the REST API, the CLI, jobs, the dashboard).
-At the top of the rooms: it reads what retrieval and answers stored through runs, and judgments' calibration beside it;
-no room imports it.
+At the top of the rooms: it reads what retrieval and answers stored through runs, and judgments' calibration
+beside it; no room imports it.
 
 - `presenter`: the one presenter of a run (summary and detail) and its shapes (`shapes`);
 - `diagnosis` (pure): a retrieval question's diagnosis (error, miss, partial, pass), decided when it is read; an
