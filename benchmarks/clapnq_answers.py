@@ -87,8 +87,8 @@ def run(args: argparse.Namespace, data_dir: str) -> None:
     from evaluation.answers import writer as answer_writer
     from evaluation.answers.configs import parse_answer_configs
     from evaluation.answers.evaluate import evaluate_answers
+    from evaluation.reports.presenter import run_summary
     from evaluation.retrieval.read_path import available_rerankers
-    from evaluation.runs.presenter import run_summary
     from goldenset.models import Collection, GoldenEntry
 
     started = time.perf_counter()

@@ -419,6 +419,9 @@ class RelevanceJudgment(models.Model):
         return f"{self.rater}: {self.document_id} {self.grade}"
 
 
+PEOPLE = "people"  # the source of a PoolApplication that wrote the people's combined grades
+
+
 class PoolApplication(models.Model):
     """A pool's combined grades written into the golden set (evaluation.judgments.apply): what each entry held
     before and after, so that it can be taken back while nobody has changed those entries since."""

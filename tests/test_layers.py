@@ -49,8 +49,10 @@ PURE = [
     "evaluation.judgments.rater_agreement",
     "evaluation.judgments.labels",
     "evaluation.judgments.lexical",
+    "evaluation.reports.diagnosis",
+    "evaluation.reports.gate",
+    "evaluation.reports.report_formats",
     "evaluation.retrieval.completeness",
-    "evaluation.retrieval.diagnosis",
     "evaluation.retrieval.metrics",
     "evaluation.retrieval.run_files",
     "evaluation.retrieval.similarity",
@@ -62,8 +64,6 @@ PURE = [
     "evaluation.retrieval.search.kernels",
     "evaluation.retrieval.search.postings",
     "evaluation.retrieval.search.rerank",
-    "evaluation.runs.gate",
-    "evaluation.runs.report_formats",
     "evaluation.runs.slices",
     "evaluation.runs.stats",
     "evaluation.studies",
@@ -289,7 +289,8 @@ def test_the_platform_knows_no_domain():
     )
 
 
-ROOMS = ("retrieval", "answers", "judgments", "targets", "runs", "studies")
+# Evaluation's rooms, lowest first, as docs/architecture.md draws them: each imports only rooms before it.
+ROOMS = ("targets", "runs", "retrieval", "answers", "judgments", "studies", "reports")
 FACES = ("evaluation.api", "evaluation.dashboard", "evaluation.management")
 
 
@@ -306,10 +307,105 @@ def test_evaluations_rooms_know_none_of_its_faces():
     ]
     assert reaching == []
     assert {
-        "evaluation.runs.presenter",
+        "evaluation.reports.presenter",
         "evaluation.retrieval.metrics",
         "evaluation.answers.verdicts",
     } <= set(rooms)
+
+
+def test_every_package_of_evaluation_is_a_room_or_a_face():
+    """A new package under evaluation/ is named here, as a room or a face, so the rules on rooms hold it too."""
+    packages = {p.parent.name for p in (ROOT / "evaluation").glob("*/__init__.py")} - {"migrations"}
+    assert sorted(packages) == sorted([*ROOMS, *(face.split(".")[1] for face in FACES)])
+
+
+def _room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "evaluation" and parts[1] in ROOMS else None
+
+
+def _room_imports() -> dict[tuple[str, str], list[str]]:
+    """(room, room it imports) -> each import that does it, as file:line. Every import counts: at the top, under
+    `if TYPE_CHECKING:` and inside functions alike (a deferred import is still a dependency). `from evaluation
+    import runs` and `from evaluation.runs import store` both name the room runs."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, path in sorted(_modules().items()):
+        room = _room_of(name)
+        if room is None:
+            continue
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                named = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for other in sorted({str(_room_of(m)) for m in named if _room_of(m) not in (None, room)}):
+                found.setdefault((room, other), []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle of the graph, each once from its least node, shortest first."""
+    found: list[list[str]] = []
+
+    def walk(start: str, trail: list[str]) -> None:
+        for following in sorted(graph.get(trail[-1], ())):
+            if following == start:
+                found.append(trail)
+            elif following > start and following not in trail:
+                walk(start, [*trail, following])
+
+    for start in sorted(graph):
+        walk(start, [start])
+    return sorted(found, key=lambda trail: (len(trail), trail))
+
+
+def _said(circle: list[str]) -> str:
+    """ "a <-> b" for two rooms that import each other, "a -> b -> c -> a" for a longer circle."""
+    return " <-> ".join(circle) if len(circle) == 2 else " -> ".join([*circle, circle[0]])
+
+
+def test_no_two_rooms_import_each_other():
+    """Evaluation's rooms stand in an order (docs/architecture.md): each imports only rooms below it, so no two
+    rooms import each other, directly or round a circle of rooms. Every import counts, inside functions and under
+    TYPE_CHECKING too. A circle fails with the imports that close it."""
+    edges = _room_imports()
+    graph: dict[str, set[str]] = {}
+    for room, other in edges:
+        graph.setdefault(room, set()).add(other)
+    circles = _circles(graph)
+    closing = sorted(
+        {pair for circle in circles for pair in zip(circle, [*circle[1:], circle[0]], strict=True)}
+    )
+    where = [
+        f"{a} -> {b}: {', '.join(edges[a, b][:3])}{' ...' if len(edges[a, b]) > 3 else ''}"
+        for a, b in closing
+    ]
+    said = [_said(circle) for circle in circles]
+    assert said == [], "\n".join([*said, "made by:", *where])
+
+
+def test_each_room_imports_only_rooms_under_it():
+    """ROOMS lists the rooms lowest first, as docs/architecture.md draws them: a room importing one listed after
+    it fails, so the drawn order stays the code's (the order, once held, rules out every circle too)."""
+    upward = [
+        f"{room} -> {other}: {where[0]}"
+        for (room, other), where in sorted(_room_imports().items())
+        if ROOMS.index(other) > ROOMS.index(room)
+    ]
+    assert upward == []
+
+
+def test_the_room_circle_check_can_fail():
+    graph = {"a": {"b", "c"}, "b": {"a"}, "c": {"d"}, "d": {"e"}, "e": {"c"}, "f": {"a"}}
+    assert [_said(circle) for circle in _circles(graph)] == ["a <-> b", "c -> d -> e -> c"]
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 # --- imports inside functions, and sizes -----------------------------------------------------------------------
@@ -389,8 +485,8 @@ def test_modules_and_functions_stay_short():
 
 
 def test_the_drawn_map_names_every_platform_app_and_room():
-    """docs/architecture.md draws the floors; its drawing names each platform app and each evaluation room,
-    and each of those exists with a docstring saying what it owns."""
+    """docs/architecture.md draws the floors; its drawing names each platform app and each evaluation room (in
+    their order), and each of those exists with a docstring saying what it owns."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     drawing = text[text.index("```") : text.index("```", text.index("```") + 3)]
     platform = sorted(p.parent.name for p in (ROOT / "evalsite").glob("*/apps.py"))
@@ -398,6 +494,8 @@ def test_the_drawn_map_names_every_platform_app_and_room():
     assert platform == ["audit", "jobs", "llm", "tenancy"]
     for name in [*platform, *rooms]:
         assert name in drawing, name
+    # The rooms are drawn highest first: each over the rooms it may import.
+    assert sorted(rooms, key=drawing.index) == rooms[::-1]
     for room in rooms:
         assert ast.get_docstring(ast.parse((ROOT / "evaluation" / room / "__init__.py").read_text())), room
     for app in platform:

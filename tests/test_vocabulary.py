@@ -52,7 +52,7 @@ def _vocabularies() -> dict[str, list[tuple[str, frozenset[str]]]]:
     from evalsite.jobs.models import JobStatus
     from evaluation.answers import verdicts
     from evaluation.models import EvaluationAuditObject, EvaluationJobKind, LabelLevel, RunKind, RunStatus
-    from evaluation.retrieval import diagnosis
+    from evaluation.reports import diagnosis
     from evaluation.targets import kinds
     from goldenset.models import GoldenAuditObject, GoldenJobKind, Origin
 
@@ -79,7 +79,7 @@ def _vocabularies() -> dict[str, list[tuple[str, frozenset[str]]]]:
         ],
         "diagnosis": [
             owned(verdicts.DIAGNOSES, "evaluation/answers/verdicts.py"),
-            owned(diagnosis.RETRIEVAL_DIAGNOSES, "evaluation/retrieval/diagnosis.py"),
+            owned(diagnosis.RETRIEVAL_DIAGNOSES, "evaluation/reports/diagnosis.py"),
         ],
     }  # fmt: skip
 

@@ -31,7 +31,7 @@ class JobResultByKind(OpenApiSerializerExtension):
     def map_serializer(self, auto_schema, direction):
         # Late, here and below: the settings name this module, so loading it must load no app module; the
         # apps' serializers are named when the schema is built.
-        from evaluation.runs.presenter import AnswerEvaluationOut, EvaluateOut
+        from evaluation.reports.presenter import AnswerEvaluationOut, EvaluateOut
         from goldenset.api.serializers import IngestResultOut
 
         schema = super().map_serializer(auto_schema, direction)

@@ -30,7 +30,7 @@ from evalsite.jobs.models import Job
 from evalsite.jobs.services import job_cancelled
 from evalsite.llm.cache import DbCallCache
 from evalsite.tenancy.models import Tenant
-from evaluation.answers import judge, judge_llm, judge_votes
+from evaluation.answers import judge, judge_llm, judge_votes, verdicts
 from evaluation.answers.answer_runs import answer_run_store
 from evaluation.answers.answering import (
     answer_model,
@@ -44,9 +44,9 @@ from evaluation.answers.answering import (
 )
 from evaluation.answers.batch import AnswerBatch, AnswerPair, answer_questions
 from evaluation.answers.configs import AnswerConfig, parse_answer_configs
+from evaluation.answers.judge_identity import judge_name
 from evaluation.answers.judge_weights import collection_term_weights
-from evaluation.judgments.calibration import effective_thresholds, judge_name
-from evaluation.models import EvaluationJobKind, EvaluationRun
+from evaluation.models import EvaluationJobKind, EvaluationRun, JudgeThreshold
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers
 from evaluation.runs import selectors
 from evaluation.runs.selectors import GoldenQuestion
@@ -130,6 +130,26 @@ def _plan(*, tenant, collections, configs, judge_model, judge_sampling, unanswer
     )
     batch.pairs = _retrieved(batch)
     return batch
+
+
+def effective_thresholds(
+    collection: Collection, judge_key: str, requested: dict[str, float] | None
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """(thresholds, where each came from) for an answer evaluation: the request's, else the collection's
+    calibrated one for this judge (applied by evaluation.judgments.calibration), else the default."""
+    requested = requested or {}
+    calibrated = {t.metric: t for t in JudgeThreshold.objects.filter(collection=collection, judge=judge_key)}
+    values, sources = {}, {}
+    for metric in sorted({*verdicts.DEFAULT_THRESHOLDS, *requested}):
+        if metric in requested:
+            values[metric], sources[metric] = requested[metric], {"source": "request"}
+        elif metric in calibrated:
+            found = calibrated[metric]
+            values[metric] = found.value
+            sources[metric] = {"source": "calibrated", "judge": judge_key, **found.source}
+        else:
+            values[metric], sources[metric] = verdicts.DEFAULT_THRESHOLDS[metric], {"source": "default"}
+    return values, sources
 
 
 def answer_scores(
@@ -266,7 +286,7 @@ def _run_all(pairs, work, concurrency: int, cache: DbCallCache, progress, job, t
                     raise EvalsiteError("job-cancelled", "The evaluation was cancelled.")
 
 
-# --- the request, as its job carries it (evaluation.runs.batch_jobs) ------------------------------------------
+# --- the request, as its job carries it (evaluation.reports.batch_jobs) ---------------------------------------
 
 
 @dataclass(frozen=True)

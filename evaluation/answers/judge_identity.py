@@ -17,11 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.answers import judge_llm
-from evaluation.answers.judge import HEURISTIC, HEURISTIC_VERSION
+from evaluation.answers.judge import HEURISTIC, HEURISTIC_VERSION, LLM_JUDGE
 
-__all__ = ["NOT_RECORDED", "JudgeMismatch", "judge_mismatch", "recorded"]
+__all__ = ["NOT_RECORDED", "JudgeMismatch", "judge_mismatch", "judge_name", "recorded"]
 
 NOT_RECORDED = "not recorded"
+
+
+def judge_name(judge_model: str | None) -> str:
+    """The judge a run or an evaluation uses, as calibration names it (its report, its thresholds):
+    "heuristic", or "llm-judge:<model>"."""
+    return HEURISTIC if not judge_model or judge_model == HEURISTIC else f"{LLM_JUDGE}:{judge_model}"
 
 
 def recorded(judge_model: str | None) -> dict[str, Any]:

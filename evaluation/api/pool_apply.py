@@ -10,6 +10,7 @@ from evaluation.api.judgments import ApplicationOut, application_body
 from evaluation.api.views import read_strictly
 from evaluation.judgments import apply, pools
 from evaluation.judgments.grades import RATER_MAX_LENGTH
+from evaluation.models import PEOPLE
 from goldenset.api.base import TenantAPIView
 from goldenset.api.serializers import TenantIn, error_responses
 
@@ -17,7 +18,7 @@ from goldenset.api.serializers import TenantIn, error_responses
 class ApplyIn(TenantIn):
     dry_run = serializers.BooleanField(default=False, help_text="true: show the change, write nothing.")
     source = serializers.CharField(
-        default=apply.PEOPLE, max_length=RATER_MAX_LENGTH,
+        default=PEOPLE, max_length=RATER_MAX_LENGTH,
         help_text='"people": the raters\' combined grades (median); or a machine rater (llm-relevance:...).',
     )  # type: ignore[assignment]  # fmt: skip
 

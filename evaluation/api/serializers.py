@@ -6,8 +6,7 @@ from evaluation.answers import judge_votes
 from evaluation.answers.batch import MAX_UNANSWERABLE
 from evaluation.configs import MAX_COLLECTIONS_PER_CALL
 from evaluation.models import RunKind, TargetKind
-from evaluation.request_fields import DEFAULT_KS, DEFAULT_KS_TEXT
-from evaluation.runs.shapes import (
+from evaluation.reports.shapes import (
     ANSWER_METHODS,
     AnswerConfigOut,
     CitationOut,
@@ -16,6 +15,7 @@ from evaluation.runs.shapes import (
     SearchConfigOut,
     TokenUsageOut,
 )
+from evaluation.request_fields import DEFAULT_KS, DEFAULT_KS_TEXT
 from goldenset.api.serializers import TenantIn
 from goldenset.vocabulary.groundedness import GROUNDEDNESS_LEVELS
 

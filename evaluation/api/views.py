@@ -22,13 +22,13 @@ from evaluation.answers.evaluate import AnswerRequest
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.api import serializers as s
 from evaluation.presets import with_presets
+from evaluation.reports.batch_jobs import batch_job_create
+from evaluation.reports.presenter import EvaluateOut, RunDetailOut, RunOut, batch_result, run_detail, run_rows
 from evaluation.request_fields import parse_ks
 from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers, search
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs import selectors
-from evaluation.runs.batch_jobs import batch_job_create
-from evaluation.runs.presenter import EvaluateOut, RunDetailOut, RunOut, batch_result, run_detail, run_rows
 from evaluation.targets import services as target_services
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read

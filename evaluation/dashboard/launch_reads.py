@@ -1,5 +1,5 @@
 """The launchers' reads: which collections can be evaluated (for retrieval, or for answers), and what an Evaluate
-or EvaluateAnswers job produced or why it failed (evaluation.runs.batch_jobs creates the jobs, for the
+or EvaluateAnswers job produced or why it failed (evaluation.reports.batch_jobs creates the jobs, for the
 launchers as for the API)."""
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from evalsite.tenancy.models import Tenant
 from evaluation.answers.verdicts import PASS
 from evaluation.dashboard.common_reads import headline_metrics, ordered_metrics
 from evaluation.models import EvaluationRun, QuestionResult, RunKind
-from evaluation.retrieval.diagnosis import retrieval_diagnosis
+from evaluation.reports.diagnosis import retrieval_diagnosis
+from evaluation.reports.presenter import run_detail
 from evaluation.runs import selectors
-from evaluation.runs.presenter import run_detail
 from goldenset.formats import text_cell
 from goldenset.models import Collection, Document
 

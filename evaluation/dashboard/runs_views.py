@@ -56,9 +56,9 @@ from evaluation.dashboard.runs_reads import (
 )
 from evaluation.dashboard.slices_reads import config_rows, run_slices, subset_text
 from evaluation.models import EvaluationRun, RunKind
-from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING
+from evaluation.reports.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING
+from evaluation.reports.run_reports import ragas_rows, runs_junit
 from evaluation.runs import selectors as run_selectors
-from evaluation.runs.reports import ragas_rows, runs_junit
 
 # --- runs --------------------------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
 from evaluation.judgments.grades import MACHINE_PREFIXES, combine, is_machine
 from evaluation.models import (
+    PEOPLE,
     EvaluationAuditObject,
     EvaluationRun,
     JudgmentPool,
@@ -39,7 +40,6 @@ from goldenset.services.audit import _audit, entry_snapshot
 from goldenset.services.content import lock_collection
 from goldenset.vocabulary.chunks import CHUNK, chunks
 
-PEOPLE = "people"
 RUNS_SHOWN = 20  # stored runs scored before and after: the pool's own, then the newest others
 
 
@@ -272,21 +272,6 @@ def _versions(pool: JudgmentPool, source: str) -> list[dict]:
         kept = {k: detail[k] for k in PROVENANCE_KEYS if isinstance(detail, dict) and k in detail}
         found.setdefault(tuple(sorted(kept.items())), kept)
     return list(found.values())
-
-
-def machine_judged_entries(collections) -> dict[str, list[dict]]:
-    """Per golden entry id, the machine sources whose grades an application still in force wrote into it, each
-    {rater, versions}: what an evaluation records of the judgments it read that no person gave."""
-    out: dict[str, list[dict]] = {}
-    applications = PoolApplication.objects.filter(
-        pool__collection__in=collections, reverted_at__isnull=True
-    ).exclude(source=PEOPLE)
-    for source, versions, changes in applications.values_list("source", "source_detail", "changes"):
-        for change in changes:
-            given = out.setdefault(change["entry_id"], [])
-            if not any(g["rater"] == source for g in given):
-                given.append({"rater": source, "versions": versions})
-    return out
 
 
 def application_revert(*, pool: JudgmentPool, application_id: str, actor: str) -> PoolApplication:

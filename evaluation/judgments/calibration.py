@@ -1,11 +1,11 @@
 """Human labels and how well each judge agrees with them (issue 15): import, the calibration report, and
-calibrated thresholds applied to a collection.
+calibrated thresholds applied to a collection (an answer evaluation reads them: evaluation.answers.evaluate).
 
 The report, per judge, metric and level (a question's metric, or one statement):
 - the heuristic's scores are computed now, by the code that judges the next run, from what the label judged
   (the stored run's answer and passages, or the imported ones);
 - an LLM judge's scores are the ones it gave in the stored runs the labels name (a judge is not called to
-  build a report): the judge is "llm-judge:<model>";
+  build a report): the judge is "llm-judge:<model>" (evaluation.answers.judge_identity.judge_name);
 - people's label per item is the majority of its raters (an item they split evenly on is left out, counted);
 - the verdict is the score against the threshold in force: the collection's calibrated one, else the default
   (verdicts.DEFAULT_THRESHOLDS; 0.5 for a metric without a pass threshold); a statement is supported at the
@@ -30,6 +30,7 @@ from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError
 from evaluation.answers import judge, verdicts
 from evaluation.answers import writer as answer_writer
+from evaluation.answers.judge_identity import judge_name
 from evaluation.answers.judge_weights import collection_term_weights
 from evaluation.judgments import agreement
 from evaluation.judgments.labels import STATEMENT
@@ -46,11 +47,6 @@ from goldenset.models import Collection, GoldenEntry
 
 HEURISTIC = judge.HEURISTIC
 NO_THRESHOLD = 0.5  # the verdict cut of a metric the pass rule does not threshold (context recall, citations)
-
-
-def judge_name(judge_model: str | None) -> str:
-    """The judge a run or an evaluation uses, as the report names it."""
-    return HEURISTIC if not judge_model or judge_model == HEURISTIC else f"{judge.LLM_JUDGE}:{judge_model}"
 
 
 # --- the judges' scores of what was labelled ---------------------------------------------------------------------
@@ -308,26 +304,6 @@ def run_calibration(run: EvaluationRun) -> dict[str, dict[str, Any]]:
 
 
 # --- calibrated thresholds ---------------------------------------------------------------------------------------
-
-
-def effective_thresholds(
-    collection: Collection, judge_key: str, requested: dict[str, float] | None
-) -> tuple[dict[str, float], dict[str, Any]]:
-    """(thresholds, where each came from) for an answer evaluation: the request's, else the collection's
-    calibrated one for this judge, else the default."""
-    requested = requested or {}
-    calibrated = {t.metric: t for t in JudgeThreshold.objects.filter(collection=collection, judge=judge_key)}
-    values, sources = {}, {}
-    for metric in sorted({*verdicts.DEFAULT_THRESHOLDS, *requested}):
-        if metric in requested:
-            values[metric], sources[metric] = requested[metric], {"source": "request"}
-        elif metric in calibrated:
-            found = calibrated[metric]
-            values[metric] = found.value
-            sources[metric] = {"source": "calibrated", "judge": judge_key, **found.source}
-        else:
-            values[metric], sources[metric] = verdicts.DEFAULT_THRESHOLDS[metric], {"source": "default"}
-    return values, sources
 
 
 def threshold_apply(

@@ -7,7 +7,6 @@
 - `read_path`: the one read path search and evaluation share (POST /search);
 - `metrics` (pure): recall@k, MRR, nDCG@k and the rest, equal to trec_eval's;
 - `similarity` (pure): how alike two rankings are without judgments (overlap@k, Jaccard@k, rank-biased overlap);
-- `diagnosis` (pure): a retrieval question's diagnosis (error, miss, partial, pass), decided when it is read;
 - `run_files` (pure): run files an offline pipeline wrote;
 - `evaluate`: retrieval evaluation of configurations, targets and run files, and its Evaluate job.
 """

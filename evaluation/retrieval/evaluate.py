@@ -1,6 +1,6 @@
 """Retrieval evaluation: every golden question through the search read path (evaluation.retrieval.read_path), once
 per configuration, scored as trec_eval scores it (evaluation.retrieval.metrics), each configuration stored as one run of a
-batch (evaluation.runs.store); and the request its Evaluate job carries (evaluation.runs.batch_jobs)."""
+batch (evaluation.runs.store); and the request its Evaluate job carries (evaluation.reports.batch_jobs)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig, parse_configs
-from evaluation.judgments.apply import machine_judged_entries
 from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult, RunKind, RunStatus, Target
 from evaluation.retrieval import metrics
 from evaluation.retrieval.read_path import CollectionSearch, available_rerankers, rerank_warnings
@@ -88,7 +87,7 @@ class RetrievalBatch:
     warnings: list[str]
     search: CollectionSearch | None
     now: datetime
-    # entry id -> the machine assessors whose grades were written into it (evaluation.judgments.apply)
+    # entry id -> the machine assessors whose grades were written into it (by evaluation.judgments.apply)
     machine: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
@@ -158,7 +157,7 @@ def _plan(*, tenant, collections, ks, configs, only=None) -> RetrievalBatch:
         # The built-in engine's indexes, only when a configuration searches them (a target needs none).
         search=CollectionSearch(collections) if any(not c.target for c in configs) else None,
         now=timezone.now(),
-        machine=machine_judged_entries(collections),
+        machine=selectors.machine_judged_entries(collections),
     )
 
 
@@ -341,7 +340,7 @@ def evaluate_run_file(
         per_question = _score_external(collection, questions, answers, ks)
         scored.append((config, per_question, run_warnings, (time.perf_counter() - started) * 1000))
     batch_id = uuid.uuid4()
-    machine = machine_judged_entries([collection])
+    machine = selectors.machine_judged_entries([collection])
     with transaction.atomic():
         runs = [
             _persist_run(
@@ -470,7 +469,7 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
     return run_store(run, collections, results)
 
 
-# --- the request, as its job carries it (evaluation.runs.batch_jobs) ------------------------------------------
+# --- the request, as its job carries it (evaluation.reports.batch_jobs) ---------------------------------------
 
 
 @dataclass(frozen=True)

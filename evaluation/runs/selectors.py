@@ -1,4 +1,5 @@
-"""Reads of evaluation data: runs (always scoped to one tenant) and the golden questions an evaluation asks."""
+"""Reads of evaluation data: runs (always scoped to one tenant), the golden questions an evaluation asks, and
+the machine assessors whose grades were written into them (evaluation.judgments.apply writes them)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.db.models import Prefetch, QuerySet
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
-from evaluation.models import EvaluationRun, QuestionResult
+from evaluation.models import PEOPLE, EvaluationRun, PoolApplication, QuestionResult
 from evaluation.runs.slices import EVERY, Subset
 from goldenset import selectors as golden_selectors
 from goldenset.models import Collection, GoldenEntry
@@ -127,6 +128,21 @@ def golden_questions(collections: Sequence[Collection]) -> list[GoldenQuestion]:
         for collection in collections
         for entry in GoldenEntry.objects.filter(collection=collection).order_by("created_at", "id")
     ]
+
+
+def machine_judged_entries(collections) -> dict[str, list[dict]]:
+    """Per golden entry id, the machine sources whose grades an application still in force wrote into it, each
+    {rater, versions}: what an evaluation records of the judgments it read that no person gave."""
+    out: dict[str, list[dict]] = {}
+    applications = PoolApplication.objects.filter(
+        pool__collection__in=collections, reverted_at__isnull=True
+    ).exclude(source=PEOPLE)
+    for source, versions, changes in applications.values_list("source", "source_detail", "changes"):
+        for change in changes:
+            given = out.setdefault(change["entry_id"], [])
+            if not any(g["rater"] == source for g in given):
+                given.append({"rater": source, "versions": versions})
+    return out
 
 
 def documents_present(collection: Collection, document_ids: Iterable[str]) -> set[str]:

@@ -43,7 +43,7 @@ def test_launching_creates_a_job_that_runs_to_completed(
         and job.tenant == world.tenant
         and job.collection == world.collection
     )
-    # The API's job input, so the Evaluate job (evaluation.runs.batch_jobs) runs both alike.
+    # The API's job input, so the Evaluate job (evaluation.reports.batch_jobs) runs both alike.
     assert job.input["collection_pks"] == [world.collection.pk]
     assert job.input["ks"] == [1, 3]
     assert [c["label"] for c in job.input["configs"]] == ["bm25", "hybrid + rerank"]

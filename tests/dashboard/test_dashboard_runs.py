@@ -208,7 +208,8 @@ def test_a_run_page_is_rendered_from_its_cached_table_the_second_time(
 
 
 def test_a_retrieval_questions_diagnosis_is_the_same_over_rest_as_on_its_page(world):
-    """One rule (evaluation.retrieval.diagnosis) for every face of a run: the page's rows and the REST detail."""
+    """One rule (evaluation.reports.diagnosis) for every face of a run: the page's rows and the REST
+    detail."""
     (run,) = make_runs(world.tenant, world.collection, 1, questions=3)
     shown = {q.position: q.diagnosis for q in run_questions(run=run)}
     detail = world.client.get(f"/lmkit/v1/search/evaluate/runs/{run.pk}")

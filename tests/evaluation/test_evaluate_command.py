@@ -15,8 +15,8 @@ from django.core.management import CommandError, call_command
 from evaluation import configs as config_parser
 from evaluation.management.commands.evaluate import config_from_cli
 from evaluation.models import EvaluationRun
+from evaluation.reports.presenter import run_summary
 from evaluation.retrieval.read_path import available_rerankers
-from evaluation.runs.presenter import run_summary
 from goldenset.models import GoldenEntry
 from goldenset.services import EntryInput
 from tests.support import add_entries, handbook_entries

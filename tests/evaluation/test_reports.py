@@ -1,5 +1,5 @@
-"""Run reports: JUnit XML (evaluation.runs.report_formats) from the CLI gate and the dashboard, the markdown summary, and an
-answer run as Ragas evaluation rows."""
+"""Run reports: JUnit XML (evaluation.reports.report_formats) from the CLI gate and the dashboard, the markdown
+summary, and an answer run as Ragas evaluation rows."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from evaluation.models import EvaluationRun
-from evaluation.runs.gate import Check, Gate
-from evaluation.runs.report_formats import Suite, gate_case, junit_xml, markdown_table, question_case
+from evaluation.reports.gate import Check, Gate
+from evaluation.reports.report_formats import Suite, gate_case, junit_xml, markdown_table, question_case
 from goldenset.services import EntryInput
 from tests.support import add_entries, handbook_entries, member_of
 

@@ -1,5 +1,5 @@
 """evaluation.runs.slices (pure): which entries a subset admits, and every metric's mean per slice; the subset fields
-as evaluation.configs reads them; the per-slice table the CLI prints (evaluation.runs.report_formats)."""
+as evaluation.configs reads them; the per-slice table the CLI prints (evaluation.reports.report_formats)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from evalsite.errors import EvalsiteError
 from evaluation import configs
 from evaluation.answers.configs import parse_answer_config
-from evaluation.runs.report_formats import slice_table, text_table
+from evaluation.reports.report_formats import slice_table, text_table
 from evaluation.runs.slices import EVERY, SliceRow, Subset, breakdown, slice_metric_names
 from goldenset.models import Origin
 from goldenset.vocabulary.golden_fields import ORIGINS

@@ -23,8 +23,8 @@ mean of per-question means) and --no-llm forces the extractive answer and the he
 Exit codes: 0 every configuration clears the bar (or no bar was given), 1 some configuration is below it,
 2 a usage or data error, reported as one line `error [code] message` on stderr. Whatever the format, the
 verdict is one line on stderr (`gate failed: ndcg@10 >= 0.7: hybrid 0.6512 < 0.7`, `gate passed: ...`), and
---format junit has a case per configuration's gate, the only cases that fail (evaluation.runs.gate decides the
-verdict; evaluation.runs.report_formats the JUnit rule).
+--format junit has a case per configuration's gate, the only cases that fail (evaluation.reports.gate decides
+the verdict; evaluation.reports.report_formats the JUnit rule).
 """
 
 from __future__ import annotations
@@ -43,15 +43,10 @@ from evaluation.answers.evaluate import evaluate_answers
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.models import EvaluationRun
 from evaluation.presets import with_presets
-from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks, parse_positive_int
-from evaluation.retrieval import metrics
-from evaluation.retrieval.evaluate import evaluate_retrieval
-from evaluation.retrieval.read_path import available_rerankers
-from evaluation.runs import selectors
-from evaluation.runs.gate import Gate
-from evaluation.runs.presenter import AnswerGateOut, RetrievalGateOut, run_summary
-from evaluation.runs.report_formats import slice_table, text_table
-from evaluation.runs.reports import (
+from evaluation.reports.gate import Gate
+from evaluation.reports.presenter import AnswerGateOut, RetrievalGateOut, run_summary
+from evaluation.reports.report_formats import slice_table, text_table
+from evaluation.reports.run_reports import (
     answer_cells,
     answer_gate,
     answer_markdown,
@@ -59,6 +54,11 @@ from evaluation.runs.reports import (
     retrieval_markdown,
     runs_junit,
 )
+from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks, parse_positive_int
+from evaluation.retrieval import metrics
+from evaluation.retrieval.evaluate import evaluate_retrieval
+from evaluation.retrieval.read_path import available_rerankers
+from evaluation.runs import selectors
 from evaluation.runs.slices import Subset
 from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS

@@ -9,7 +9,7 @@ diagnosis is `pass` and is skipped otherwise (retrieval: partial, miss, error; a
 error), the message its diagnosis and what that means, the text the question and what is missing, the way
 pytest writes an expected failure. Every question's case carries its diagnosis as a property. So a JUnit
 reporter is red exactly when the command exits 1, and the questions behind a low metric are listed as skipped.
-A question's diagnosis is decided elsewhere (evaluation.retrieval.diagnosis, evaluation.answers.verdicts).
+A question's diagnosis is decided elsewhere (evaluation.reports.diagnosis, evaluation.answers.verdicts).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluation.answers.verdicts import PASS
-from evaluation.runs.gate import Check, Gate
+from evaluation.reports.gate import Check, Gate
 from evaluation.runs.slices import slice_metric_names
 from goldenset.vocabulary.metric_names import ANSWER_SCORE
 

@@ -18,8 +18,8 @@ from evaluation.answers import verdicts
 from evaluation.configs import MAX_COLLECTIONS_PER_CALL
 from evaluation.judgments.calibration import run_calibration
 from evaluation.models import EvaluationRun, LabelLevel, RunKind, RunStatus
-from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSES, retrieval_diagnosis
-from evaluation.runs.shapes import (
+from evaluation.reports.diagnosis import RETRIEVAL_DIAGNOSES, retrieval_diagnosis
+from evaluation.reports.shapes import (
     ANSWER_RUN_CONFIG,
     EXCLUSIONS,
     JUDGE_CONFIDENCE_HELP,
@@ -224,7 +224,7 @@ class QuestionResultOut(serializers.Serializer):
     diagnosis = serializers.SerializerMethodField(
         help_text="Answer runs: pass, retrieval, generation or error (the verdict's). Retrieval runs: pass, "
         "partial, miss or error, decided when read by the same rule as the dashboard, the CSV and JUnit files "
-        "and the CLI (evaluation.retrieval.diagnosis)."
+        "and the CLI (evaluation.reports.diagnosis)."
     )
     warnings = serializers.ListField(child=serializers.CharField())
     # Answer runs (empty or null for retrieval runs):

@@ -1,7 +1,7 @@
 """The pieces of a stored run's JSON as the schema documents them (configurations, indexes, slices, latency,
-the constants their enums take), shared by the run presenter (evaluation.runs.presenter) and the API's search and
-answer responses. A stored value is answered as stored, never reshaped, so a run written by an older version
-reads back as it was written; those fields are documented with the shape current code writes."""
+the constants their enums take), shared by the run presenter (evaluation.reports.presenter) and the API's
+search and answer responses. A stored value is answered as stored, never reshaped, so a run written by an older
+version reads back as it was written; those fields are documented with the shape current code writes."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from evalsite.jobs.models import Job
 from evalsite.jobs.services import job_create
 from evalsite.tenancy.models import Tenant
 from evaluation.models import EvaluationRun
-from evaluation.runs.presenter import batch_result
+from evaluation.reports.presenter import batch_result
 from evaluation.runs.selectors import job_collections
 from goldenset.models import Collection
 

@@ -1,5 +1,6 @@
-"""Stored runs as reports: JUnit XML (every run; with the CI gate's cases when gated), Ragas evaluation rows (answer runs), the CLI's markdown summaries
-(with the per-slice breakdown). The shapes are built by the pure evaluation.runs.report_formats; this module reads the runs."""
+"""Stored runs as reports: JUnit XML (every run; with the CI gate's cases when gated), Ragas evaluation rows
+(answer runs), the CLI's markdown summaries (with the per-slice breakdown). The shapes are built by the pure
+evaluation.reports.report_formats; this module reads the runs."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Sequence
 
 from evaluation.answers.verdicts import DIAGNOSIS_MEANING, ERROR, PASS
 from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus
-from evaluation.retrieval.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING, retrieval_diagnosis
-from evaluation.runs.gate import Check, Gate
-from evaluation.runs.report_formats import (
+from evaluation.reports.diagnosis import RETRIEVAL_DIAGNOSIS_MEANING, retrieval_diagnosis
+from evaluation.reports.gate import Check, Gate
+from evaluation.reports.report_formats import (
     Case,
     Suite,
     gate_case,
