@@ -16,8 +16,8 @@ class EvaluationConfig(AppConfig):
         from evaluation.judgments.assess import assess_job
         from evaluation.models import EvaluationAuditObject, EvaluationJobKind
         from evaluation.reports.batch_jobs import batch_job_handler
-        from evaluation.retrieval.evaluate import RetrievalRequest
         from evaluation.retrieval.indexes import build_schedule, index_build_job
+        from evaluation.retrieval.request import RetrievalRequest
         from evaluation.studies.services import study_job
         from goldenset.services.content import content_changed_hooks
 

@@ -25,8 +25,9 @@ from evaluation.presets import with_presets
 from evaluation.reports.batch_jobs import batch_job_create
 from evaluation.reports.presenter import EvaluateOut, RunDetailOut, RunOut, batch_result, run_detail, run_rows
 from evaluation.request_fields import parse_ks
-from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
+from evaluation.retrieval.evaluate import evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers, search
+from evaluation.retrieval.request import RetrievalRequest
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs import selectors
 from evaluation.targets import services as target_services

@@ -50,8 +50,9 @@ from evaluation.models import EvaluationJobKind
 from evaluation.presets import with_presets
 from evaluation.reports.batch_jobs import batch_job_create
 from evaluation.request_fields import DEFAULT_KS_TEXT, parse_ks
-from evaluation.retrieval.evaluate import RetrievalRequest, evaluate_run_file
+from evaluation.retrieval.evaluate import evaluate_run_file
 from evaluation.retrieval.read_path import available_rerankers
+from evaluation.retrieval.request import RetrievalRequest
 from evaluation.retrieval.run_files import parse_run_file
 from evaluation.runs.slices import Subset
 from evaluation.targets.kinds import ANSWER_KINDS, RETRIEVAL_KINDS

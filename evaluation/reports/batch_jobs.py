@@ -1,6 +1,6 @@
 """One job skeleton for every kind of evaluation batch (retrieval: Evaluate; answers: EvaluateAnswers).
 
-A kind brings its request, a value object (evaluation.retrieval.evaluate.RetrievalRequest,
+A kind brings its request, a value object (evaluation.retrieval.request.RetrievalRequest,
 evaluation.answers.evaluate.AnswerRequest) that says what is asked besides the collections; this module does
 the rest alike for both:
 - `batch_job_create` checks the request as the request's 400s are checked (an unknown target, a subset that

@@ -1,6 +1,6 @@
 """Retrieval evaluation: every golden question through the search read path (evaluation.retrieval.read_path), once
 per configuration, scored as trec_eval scores it (evaluation.retrieval.metrics), each configuration stored as one run of a
-batch (evaluation.runs.store); and the request its Evaluate job carries (evaluation.reports.batch_jobs)."""
+batch (evaluation.runs.store). The request its Evaluate job carries is evaluation.retrieval.request."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, ClassVar
 
 from django.db import transaction
 from django.utils import timezone
@@ -21,15 +20,15 @@ from django.utils import timezone
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
-from evaluation.configs import RunConfig, parse_configs
-from evaluation.models import EvaluationJobKind, EvaluationRun, QuestionResult, RunKind, RunStatus, Target
+from evaluation.configs import RunConfig
+from evaluation.models import EvaluationRun, QuestionResult, RunKind, RunStatus, Target
 from evaluation.retrieval import metrics
-from evaluation.retrieval.read_path import CollectionSearch, available_rerankers, rerank_warnings
+from evaluation.retrieval.read_path import CollectionSearch, rerank_warnings
 from evaluation.retrieval.run_files import RunFile
 from evaluation.runs import selectors, stats
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.runs.slices import Subset
-from evaluation.runs.store import empty_subset, questions_in, run_slices, run_store
+from evaluation.runs.store import questions_in, run_slices, run_store
 from evaluation.targets.callers import Hits, TargetError
 from evaluation.targets.services import resolve_targets, target_client
 from goldenset.models import Collection
@@ -467,41 +466,3 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
         duration_ms=round(search_ms + (time.perf_counter() - started) * 1000, 1),
     )
     return run_store(run, collections, results)
-
-
-# --- the request, as its job carries it (evaluation.reports.batch_jobs) ---------------------------------------
-
-
-@dataclass(frozen=True)
-class RetrievalRequest:
-    """A retrieval evaluation's cutoffs and configurations, validated (evaluation.configs)."""
-
-    ks: Sequence[int]
-    configs: Sequence[RunConfig]
-    job_kind: ClassVar[str] = EvaluationJobKind.EVALUATE
-
-    def check(self, tenant: Tenant, collections: Sequence[Collection]) -> None:
-        """An unknown target, or a subset that selects nothing, is the request's 400, not the job's error."""
-        resolve_targets(tenant, collections, self.configs)
-        for config in self.configs:
-            if config.subset and not selectors.count_golden_questions(collections, config.subset):
-                raise empty_subset(config.subset, collections)
-
-    def job_input(self) -> dict[str, Any]:
-        return {"ks": list(self.ks), "configs": [c.request() for c in self.configs]}
-
-    @classmethod
-    def from_job_input(cls, spec: Mapping[str, Any]) -> RetrievalRequest:
-        return cls(ks=spec["ks"], configs=parse_configs(spec["configs"], available_rerankers()))
-
-    def evaluate(
-        self, *, tenant, collections, job=None, progress=None
-    ) -> tuple[uuid.UUID, list[EvaluationRun]]:
-        return evaluate_retrieval(
-            tenant=tenant,
-            collections=collections,
-            ks=self.ks,
-            configs=self.configs,
-            job=job,
-            progress=progress,
-        )
