@@ -8,7 +8,8 @@ private host (server-side request forgery). The rule, one for every such URL:
 - the host's addresses are refused when any of them is unspecified, loopback, link-local, private, shared
   (carrier-grade NAT), multicast, reserved or otherwise not globally routable, in IPv4 or IPv6, an IPv4
   address inside an IPv6 one (mapped, 6to4, Teredo) judged as the IPv4 address it carries, unless the
-  operator allows its network or its host name (``EgressPolicy``, from EVALSITE_OUTBOUND_ALLOW);
+  operator allows its network or its host name, on every port or on the URL's (``EgressPolicy``, from
+  EVALSITE_OUTBOUND_ALLOW);
 - a literal address in any form a resolver takes (``2130706433``, ``0177.0.0.1``, ``0x7f.1``, ``127.1``,
   ``[::ffff:127.0.0.1]``) is the address it spells, and ``localhost`` (and ``*.localhost``) is loopback, so
   these are refused when the URL is stored, before anything is called;
@@ -50,43 +51,79 @@ class EgressRefused(Exception):
 @dataclass(frozen=True)
 class EgressPolicy:
     """What the operator allows beyond the public internet: networks (CIDR or single addresses) and host names
-    (exact, or ``*.suffix`` for every name under a domain). Empty: public addresses only."""
+    (exact, or ``*.suffix`` for every name under a domain), each on every port or on one port only
+    (``es.internal:9200``, ``10.20.0.0/16:9200``, ``[fd00::/8]:9200``): allowing a search service need not open
+    every other service of its hosts. Empty: public addresses only."""
 
-    networks: tuple[IPNetwork, ...] = ()
-    hosts: frozenset[str] = field(default_factory=frozenset)
+    networks: tuple[tuple[IPNetwork, int | None], ...] = ()
+    hosts: frozenset[tuple[str, int | None]] = field(default_factory=frozenset)
 
     @classmethod
     def parse(cls, entries: Iterable[str]) -> EgressPolicy:
         """From EVALSITE_OUTBOUND_ALLOW's entries; ValueError naming an entry that is neither a network nor a
-        host name."""
-        networks: list[IPNetwork] = []
-        hosts: set[str] = set()
+        host name, with an optional port."""
+        networks: list[tuple[IPNetwork, int | None]] = []
+        hosts: set[tuple[str, int | None]] = set()
         for raw in entries:
             entry = raw.strip().lower()
             if not entry:
                 continue
+            where, port = _split_port(entry, raw)
             try:
-                networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+                networks.append((ipaddress.ip_network(where.strip("[]"), strict=False), port))
                 continue
             except ValueError:
                 pass
-            name = entry[2:] if entry.startswith("*.") else entry
+            name = where[2:] if where.startswith("*.") else where
             if not name or not all(part and part.replace("-", "").isalnum() for part in name.split(".")):
-                raise ValueError(f"{raw!r} is neither a network (10.0.0.0/8, ::1) nor a host name")
-            hosts.add(entry)
+                raise ValueError(
+                    f"{raw!r} is neither a network (10.0.0.0/8, ::1) nor a host name, with an optional port "
+                    "(es.internal:9200, 10.0.0.0/8:9200, [fd00::/8]:9200)"
+                )
+            hosts.add((where, port))
         return cls(networks=tuple(networks), hosts=frozenset(hosts))
 
-    def allows_host(self, host: str) -> bool:
+    def allows_host(self, host: str, port: int | None = None) -> bool:
+        """The host name is allowed on this port (None: on some port, as a URL is checked before it is called)."""
         host = _normal_host(host)
-        return host in self.hosts or any(
-            entry.startswith("*.") and host.endswith(entry[1:]) for entry in self.hosts
+        return any(
+            (entry == host or (entry.startswith("*.") and host.endswith(entry[1:])))
+            and _port_ok(allowed, port)
+            for entry, allowed in self.hosts
         )
 
-    def allows_address(self, address: IPAddress) -> bool:
+    def allows_address(self, address: IPAddress, port: int | None = None) -> bool:
         candidates = [address, *_embedded_ipv4(address)]
         return any(
-            a in network for a in candidates for network in self.networks if a.version == network.version
+            a in network and _port_ok(allowed, port)
+            for a in candidates
+            for network, allowed in self.networks
+            if a.version == network.version
         )
+
+
+def _split_port(entry: str, raw: str) -> tuple[str, int | None]:
+    """An allowance's host or network and its port (None: every port). IPv6 takes a port only in brackets
+    (``[fd00::/8]:9200``): ``fd00::9200`` is an address."""
+    if entry.startswith("["):
+        inside, bracket, rest = entry[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise ValueError(f"{raw!r}: a bracket opened and not closed, or followed by other than :port")
+        return inside, _port(rest[1:], raw) if rest else None
+    if entry.count(":") == 1:
+        where, _, port = entry.partition(":")
+        return where, _port(port, raw)
+    return entry, None
+
+
+def _port(text: str, raw: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"{raw!r}: the port must be a number from 1 to 65535")
+    return int(text)
+
+
+def _port_ok(allowed: int | None, port: int | None) -> bool:
+    return allowed is None or port is None or allowed == port
 
 
 def address_rule(address: IPAddress) -> str | None:
@@ -144,12 +181,13 @@ def literal_address(host: str) -> IPAddress | None:
         return None
 
 
-def address_refusal(policy: EgressPolicy, host: str, address: IPAddress) -> str | None:
-    """Why a connection to `address` (for `host`) is refused, or None when it may go."""
-    if policy.allows_host(host) or policy.allows_address(address):
+def address_refusal(
+    policy: EgressPolicy, host: str, address: IPAddress, port: int | None = None
+) -> str | None:
+    """Why a connection to `address` (for `host`) on `port` is refused, or None when it may go."""
+    if policy.allows_host(host, port) or policy.allows_address(address, port):
         return None
-    rule = address_rule(address)
-    return None if rule is None else rule
+    return address_rule(address)
 
 
 def check_url(url: str, policy: EgressPolicy, *, field_name: str = "base_url") -> httpx.URL:
@@ -170,13 +208,14 @@ def check_url(url: str, policy: EgressPolicy, *, field_name: str = "base_url") -
             rule="userinfo",
         )
     host = parsed.host
-    if policy.allows_host(host):
+    port = parsed.port or {"http": 80, "https": 443}[parsed.scheme]
+    if policy.allows_host(host, port):
         return parsed
     address = literal_address(host)
     if address is None and (_normal_host(host) == "localhost" or _normal_host(host).endswith(".localhost")):
         address = ipaddress.IPv4Address("127.0.0.1")
-    if address is not None and (rule := address_refusal(policy, host, address)) is not None:
-        raise EgressRefused(_refused(field_name, host, address, rule), rule=rule)
+    if address is not None and (rule := address_refusal(policy, host, address, port)) is not None:
+        raise EgressRefused(_refused(field_name, host, address, rule, port), rule=rule)
     return parsed
 
 
@@ -192,11 +231,12 @@ def origin(url: str) -> tuple[str, str, int] | None:
     return parsed.scheme, _normal_host(parsed.host), port
 
 
-def _refused(field_name: str, host: str, address: IPAddress, rule: str) -> str:
+def _refused(field_name: str, host: str, address: IPAddress, rule: str, port: int | None = None) -> str:
     spelled = "" if _normal_host(host) == str(address) else f" ({host} is {address})"
+    on = "" if port is None else f" on port {port}"
     return (
-        f"{field_name}: {rule} address{spelled} not allowed; the operator can allow a network or host with "
-        "EVALSITE_OUTBOUND_ALLOW."
+        f"{field_name}: {rule} address{spelled}{on} not allowed; the operator can allow a network or host, and "
+        "a port, with EVALSITE_OUTBOUND_ALLOW."
     )
 
 
@@ -229,9 +269,9 @@ class GuardedBackend(httpcore.SyncBackend):
         if not addresses:
             raise httpcore.ConnectError(f"cannot resolve {host}: no address")
         for address in addresses:
-            rule = address_refusal(self.policy, host, address)
+            rule = address_refusal(self.policy, host, address, port)
             if rule is not None:
-                raise EgressRefused(_refused("base_url", host, address, rule), rule=rule)
+                raise EgressRefused(_refused("base_url", host, address, rule, port), rule=rule)
         last: Exception | None = None
         for text in found:  # as socket.create_connection tries them, but only the addresses checked above
             try:

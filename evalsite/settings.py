@@ -256,8 +256,12 @@ EVALSITE_TARGET_SYNC_QUESTIONS = env_int("EVALSITE_TARGET_SYNC_QUESTIONS", 200, 
 # The dotted paths of the callables `python` targets may load; any other is refused (code execution).
 EVALSITE_PYTHON_TARGETS = env_list("EVALSITE_PYTHON_TARGETS", [])
 # Where URLs a tenant sets (targets) may lead beyond public addresses: networks (10.0.0.0/8, ::1) and host
-# names (es.internal, *.corp.example), comma-separated. Unset: public addresses only (evalsite.egress).
+# names (es.internal, *.corp.example), each on every port or one (es.internal:9200, 10.0.0.0/8:9200,
+# [fd00::/8]:9200), comma-separated. Unset: public addresses only (evalsite.egress).
 EVALSITE_OUTBOUND_ALLOW = env_list("EVALSITE_OUTBOUND_ALLOW", [])
+# How much of a target's JSON answer "test connection" shows the tenant (its first N characters; 0: none, the
+# mapped ids and the error only). What a tenant can read of whatever answers where targets may call.
+EVALSITE_TARGET_TEST_ECHO_CHARS = env_int("EVALSITE_TARGET_TEST_ECHO_CHARS", 2000, minimum=0, maximum=20_000)
 
 
 def _check_outbound_allow(entries: list[str]) -> None:

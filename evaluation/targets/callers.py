@@ -58,7 +58,9 @@ from evaluation.targets.kinds import (
 
 MAX_ATTEMPTS = 3
 BACKOFF, BACKOFF_MAX = 0.5, 10.0
-EXCERPT_CHARS = 2000
+# The start of a JSON answer kept for "test connection" (cut again to EVALSITE_TARGET_TEST_ECHO_CHARS, which the
+# operator sets at most to this).
+EXCERPT_CHARS = 20_000
 
 
 @dataclass(frozen=True)

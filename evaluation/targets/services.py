@@ -296,8 +296,9 @@ def target_delete(*, target: Target, actor: str) -> None:
 
 
 def target_test(*, target: Target, query: str, top_k: int = 10) -> dict[str, Any]:
-    """One query through the target: the mapped ids and scores beside an excerpt of the raw answer, or the
-    exact error (the mapping expression and what it found, or the HTTP failure)."""
+    """One query through the target: the mapped ids and scores beside the start of its JSON answer (as much as
+    EVALSITE_TARGET_TEST_ECHO_CHARS lets a tenant read), or the exact error (the mapping expression and what it
+    found, or the HTTP failure)."""
     started = time.perf_counter()
     out: dict[str, Any] = {"query": query, "top_k": top_k, "ok": False, "results": [], "error": "", "raw": ""}
     try:
@@ -305,7 +306,8 @@ def target_test(*, target: Target, query: str, top_k: int = 10) -> dict[str, Any
             if target.kind == PYTHON:
                 hits = client.search(query, top_k, "test")
             else:
-                payload, latency_ms, attempts, out["raw"] = client.call(query, top_k, "test")
+                payload, latency_ms, attempts, raw = client.call(query, top_k, "test")
+                out["raw"] = raw[: settings.EVALSITE_TARGET_TEST_ECHO_CHARS]  # what the operator lets be read
                 if target.kind in RETRIEVAL_KINDS:
                     hits = read_hits(client.spec, payload, top_k, latency_ms, attempts)
                 else:  # an answering target: its answer and the passages it used

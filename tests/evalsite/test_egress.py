@@ -6,6 +6,7 @@ called: private and link-local answers are refused before any connection)."""
 from __future__ import annotations
 
 import ipaddress
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -260,3 +261,52 @@ def test_a_redirect_is_an_answer_never_a_second_request(internal):
         response = client.post(f"http://search.test:{port}/search", json={})
     assert response.status_code == 302
     assert [(m, p) for m, p, _ in _Internal.seen] == [("POST", "/search")]
+
+
+def test_an_allowance_may_name_a_port_and_opens_no_other():
+    policy = EgressPolicy.parse(
+        ["es.internal:9200", "10.20.0.0/16:9200", "10.30.0.7:443", "[fd00::/8]:9200", "*.search.corp:8443"]
+    )
+    for url in (
+        "http://es.internal:9200/",
+        "http://10.20.4.5:9200/_search",
+        "https://10.30.0.7/",  # https's default port, 443
+        "http://[fd00::5]:9200/",
+        "https://eu.search.corp:8443/",
+    ):
+        check_url(url, policy)
+    for url, rule in [
+        ("http://10.20.4.5:6379/", "private"),  # Redis beside the search service: not allowed
+        ("http://10.30.0.7/", "private"),  # port 80
+        ("http://[fd00::5]:22/", "private"),
+    ]:
+        with pytest.raises(EgressRefused) as caught:
+            check_url(url, policy)
+        assert caught.value.rule == rule and "on port" in caught.value.message
+    # A name allowed on one port is resolved and checked when called, with the port of the call.
+    assert policy.allows_host("es.internal", 9200) and not policy.allows_host("es.internal", 9300)
+    assert policy.allows_address(ipaddress.ip_address("10.20.0.1"), 9200)
+    assert not policy.allows_address(ipaddress.ip_address("10.20.0.1"), 9201)
+
+
+@pytest.mark.parametrize(
+    "entry", ["es.internal:0", "es.internal:70000", "es.internal:http", "[fd00::/8", "[::1]x"]
+)
+def test_a_malformed_port_is_refused_naming_the_entry(entry):
+    with pytest.raises(ValueError, match=re.escape(repr(entry))):
+        EgressPolicy.parse([entry])
+
+
+def test_a_connection_to_a_port_the_allowance_does_not_name_is_refused_before_connecting(internal):
+    """An allowance of one service (127.0.0.1 on another port) lets no call reach the internal service beside it;
+    the same address on the allowed port is called."""
+    port = internal.server_address[1]
+    other = EgressPolicy.parse([f"127.0.0.1:{port + 1}"])
+    with _client(other, [["127.0.0.1"]], []) as client, pytest.raises(EgressRefused) as caught:
+        client.get(f"http://search.test:{port}/")
+    assert caught.value.rule == "loopback" and f"on port {port}" in caught.value.message
+    assert _Internal.seen == []
+    this = EgressPolicy.parse([f"127.0.0.1:{port}"])
+    with _client(this, [["127.0.0.1"]], []) as client:
+        assert client.get(f"http://search.test:{port}/a").status_code == 200
+    assert [p for _, p, _ in _Internal.seen] == ["/a"]

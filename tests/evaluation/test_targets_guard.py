@@ -317,3 +317,30 @@ def test_a_target_stored_before_the_header_limits_is_a_400_when_called_not_a_500
     assert error["details"]["field"] == "secret_headers.Authorization"
     assert "s\u00e9cret" not in error["message"]
     assert llm_server.count() == 0
+
+
+@pytest.mark.parametrize(("echo", "shown"), [(0, 0), (12, 12)])
+def test_test_connection_shows_as_much_of_a_json_answer_as_the_operator_allows(
+    world, llm_server, echo, shown
+):
+    created = world.client.post(TARGETS, es_target(llm_server.url), format="json")
+    assert created.status_code == 201, created.json()
+    with override_settings(EVALSITE_TARGET_TEST_ECHO_CHARS=echo):
+        body = world.client.post(f"{TARGETS}/es/test", {"query": "refund"}, format="json").json()
+    assert llm_server.count() == 1 and len(body["raw"]) == shown, body
+    assert body["error"] == "" or "found" in body["error"]  # the mapping's own report, never the body
+
+
+def test_an_allowance_of_another_port_refuses_the_target(world, llm_server):
+    port = int(llm_server.url.rsplit(":", 1)[1])
+    with override_settings(EVALSITE_OUTBOUND_ALLOW=[f"127.0.0.1:{port + 1}"]):
+        error = refused(
+            world.client.post(TARGETS, es_target(llm_server.url), format="json"), 400, "url-not-allowed"
+        )
+    assert (
+        error["details"] == {"field": "base_url", "rule": "loopback"}
+        and f"on port {port}" in error["message"]
+    )
+    with override_settings(EVALSITE_OUTBOUND_ALLOW=[f"127.0.0.1:{port}"]):
+        assert world.client.post(TARGETS, es_target(llm_server.url), format="json").status_code == 201
+    assert llm_server.count() == 0
