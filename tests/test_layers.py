@@ -59,6 +59,7 @@ PURE = [
     "evaluation.retrieval.search.embeddings",
     "evaluation.retrieval.search.engine",
     "evaluation.retrieval.search.fusion",
+    "evaluation.retrieval.search.index_format",
     "evaluation.retrieval.search.kernels",
     "evaluation.retrieval.search.postings",
     "evaluation.retrieval.search.rerank",
