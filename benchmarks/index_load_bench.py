@@ -120,6 +120,9 @@ def run(pages: int, rounds: int, seed: int, listed: bool = False) -> int:
     if loaded is None or not all(load["read"] for load in loads):
         print("FAILED: the saved index could not be read")
         return 1
+    if not all(loaded.has_part(part) for part in PARTS):  # a part missing would be built by the comparison
+        print(f"FAILED: the saved index lacks {[p for p in PARTS if not loaded.has_part(p)]}")
+        return 1
     loaded.embedder_factory = indexes.embedder_factory
     times = [load["seconds"] for load in loads]
     private = statistics.median(load["private"] for load in loads)
