@@ -220,7 +220,8 @@ def fetch_lock(path: Path) -> Iterator[None]:
 def directory_id() -> str:
     """This index directory's identity: a random name kept in it (`.directory`), the same for every process and
     machine that shares the directory. The IndexBuild job records where it saved; a machine that finds a build
-    done in another directory knows it cannot read what was built (evaluation.retrieval.indexes)."""
+    done in another directory since its own was named knows it cannot read what was built
+    (evaluation.retrieval.indexes)."""
     root = Path(settings.EVALSITE_INDEX_DIR)
     path = root / ".directory"
     with contextlib.suppress(FileNotFoundError):
@@ -235,6 +236,13 @@ def directory_id() -> str:
     finally:
         os.unlink(temporary)
     return path.read_text().strip()
+
+
+def directory_named_at() -> float:
+    """When this index directory got its identity (directory_id), as a POSIX time: a build that ended before
+    cannot have saved into it, wherever it saved (an emptied directory is named again)."""
+    directory_id()
+    return (Path(settings.EVALSITE_INDEX_DIR) / ".directory").stat().st_mtime
 
 
 def fd_stamp(fd: int) -> tuple[int, int, int]:

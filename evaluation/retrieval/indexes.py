@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from evaluation.retrieval.index_files import (
     DESCRIPTION,
     PARTS,
     directory_id,
+    directory_named_at,
     fetch_lock,
     fetch_older,
     fetch_published,
@@ -313,19 +315,22 @@ _said_elsewhere: set[tuple] = set()  # (collection uid, content version) whose l
 
 def _built_elsewhere(collection: Collection, wanted: frozenset[str]) -> str | None:
     """With the local index store: the id of the IndexBuild job that built this version with the wanted parts
-    into another index directory than this machine's (the job records which, index_files.directory_id), when
-    none built it into this one. Its index is there, never here, and another build would go there too: a
-    web-only machine that does not share the worker's directory (EVALSITE_INDEX_STORE=local). None otherwise,
-    a build into this directory whose files are gone since among them (built again)."""
+    into another index directory than this machine's (the job records which, index_files.directory_id), since
+    this one was named, when none built it into this one. Its index is there, never here, and another build
+    would go there too: a web-only machine that does not share the worker's directory. None otherwise: a
+    build into this directory whose files are gone since, or one that ended before this directory was named
+    (emptied since, say), is built again, once."""
     if index_store.enabled():
         return None
+    here = directory_id()
     done = Job.objects.filter(
         collection=collection,
         kind=EvaluationJobKind.INDEX_BUILD,
         status=JobStatus.COMPLETED,
         input__content_version=collection.content_version,
+        finished_at__gte=datetime.fromtimestamp(directory_named_at(), tz=UTC),
     ).values_list("pk", "result")
-    here, found = directory_id(), None
+    found = None
     for pk, result in done[:50]:
         result = result if isinstance(result, dict) else {}
         if not wanted <= set(result.get("parts") or ()) or not result.get("index_directory"):
