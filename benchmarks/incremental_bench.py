@@ -36,7 +36,9 @@ PARTS = ["bm25:lucene", "bm25:okapi"]
 NEW_TEXT = "The quokka zebrafinch protocol for refunds: a new document about quokka habitats."
 
 
-def _setup(pages: int, seed: int):
+def write_collection(pages: int, seed: int):
+    """A collection "big" of `pages` synthetic pages, PAGES_PER_DOCUMENT a document, written with bulk_create;
+    its content version bumped once (no index built)."""
     import numpy as np
     import synthetic
     from django.db.models import F
@@ -203,7 +205,7 @@ def _add_one(collection, name: str, with_searches: bool) -> tuple[dict, list[str
 
 def run(pages: int, repeat: int, seed: int) -> int:
     started = time.perf_counter()
-    collection = _setup(pages, seed)
+    collection = write_collection(pages, seed)
     print(
         f"# {pages:,} synthetic pages ({PAGES_PER_DOCUMENT} a document) written in {time.perf_counter() - started:.1f} s"
     )

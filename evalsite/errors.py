@@ -69,6 +69,12 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         503,
         "the collection has no search index yet: a job builds it; retry after the Retry-After seconds",
     ),
+    "index-not-shared": (
+        503,
+        "the collection's index was built where this server cannot read it: a server without a worker needs "
+        "EVALSITE_INDEX_STORE=database, or the worker's EVALSITE_INDEX_DIR (an operator's setting; retrying "
+        "will not help)",
+    ),
     "unknown-target": (
         400,
         "a configuration names a target the tenant does not have (configs[i].target named)",

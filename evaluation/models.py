@@ -464,7 +464,9 @@ class IndexManifest(models.Model):
     family = models.CharField(max_length=200, help_text="The key without its version: engine and embedder.")
     content_version = models.PositiveBigIntegerField()
     parts = models.JSONField(default=list)
-    files = models.JSONField(default=list, help_text="[[name, sha256, size], ...], index.pickle last.")
+    files = models.JSONField(default=list, help_text="[[name, sha256, size], ...], index.json last.")
+    # HMAC-SHA256 of the rest under a key derived from SECRET_KEY: a row without it is refused (index_store).
+    signature = models.CharField(max_length=64, blank=True, default="")
     published_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -46,6 +46,7 @@ def warm_up(*, collections: int) -> dict[str, Any]:
     started = time.perf_counter()
     warmed: list[str] = []
     calibrated: list[str] = []
+    index_files.directory_id()  # named before any build this server could be told of (indexes._built_elsewhere)
     templates = _code()
     try:
         for collection in Collection.objects.order_by("-updated_at")[:collections]:

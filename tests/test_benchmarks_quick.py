@@ -81,6 +81,13 @@ EXPECTED: dict[str, list[str]] = {
         "evalsite's own overhead per question (one at a time):",
         "same metrics and rankings in both settings: True",
     ],
+    "index_load_bench": [
+        "| the description (index.json) |",
+        "| read_index in a fresh process, median of 7 |",
+        "| private memory the load added to that process (RssAnon, median) |",
+        "the loaded index answers as the built one (FullText lucene and okapi, Vector, Hybrid; 20 queries, top 10, "
+        "scores bit for bit): yes",
+    ],
     "golden_import_bench": ["| dry run (preview) |", "| import |", "| the same file again |"],
     "fluency_bench": [
         "clapnq: human questions accepted",
@@ -162,6 +169,7 @@ LONGEST_FIRST = [
     "import_bench",
     "serve_scale_bench",
     "incremental_bench",
+    "index_load_bench",
     "fluency_bench",
     "judge_agreement",
     "calibration_bench",

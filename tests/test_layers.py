@@ -61,6 +61,7 @@ PURE = [
     "evaluation.retrieval.search.embeddings",
     "evaluation.retrieval.search.engine",
     "evaluation.retrieval.search.fusion",
+    "evaluation.retrieval.search.index_format",
     "evaluation.retrieval.search.kernels",
     "evaluation.retrieval.search.postings",
     "evaluation.retrieval.search.rerank",
@@ -450,6 +451,48 @@ def test_the_inner_import_check_can_fail():
     assert _unexplained_inner_imports(source, "m.py") == ["m.py:3: import json"]
     explained = "def f():\n    x = 1\n    # late: a reason\n    import json\n\n    from os import path\n"
     assert _unexplained_inner_imports(explained, "m.py") == []
+
+
+UNPICKLERS = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle", "joblib"}
+
+
+def _code_that_can_run_on_load(source: str, path: str) -> list[str]:
+    """Imports of a module that loads Python objects by running code (pickle and its kin), and numpy asked to
+    (`allow_pickle=True`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        elif isinstance(node, ast.Call):
+            names = []
+            if any(
+                k.arg == "allow_pickle" and getattr(k.value, "value", False) is not False
+                for k in node.keywords
+            ):
+                found.append(f"{path}:{node.lineno}: allow_pickle")
+        else:
+            continue
+        found += [f"{path}:{node.lineno}: import {n}" for n in names if n.split(".")[0] in UNPICKLERS]
+    return found
+
+
+def test_nothing_the_product_reads_is_unpickled():
+    """Index files and published indexes (and anything else read from disk or the database) are JSON and plain
+    arrays: a file or a row written by anything but evalsite must never run code in the process that reads it."""
+    found = [
+        hit
+        for name, path in sorted(_modules().items())
+        for hit in _code_that_can_run_on_load(path.read_text(), str(path.relative_to(ROOT)))
+    ]
+    assert found == []
+    planted = "import json\nimport pickle\nfrom marshal import loads\nnp.load(f, allow_pickle=True)\n"
+    assert _code_that_can_run_on_load(planted, "m.py") == [
+        "m.py:2: import pickle",
+        "m.py:3: import marshal",
+        "m.py:4: allow_pickle",
+    ]
 
 
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 80

@@ -70,7 +70,10 @@ class CollectionsApi(TenantAPIView):
 class SearchApi(CollectionsApi):
     @extend_schema(
         request=s.SearchIn,
-        responses={200: s.SearchOut, **error_responses("index-building", "embeddings-unavailable")},
+        responses={
+            200: s.SearchOut,
+            **error_responses("index-building", "index-not-shared", "embeddings-unavailable"),
+        },
         summary="Searches one or more collections.",
     )
     def post(self, request):
@@ -96,6 +99,7 @@ class EvaluateApi(CollectionsApi):
             **error_responses(
                 "target-secrets-unreadable",
                 "index-building",
+                "index-not-shared",
                 "embeddings-unavailable",
                 "broker-unavailable",
             ),
@@ -159,6 +163,7 @@ class AnswerApi(CollectionsApi):
             **error_responses(
                 "llm-unreadable",
                 "index-building",
+                "index-not-shared",
                 "embeddings-unavailable",
                 "llm-unavailable",
             ),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -49,7 +50,7 @@ def _from_bytes(data: bytes | memoryview) -> np.ndarray:
 
 
 def endpoint_settings() -> EndpointSettings:
-    """The embeddings endpoint from settings, read when needed (so the API key is never pickled)."""
+    """The embeddings endpoint from settings, read when needed (so the API key is never saved with an index)."""
     if not settings.EVALSITE_EMBEDDINGS_BASE_URL:
         raise EvalsiteError(
             "embeddings-unavailable",
@@ -173,7 +174,8 @@ def _store(
 class StoredEmbedder(Embedder):
     """A model embedder bound to a corpus's page ids: `fit` reads stored vectors and embeds only the rest.
 
-    Queries go straight to the model. It is pickled with its index (after fit), without the page ids."""
+    Queries go straight to the model. A saved index keeps the model it wraps (`saved`), not the page ids:
+    read back, the index has its vectors and queries the model alone."""
 
     def __init__(self, inner: ModelEmbedder, page_ids: Sequence[int] | np.ndarray):
         self.inner = inner
@@ -186,8 +188,8 @@ class StoredEmbedder(Embedder):
     def embed_query(self, text: str) -> np.ndarray:
         return self.inner.embed_query(text)
 
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "page_ids": []}
+    def saved(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return self.inner.saved()
 
 
 def configured_embedder(corpus: Corpus | None) -> Embedder:

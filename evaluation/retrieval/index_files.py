@@ -1,18 +1,18 @@
 """A search index on disk: one folder per collection, content version, engine version and embedder, holding
-each array as a .npy file (mapped by every process through the page cache) and a small pickled description
-renamed into place last, so a reader sees a whole version or none. Locks between processes are flock()s on
-files beside it. evaluation.retrieval.indexes decides what to read, build and keep in memory."""
+each array as a .npy file (mapped by every process through the page cache) and a small JSON description
+(evaluation.retrieval.search.index_format) renamed into place last, so a reader sees a whole version or none.
+Nothing read here can run code: JSON, and arrays read with allow_pickle=False. Locks between processes are
+flock()s on files beside it. evaluation.retrieval.indexes decides what to read, build and keep in memory."""
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import fcntl
 import hashlib
 import json
 import logging
 import os
-import pickle
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -22,7 +22,9 @@ import numpy as np
 from django.conf import settings
 
 from evaluation.retrieval import index_store
-from evaluation.retrieval.embedding_store import embedder_identity
+from evaluation.retrieval.embedding_store import embedder_identity, endpoint_settings
+from evaluation.retrieval.index_store import DESCRIPTION
+from evaluation.retrieval.search import index_format
 from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
 from evaluation.retrieval.search.engine import VECTORS, Corpus, SearchIndex
 from evaluation.retrieval.search.postings import Postings, load_mapped
@@ -32,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 # Bump when the index layout or the indexed text changes: old files are then ignored.
-ENGINE_VERSION = 4  # 4: LSI fitted on a sample, every page projected (new vectors)
+ENGINE_VERSION = 5  # 5: a JSON description (index.json), no pickle; 4: LSI fitted on a sample
 
 DEFAULT_PART = "bm25:lucene"
 PARTS = ("bm25:lucene", "bm25:okapi", VECTORS)  # every part an index can have
@@ -46,8 +48,8 @@ def index_key(collection: Collection) -> tuple:
 
 
 def index_path(key: tuple) -> Path:
-    """The index's description (a pickle without the big arrays), in the folder that holds its arrays."""
-    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}" / "index.pickle"
+    """The index's description (JSON, index_format), in the folder that holds its arrays."""
+    return Path(settings.EVALSITE_INDEX_DIR) / f"{key[0]}-v{key[1]}-e{key[2]}-{key[3]}" / DESCRIPTION
 
 
 def saved_versions(collection: Collection) -> list[tuple[int, Path]]:
@@ -56,7 +58,7 @@ def saved_versions(collection: Collection) -> list[tuple[int, Path]]:
     found = []
     for folder in Path(settings.EVALSITE_INDEX_DIR).glob(f"{key[0]}-v*-e{key[2]}-{key[3]}"):
         version = folder.name.removeprefix(f"{key[0]}-v").split("-", 1)[0]
-        if version.isdigit() and (folder / "index.pickle").is_file():
+        if version.isdigit() and (folder / DESCRIPTION).is_file():
             found.append((int(version), folder))
     return sorted(found, reverse=True)
 
@@ -76,19 +78,18 @@ def saved_parts(collection: Collection) -> frozenset[str]:
 def read_index(path: Path) -> SearchIndex | None:
     """The index described by `path`, its arrays opened with mmap (shared by every process through the page
     cache; the folder of an older version may be removed while a process still reads it: its files live on
-    until the last mapping closes)."""
+    until the last mapping closes). None, logged, when the folder holds no index this version can read (an
+    older format's among them: it is rebuilt, never unpickled)."""
     folder = path.parent
     try:
         with path.open("rb") as handle:
             stamp = fd_stamp(handle.fileno())  # the file read, whatever is renamed over its name meanwhile
-            state = pickle.load(handle)
-        index = SearchIndex.__new__(SearchIndex)
-        index.__setstate__(state)
+            description = index_format.parse(handle.read())
+        index = index_format.restored_index(description, _mapped(folder), endpoint_settings)
         index.saved_stamp = stamp
-        postings = Postings.open(folder / "postings") if index.postings == _SAVED else None
+        postings = Postings.open(folder / "postings") if description["postings"] else None
         index.postings = postings
-        variants, index.bm25_indexes = list(index.bm25_indexes), {}
-        for variant in variants:
+        for variant in description["bm25"]:
             if postings is None:
                 raise ValueError("BM25 weights saved without their postings")
             index.bm25_indexes[variant] = BM25Index(
@@ -98,15 +99,26 @@ def read_index(path: Path) -> SearchIndex | None:
                 weights=load_mapped(folder / f"bm25-{variant}-weights.npy"),
                 common=_common_rows(folder, variant),
             )
-        if index.page_vectors is not None:
+        if description["vectors"]:
             index.page_vectors = load_mapped(folder / "vectors.npy")
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         logger.warning("index %s unreadable (%s); rebuilding", folder, exc)
         return None
     return index
 
 
-_SAVED = "saved"  # in the pickle, in place of an array saved as a file of its own
+def read_corpus(folder: Path) -> Corpus:
+    """The corpus of the index saved in `folder` (no texts): what an update starts from. OSError or ValueError
+    when there is none this version can read."""
+    description = index_format.parse((folder / DESCRIPTION).read_bytes())
+    try:
+        return index_format.restored_corpus(description, _mapped(folder))
+    except (KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"a corpus description without {exc}") from None
+
+
+def _mapped(folder: Path):
+    return lambda name: load_mapped(folder / f"{name}.npy")
 
 
 def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
@@ -121,13 +133,14 @@ def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
 
 def write_index(collection: Collection, path: Path, index: SearchIndex) -> tuple[int, int, int]:
     """Save the index where other processes find it: each array a .npy file (written once: a version's arrays
-    never change), then the description, pickled to a file of a unique name renamed over the old one (so a
-    reader sees the old description or the new one, each naming only files already in place). Folders of
+    never change), then the description, JSON written to a file of a unique name renamed over the old one (so
+    a reader sees the old description or the new one, each naming only files already in place). Folders of
     older content versions of the collection are removed."""
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     with index._locks.state:  # a snapshot of the parts: never changed in place, only replaced
         postings, variants, vectors = index.postings, dict(index.bm25_indexes), index.page_vectors
+        embedder = index.embedder if vectors is not None else None
     if postings is not None and not (folder / "postings").is_dir():
         staging = Path(tempfile.mkdtemp(dir=folder, prefix=".postings."))
         postings.save(staging)
@@ -141,18 +154,17 @@ def write_index(collection: Collection, path: Path, index: SearchIndex) -> tuple
         _save_array(folder / "vectors.npy", vectors)
     if index.corpus.stamps is not None and postings is not None:
         index.corpus.stamps.save(folder / "content.npz")  # what the next version's update compares
+    description, arrays = index_format.describe(
+        index, postings=postings is not None, variants=list(variants), embedder=embedder
+    )
+    for name, array in arrays.items():
+        _save_array(folder / f"{name}.npy", array)
     parts = [part for part in sorted({*(f"bm25:{v}" for v in variants), "vectors"}) if index.has_part(part)]
     (folder / "parts.json").write_text(json.dumps(parts))
-    state = index.__getstate__()
-    state.pop("saved_stamp", None)
-    state["postings"] = _SAVED if postings is not None else None
-    state["bm25_indexes"] = dict.fromkeys(variants, _SAVED)
-    state["page_vectors"] = _SAVED if vectors is not None else None
-    state["corpus"] = _without_texts(state["corpus"])
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=".index.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            handle.write(json.dumps(description, separators=(",", ":")).encode())
             handle.flush()
             stamp = fd_stamp(handle.fileno())
         os.replace(temporary, path)  # atomic: readers see the old file or the new one, never half of one
@@ -169,14 +181,6 @@ def write_index(collection: Collection, path: Path, index: SearchIndex) -> tuple
     if index_store.enabled():
         index_store.publish(collection, folder, index.content_version or 0, parts)
     return stamp
-
-
-def _without_texts(corpus: Corpus) -> Corpus:
-    light = copy.copy(corpus)
-    light.texts = None
-    light.text_source = None
-    light.stamps = None
-    return light
 
 
 def _save_array(path: Path, array: np.ndarray) -> None:
@@ -211,6 +215,34 @@ def fetch_lock(path: Path) -> Iterator[None]:
     holds for as long as it runs, while a request only ever waits for a copy."""
     with file_lock(path.with_name("fetch")):
         yield
+
+
+def directory_id() -> str:
+    """This index directory's identity: a random name kept in it (`.directory`), the same for every process and
+    machine that shares the directory. The IndexBuild job records where it saved; a machine that finds a build
+    done in another directory since its own was named knows it cannot read what was built
+    (evaluation.retrieval.indexes)."""
+    root = Path(settings.EVALSITE_INDEX_DIR)
+    path = root / ".directory"
+    with contextlib.suppress(FileNotFoundError):
+        return path.read_text().strip()
+    root.mkdir(parents=True, exist_ok=True)
+    temporary = root / f".directory.{os.getpid()}.{secrets.token_hex(4)}"
+    temporary.write_text(secrets.token_hex(16))
+    try:
+        os.link(temporary, path)  # of several processes naming it at once, one name wins and all read it
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(temporary)
+    return path.read_text().strip()
+
+
+def directory_named_at() -> float:
+    """When this index directory got its identity (directory_id), as a POSIX time: a build that ended before
+    cannot have saved into it, wherever it saved (an emptied directory is named again)."""
+    directory_id()
+    return (Path(settings.EVALSITE_INDEX_DIR) / ".directory").stat().st_mtime
 
 
 def fd_stamp(fd: int) -> tuple[int, int, int]:
@@ -251,6 +283,6 @@ def fetch_older(collection: Collection, wanted: frozenset[str]) -> bool:
     for manifest in index_store.older_published(index_path(key).parent.name, key[1]):
         if wanted <= frozenset(manifest.parts):
             folder = Path(settings.EVALSITE_INDEX_DIR) / manifest.key
-            with fetch_lock(folder / "index.pickle"):
+            with fetch_lock(folder / DESCRIPTION):
                 return index_store.fetch(manifest, folder)
     return False

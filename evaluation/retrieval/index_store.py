@@ -15,7 +15,13 @@ built. So:
 - nothing new to run or to configure: no shared file system, no object store; the cost is the index's size in
   the database (about 1 KB a page for FullText) and one copy of it per machine;
 - what is read is what was written: a file is fetched by the digest the manifest names, into a temporary file
-  renamed into place, the description (index.pickle) last, so a reader sees a whole version or none.
+  renamed into place, the description (index.json) last, so a reader sees a whole version or none;
+- what is read was published by this deployment: a manifest is signed (HMAC-SHA256 under a key derived from
+  SECRET_KEY, which every machine shares) and checked before anything of it is used; one without that
+  signature (written into the table by anything else, or under another SECRET_KEY) is refused with a log line
+  and treated as absent: the machine builds its own, and its publication replaces the row. Nothing fetched
+  could run code anyway (evaluation.retrieval.search.index_format reads JSON and plain arrays); the signature
+  keeps a forged row from being served as the index, or from naming files outside the folder.
 Why not a shared directory: the documentation promised per-machine directories, and NFS's locks and renames are the
 first thing to break. Why not a build on each machine: a web-only machine has no worker, and a million pages
 take minutes to build where they take seconds to copy.
@@ -28,15 +34,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from evaluation.models import IndexFile, IndexManifest
 from goldenset.models import Collection
@@ -44,8 +52,10 @@ from goldenset.models import Collection
 logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 8 << 20  # a row of IndexFile: large enough to stream fast, small enough for any database
-DESCRIPTION = "index.pickle"  # written last when fetched: its presence means the version is whole
+DESCRIPTION = "index.json"  # written last when fetched: its presence means the version is whole
 REWRITTEN = frozenset({DESCRIPTION, "parts.json"})  # rewritten when a part is added; every other file is not
+SIGNING_SALT = "evaluation.retrieval.index_store.manifest"  # the key: salted_hmac(this, SECRET_KEY)
+REFUSALS_LOGGED = 1000  # refused manifests remembered per process, so each is logged once
 
 
 def enabled() -> bool:
@@ -112,6 +122,7 @@ def publish(collection: Collection, folder: Path, version: int, parts: list[str]
                 "content_version": version,
                 "parts": sorted(parts),
                 "files": listed,
+                "signature": signature(key, family, version, sorted(parts), listed),
             },
         )
         # Revisions of the description and parts list that the manifest no longer names.
@@ -123,7 +134,7 @@ def publish(collection: Collection, folder: Path, version: int, parts: list[str]
         ]
         IndexFile.objects.filter(pk__in=stale).delete()
     for older in IndexManifest.objects.filter(family=family, content_version__lt=version):
-        if set(older.parts) <= set(parts):
+        if not _verified(older) or set(older.parts) <= set(parts):  # unsigned: never read, so never kept
             with transaction.atomic():
                 IndexFile.objects.filter(key=older.key).delete()
                 older.delete()
@@ -137,21 +148,67 @@ def publish(collection: Collection, folder: Path, version: int, parts: list[str]
 
 
 def published(key: str) -> IndexManifest | None:
-    return IndexManifest.objects.filter(key=key).first()
+    """The manifest published under `key`, if this deployment signed it (else None: see _verified)."""
+    manifest = IndexManifest.objects.filter(key=key).first()
+    return manifest if manifest is not None and _verified(manifest) else None
 
 
 def published_parts(key: str) -> frozenset[str]:
-    found = IndexManifest.objects.filter(key=key).values_list("parts", flat=True).first()
-    return frozenset(found or ())
+    manifest = published(key)
+    return frozenset(manifest.parts) if manifest is not None else frozenset()
 
 
 def older_published(key: str, version: int) -> list[IndexManifest]:
-    """The collection's published versions older than `version` (same engine and embedder), newest first."""
-    return list(
-        IndexManifest.objects.filter(family=_family(key), content_version__lt=version).order_by(
-            "-content_version"
+    """The collection's published versions older than `version` (same engine and embedder) that this
+    deployment signed, newest first."""
+    found = IndexManifest.objects.filter(family=_family(key), content_version__lt=version)
+    return [manifest for manifest in found.order_by("-content_version") if _verified(manifest)]
+
+
+def signature(key: str, family: str, version: int, parts: list[str], files: list[list]) -> str:
+    """The HMAC of what a manifest says, under a key derived from SECRET_KEY (django's salted_hmac): only a
+    process holding this deployment's SECRET_KEY can make it."""
+    message = json.dumps([key, family, version, parts, files], separators=(",", ":"), ensure_ascii=True)
+    return salted_hmac(SIGNING_SALT, message, algorithm="sha256").hexdigest()
+
+
+_refusals: set[tuple[str, str]] = set()
+
+
+def _verified(manifest: IndexManifest) -> bool:
+    """Whether this deployment published the manifest: its signature is this SECRET_KEY's over what it says,
+    and every file it names stays inside the index folder. Checked before anything of it is used; a refusal is
+    logged (once per process and row) and the caller treats the manifest as absent."""
+    try:
+        expected = signature(
+            manifest.key,
+            manifest.family,
+            manifest.content_version,
+            list(manifest.parts),
+            list(manifest.files),
         )
-    )
+        good = constant_time_compare(manifest.signature or "", expected) and all(
+            _inside(name) for name, _digest, _size in manifest.files
+        )
+    except (TypeError, ValueError):  # not even the shape of a manifest
+        good = False
+    if not good and (manifest.key, manifest.signature) not in _refusals:
+        if len(_refusals) >= REFUSALS_LOGGED:
+            _refusals.clear()
+        _refusals.add((manifest.key, manifest.signature))
+        logger.error(
+            "index %s: refused a published index (%s): only what evalsite publishes under this deployment's "
+            "SECRET_KEY is read; this one is never fetched or read, and this machine builds its own",
+            manifest.key,
+            "no signature" if not manifest.signature else "its signature is not this SECRET_KEY's",
+        )
+    return good
+
+
+def _inside(name: object) -> bool:
+    """A file name that stays inside the folder it is fetched into."""
+    path = PurePosixPath(name) if isinstance(name, str) else None
+    return path is not None and bool(name) and not path.is_absolute() and ".." not in path.parts
 
 
 def fetch(manifest: IndexManifest, folder: Path) -> bool:

@@ -22,7 +22,6 @@ while the vectors are computed.
 from __future__ import annotations
 
 import logging
-import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -36,7 +35,7 @@ from evaluation.retrieval.corpus import (
     page_texts,
     read_snapshot,
 )
-from evaluation.retrieval.index_files import DEFAULT_PART, fetch_older, saved_versions
+from evaluation.retrieval.index_files import DEFAULT_PART, fetch_older, read_corpus, saved_versions
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.engine import Embedder, SearchIndex
 from evaluation.retrieval.search.postings import MergeRefused, Postings, merge_postings, open_first_order
@@ -60,9 +59,8 @@ def _update_base(collection: Collection) -> UpdateBase | None:
             postings = Postings.open(folder / "postings")
             first_order = open_first_order(folder / "postings")
             stamps = ContentStamps.load(folder / "content.npz")
-            with (folder / "index.pickle").open("rb") as handle:
-                corpus = pickle.load(handle)["corpus"]
-        except (OSError, ValueError, KeyError, pickle.UnpicklingError, EOFError) as exc:
+            corpus = read_corpus(folder)
+        except (OSError, ValueError, KeyError) as exc:
             logger.info("index %s cannot be updated (%s): a full build", folder, exc)
             return None
         if first_order is None or not len(stamps.page_ids) == postings.size == corpus.size:

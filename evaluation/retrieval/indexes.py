@@ -8,7 +8,7 @@ variant, the page vectors) are built when a search first needs them.
 Concurrent first searches build each part once: within a process one thread per index key builds while the
 others wait for it; across the processes that share the index directory, a file lock (flock) around "reload
 the file, build what it still lacks, save" does the same. A save never changes the index other threads read:
-it pickles a snapshot to a file of a unique name and renames it into place. Where builds are off (web requests)
+it writes a snapshot to a file of a unique name and renames it into place. Where builds are off (web requests)
 no lock is taken: a search reads what is saved, and is answered by the newest older version while its own
 builds, so no search waits on a build.
 
@@ -25,8 +25,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from django.conf import settings
 
 from evalsite.errors import ERROR_CODES, EvalsiteError
 from evalsite.jobs.models import Job, JobStatus
@@ -39,7 +42,10 @@ from evaluation.retrieval.corpus import (
 from evaluation.retrieval.embedding_store import configured_embedder
 from evaluation.retrieval.index_files import (
     DEFAULT_PART,
+    DESCRIPTION,
     PARTS,
+    directory_id,
+    directory_named_at,
     fetch_lock,
     fetch_older,
     fetch_published,
@@ -255,10 +261,12 @@ RETRY_AFTER_SECONDS = 5
 
 
 def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex:
-    """An index that is not ready where builds are off: queue its build, then serve what exists."""
+    """An index that is not ready where builds are off: queue its build (unless it was built where this machine
+    cannot read it), then serve what exists."""
     job_id = None
+    elsewhere = _built_elsewhere(collection, wanted)
     try:
-        job_id = build_schedule(collection, wanted)
+        job_id = build_schedule(collection, wanted) if elsewhere is None else None
     except EvalsiteError as exc:  # the broker is down: an older version may still answer
         logger.warning("could not queue the index build of %s: %s", collection.uid, exc.message)
     # A worker may already have finished it (or ran it inline, django-q's sync mode).
@@ -273,6 +281,8 @@ def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats
     index = _lookup(collection, wanted, stats, build=False)
     if index is not None:
         return index
+    if elsewhere is not None:
+        raise _not_shared(collection, elsewhere)
     failed = (
         Job.objects.filter(pk=job_id, status=JobStatus.FAILED).values_list("error", flat=True).first()
         if job_id
@@ -300,6 +310,67 @@ def _meanwhile(collection: Collection, wanted: frozenset[str], stats: IndexStats
     )
 
 
+_said_elsewhere: set[tuple] = set()  # (collection uid, content version) whose log line this process wrote
+
+
+def _built_elsewhere(collection: Collection, wanted: frozenset[str]) -> str | None:
+    """With the local index store: the id of the IndexBuild job that built this version with the wanted parts
+    into another index directory than this machine's (the job records which, index_files.directory_id), since
+    this one was named, when none built it into this one. Its index is there, never here, and another build
+    would go there too: a web-only machine that does not share the worker's directory. None otherwise: a
+    build into this directory whose files are gone since, or one that ended before this directory was named
+    (emptied since, say), is built again, once."""
+    if index_store.enabled():
+        return None
+    here = directory_id()
+    done = Job.objects.filter(
+        collection=collection,
+        kind=EvaluationJobKind.INDEX_BUILD,
+        status=JobStatus.COMPLETED,
+        input__content_version=collection.content_version,
+        finished_at__gte=datetime.fromtimestamp(directory_named_at(), tz=UTC),
+    ).values_list("pk", "result")
+    found = None
+    for pk, result in done[:50]:
+        result = result if isinstance(result, dict) else {}
+        if not wanted <= set(result.get("parts") or ()) or not result.get("index_directory"):
+            continue
+        if result["index_directory"] == here:
+            return None
+        found = str(pk)
+    if found is not None and (collection.uid, collection.content_version) not in _said_elsewhere:
+        _said_elsewhere.add((collection.uid, collection.content_version))
+        logger.error(
+            "the index of collection %s (content version %s) was built by job %s into another index directory "
+            "than this machine's EVALSITE_INDEX_DIR (%s), and EVALSITE_INDEX_STORE is local: this machine "
+            "cannot read it. Set EVALSITE_INDEX_STORE=database on every machine, or share the worker's "
+            "EVALSITE_INDEX_DIR.",
+            collection.uid,
+            collection.content_version,
+            found,
+            settings.EVALSITE_INDEX_DIR,
+        )
+    return found
+
+
+def _not_shared(collection: Collection, job_id: str) -> EvalsiteError:
+    return EvalsiteError(
+        "index-not-shared",
+        f"The search index of collection {collection.slug!r} (content version {collection.content_version}) "
+        "was built by a worker whose index directory this server does not read, and this server's "
+        "EVALSITE_INDEX_STORE is local: a server without a worker of its own needs EVALSITE_INDEX_STORE="
+        "database (it then fetches what any worker built) or the worker's EVALSITE_INDEX_DIR. Retrying will "
+        "not help until the operator changes that.",
+        details={
+            "collection_id": collection.slug,
+            "content_version": collection.content_version,
+            "job_id": job_id,
+            "setting": "EVALSITE_INDEX_STORE",
+        },
+        status=503,
+    )
+
+
 def _newest_older(collection: Collection, wanted: frozenset[str], stats: IndexStats) -> SearchIndex | None:
     """The newest saved version older than the current one that has the wanted parts (one another machine
     published is copied here when this machine has none)."""
@@ -320,7 +391,7 @@ def _newest_older_saved(
         with _lock:
             index = _memory.get(key)
         if index is None:
-            index = _read(folder / "index.pickle")
+            index = _read(folder / DESCRIPTION)
             if index is None:
                 continue
             stats.loaded += 1
@@ -392,6 +463,7 @@ def index_build_job(job: Job, progress) -> dict:
         **stats.as_dict(),
         "updated": stats.updated,
         "pages_tokenized": stats.pages_tokenized,
+        "index_directory": directory_id(),  # where it is saved: see _built_elsewhere
     }
 
 

@@ -3,7 +3,7 @@ the settings that choose them, and page vectors computed once per page and store
 
 from __future__ import annotations
 
-import pickle
+import json
 import subprocess
 import sys
 import time
@@ -13,9 +13,9 @@ import pytest
 
 from evalsite.errors import EvalsiteError
 from evaluation.models import PageEmbedding
-from evaluation.retrieval import embedding_store, indexes
+from evaluation.retrieval import embedding_store, index_files, indexes
 from evaluation.retrieval.corpus import load_corpus
-from evaluation.retrieval.search import embeddings
+from evaluation.retrieval.search import embeddings, index_format
 from evaluation.retrieval.search.embeddings import EndpointEmbedder, EndpointSettings, MiniLMEmbedder
 from goldenset import services
 from tests.conftest import add_documents
@@ -135,13 +135,16 @@ def test_a_refused_connection_is_retried_then_reported():
     assert caught.value.code == "embeddings-unavailable"
 
 
-def test_queries_are_cached_and_the_embedder_pickles(llm_server):
+def test_queries_are_cached_and_the_embedder_is_saved_as_its_model_alone(llm_server):
     embedder = endpoint(llm_server)
     first = embedder.embed_query("refund window")
     assert embedder.embed_query("refund window") is first
     assert llm_server.count() == 1
-    restored = pickle.loads(pickle.dumps(embedder))
-    assert restored._queries == {}
+    saved, arrays = embedder.saved()
+    assert saved == {"kind": "endpoint", "model": "scripted-embed", "name": "endpoint:scripted-embed"}
+    assert arrays == {} and json.loads(json.dumps(saved)) == saved  # JSON, no connection detail
+    restored = index_format.restored_embedder(saved, arrays, lambda: embedder.settings)
+    assert restored._queries == {} and restored.name == embedder.name
     np.testing.assert_allclose(restored.embed_query("refund window"), first)
     assert llm_server.count() == 2
 
@@ -256,15 +259,27 @@ def test_a_failure_part_way_keeps_what_was_stored(world, endpoint_settings, monk
     assert len(server.embedded_texts()) == 1
 
 
-def test_the_stored_embedder_pickles_without_its_page_ids(world, endpoint_settings):
-    corpus = load_corpus(world.collection)
-    embedder = indexes.embedder_factory(corpus)
-    embedder.fit(corpus.all_texts())
-    restored = pickle.loads(pickle.dumps(embedder))
-    assert restored.page_ids == [] and restored.name == "endpoint:scripted-embed"
-    assert restored.embed_query("refund").shape == (endpoint_settings.dims,)
-    # The API key is read from settings when needed, never pickled.
-    assert b"EVALSITE" not in pickle.dumps(embedder) and "api_key" not in vars(restored.inner)
+def test_an_index_with_stored_vectors_is_saved_without_page_ids_or_key_and_reads_back(
+    world, endpoint_settings, settings
+):
+    settings.EVALSITE_EMBEDDINGS_API_KEY = "sk-never-saved"
+    index = indexes.get_index(world.collection, parts={"vectors"}, build=True, keep=False)  # as built
+    assert isinstance(index.embedder, embedding_store.StoredEmbedder)
+    path = index_files.index_path(index_files.index_key(world.collection))
+    description = json.loads(path.read_bytes())
+    assert description["embedder"] == {
+        "kind": "endpoint",
+        "model": "scripted-embed",
+        "name": "endpoint:scripted-embed",
+        "arrays": [],
+    }
+    # The API key is read from settings when needed, never saved (the description above holds no page ids).
+    assert not any(b"sk-never-saved" in p.read_bytes() for p in path.parent.rglob("*") if p.is_file())
+    restored = index_files.read_index(path)
+    assert restored is not None and restored.has_part("vectors")
+    assert isinstance(restored.embedder, EndpointEmbedder) and restored.embedder.name == index.embedder.name
+    query = restored.embedder.embed_query("refund")
+    np.testing.assert_allclose(query, index.embedder.embed_query("refund"))
 
 
 # --- the local model ---------------------------------------------------------------------------------------
@@ -283,4 +298,5 @@ def test_minilm_embeds_offline_and_places_paraphrases_close():
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
     query = embedder.embed_query("refund policy")
     assert query @ vectors[0] > query @ vectors[1]
-    assert pickle.loads(pickle.dumps(embedder)).embed_query("refund policy") @ query == pytest.approx(1.0)
+    restored = index_format.restored_embedder(*embedder.saved(), embedding_store.endpoint_settings)
+    assert restored.embed_query("refund policy") @ query == pytest.approx(1.0)

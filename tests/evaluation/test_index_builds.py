@@ -6,6 +6,8 @@ job waits in the broker as it does in production until the test runs it with the
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from django.core.management import call_command
 from django_q.conf import Conf
@@ -141,3 +143,45 @@ def test_while_a_new_version_has_bm25_only_hybrid_is_answered_by_the_previous_fu
     indexes.get_index(world.collection, parts=["bm25:lucene", "vectors"], build=True)
     assert [version for version, _ in index_files.saved_versions(world.collection)] == [before + 1]
     assert search(world, "returns desk", "Hybrid").json()["index"]["stale"] == []
+
+
+def test_a_build_done_in_another_index_directory_answers_index_not_shared_and_queues_nothing(
+    world, queued_only, settings, tmp_path
+):
+    """The local store, in-process: a web-only "machine" (its own index directory, named before the build) and
+    the worker's (another directory). The web side says where the problem is and queues no second build."""
+    settings.EVALSITE_INDEX_STORE = "local"
+    settings.EVALSITE_INDEX_DIR = tmp_path / "web"
+    index_files.directory_id()  # the web server names its directory when it starts (evaluation.warmup)
+    assert search(world).status_code == 503  # queues the build
+    settings.EVALSITE_INDEX_DIR = tmp_path / "worker"
+    jobs.job_run(str(builds(world)[0].pk))  # the worker, elsewhere
+    settings.EVALSITE_INDEX_DIR = tmp_path / "web"
+    indexes.clear_memory()
+    for _ in range(3):
+        refused = search(world)
+        assert refused.status_code == 503 and "Retry-After" not in refused
+        error = refused.json()["error"]
+        assert error["code"] == "index-not-shared" and "EVALSITE_INDEX_STORE" in error["message"]
+        assert error["details"]["job_id"] == str(builds(world)[0].pk)
+    assert len(builds(world)) == 1
+
+
+def test_a_build_that_ended_before_the_index_directory_was_emptied_is_built_again_once(
+    world, queued_only, settings, tmp_path
+):
+    """One machine, its web and worker sharing a directory that is emptied (removed whole, its name with it):
+    the build done before is no sign of another directory. One build is queued, and its index answers."""
+    settings.EVALSITE_INDEX_STORE = "local"
+    settings.EVALSITE_INDEX_DIR = tmp_path / "indexes"
+    search(world)
+    jobs.job_run(str(builds(world)[0].pk))
+    assert search(world).status_code == 200
+    shutil.rmtree(tmp_path / "indexes")
+    indexes.clear_memory()
+    for _ in range(3):
+        waiting = search(world)
+        assert waiting.status_code == 503 and waiting.json()["error"]["code"] == "index-building"
+    assert [job.status for job in builds(world)] == [JobStatus.COMPLETED, JobStatus.QUEUED]
+    jobs.job_run(str(builds(world)[1].pk))
+    assert search(world).json()["results"][0]["document_id"] == "refunds"

@@ -3,7 +3,6 @@ reader, and saving never disturbs a search (the live-server version is tests/eva
 
 from __future__ import annotations
 
-import pickle
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,7 +12,7 @@ from django.db import connection
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.configs import RunConfig
 from evaluation.models import EvaluationJobKind
-from evaluation.retrieval import indexes
+from evaluation.retrieval import index_files, indexes
 from evaluation.retrieval.read_path import search
 from evaluation.retrieval.search.engine import VECTORS, SearchConfig, SearchIndex
 from tests.conftest import add_documents
@@ -93,11 +92,14 @@ def test_a_part_saved_by_another_process_is_adopted_not_rebuilt(world):
     assert body["index"]["parts_built"] == 0 and body["index"]["loaded"] == 1
 
 
-def test_pickling_an_index_never_changes_it_and_loses_no_part(world):
+def test_saving_an_index_never_changes_it_and_loses_no_part(world):
     _corpus(world, 20)
     index = indexes.get_index(world.collection, parts={"bm25:lucene", VECTORS})
     factory = index.embedder_factory
-    copy = pickle.loads(pickle.dumps(index))
+    path = index_files.index_path(index_files.index_key(world.collection))
+    index_files.write_index(world.collection, path, index)
+    copy = index_files.read_index(path)
+    assert copy is not None
     assert index.embedder_factory is factory  # the shared object was not touched
     assert copy.embedder_factory is None and copy.has_part("bm25:lucene") and copy.has_part(VECTORS)
     query = SearchConfig(search_type="Hybrid")

@@ -6,6 +6,8 @@ tests/evalsite/test_two_machines.py."""
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 from pathlib import Path
 
 import pytest
@@ -66,7 +68,7 @@ def test_a_machine_serves_the_index_another_machines_worker_built_without_buildi
     assert answered.json()["index"]["built"] == 0
     assert len(builds(world)) == 1  # nothing queued by b
     (saved,) = [p for p in folder_b.iterdir() if p.is_dir()]
-    assert (saved / "index.pickle").is_file() and (saved / "postings").is_dir()
+    assert (saved / index_store.DESCRIPTION).is_file() and (saved / "postings").is_dir()
     assert IndexManifest.objects.get().parts == ["bm25:lucene"]
 
 
@@ -117,7 +119,7 @@ def test_a_published_file_that_does_not_match_its_digest_is_withdrawn_and_built_
     machines("a")
     search(world)
     run_queued(world)
-    chunk = IndexFile.objects.filter(name="index.pickle").first()
+    chunk = IndexFile.objects.filter(name=index_store.DESCRIPTION).first()
     assert chunk is not None
     IndexFile.objects.filter(pk=chunk.pk).update(data=bytes(chunk.data)[:-1] + b"!")
 
@@ -125,7 +127,7 @@ def test_a_published_file_that_does_not_match_its_digest_is_withdrawn_and_built_
     refused = search(world)
     assert refused.status_code == 503 and refused.json()["error"]["code"] == "index-building"
     assert not IndexManifest.objects.exists() and not IndexFile.objects.exists()
-    assert not list(folder.glob("*/index.pickle"))  # nothing half-written is left to read
+    assert not list(folder.glob(f"*/{index_store.DESCRIPTION}"))  # nothing half-written is left to read
     run_queued(world)  # b's own worker builds it again, and publishes it
     assert search(world).status_code == 200
     assert IndexManifest.objects.count() == 1
@@ -143,8 +145,8 @@ def test_publishing_a_part_later_sends_only_what_changed(world, machines):
     # One revision of the description: the one the manifest names.
     manifest = IndexManifest.objects.get()
     assert manifest.parts == ["bm25:lucene", "vectors"]
-    descriptions = [d for n, d in second if n == "index.pickle"]
-    assert descriptions == [d for n, d, _ in manifest.files if n == "index.pickle"]
+    descriptions = [d for n, d in second if n == index_store.DESCRIPTION]
+    assert descriptions == [d for n, d, _ in manifest.files if n == index_store.DESCRIPTION]
     assert index.content_version == manifest.content_version
 
 
@@ -170,6 +172,84 @@ def test_a_thread_keeping_an_older_read_never_hides_the_newer_saved_file_from_it
     indexes._remember(key, older)  # the first thread, late
     served = indexes._lookup(world.collection, wanted, indexes.IndexStats(), build=False)
     assert served is not None and served.has_part("vectors")
+
+
+class Payload:
+    """What a forged row holds: a pickle that creates a file when it is unpickled (any code could run instead)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def forge(world, key: str, files: dict[str, bytes], parts: list[str]) -> None:
+    """Rows written straight into the store by anything but evalsite: files and a manifest naming them, with
+    the right digests (anyone can compute those) and no signature."""
+    listed = []
+    for name, data in files.items():
+        digest = hashlib.sha256(data).hexdigest()
+        IndexFile.objects.create(
+            collection=world.collection, key=key, name=name, digest=digest, chunk=0, data=data
+        )
+        listed.append([name, digest, len(data)])
+    IndexManifest.objects.create(
+        collection=world.collection,
+        key=key,
+        family=index_store._family(key),
+        content_version=world.collection.content_version,
+        parts=parts,
+        files=listed,
+    )
+
+
+@pytest.mark.parametrize("name", ["index.pickle", index_store.DESCRIPTION])
+def test_a_row_forged_into_the_store_is_never_read_and_the_search_answers_from_a_build(
+    world, machines, tmp_path, caplog, name
+):
+    folder = machines("a")
+    marker = tmp_path / "executed"
+    payload = pickle.dumps(Payload(marker))
+    key = index_files.index_path(index_files.index_key(world.collection)).parent.name
+    forge(world, key, {"parts.json": b'["bm25:lucene"]', name: payload}, ["bm25:lucene"])
+
+    first = search(world)
+    run_queued(world)  # the build its refusal queued
+    answered = search(world)
+    assert not marker.exists()  # never unpickled
+    assert answered.status_code == 200, answered.json()
+    assert [r["document_id"] for r in answered.json()["results"]] == ["refunds"]
+    assert first.status_code == 503 and first.json()["error"]["code"] == "index-building"
+    assert "refused a published index (no signature)" in caplog.text
+    planted = folder / key / name  # nothing of it fetched: the description there is the build's own
+    assert planted.read_bytes().startswith(b"{") if name == index_store.DESCRIPTION else not planted.exists()
+    # The build's own publication replaced the forged rows.
+    assert index_store.published(key) is not None
+    assert not IndexFile.objects.filter(digest=hashlib.sha256(payload).hexdigest()).exists()
+
+
+def test_an_index_published_under_another_secret_key_is_refused_and_built_here(
+    world, machines, settings, caplog
+):
+    machines("a")
+    search(world)
+    ours = settings.SECRET_KEY
+    settings.SECRET_KEY = "another deployment's secret key, not this one's"
+    run_queued(world)  # a's worker, under another SECRET_KEY, publishes it signed with that one
+    settings.SECRET_KEY = ours
+    key = index_files.index_path(index_files.index_key(world.collection)).parent.name
+    assert IndexManifest.objects.get(key=key).signature
+
+    folder_b = machines("b")
+    refused = search(world)
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "index-building"
+    assert "its signature is not this SECRET_KEY's" in caplog.text
+    assert not list(folder_b.glob(f"*/{index_store.DESCRIPTION}"))  # nothing fetched
+    run_queued(world)  # b's worker builds its own, and publishes it under this key
+    answered = search(world)
+    assert answered.status_code == 200 and answered.json()["results"][0]["document_id"] == "refunds"
+    assert index_store.published(key) is not None
 
 
 def test_the_family_of_a_key_drops_only_its_version():

@@ -334,9 +334,8 @@ def test_common_terms_are_capped_to_the_most_frequent():
 
 def test_a_configurations_own_k1_and_b_score_as_rank_bm25_with_them_and_leave_the_saved_index_alone():
     """bm25_k1/bm25_b (a study's trials): the same postings reweighted, bit for bit rank-bm25's BM25Okapi with
-    those parameters; the default weights are untouched, and the reweighted ones are never pickled."""
-    import pickle
-
+    those parameters; the default weights are untouched, and the reweighted ones are never saved."""
+    from evaluation.retrieval.search import index_format
     from evaluation.retrieval.search.engine import TUNED_KEPT, Corpus, SearchConfig, SearchIndex, Validity
 
     corpus = [json.loads(line) for line in (DEMO / "corpus.jsonl").read_text().splitlines()]
@@ -355,7 +354,9 @@ def test_a_configurations_own_k1_and_b_score_as_rank_bm25_with_them_and_leave_th
         default, index.bm25_for(SearchConfig(bm25_variant="okapi", bm25_k1=0.9)).scores(query)
     )
     assert len(index._tuned) <= TUNED_KEPT
-    assert set(index.bm25_indexes) == {"okapi"} and not pickle.loads(pickle.dumps(index))._tuned
+    assert set(index.bm25_indexes) == {"okapi"}
+    described, arrays = index_format.describe(index, postings=True, variants=["okapi"], embedder=None)
+    assert described["bm25"] == ["okapi"] and all(name.startswith("corpus-") for name in arrays)
     # the defaults spelled out are the default index itself
     same = SearchConfig(bm25_variant="lucene", bm25_k1=1.5, bm25_b=0.75)
     assert index.bm25_for(same) is index.bm25("lucene")

@@ -65,13 +65,6 @@ class BM25Index:
         self.positive = bool(len(self.idf) == 0 or np.min(self.idf) > 0)
         self._scratch = threading.local()
 
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_scratch"}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._scratch = threading.local()
-
     @property
     def size(self) -> int:
         return self.postings.size

@@ -23,6 +23,7 @@ from abc import abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import numpy as np
@@ -116,6 +117,29 @@ class LsiEmbedder(Embedder):
     def embed_query(self, text: str) -> np.ndarray:
         return self._vectors([tokenize(text)])[0]
 
+    def saved(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Its fitted space: the vocabulary (term -> column), the idf and the projection (mapped when read)."""
+        settings = {"dimensions": self.dimensions, "sample": self.sample, "limit": self.vocabulary_limit}
+        return {"kind": self.name, **settings, "vocabulary": self.vocabulary}, {
+            "idf": self.idf,
+            "projection": self.projection,
+        }
+
+    @classmethod
+    def restored(cls, saved: dict[str, Any], arrays: dict[str, np.ndarray]) -> LsiEmbedder:
+        embedder = cls(int(saved["dimensions"]), int(saved["sample"]), int(saved["limit"]))
+        embedder.vocabulary = saved["vocabulary"]
+        embedder.idf, embedder.projection = arrays["idf"], arrays["projection"]
+        terms = len(embedder.vocabulary)
+        if (
+            not isinstance(embedder.vocabulary, dict)
+            or embedder.projection.ndim != 2
+            or len(embedder.projection) != terms
+            or len(embedder.idf) != terms
+        ):
+            raise ValueError(f"an LSI space of {terms} terms, projection {embedder.projection.shape}")
+        return embedder
+
     def _vectors(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
         weighted = self._tf(token_lists).multiply(self.idf).tocsr().astype(np.float32)
         return _unit_rows(np.asarray(weighted @ self.projection, dtype=np.float32))
@@ -195,9 +219,9 @@ def randomized_svd(
 # --- model-backed embedders ------------------------------------------------------------------------------
 #
 # Both expose `embed_texts(texts) -> unit rows (float32)`, the batch call that the stored-embedding layer
-# (evaluation.retrieval.embedding_store) uses to compute each page's vector once. An index, embedder included, is
-# pickled to disk, so they hold no open client or model: both live at module level, one per process, made on
-# first use; the per-embedder query cache is dropped when pickling.
+# (evaluation.retrieval.embedding_store) uses to compute each page's vector once. An index saves of its embedder
+# only which model it is (`saved`), so they hold no open client or model: both live at module level, one per
+# process, made on first use; an embedder read back starts with an empty query cache.
 
 QUERY_CACHE_SIZE = 2048  # query vectors kept per embedder: runs embed the same questions for each config
 
@@ -229,16 +253,6 @@ class ModelEmbedder(Embedder):
                     self._queries.pop(next(iter(self._queries)))
                 self._queries[text] = vector
         return vector
-
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        state["_queries"] = {}
-        state.pop("_queries_lock", None)
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._queries_lock = threading.Lock()
 
 
 # --- any OpenAI-compatible /v1/embeddings endpoint, over httpx ----------------------------------------------
@@ -273,18 +287,26 @@ class EndpointEmbedder(ModelEmbedder):
     input order by `index` and L2-normalised. Anything that still fails raises
     EvalsiteError("embeddings-unavailable", status 503), never a bare exception.
 
-    `settings` is either an EndpointSettings or a zero-argument callable returning one (a module-level
-    function, so it pickles by reference): with a callable the connection details, API key included, are
-    read when needed and are never written into a pickled index. The model is fixed per embedder: page
-    vectors and query vectors must come from the same one. HTTP goes through one pool per process.
+    `settings` is either an EndpointSettings or a zero-argument callable returning one: with a callable the
+    connection details, API key included, are read when needed, and a saved index holds only the model and
+    the name (`saved`). The model is fixed per embedder: page vectors and query vectors must come from the
+    same one. HTTP goes through one pool per process.
     """
 
-    def __init__(self, model: str, settings: EndpointSettings | Callable[[], EndpointSettings]):
+    def __init__(
+        self,
+        model: str,
+        settings: EndpointSettings | Callable[[], EndpointSettings],
+        name: str | None = None,
+    ):
         super().__init__()
         self.model = model
         self.settings_source = settings
         # What stored vectors are filed under: vectors of one model are interchangeable between servers.
-        self.name = f"endpoint:{model or self.settings.base_url.rstrip('/')}"
+        self.name = name or f"endpoint:{model or self.settings.base_url.rstrip('/')}"
+
+    def saved(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return {"kind": "endpoint", "model": self.model, "name": self.name}, {}
 
     @property
     def settings(self) -> EndpointSettings:
@@ -369,7 +391,7 @@ _client_lock = threading.Lock()
 def _http() -> httpx.Client:
     """One connection pool per process, shared by every endpoint embedder (httpx clients are thread-safe).
 
-    Embedders hold no client, so they pickle with their index; a forked worker makes its own pool."""
+    Embedders hold no client; a forked worker makes its own pool."""
     global _client, _client_pid
     with _client_lock:
         if _client is None or _client_pid != os.getpid():
@@ -428,6 +450,9 @@ class MiniLMEmbedder(ModelEmbedder):
 
     name = "minilm"
     batch_size = 64
+
+    def saved(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return {"kind": self.name}, {}
 
     def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -86,6 +86,11 @@ class Embedder(ABC):
     @abstractmethod
     def embed_query(self, text: str) -> np.ndarray: ...
 
+    def saved(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What a saved index keeps of this embedder once fitted: JSON values (its "kind" among them) and named
+        arrays, read back by index_format.restored_embedder. Never a connection detail or a key."""
+        raise TypeError(f"a {type(self).__name__} cannot be saved with an index")
+
 
 class Reranker(ABC):
     """Re-scores candidate pages for a query; higher is better."""
@@ -112,21 +117,39 @@ class Corpus:
     # Documents without pages: never results, but a successor among them still supersedes what it names.
     successors: list[Validity] = field(default_factory=list)
     # What the caller needs to know of the content indexed (evaluation.retrieval.indexes: the content stamps an update
-    # compares); opaque here, and never pickled with an index.
+    # compares); opaque here, and never saved with an index.
     stamps: Any = field(default=None, repr=False, compare=False)
     text_source: Callable[[Sequence[int]], list[str]] | None = field(default=None, repr=False, compare=False)
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state["text_source"] = None  # the loading process supplies its own
-        state["stamps"] = None
-        return state
 
     def __post_init__(self) -> None:
         order = sorted(range(len(self.document_ids)), key=lambda i: self.document_ids[i].encode())
         # Rank of each id in byte order: trec_eval breaks score ties by docno, descending (strcmp).
-        self.id_rank = np.empty(len(order), dtype=np.int64)
-        self.id_rank[order] = np.arange(len(order))
+        id_rank = np.empty(len(order), dtype=np.int64)
+        id_rank[order] = np.arange(len(order))
+        self._derive(id_rank)
+
+    @classmethod
+    def restored(
+        cls,
+        page_document: np.ndarray,
+        document_ids: list[str],
+        validity: list[Validity],
+        page_ids: np.ndarray,
+        successors: list[Validity],
+        id_rank: np.ndarray,
+    ) -> Corpus:
+        """A corpus as an index saved it (index_format): no texts, and the ids' ranks as computed when it was
+        built, not sorted again (most of a second at a million documents)."""
+        corpus = cls.__new__(cls)
+        corpus.texts, corpus.stamps, corpus.text_source = None, None, None
+        corpus.page_document, corpus.document_ids, corpus.page_ids = page_document, document_ids, page_ids
+        corpus.validity, corpus.successors = validity, successors
+        corpus._derive(id_rank)
+        return corpus
+
+    def _derive(self, id_rank: np.ndarray) -> None:
+        """What searches read besides the fields: each id's rank in byte order (`id_rank`), document bounds."""
+        self.id_rank = id_rank
         self.size = len(self.page_document)
         starts = np.flatnonzero(np.r_[True, np.diff(self.page_document) != 0]) if self.size else np.array([])
         self.document_starts = starts.astype(np.int64)
@@ -171,7 +194,7 @@ class SearchIndex:
 
     Parts are built on first use, each exactly once (double-checked under its lock), and published by
     replacing the attribute, never by changing a shared object in place: a thread that reads the index (or
-    pickles it, `__getstate__`) sees each part whole or not at all."""
+    saves it: evaluation.retrieval.index_files) sees each part whole or not at all."""
 
     corpus: Corpus
     # Given the corpus, so a model-backed embedder can reuse the vectors stored per page.
@@ -190,23 +213,6 @@ class SearchIndex:
     )
     _locks: _Locks = field(default_factory=_Locks, repr=False, compare=False)
     _tuned: dict[BM25Params, BM25Index] = field(default_factory=dict, repr=False, compare=False)
-
-    def __getstate__(self) -> dict:
-        """What is pickled: the parts built so far, without the locks, the embedder factory (the loading process
-        supplies its own) or the per-instant masks. The arrays (postings, weights, vectors) are pickled too;
-        evaluation.retrieval.indexes saves them as files of their own instead (`arrays`), for mmap."""
-        with self._locks.state:
-            state = dict(self.__dict__)
-        state.pop("_locks")
-        state["embedder_factory"] = None
-        state["_masks"] = {}
-        state["_tuned"] = {}
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._locks = _Locks()
-        self._tuned = {}
 
     # --- the parts, built on first use ---------------------------------------------------------------------
 

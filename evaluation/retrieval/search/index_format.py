@@ -1,0 +1,153 @@
+"""An index's description as saved: JSON, beside named arrays saved as .npy files (allow_pickle=False). Reading
+one back runs no code, whoever wrote it: a file that is not what evalsite writes is refused (ValueError), never
+executed. (The description used to be a pickle, and unpickling runs whatever the file names.)
+
+The description holds the format, the content version, what was saved of each part (the BM25 variants, whether
+the postings and the page vectors were), the embedder as `Embedder.saved` gives it (its kind, settings, and the
+names of its arrays), and the corpus's document ids and validity. The arrays named here are the corpus's
+(`corpus-page_document`, `corpus-page_ids`, `corpus-id_rank`) and the embedder's (`embedder-<name>`); the parts'
+own arrays (postings, BM25 weights, page vectors) are evaluation.retrieval.index_files'.
+Plain Python + numpy: no Django import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from evaluation.retrieval.search.embeddings import (
+    EndpointEmbedder,
+    EndpointSettings,
+    LsiEmbedder,
+    MiniLMEmbedder,
+)
+from evaluation.retrieval.search.engine import Corpus, Embedder, SearchIndex
+from goldenset.temporal import Validity
+
+FORMAT = 1
+CORPUS_ARRAYS = ("page_document", "page_ids", "id_rank")
+
+Arrays = Callable[[str], np.ndarray]  # an array's name -> the array (mapped from its .npy file)
+
+
+def describe(
+    index: SearchIndex, *, postings: bool, variants: list[str], embedder: Embedder | None
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The description of `index` with the parts given (a snapshot the caller took: postings saved or not, the
+    BM25 variants, the embedder of the saved vectors or None), and the arrays it names, by name."""
+    corpus = index.corpus
+    arrays = {f"corpus-{name}": np.asarray(getattr(corpus, name)) for name in CORPUS_ARRAYS}
+    description: dict[str, Any] = {
+        "format": FORMAT,
+        "content_version": index.content_version,
+        "builds": index.builds,
+        "build_seconds": index.build_seconds,
+        "postings": postings,
+        "bm25": sorted(variants),
+        "vectors": embedder is not None,
+        "embedder": None,
+        "corpus": {
+            "document_ids": list(corpus.document_ids),
+            "validity": [_validity_json(v) for v in corpus.validity],
+            "successors": [_validity_json(v) for v in corpus.successors],
+        },
+    }
+    if embedder is not None:
+        saved, own = embedder.saved()
+        description["embedder"] = {**saved, "arrays": sorted(own)}
+        arrays.update({f"embedder-{name}": array for name, array in own.items()})
+    return description, arrays
+
+
+def parse(raw: bytes) -> dict[str, Any]:
+    """A description read from its file; ValueError when it is not one this version writes (an older pickle
+    among them: refused, not unpickled)."""
+    try:
+        description = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not a JSON index description ({exc})") from None
+    if not isinstance(description, dict) or description.get("format") != FORMAT:
+        found = description.get("format") if isinstance(description, dict) else type(description).__name__
+        raise ValueError(f"index description format {found!r}, expected {FORMAT}")
+    return description
+
+
+def restored_index(
+    description: dict[str, Any], array: Arrays, endpoint_settings: Callable[[], EndpointSettings]
+) -> SearchIndex:
+    """The index a description describes, with its corpus and embedder; its parts' arrays are the caller's to
+    attach (postings, BM25 indexes, page vectors). `endpoint_settings`: how this process reaches an embeddings
+    endpoint, for an index whose vectors came from one."""
+    index = SearchIndex(restored_corpus(description, array))
+    version = description["content_version"]
+    index.content_version = None if version is None else int(version)
+    index.builds = int(description["builds"])
+    index.build_seconds = float(description["build_seconds"])
+    saved = description["embedder"]
+    if saved is not None:
+        own = {name: array(f"embedder-{name}") for name in saved["arrays"]}
+        index.embedder = restored_embedder(saved, own, endpoint_settings)
+    return index
+
+
+def restored_corpus(description: dict[str, Any], array: Arrays) -> Corpus:
+    saved = description["corpus"]
+    document_ids = saved["document_ids"]
+    validity = [_validity(item) for item in saved["validity"]]
+    corpus = Corpus.restored(
+        page_document=array("corpus-page_document"),
+        document_ids=document_ids,
+        validity=validity,
+        page_ids=array("corpus-page_ids"),
+        successors=[_validity(item) for item in saved["successors"]],
+        id_rank=array("corpus-id_rank"),
+    )
+    if (
+        not isinstance(document_ids, list)
+        or len(corpus.id_rank) != len(document_ids)
+        or len(corpus.page_ids) != corpus.size
+        or len(validity) not in (0, len(document_ids))
+    ):
+        raise ValueError("the saved corpus's arrays do not match its documents")
+    return corpus
+
+
+def restored_embedder(
+    saved: dict[str, Any], arrays: dict[str, np.ndarray], endpoint_settings: Callable[[], EndpointSettings]
+) -> Embedder:
+    kind = saved["kind"]
+    if kind == "lsi":
+        return LsiEmbedder.restored(saved, arrays)
+    if kind == "endpoint":
+        return EndpointEmbedder(str(saved["model"]), endpoint_settings, name=str(saved["name"]))
+    if kind == "minilm":
+        return MiniLMEmbedder()
+    raise ValueError(f"an index saved with an unknown embedder {kind!r}")
+
+
+def _validity_json(validity: Validity) -> list:
+    return [
+        validity.document_id,
+        _instant_json(validity.valid_from),
+        _instant_json(validity.valid_until),
+        list(validity.supersedes),
+    ]
+
+
+def _validity(item: list) -> Validity:
+    document_id, valid_from, valid_until, supersedes = item
+    return Validity(
+        str(document_id), _instant(valid_from), _instant(valid_until), tuple(str(s) for s in supersedes)
+    )
+
+
+def _instant_json(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _instant(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
