@@ -2,7 +2,8 @@
 Plain Python: no Django import.
 
 `space` maps a field to its values, as the API takes it:
-- a list of choices: `{"fusion": ["Rrf", "Weighted"], "top_k": [10, 20, 50]}`;
+- a list of choices: `{"fusion": ["Rrf", "Weighted"], "rerank": [false, true]}` (under a Hybrid base: a field
+  that would do nothing under the base, fusion under FullText say, is refused: evaluation.studies.inert);
 - a range of a numeric field: `{"fulltext_weight": {"low": 0.1, "high": 0.9, "step": 0.1}}`, `"log": true` for a
   scale where ratios matter (`{"bm25_k1": {"low": 0.5, "high": 3, "log": true}}`; not with a step).
 A field is one of FIELDS (their values checked against what the configuration accepts), or `params.NAME`, a named
