@@ -235,7 +235,7 @@ def _refused(field_name: str, host: str, address: IPAddress, rule: str, port: in
     spelled = "" if _normal_host(host) == str(address) else f" ({host} is {address})"
     on = "" if port is None else f" on port {port}"
     return (
-        f"{field_name}: {rule} address{spelled}{on} not allowed; the operator can allow a network or host, and "
+        f"{field_name}: {rule} address{spelled} not allowed{on}; the operator can allow a network or host, and "
         "a port, with EVALSITE_OUTBOUND_ALLOW."
     )
 

@@ -4,6 +4,7 @@ the part that is down. Anyone reads the status names and timings; a signed-in st
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -61,7 +62,8 @@ def test_no_worker_beat_is_a_503_naming_the_workers(db, real_queue, settings, st
     body = response.json()
     assert body["status"] == "down" and body["failing"] == ["workers"]
     message = body["checks"]["workers"]["message"]
-    assert "no worker beat in the last 30 s; the last beat was 95 s ago" in message
+    # 95 s when written; a second or two later when read on a busy machine
+    assert re.search(r"no worker beat in the last 30 s; the last beat was 9[5-9] s ago", message), message
     assert "manage.py worker" in message
 
 
