@@ -50,12 +50,30 @@
     mark();
   }
 
+  // A box that scrolls sideways (a wide table, a long line of code) takes the keyboard's focus while it scrolls,
+  // so that the arrow keys can scroll it; a box that fits is no stop on the way.
+  var reachable = function (box) {
+    var scrolls = box.scrollWidth - box.clientWidth > 1;
+    if (scrolls && !box.hasAttribute("tabindex")) {
+      box.tabIndex = 0;
+      box.dataset.scrollFocus = "";
+    } else if (!scrolls && box.dataset.scrollFocus !== undefined) {
+      box.removeAttribute("tabindex");
+      delete box.dataset.scrollFocus;
+    }
+  };
+  var recheck = function () { document.querySelectorAll("main pre, .table-wrap").forEach(reachable); };
+  window.addEventListener("resize", recheck);
+  document.addEventListener("toggle", recheck, true);  // a box inside a <details> measures 0 until it opens
+  recheck();
+
   // A table wider than its box scrolls inside it: the side with more to see fades (more-right, more-left).
   document.querySelectorAll(".table-wrap").forEach(function (wrap) {
     var cue = function () {
       var hidden = wrap.scrollWidth - wrap.clientWidth;
       wrap.classList.toggle("more-right", hidden > 1 && wrap.scrollLeft < hidden - 1);
       wrap.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+      reachable(wrap);
     };
     wrap.addEventListener("scroll", cue, {passive: true});
     window.addEventListener("resize", cue);

@@ -29,6 +29,7 @@ from evaluation.targets.services import target_create
 from goldenset import services
 from goldenset.models import Collection
 from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
+from tests.browser.accessibility import axe_violations, blocking, counts
 from tests.browser.pages import CLIPPED, assert_clean, log_in, open_page, watch_requests
 from tests.dashboard.answer_runs_support import make_answer_batch
 from tests.dashboard.study_support import finished_study
@@ -37,6 +38,7 @@ from tests.support import add_entries
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WIDTHS = (800, 1366)
+AXE_WIDTH = 800
 # Tables a laptop's window shows whole, without scrolling sideways: (page, the table's scroller).
 FIT_AT_1366 = {"runs": ".table-wrap:has(table.runs)", "launch": ".table-wrap:has(table.configs)",
                "launch-answers": ".table-wrap:has(table.answer-configs)",
@@ -155,6 +157,10 @@ def tour(handbook_member) -> dict[str, str]:
 def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot, tour, width):
     with open_page(browser, {"width": width, "height": 900}) as page:
         urls = watch_requests(page)
+        found_axe: dict[str, list[dict]] = {}
+        if width == AXE_WIDTH:
+            page.goto(live_server.url + "/accounts/login/")
+            found_axe["login"] = axe_violations(page)
         log_in(page, live_server.url, HANDBOOK_USER, HANDBOOK_PASSWORD)
         clipped: dict[str, list[str]] = {}
         for name, path in tour.items():
@@ -176,5 +182,13 @@ def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot,
                     found.append(f"{FIT_AT_1366[name]} scrolls at 1366 px: {scroll} > {client}")
             if found:
                 clipped[name] = found
+            if width == AXE_WIDTH:
+                found_axe[name] = axe_violations(page)
             assert_clean(page, urls, f"{name} at {width} px")
+        if found_axe:
+            import pathlib  # noqa
+            pathlib.Path("/tmp/axe-counts.json").write_text(json.dumps({n: counts(v) for n, v in found_axe.items()}, indent=1))
+            pathlib.Path("/tmp/axe-full.json").write_text(json.dumps(found_axe, indent=1))
         assert clipped == {}, json.dumps(clipped, indent=1)
+        failing = {n: blocking(v) for n, v in found_axe.items() if blocking(v)}
+        assert failing == {}, json.dumps(failing, indent=1)
