@@ -133,6 +133,17 @@
     });
   });
 
+  // Charts: each plot's figure waits in a JSON script beside it (evaluation.dashboard.chart_html); plotly.js, deferred
+  // like this script and loaded before it, draws them.
+  if (window.Plotly) {
+    document.querySelectorAll("[data-plotly]").forEach(function (plot) {
+      var source = document.getElementById(plot.dataset.plotly);
+      if (!source) { return; }
+      var figure = JSON.parse(source.textContent);
+      window.Plotly.newPlot(plot, figure.data, figure.layout, figure.config);
+    });
+  }
+
   // Trends: a click on a marker opens its run (the marker's customdata is the run's URL).
   document.querySelectorAll("[data-open-runs] .plotly-graph-div").forEach(function (chart) {
     if (!chart.on) { return; }

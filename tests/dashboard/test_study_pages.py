@@ -179,11 +179,11 @@ def test_a_running_studys_importance_is_recomputed_at_milestones_only(alice, wor
         job=job, best=None, confirmation=None, finished_at=None, trials=study.trials[:22]
     )  # 17 complete trials so far
     running = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
-    title = running["figures"]["importance"]["layout"]["title"]["text"]
+    title = running["figures"]["importance"]["title"]
     assert "over 12 complete trials" in title  # the last milestone passed
     Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED)
     done = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
-    assert "over 17 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
+    assert "over 17 complete trials" in done["figures"]["importance"]["title"]
 
 
 def test_cancel_stops_a_running_study(alice, world, study):
