@@ -32,7 +32,7 @@ from goldenset import services
 from goldenset.models import Collection
 from tests.browser.accessibility import axe_violations, blocking
 from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER, SCREENSHOTS
-from tests.browser.pages import CLIPPED, assert_clean, log_in, open_page, watch_requests
+from tests.browser.pages import CLIPPED, PHONE, assert_clean, log_in, open_page, watch_requests
 from tests.dashboard.answer_runs_support import make_answer_batch
 from tests.dashboard.study_support import finished_study
 from tests.support import add_entries
@@ -209,3 +209,96 @@ def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot,
             AXE_REPORT.write_text(json.dumps(found_axe, indent=1))
         failing = {name: blocking(found) for name, found in found_axe.items() if blocking(found)}
         assert failing == {}, json.dumps(failing, indent=1)
+
+
+# On a phone, per page: the tables whose naming column is pinned (class pin), and whether one of a metric's columns
+# must show beside it before any scrolling. [(the table, a metric in view at once)]
+PHONE_TABLES = {
+    "home": [("table.latest-runs", True)],
+    "run": [("table.questions", True), ("table.run-slices", True)],
+    "answer-run": [("table.answer-questions", False)],
+    "compare": [("table.compare-means", True), ("table.compare-pairs", True)],
+}
+# [what is wrong with each table]: its pinned cells out of view once scrolled to its end, or no metric in view.
+PINNED = """([selector, metricAtOnce]) => {
+  const table = document.querySelector(selector);
+  if (!table) return [selector + ': missing'];
+  const wrap = table.closest('.table-wrap'), problems = [];
+  const inView = e => { const r = e.getBoundingClientRect(), w = wrap.getBoundingClientRect();
+                        return r.width > 0 && r.left >= w.left - 1 && r.right <= w.right + 1; };
+  const metric = /recall|ndcg|mrr|metric|score|faithful/i;  // a metric's column, 3rem of it or more in view
+  const shows = th => { const r = th.getBoundingClientRect(), w = wrap.getBoundingClientRect();
+                        return r.left >= w.left - 1 && r.left < w.right - 48; };
+  if (metricAtOnce && ![...table.tHead.rows[0].cells].some(th => metric.test(th.textContent) && shows(th)))
+    problems.push(selector + ': no metric in view');
+  wrap.scrollLeft = wrap.scrollWidth;
+  const pins = [...table.querySelectorAll('td.pin, th.pin')];
+  if (!pins.length || wrap.scrollWidth <= wrap.clientWidth) problems.push(selector + ': nothing pinned or no scroll');
+  else if (!pins.every(inView)) problems.push(selector + ': its naming column scrolls out of view');
+  wrap.scrollLeft = 0;
+  return problems;
+}"""
+# The chart's caption whole (not cut, one line or more) and apart from plotly's toolbar, shown while hovered.
+TOOLBAR = """(id) => {
+  const caption = document.getElementById(id + '-title'), bar = document.querySelector('#' + id + ' .modebar');
+  const c = caption.getBoundingClientRect(), b = bar.getBoundingClientRect();
+  const overlap = b.width > 0 && c.left < b.right && b.left < c.right && c.top < b.bottom && b.top < c.bottom;
+  return {overlap, cut: caption.scrollWidth > caption.clientWidth + 1, shown: getComputedStyle(bar).opacity};
+}"""
+
+
+@pytest.fixture
+def phone_pages(handbook_member) -> dict[str, str]:
+    collection = Collection.objects.get(slug=HANDBOOK)
+    add_entries(
+        collection,
+        *(
+            services.EntryInput(question=q, expected_document_ids=[d], key=d, tags=["policy"])
+            for d, q in {
+                "refunds": "How long do customers have to get a full refund?",
+                "shipping": "When does express shipping arrive?",
+            }.items()
+        ),
+    )
+    configs = parse_configs(
+        [{"label": "fulltext lucene with a rather long label"}, {"label": "okapi", "bm25_variant": "okapi"}],
+        available_rerankers(),
+    )
+    batch_id, runs = evaluate_retrieval(
+        tenant=collection.tenant, collections=[collection], ks=[1, 5, 10], configs=configs
+    )
+    answers = make_answer_batch(collection.tenant, collection)
+    return {
+        "home": "/",
+        "run": f"/runs/{runs[0].pk}/",
+        "answer-run": f"/runs/{answers.judged.pk}/",
+        "compare": f"/compare/?batch={batch_id}",
+    }
+
+
+def test_on_a_phone_the_naming_column_stays_in_view_and_the_toolbar_leaves_the_title(
+    live_server, browser, screenshot, phone_pages
+):
+    """At 390 px: a run's and the home page's tables show a metric beside the column that names their rows, which
+    stays in view as the table scrolls sideways (so do Compare's); Compare's chart title is whole and plotly's
+    toolbar, shown by a touch, does not cover it."""
+    with open_page(browser, PHONE) as page:
+        log_in(page, live_server.url, HANDBOOK_USER, HANDBOOK_PASSWORD)
+        problems: list[str] = []
+        for name, path in phone_pages.items():
+            page.goto(live_server.url + path)
+            page.wait_for_load_state("load")
+            screenshot(page, f"phone-{name}", max_height=2400)
+            for table in PHONE_TABLES[name]:
+                problems += page.evaluate(PINNED, list(table))
+        page.goto(live_server.url + phone_pages["compare"])
+        page.wait_for_selector("#compare-chart .main-svg")
+        page.hover("#compare-chart .nsewdrag")  # a tap on a phone: the toolbar shows
+        page.wait_for_timeout(300)
+        toolbar = page.evaluate(TOOLBAR, "compare-chart")
+        assert toolbar["shown"] == "1", toolbar
+        if toolbar["overlap"] or toolbar["cut"]:
+            problems.append(f"compare chart title: {toolbar}")
+        screenshot(page, "phone-compare-toolbar", max_height=900)
+        assert problems == [], problems
+        assert page.errors == []

@@ -85,7 +85,9 @@ def generated_entries(job: Job) -> list[GoldenEntry]:
 
 def plotly_data(html: str, div_id: str) -> list[dict]:
     """The traces plotly.js is given for a chart of the page (the JSON script beside its plot)."""
-    match = re.search(r'<script type="application/json" id="' + div_id + r'-data">(.*?)</script>', html, re.DOTALL)
+    match = re.search(
+        r'<script type="application/json" id="' + div_id + r'-data">(.*?)</script>', html, re.DOTALL
+    )
     assert match, f"no chart {div_id}"
     return json.loads(match.group(1))["data"]
 
