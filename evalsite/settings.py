@@ -206,8 +206,6 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
-# Only the hashed names are kept (pages name no other with DEBUG off): half the files to compress.
-WHITENOISE_KEEP_ONLY_HASHED_FILES = True
 
 # Per process: the rendered tables of finished runs and golden-set rows (keyed by their content), the status
 # line. Nothing in it is shared between processes or needed for correctness.

@@ -17,6 +17,7 @@ import os
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.utils import timezone
 
 from evalsite.jobs.models import Job, JobStatus
@@ -41,6 +42,11 @@ from tests.support import add_entries
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WIDTHS = (800, 1366)
+# Pages axe checks besides the tour's (not laid out by the dashboard's stylesheet, so not measured): the admin's,
+# and the API docs, whose Swagger UI is vendored (drf-spectacular-sidecar): on it only critical violations fail.
+AXE_ONLY = {"admin": "/admin/", "admin-entries": "/admin/goldenset/goldenentry/", "admin-jobs": "/admin/jobs/job/",
+            "api-docs": "/api/docs"}  # fmt: skip
+VENDORED = {"api-docs"}
 # axe runs once per page, in the narrower window (more tables scroll there); its findings go to AXE_REPORT.
 AXE_WIDTH = 800
 AXE_REPORT = SCREENSHOTS.parent / "axe-tour.json"
@@ -136,6 +142,12 @@ def tour(handbook_member) -> dict[str, str]:
     )  # fmt: skip
     study = finished_study(tenant, collection, runs[0], runs[1])
     run, answer = runs[0], answers.judged
+    # alice is staff too, with the golden sets' and the jobs' admin: the admin's pages are checked by axe.
+    handbook_member.is_staff = True
+    handbook_member.save(update_fields=["is_staff"])
+    handbook_member.user_permissions.set(
+        Permission.objects.filter(content_type__app_label__in=["goldenset", "jobs"])
+    )
     return {
         "home": "/",
         "collection": f"/collections/{HANDBOOK}/",
@@ -180,6 +192,7 @@ def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot,
         pytest.skip(missing)
     with open_page(browser, {"width": width, "height": 900}) as page:
         urls = watch_requests(page)
+        page.on("response", lambda r: print("BAD", r.status, r.url) if r.status >= 400 else None)
         found_axe: dict[str, list[dict]] = {}
         if width == AXE_WIDTH:
             page.goto(live_server.url + "/accounts/login/")
@@ -209,11 +222,22 @@ def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot,
             if found:
                 clipped[name] = found
             assert_clean(page, urls, f"{name} at {width} px")
-        assert clipped == {}, json.dumps(clipped, indent=1)
+        for name, path in AXE_ONLY.items() if width == AXE_WIDTH else ():
+            response = page.goto(live_server.url + path)
+            assert response is not None and response.ok, (name, response and response.status)
+            if name in VENDORED:
+                page.wait_for_selector(".swagger-ui .opblock")  # drawn by its script
+            found_axe[name] = axe_violations(page)
+            assert_clean(page, urls, name)
         if found_axe:  # all of them, for the record; the critical and serious ones fail the test
             AXE_REPORT.parent.mkdir(parents=True, exist_ok=True)
             AXE_REPORT.write_text(json.dumps(found_axe, indent=1))
-        failing = {name: blocking(found) for name, found in found_axe.items() if blocking(found)}
+        assert clipped == {}, json.dumps(clipped, indent=1)
+        failing = {
+            name: [v for v in blocking(found) if name not in VENDORED or v["impact"] == "critical"]
+            for name, found in found_axe.items()
+        }
+        failing = {name: found for name, found in failing.items() if found}
         assert failing == {}, json.dumps(failing, indent=1)
 
 
@@ -247,6 +271,7 @@ PINNED = """([selector, metricAtOnce]) => {
 # The chart's caption whole (not cut, one line or more) and apart from plotly's toolbar, shown while hovered.
 TOOLBAR = """(id) => {
   const caption = document.getElementById(id + '-title'), bar = document.querySelector('#' + id + ' .modebar');
+  if (!caption) return {caption: 'none: the title is drawn in the plot', shown: getComputedStyle(bar).opacity};
   const c = caption.getBoundingClientRect(), b = bar.getBoundingClientRect();
   const overlap = b.width > 0 && c.left < b.right && b.left < c.right && c.top < b.bottom && b.top < c.bottom;
   return {overlap, cut: caption.scrollWidth > caption.clientWidth + 1, shown: getComputedStyle(bar).opacity};
@@ -303,7 +328,7 @@ def test_on_a_phone_the_naming_column_stays_in_view_and_the_toolbar_leaves_the_t
         page.wait_for_timeout(300)
         toolbar = page.evaluate(TOOLBAR, "compare-chart")
         assert toolbar["shown"] == "1", toolbar
-        if toolbar["overlap"] or toolbar["cut"]:
+        if toolbar.get("caption") or toolbar["overlap"] or toolbar["cut"]:
             problems.append(f"compare chart title: {toolbar}")
         screenshot(page, "phone-compare-toolbar", max_height=900)
         assert problems == [], problems

@@ -210,3 +210,11 @@ def test_the_not_found_page_is_the_dashboards(alice):
     assert response.status_code == 404
     assert b"belongs to a tenant you are not a member of" in response.content
     assert b'href="/runs/"' in response.content
+
+
+def test_an_address_that_names_no_page_is_the_404_page_for_a_signed_in_user(alice):
+    """No page resolved (nothing for the navigation to mark current): the 404 page, not a server error (a
+    browser's request for /favicon.ico from the admin's pages met one)."""
+    response = alice.get("/favicon.ico")
+    assert response.status_code == 404
+    assert b"<h1>Not found</h1>" in response.content and b'aria-current="page"' not in response.content
