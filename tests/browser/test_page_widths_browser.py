@@ -1,8 +1,9 @@
 """Every page of the dashboard's tour at 800 and 1366 px wide, in a real browser: nothing sticks out of its card
 or container sideways (a wide table scrolls inside its own box, one with overflow-x: auto, which is meant; a
 clipped or protruding one is not), the page itself is no wider than the window, and no console error.
-In the 800 px visit, axe-core (tests/browser/accessibility.py) checks each page against WCAG 2.1 A and AA, and
-every chart must have a caption and a text alternative (its figures in a table).
+In the 800 px visit, axe-core (tests/browser/accessibility.py) checks each page against WCAG 2.1 A and AA (and the
+sign-in page, the admin's and the API docs besides), and every chart must have a caption and a text alternative
+(its figures in a table). At 390 px, a few pages' tables keep the column that names their rows in view.
 
 The data is the browser tests' own: the handbook collection with golden entries, a real retrieval batch, the
 answer batch of tests/dashboard/answer_runs_support.py, human labels, a target, a running job, a pool and a
