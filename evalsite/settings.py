@@ -11,7 +11,6 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
-import plotly
 from django.core.exceptions import ImproperlyConfigured
 
 from evalsite.env import env_bool, env_int, env_list, env_str, limit_blas_threads
@@ -190,21 +189,25 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# collectstatic's output (scripts/serve), served beside the finders' files.
+# collectstatic's output: each file under a name holding a hash of its content (app.3f2a9c1b7d0e.css), with its
+# gzip (and, with the brotli package, brotli) copy beside it. `manage.py serve` collects them as it starts; whitenoise
+# serves them from the web processes with a cache of ten years (a name changes whenever its file does) and the
+# compressed copy a browser accepts. With DEBUG on, pages name the files plainly and whitenoise serves them from
+# the finders, as they are edited (no collectstatic needed).
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    # plotly.js from the installed plotly package itself (/static/plotly/plotly.min.js): no copy in the
-    # repository, no CDN, and always the version the Python side renders figures for.
-    ("plotly", Path(plotly.__file__).resolve().parent / "package_data"),
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.js from the installed plotly package itself (/static/plotly/plotly.min.js): evalsite.static_files
+    "evalsite.static_files.PlotlyFinder",
 ]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-# Served straight from the finders (no collectstatic step needed to run the product).
-WHITENOISE_USE_FINDERS = True
+WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 
 # Per process: the rendered tables of finished runs and golden-set rows (keyed by their content), the status

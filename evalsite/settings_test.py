@@ -45,3 +45,9 @@ atexit.register(shutil.rmtree, EVALSITE_INDEX_DIR, True)
 # own transaction. The real-worker tests set EVALSITE_JOB_HEARTBEAT_SECONDS in the worker's environment.
 EVALSITE_JOB_HEARTBEAT_SECONDS = 3600
 EVALSITE_JOB_STALE_SECONDS = 7200
+
+# pytest-django renders pages with DEBUG off, and the tests collect no static files: pages name them plainly and the
+# finders serve them. The hashed, compressed files of production are tested through `manage.py serve`, which runs
+# on evalsite.settings (tests/browser/test_production_server_browser.py).
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+WHITENOISE_USE_FINDERS = True

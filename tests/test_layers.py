@@ -35,6 +35,7 @@ PURE = [
     "evaluation.answers.verdicts",
     "evaluation.answers.writer",
     "evaluation.configs",
+    "evaluation.dashboard.chart_html",
     "evaluation.dashboard.charts",
     "evaluation.dashboard.count_charts",
     "evaluation.dashboard.study_charts",

@@ -6,7 +6,7 @@ A configuration label keeps one colour everywhere: ``LabelColors`` gives the ten
 were first run, PALETTE's colours and then generated ones, so no two labels of a tenant share one; every page reads
 the same mapping (evaluation.dashboard.label_colors), and figures take it as ``colors``. Labels are HTML-escaped
 before plotly renders them.
-plotly.js is served locally, so ``figure_html`` never includes or links it.
+plotly.js is served locally; ``figure_html`` (chart_html) embeds a figure with its title and its text alternative.
 
 Figures are built from plain dicts, as plotly.js reads them, without plotly's per-property validation: it cost
 ~100 ms for the 2,500 points of a Trends page and ~20 ms for any figure's template. So the properties here are
@@ -25,6 +25,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from evaluation.dashboard.chart_html import figure_html
 
 __all__ = [
     "CompareSeries",
@@ -391,17 +393,6 @@ def trends_figure(
     else:
         empty_note(layout, "No runs in this range")
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
-
-
-def figure_html(fig: go.Figure, div_id: str) -> str:
-    """The figure as an HTML fragment (a div and its script) for a page that already loads plotly.js locally."""
-    html_fragment: str = fig.to_html(
-        include_plotlyjs=False,
-        full_html=False,
-        div_id=div_id,
-        config={"displaylogo": False, "responsive": True},
-    )
-    return html_fragment
 
 
 def slices_figure(

@@ -111,14 +111,11 @@ class DashboardContext:
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
-    """Template context processor (settings.TEMPLATES): the header's tenant switcher, and the navigation's
-    section: the resolved route's name (a view's own `nav_section` comes first), empty when no route resolved
-    (a 404 for an unmatched URL has no resolver match)."""
+    """Template context processor (settings.TEMPLATES): the header's tenant switcher."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    match = getattr(request, "resolver_match", None)
-    return {"dashboard": DashboardContext(request), "route_section": match.url_name if match else ""}
+    return {"dashboard": DashboardContext(request)}
 
 
 @require_POST

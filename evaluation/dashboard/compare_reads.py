@@ -235,7 +235,7 @@ def _compare_stats(
         pair_results,
         questions,
         dropped,
-        charts.figure_html(figure, "compare-chart"),
+        charts.figure_html(figure, "compare-chart", table_id="compare-means"),
         paired,
         unpaired_score,
         latency_chart,

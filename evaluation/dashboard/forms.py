@@ -276,6 +276,13 @@ class ConfigForm(DashboardForm):
             del self.fields["target"]
         else:
             self.fields["target"].choices = [("", "evalsite"), *((t, f"target: {t}") for t in targets)]  # type: ignore[attr-defined]
+        # A row's controls sit under their column's header, with no label of their own: each is named for
+        # assistive technology by its column and its row ("Search type, configuration 2").
+        index = (self.prefix or "").rsplit("-", 1)[-1]
+        row = f" {int(index) + 1}" if index.isdigit() else ""
+        for name, field in self.fields.items():
+            if name != "enabled":
+                field.widget.attrs["aria-label"] = f"{self[name].label}, configuration{row}"
 
     def as_config(self) -> dict[str, Any]:
         """The row as an API configuration object (evaluation.configs reads it); a row naming a target asks

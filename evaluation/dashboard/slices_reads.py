@@ -143,7 +143,9 @@ def compare_slices(
         top=metric_scale(chosen),
         colors={name: label_colors[run.label] for run, name in zip(runs, names, strict=True)},
     )
-    return CompareSlices(chosen, metric_names, lines, charts.figure_html(figure, "slices-chart"))
+    return CompareSlices(
+        chosen, metric_names, lines, charts.figure_html(figure, "slices-chart", table_id="compare-slices")
+    )
 
 
 def _by_run(names: Sequence[str], lines: Sequence[CompareSliceLine]) -> list[tuple[str, list]]:

@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import plotly.graph_objects as go
-
 from evaluation.dashboard.charts import PALETTE, base_layout, empty_note, figure_html
 from evaluation.studies.importance import complete
 from evaluation.studies.space import Dimension
@@ -315,6 +313,7 @@ def importance_figure(shares: Mapping[str, float], trials: int, of: int = 0) -> 
     return {"data": [trace], "layout": layout}
 
 
-def figure_div(figure: Mapping[str, Any], div_id: str) -> str:
-    """A figure of this module as the HTML fragment the page embeds (plotly.js is the page's, served locally)."""
-    return figure_html(go.Figure(dict(figure), _validate=False), div_id)
+def figure_div(figure: Mapping[str, Any], div_id: str, *, table_id: str | None = None) -> str:
+    """A figure of this module as the HTML fragment the page embeds (plotly.js is the page's, served locally);
+    ``table_id``: the page's table that holds its figures (chart_html.figure_html)."""
+    return figure_html(figure, div_id, table_id=table_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 from evalsite.jobs.models import Job, JobStatus
 from evaluation.dashboard import study_charts
+from evaluation.dashboard.chart_html import page_figure
 from evaluation.dashboard.launch_reads import job_error_message
 from evaluation.models import ConfigPreset, EvaluationRun, Study
 from evaluation.studies import reads
@@ -196,10 +197,13 @@ def progress_json(study: Study, axes: tuple[str, str] | None) -> dict[str, Any]:
 
 
 def _without_template(figure: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A figure without its template's properties (the page's charts have them already: the poll stays small)."""
+    """A figure as the page draws it (its title apart, for the caption) without its template's properties (the
+    page's charts have them already: the poll stays small)."""
     if figure is None:
         return None
-    return {"data": figure["data"], "layout": {k: v for k, v in figure["layout"].items() if k != "template"}}
+    title, drawn = page_figure(figure)  # as the page draws it: the title goes in the figure's caption
+    layout = {k: v for k, v in drawn["layout"].items() if k != "template"}
+    return {"title": title, "data": drawn["data"], "layout": layout}
 
 
 def verdict_word(row: Mapping[str, Any]) -> str:

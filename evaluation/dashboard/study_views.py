@@ -32,6 +32,8 @@ from evaluation.retrieval.read_path import available_rerankers
 from evaluation.studies import reads, services
 
 STUDIES_PER_PAGE = 25
+# The figures whose data the trials table holds (each row a trial): they say so instead of a table of their own.
+TABLED = {"history": "study-trials", "parallel": "study-trials"}
 
 
 def _study(tenant: Tenant, study_id: str) -> Study:
@@ -135,7 +137,7 @@ def _study_page(
     axes = _axes(request, dimensions, importance)
     figures = study_reads.figures(study, dimensions, importance, axes)
     charts_html = {
-        name: study_charts.figure_div(figure, f"study-{name}") if figure else ""
+        name: study_charts.figure_div(figure, f"study-{name}", table_id=TABLED.get(name)) if figure else ""
         for name, figure in figures.items()
     }
     result = study_reads.result(study)

@@ -63,12 +63,30 @@
     metric.addEventListener("change", follow);
   });
 
+  // A box that scrolls sideways (a wide table, a long line of code) takes the keyboard's focus while it scrolls,
+  // so that the arrow keys can scroll it; a box that fits is no stop on the way.
+  var reachable = function (box) {
+    var scrolls = box.scrollWidth - box.clientWidth > 1;
+    if (scrolls && !box.hasAttribute("tabindex")) {
+      box.tabIndex = 0;
+      box.dataset.scrollFocus = "";
+    } else if (!scrolls && box.dataset.scrollFocus !== undefined) {
+      box.removeAttribute("tabindex");
+      delete box.dataset.scrollFocus;
+    }
+  };
+  var recheck = function () { document.querySelectorAll("main pre, .table-wrap").forEach(reachable); };
+  window.addEventListener("resize", recheck);
+  document.addEventListener("toggle", recheck, true);  // a box inside a <details> measures 0 until it opens
+  recheck();
+
   // A table wider than its box scrolls inside it: the side with more to see fades (more-right, more-left).
   document.querySelectorAll(".table-wrap").forEach(function (wrap) {
     var cue = function () {
       var hidden = wrap.scrollWidth - wrap.clientWidth;
       wrap.classList.toggle("more-right", hidden > 1 && wrap.scrollLeft < hidden - 1);
       wrap.classList.toggle("more-left", hidden > 1 && wrap.scrollLeft > 1);
+      reachable(wrap);
     };
     wrap.addEventListener("scroll", cue, {passive: true});
     window.addEventListener("resize", cue);
@@ -127,6 +145,17 @@
       });
     });
   });
+
+  // Charts: each plot's figure waits in a JSON script beside it (evaluation.dashboard.chart_html); plotly.js, deferred
+  // like this script and loaded before it, draws them.
+  if (window.Plotly) {
+    document.querySelectorAll("[data-plotly]").forEach(function (plot) {
+      var source = document.getElementById(plot.dataset.plotly);
+      if (!source) { return; }
+      var figure = JSON.parse(source.textContent);
+      window.Plotly.newPlot(plot, figure.data, figure.layout, figure.config);
+    });
+  }
 
   // Trends: a click on a marker opens its run (the marker's customdata is the run's URL).
   document.querySelectorAll("[data-open-runs] .plotly-graph-div").forEach(function (chart) {

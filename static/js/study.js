@@ -34,6 +34,8 @@
     }
     figure.layout.template = template();
     window.Plotly.react(div, figure.data, figure.layout, config);
+    var caption = document.getElementById("study-" + name + "-title");  // the title is the page's (chart_html)
+    if (caption && figure.title) { caption.textContent = figure.title; }
   };
 
   var poll = function () {

@@ -123,3 +123,37 @@ def test_a_second_rater_never_gets_the_first_raters_items(live_server, browser, 
         assert len(set(seen["alice"])) == len(set(seen["bob"])) == 8
         assert other.errors == [] and page.errors == []
     assert RelevanceJudgment.objects.filter(pool=pool).count() == 16 and pool_items >= 30
+
+
+def test_a_rater_turns_the_one_key_shortcuts_off_and_they_stay_off(
+    live_server, page, screenshot, policies_batch
+):
+    """WCAG 2.1.4: the workspace's one-key shortcuts can be turned off (a speech-input user's words are not taken
+    for grades), the choice is kept in the browser for the next visit, and turned on again."""
+    base = live_server.url
+    pool = pool_from_compare(page, base, policies_batch)
+    page.goto(f"{base}/pools/{pool.pk}/judge/")
+    switch = page.get_by_role("checkbox", name="One-key shortcuts")
+    assert switch.is_visible() and switch.is_checked()
+    switch.uncheck()
+    page.locator("body").click(position={"x": 5, "y": 5})  # the focus off the checkbox, as a rater would
+    at = position(page)
+    page.keyboard.press("1")
+    page.keyboard.press("j")
+    page.wait_for_timeout(300)  # a shortcut would have submitted or navigated by now
+    assert position(page) == at and RelevanceJudgment.objects.filter(pool=pool).count() == 0
+    assert "off" in page.inner_text(".judge-head .keys")
+
+    page.reload()
+    switch = page.get_by_role("checkbox", name="One-key shortcuts")
+    assert not switch.is_checked()  # kept across visits
+    page.keyboard.press("2")
+    page.wait_for_timeout(300)
+    assert RelevanceJudgment.objects.filter(pool=pool).count() == 0
+
+    switch.check()
+    page.locator("body").click(position={"x": 5, "y": 5})  # the focus off the checkbox, as a rater would
+    press(page, "2")
+    assert RelevanceJudgment.objects.get(pool=pool).grade == 2
+    screenshot(page, "judge-shortcuts", max_height=500)
+    assert page.errors == []

@@ -1,6 +1,9 @@
 """Every page of the dashboard's tour at 800 and 1366 px wide, in a real browser: nothing sticks out of its card
 or container sideways (a wide table scrolls inside its own box, one with overflow-x: auto, which is meant; a
 clipped or protruding one is not), the page itself is no wider than the window, and no console error.
+In the 800 px visit, axe-core (tests/browser/accessibility.py) checks each page against WCAG 2.1 A and AA (and the
+sign-in page, the admin's and the API docs besides), and every chart must have a caption and a text alternative
+(its figures in a table). At 390 px, a few pages' tables keep the column that names their rows in view.
 
 The data is the browser tests' own: the handbook collection with golden entries, a real retrieval batch, the
 answer batch of tests/dashboard/answer_runs_support.py, human labels, a target, a running job, a pool and a
@@ -11,9 +14,11 @@ Screenshots go to test-artifacts/screenshots/ as tour-<page>-<width>.png (not co
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.utils import timezone
 
 from evalsite.jobs.models import Job, JobStatus
@@ -28,8 +33,9 @@ from evaluation.runs.slices import Subset
 from evaluation.targets.services import target_create
 from goldenset import services
 from goldenset.models import Collection
-from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER
-from tests.browser.pages import CLIPPED, assert_clean, log_in, open_page, watch_requests
+from tests.browser.accessibility import BLOCKING, axe_missing, axe_violations, blocking
+from tests.browser.conftest import HANDBOOK, HANDBOOK_PASSWORD, HANDBOOK_USER, SCREENSHOTS
+from tests.browser.pages import CLIPPED, PHONE, assert_clean, log_in, open_page, watch_requests
 from tests.dashboard.answer_runs_support import make_answer_batch
 from tests.dashboard.study_support import finished_study
 from tests.support import add_entries
@@ -37,6 +43,14 @@ from tests.support import add_entries
 pytestmark = pytest.mark.django_db(transaction=True)
 
 WIDTHS = (800, 1366)
+# Pages axe checks besides the tour's (not laid out by the dashboard's stylesheet, so not measured): the admin's,
+# and the API docs, whose Swagger UI is vendored (drf-spectacular-sidecar): on it only critical violations fail.
+AXE_ONLY = {"admin": "/admin/", "admin-entries": "/admin/goldenset/goldenentry/", "admin-jobs": "/admin/jobs/job/",
+            "api-docs": "/api/docs"}  # fmt: skip
+VENDORED = {"api-docs"}
+# axe runs once per page, in the narrower window (more tables scroll there); its findings go to AXE_REPORT.
+AXE_WIDTH = 800
+AXE_REPORT = SCREENSHOTS.parent / "axe-tour.json"
 # Tables a laptop's window shows whole, without scrolling sideways: (page, the table's scroller).
 FIT_AT_1366 = {"runs": ".table-wrap:has(table.runs)", "launch": ".table-wrap:has(table.configs)",
                "launch-answers": ".table-wrap:has(table.answer-configs)",
@@ -53,6 +67,17 @@ SCROLL_CUES = """() => {
   wide.forEach(w => { w.scrollLeft = 0; w.dispatchEvent(new Event('scroll')); });
   return [wide.length, unmarked.length, stuck.length];
 }"""
+# Every chart has a caption (its title) and a text alternative: a table of its figures in a <details>, or a note
+# naming the page's table that holds them. [plots without]
+CHART_ALTERNATIVES = """() => [...document.querySelectorAll('main .plotly-graph-div')].map(plot => {
+  const figure = plot.closest('figure.plot');
+  if (!figure) return plot.id + ': not in a figure';
+  if (!(figure.querySelector('figcaption') || {textContent: ''}).textContent.trim()) return plot.id + ': no caption';
+  if (figure.querySelector('details.plot-data tbody tr, details.plot-data p')) return null;
+  const note = figure.querySelector('[data-table]');
+  const table = note && document.getElementById(note.dataset.table);
+  return table && table.querySelector('tbody tr') ? null : plot.id + ': no text alternative';
+}).filter(Boolean)"""
 TEXT = "Customers get a full refund within 30 days of purchase."
 
 
@@ -118,6 +143,12 @@ def tour(handbook_member) -> dict[str, str]:
     )  # fmt: skip
     study = finished_study(tenant, collection, runs[0], runs[1])
     run, answer = runs[0], answers.judged
+    # alice is staff too, with the golden sets' and the jobs' admin: the admin's pages are checked by axe.
+    handbook_member.is_staff = True
+    handbook_member.save(update_fields=["is_staff"])
+    handbook_member.user_permissions.set(
+        Permission.objects.filter(content_type__app_label__in=["goldenset", "jobs"])
+    )
     return {
         "home": "/",
         "collection": f"/collections/{HANDBOOK}/",
@@ -153,8 +184,20 @@ def tour(handbook_member) -> dict[str, str]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot, tour, width):
+    """At AXE_WIDTH the same visit also runs axe on every page (and on the sign-in page before it): nothing
+    critical or serious against WCAG 2.1 A and AA; and every chart has a caption and a text alternative."""
+    missing = axe_missing() if width == AXE_WIDTH else None
+    if missing:  # as a missing browser (tests/browser/conftest.py): CI fails, a machine without npm skips
+        if os.environ.get("EVALSITE_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"EVALSITE_REQUIRE_BROWSER=1 but {missing}")
+        pytest.skip(missing)
     with open_page(browser, {"width": width, "height": 900}) as page:
         urls = watch_requests(page)
+        page.on("response", lambda r: print("BAD", r.status, r.url) if r.status >= 400 else None)
+        found_axe: dict[str, list[dict]] = {}
+        if width == AXE_WIDTH:
+            page.goto(live_server.url + "/accounts/login/")
+            found_axe["login"] = axe_violations(page)
         log_in(page, live_server.url, HANDBOOK_USER, HANDBOOK_PASSWORD)
         clipped: dict[str, list[str]] = {}
         for name, path in tour.items():
@@ -174,7 +217,120 @@ def test_every_page_of_the_tour_fits_its_boxes(live_server, browser, screenshot,
                 )
                 if scroll > client + 1:
                     found.append(f"{FIT_AT_1366[name]} scrolls at 1366 px: {scroll} > {client}")
+            if width == AXE_WIDTH:
+                found_axe[name] = axe_violations(page)
+                found += page.evaluate(CHART_ALTERNATIVES)
             if found:
                 clipped[name] = found
             assert_clean(page, urls, f"{name} at {width} px")
+        for name, path in AXE_ONLY.items() if width == AXE_WIDTH else ():
+            response = page.goto(live_server.url + path)
+            assert response is not None and response.ok, (name, response and response.status)
+            if name in VENDORED:
+                page.wait_for_selector(".swagger-ui .opblock")  # drawn by its script
+            found_axe[name] = axe_violations(page, ("critical",) if name in VENDORED else BLOCKING)
+            assert_clean(page, urls, name)
+        if found_axe:  # all of them, for the record; the critical and serious ones fail the test
+            AXE_REPORT.parent.mkdir(parents=True, exist_ok=True)
+            AXE_REPORT.write_text(json.dumps(found_axe, indent=1))
         assert clipped == {}, json.dumps(clipped, indent=1)
+        failing = {
+            name: [v for v in blocking(found) if name not in VENDORED or v["impact"] == "critical"]
+            for name, found in found_axe.items()
+        }
+        failing = {name: found for name, found in failing.items() if found}
+        assert failing == {}, json.dumps(failing, indent=1)
+
+
+# On a phone, per page: the tables whose naming column is pinned (class pin), and whether one of a metric's columns
+# must show beside it before any scrolling. [(the table, a metric in view at once)]
+PHONE_TABLES = {
+    "home": [("table.latest-runs", True)],
+    "run": [("table.questions", True), ("table.run-slices", True)],
+    "answer-run": [("table.answer-questions", False)],
+    "compare": [("table.compare-means", True), ("table.compare-pairs", True)],
+}
+# [what is wrong with each table]: its pinned cells out of view once scrolled to its end, or no metric in view.
+PINNED = """([selector, metricAtOnce]) => {
+  const table = document.querySelector(selector);
+  if (!table) return [selector + ': missing'];
+  const wrap = table.closest('.table-wrap'), problems = [];
+  const inView = e => { const r = e.getBoundingClientRect(), w = wrap.getBoundingClientRect();
+                        return r.width > 0 && r.left >= w.left - 1 && r.right <= w.right + 1; };
+  const metric = /recall|ndcg|mrr|metric|score|faithful/i;  // a metric's column, 3rem of it or more in view
+  const shows = th => { const r = th.getBoundingClientRect(), w = wrap.getBoundingClientRect();
+                        return r.left >= w.left - 1 && r.left < w.right - 48; };
+  if (metricAtOnce && ![...table.tHead.rows[0].cells].some(th => metric.test(th.textContent) && shows(th)))
+    problems.push(selector + ': no metric in view');
+  wrap.scrollLeft = wrap.scrollWidth;
+  const pins = [...table.querySelectorAll('td.pin, th.pin')];
+  if (!pins.length || wrap.scrollWidth <= wrap.clientWidth) problems.push(selector + ': nothing pinned or no scroll');
+  else if (!pins.every(inView)) problems.push(selector + ': its naming column scrolls out of view');
+  wrap.scrollLeft = 0;
+  return problems;
+}"""
+# The chart's caption whole (not cut, one line or more) and apart from plotly's toolbar, shown while hovered.
+TOOLBAR = """(id) => {
+  const caption = document.getElementById(id + '-title'), bar = document.querySelector('#' + id + ' .modebar');
+  if (!caption) return {caption: 'none: the title is drawn in the plot', shown: getComputedStyle(bar).opacity};
+  const c = caption.getBoundingClientRect(), b = bar.getBoundingClientRect();
+  const overlap = b.width > 0 && c.left < b.right && b.left < c.right && c.top < b.bottom && b.top < c.bottom;
+  return {overlap, cut: caption.scrollWidth > caption.clientWidth + 1, shown: getComputedStyle(bar).opacity};
+}"""
+
+
+@pytest.fixture
+def phone_pages(handbook_member) -> dict[str, str]:
+    collection = Collection.objects.get(slug=HANDBOOK)
+    add_entries(
+        collection,
+        *(
+            services.EntryInput(question=q, expected_document_ids=[d], key=d, tags=["policy"])
+            for d, q in {
+                "refunds": "How long do customers have to get a full refund?",
+                "shipping": "When does express shipping arrive?",
+            }.items()
+        ),
+    )
+    configs = parse_configs(
+        [{"label": "fulltext lucene with a rather long label"}, {"label": "okapi", "bm25_variant": "okapi"}],
+        available_rerankers(),
+    )
+    batch_id, runs = evaluate_retrieval(
+        tenant=collection.tenant, collections=[collection], ks=[1, 5, 10], configs=configs
+    )
+    answers = make_answer_batch(collection.tenant, collection)
+    return {
+        "home": "/",
+        "run": f"/runs/{runs[0].pk}/",
+        "answer-run": f"/runs/{answers.judged.pk}/",
+        "compare": f"/compare/?batch={batch_id}",
+    }
+
+
+def test_on_a_phone_the_naming_column_stays_in_view_and_the_toolbar_leaves_the_title(
+    live_server, browser, screenshot, phone_pages
+):
+    """At 390 px: a run's and the home page's tables show a metric beside the column that names their rows, which
+    stays in view as the table scrolls sideways (so do Compare's); Compare's chart title is whole and plotly's
+    toolbar, shown by a touch, does not cover it."""
+    with open_page(browser, PHONE) as page:
+        log_in(page, live_server.url, HANDBOOK_USER, HANDBOOK_PASSWORD)
+        problems: list[str] = []
+        for name, path in phone_pages.items():
+            page.goto(live_server.url + path)
+            page.wait_for_load_state("load")
+            screenshot(page, f"phone-{name}", max_height=2400)
+            for table in PHONE_TABLES[name]:
+                problems += page.evaluate(PINNED, list(table))
+        page.goto(live_server.url + phone_pages["compare"])
+        page.wait_for_selector("#compare-chart .main-svg")
+        page.hover("#compare-chart .nsewdrag")  # a tap on a phone: the toolbar shows
+        page.wait_for_timeout(300)
+        toolbar = page.evaluate(TOOLBAR, "compare-chart")
+        assert toolbar["shown"] == "1", toolbar
+        if toolbar.get("caption") or toolbar["overlap"] or toolbar["cut"]:
+            problems.append(f"compare chart title: {toolbar}")
+        screenshot(page, "phone-compare-toolbar", max_height=900)
+        assert problems == [], problems
+        assert page.errors == []

@@ -71,7 +71,7 @@ def test_a_user_creates_tests_and_evaluates_a_target_beside_builtin_search(
     page.wait_for_url("**/compare/**", timeout=60_000)
     page.wait_for_selector("#latency-chart .main-svg")
     screenshot(page, "targets-02-compare-latency")
-    assert "against p95 latency per question" in page.inner_text("#latency-chart")
+    assert "against p95 latency per question" in page.inner_text("#latency-chart-title")
     labels = set(EvaluationRun.objects.values_list("label", flat=True))
     assert "target:prod-search" in labels and len(labels) >= 2
     assert_clean(page, urls, "targets")

@@ -67,7 +67,7 @@ def test_two_answer_runs_compare_with_p_values_per_metric(alice, world, answer_b
     # and no empty slot for context recall, which no question could be paired on.
     chart = context["chart"].replace(", ", ",").replace(": ", ":")
     assert '"x":["faithfulness","answer_relevancy","citation_precision","context_relevancy"]' in chart
-    assert "over 3\\u20135 questions" in chart
+    assert "over 3–5 questions" in chart.split("</figcaption>")[0]  # in the title, the figure's caption
 
 
 def test_a_score_that_cannot_be_rebuilt_per_question_is_not_paired(alice, world):

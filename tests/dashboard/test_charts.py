@@ -204,7 +204,7 @@ def test_figure_html_is_a_fragment_without_plotly_js() -> None:
     assert "<script src=" not in fragment
     assert "cdn" not in fragment.lower()
     assert "<html" not in fragment.lower()
-    assert '"displaylogo": false' in fragment and '"responsive": true' in fragment
+    assert '"config":{"displaylogo":false,"responsive":true}' in fragment
     assert len(fragment) < 100_000  # the 4.8 MB plotly.js bundle is not inlined
 
 

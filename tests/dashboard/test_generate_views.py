@@ -84,10 +84,12 @@ def generated_entries(job: Job) -> list[GoldenEntry]:
 
 
 def plotly_data(html: str, div_id: str) -> list[dict]:
-    """The traces plotly.js is given for a chart of the page (the JSON of its newPlot call)."""
-    match = re.search(r'Plotly\.newPlot\(\s*"' + div_id + r'",\s*(\[.*?\]),\s*\{', html, re.DOTALL)
+    """The traces plotly.js is given for a chart of the page (the JSON script beside its plot)."""
+    match = re.search(
+        r'<script type="application/json" id="' + div_id + r'-data">(.*?)</script>', html, re.DOTALL
+    )
     assert match, f"no chart {div_id}"
-    return json.loads(match.group(1))
+    return json.loads(match.group(1))["data"]
 
 
 # --- the form ----------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from tests.dashboard.conftest import compare_url, make_runs
 def home_labels(response) -> list[tuple[str, str]]:
     """(colour, label) of each row of the home page's latest runs, in page order."""
     return re.findall(
-        r'<td class="label"><span class="swatch" style="background: (#[0-9A-Fa-f]{6})"></span><a href="[^"]+">([^<]+)</a>',
+        r'<td class="label pin"><span class="swatch" style="background: (#[0-9A-Fa-f]{6})"></span><a href="[^"]+">([^<]+)</a>',
         response.content.decode(),
     )
 

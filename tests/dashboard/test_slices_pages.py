@@ -21,7 +21,7 @@ from tests.dashboard.conftest import answer_launch_data, compare_url, launch_dat
 def slice_rows(response, table_class: str) -> list[list[str]]:
     """The body rows of the page's table of that class, each cell's text."""
     html = response.content.decode()
-    table = re.search(rf'<table class="data {table_class}">(.*?)</table>', html, flags=re.S)
+    table = re.search(rf'<table class="data {table_class}"[^>]*>(.*?)</table>', html, flags=re.S)
     assert table, f"no {table_class} table"
     rows = re.findall(r"<tr>(.*?)</tr>", table.group(1).split("<tbody>")[1], flags=re.S)
     return [

@@ -294,12 +294,12 @@ def test_a_running_studys_importance_is_recomputed_at_milestones_only(alice, wor
         job=job, best=None, confirmation=None, finished_at=None, trials=study.trials[:55]
     )  # 43 complete trials so far
     running = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
-    title = running["figures"]["importance"]["layout"]["title"]["text"]
+    title = running["figures"]["importance"]["title"]
     assert "over 41 complete trials" in title  # the last milestone passed
     assert running["study"]["importance"]["trials"] == 41 and running["study"]["importance"]["complete"] == 43
     Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED)
     done = alice.get(reverse("dashboard:study-progress", args=[study.pk])).json()
-    assert "over 43 complete trials" in done["figures"]["importance"]["layout"]["title"]["text"]
+    assert "over 43 complete trials" in done["figures"]["importance"]["title"]
 
 
 def test_cancel_stops_a_running_study(alice, world, study):

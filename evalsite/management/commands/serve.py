@@ -1,5 +1,7 @@
 """`manage.py serve`: evalsite in production: gunicorn (threads) and worker clusters under one supervisor.
 
+It first collects the static files when they changed since the last collection (evalsite.static_files).
+
 The supervisor starts the web server (gunicorn's gthread workers: processes for the cores, threads for
 requests that wait on the database or a model) and EVALSITE_WORKER_CLUSTERS `manage.py worker` clusters, each
 in a process group of its own; it restarts a child that dies (with a growing pause, and gives up on one that
@@ -23,6 +25,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from evalsite.jobs.services import jobs_recover
+from evalsite.static_files import collect_static
 
 PR_SET_PDEATHSIG = 1
 FAST_EXIT_SECONDS = 5.0  # a child that exits this soon after its start failed to start
@@ -150,6 +153,9 @@ class Command(BaseCommand):
         def on_signal(signum, frame) -> None:
             stop_reason.append(signal.Signals(signum).name)
 
+        # The pages name the static files by their hashed names (the manifest): collected before anything serves.
+        if collect_static():
+            self.stderr.write(f"evalsite serve: static files collected into {settings.STATIC_ROOT}")
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         for child in children:
