@@ -21,6 +21,7 @@ from django.contrib.staticfiles import finders
 from django.contrib.staticfiles.finders import BaseFinder
 from django.core.files.storage import FileSystemStorage
 from django.core.management import call_command
+from whitenoise.storage import CompressedManifestStaticFilesStorage
 
 PLOTLY_JS = "plotly.min.js"
 PLOTLY_PREFIX = "plotly"
@@ -77,3 +78,15 @@ def collect_static() -> bool:
         call_command("collectstatic", interactive=False, verbosity=0)
         stamp.write_text(digest)
         return True
+
+
+class StaticStorage(CompressedManifestStaticFilesStorage):
+    """whitenoise's storage: each file under a name holding its content's hash, gzipped, cached for years. Until
+    something is collected (``manage.py serve`` collects as it starts; ``runserver`` with DEBUG off does not),
+    there is no manifest to name files by: pages name them plainly, as ``runserver --insecure`` serves them, and
+    render instead of failing on every ``{% static %}``."""
+
+    def stored_name(self, name: str) -> str:
+        if not self.hashed_files:
+            return name
+        return super().stored_name(name)
