@@ -194,8 +194,10 @@ STATIC_URL = "static/"
 # serves them from the web processes with a cache of ten years (a name changes whenever its file does) and the
 # compressed copy a browser accepts. With DEBUG on, pages name the files plainly and whitenoise serves them from
 # the finders, as they are edited (no collectstatic needed).
-STATIC_ROOT = DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)
+# EVALSITE_STATIC_ROOT puts them elsewhere (machines or data directories sharing one collection: it is collected
+# once, under a lock, whenever the files change).
+STATIC_ROOT = Path(env_str("EVALSITE_STATIC_ROOT") or DATA_DIR / "staticfiles")
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",

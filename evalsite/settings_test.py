@@ -11,6 +11,12 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("DEBUG", "1")
+# One collection of the static files for the whole run, whatever data directory a test's servers use (the tests
+# start dozens of `manage.py serve`; each collecting into a fresh directory of its own took seconds). Set in the
+# environment, so the servers and commands the tests start use it too.
+os.environ.setdefault(
+    "EVALSITE_STATIC_ROOT", str(Path(__file__).resolve().parent.parent / "var" / "test-static")
+)
 
 # Parallel test processes (pytest-xdist: PYTEST_XDIST_WORKER gw0, gw1, ...) share nothing a test writes: each
 # its own data directory (the demo's key file, collected static files, the SQLite test database) and its own
