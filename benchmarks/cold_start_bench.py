@@ -144,7 +144,7 @@ def main() -> int:
             seconds, _peak, output = run([*manage, *step], env)
             print(f"{step[0]}: {seconds:.1f} s")
         key = subprocess.run(
-            [*manage, "createapikey", "--cluster", "bench", "--tenant", "bench"],
+            [*manage, "createapikey", "--cluster", "bench", "--tenant", "bench", "--role", "evaluator"],
             env=env, capture_output=True, text=True, check=True,
         ).stdout.strip().splitlines()[-1]  # fmt: skip
         shutil.rmtree(corpus)

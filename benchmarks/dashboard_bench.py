@@ -68,7 +68,7 @@ def build(data_dir: str, runs: int, questions: int) -> dict:
         actor="bench",
     )
     user = get_user_model().objects.create_user("bench", password="bench-password-123")
-    Membership.objects.create(user=user, tenant=tenant)
+    Membership.objects.create(user=user, tenant=tenant, role="admin")
 
     rng = random.Random(0)
     start = datetime.now(UTC) - timedelta(days=180)

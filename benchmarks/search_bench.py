@@ -323,7 +323,7 @@ def django_part(dataset: Path, repeat: int) -> bool:
     from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 
     tenant = tenant_get_or_create(cluster_slug="bench", tenant_slug="bench")
-    _, key = api_key_create(tenant=tenant, actor="command:benchmark")
+    _, key = api_key_create(tenant=tenant, role="evaluator", actor="command:benchmark")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     collection = Collection.objects.get(tenant=tenant, slug="c")

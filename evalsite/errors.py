@@ -29,6 +29,11 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "not-acceptable": (406, "an Accept header no renderer satisfies"),
     "throttled": (429, "too many requests"),
     "unauthenticated": (401, "no API key, or one that is unknown or revoked"),
+    "forbidden": (
+        403,
+        "the caller's role in the tenant lacks the permission the operation needs (details name the permission "
+        "and the role; docs/teams.md)",
+    ),
     "permission-denied": (403, "a dashboard action the user may not take"),
     "not-found": (404, "no such object for this tenant (another tenant's objects answer the same)"),
     # search and evaluation parameters

@@ -344,7 +344,11 @@ if EVALSITE_LLM_BASE_URL and not EVALSITE_LLM_BASE_URL.startswith(("http://", "h
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["evalsite.api.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Authenticated first (401), then what the view declares for the method (403 forbidden; docs/teams.md).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "evalsite.api.permissions.DeclaredPermission",
+    ],
     "DEFAULT_PARSER_CLASSES": ["evalsite.api.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # `format` is a parameter of ours (a golden set's file format), not DRF's renderer override.

@@ -5,22 +5,40 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI extensions)
+from evalsite.tenancy.access import public
 from evaluation.dashboard.golden_views import home
 
 urlpatterns = [
     # The dashboard's home; its other pages are in evaluation.urls (namespace "dashboard").
     path("", home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # What shows no tenant's data says so (evalsite.tenancy.access.public); every other view declares the
+    # permission it needs, and tests/evalsite/test_permission_declarations.py holds every route to it.
+    path("healthz", public(views.healthz, "the health check: no tenant's data"), name="healthz"),
+    path(
+        "accounts/login/",
+        public(auth_views.LoginView.as_view(redirect_authenticated_user=True), "signing in"),
+        name="login",
+    ),
+    path("accounts/logout/", public(auth_views.LogoutView.as_view(), "signing out"), name="logout"),
+    # The admin site is the operator's (staff only): Django's model permissions, each action's declared.
     path("admin/", admin.site.urls),
     path("lmkit/v1/", include("goldenset.api.urls")),
     path("lmkit/v1/", include("evaluation.api.urls")),
     # After both apps' routes: any other /lmkit/ path is the JSON 404, also with DEBUG on.
-    re_path(r"^lmkit/", views.api_not_found, name="api-not-found"),
-    path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    re_path(
+        r"^lmkit/", public(views.api_not_found, "the API's 404 for a path it has not"), name="api-not-found"
+    ),
+    path("api/schema", public(SpectacularAPIView.as_view(), "the API's schema"), name="api-schema"),
+    path(
+        "api/docs",
+        public(SpectacularSwaggerView.as_view(url_name="api-schema"), "the API's documentation"),
+        name="api-docs",
+    ),
+    path(
+        "api/redoc",
+        public(SpectacularRedocView.as_view(url_name="api-schema"), "the API's documentation"),
+        name="api-redoc",
+    ),
     path("", include("evaluation.urls")),
 ]
 

@@ -18,6 +18,7 @@ from django.db import transaction
 
 from evalsite.audit.services import actor_command
 from evalsite.tenancy.models import ApiKey, Membership, hash_api_key
+from evalsite.tenancy.roles import Role
 from evalsite.tenancy.services import api_key_create, tenant_get_or_create
 from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import evaluate_answers
@@ -170,11 +171,14 @@ def _credentials(tenant) -> tuple[str, str]:
         if created or not user.check_password(password):
             user.set_password(password)
             user.save()
-        Membership.objects.get_or_create(user=user, tenant=tenant)
+        Membership.objects.get_or_create(user=user, tenant=tenant, defaults={"role": Role.ADMIN.value})
     key_path = Path(settings.DATA_DIR) / "demo_api_key"
     secret = key_path.read_text().strip() if key_path.exists() else ""
     if not secret or not ApiKey.objects.filter(key_hash=hash_api_key(secret), revoked_at=None).exists():
-        _, secret = api_key_create(tenant=tenant, name="demo", actor=actor_command("load_demo"))
+        # The demo's key is its user's, an admin's: a newcomer tries every call of the docs with it.
+        _, secret = api_key_create(
+            tenant=tenant, role=Role.ADMIN, name="demo", user=user, actor=actor_command("load_demo")
+        )
         key_path.write_text(secret)
         key_path.chmod(0o600)
     return password, secret

@@ -42,9 +42,9 @@ def add_documents(collection: Collection, docs: dict[str, str]) -> None:
 @pytest.fixture
 def world(db) -> World:
     tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    _, key = api_key_create(tenant=tenant, name="tests", actor="test")
+    _, key = api_key_create(tenant=tenant, role="admin", name="tests", actor="test")
     other = tenant_get_or_create(cluster_slug="acme", tenant_slug="rival")
-    _, other_key = api_key_create(tenant=other, name="rival", actor="test")
+    _, other_key = api_key_create(tenant=other, role="admin", name="rival", actor="test")
     collection = services.collection_create(tenant=tenant, slug="handbook", name="Handbook", actor="test")
     add_documents(
         collection,

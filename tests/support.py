@@ -50,10 +50,10 @@ def iso(moment) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def member_of(tenant, username: str, password: str = "x", **fields):
-    """A new user (a dashboard login) who is a member of `tenant`."""
+def member_of(tenant, username: str, password: str = "x", role: str = "admin", **fields):
+    """A new user (a dashboard login) who is a member of `tenant`, an admin unless `role` says otherwise."""
     user = get_user_model().objects.create_user(username, password=password, **fields)
-    Membership.objects.create(user=user, tenant=tenant)
+    Membership.objects.create(user=user, tenant=tenant, role=role)
     return user
 
 

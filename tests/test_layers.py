@@ -23,6 +23,7 @@ PURE = [
     "evalsite.connection_shares",
     "evalsite.egress",
     "evalsite.errors",
+    "evalsite.tenancy.roles",
     "evalsite.http_retries",
     "evalsite.llm.client",
     "evalsite.llm.json_replies",

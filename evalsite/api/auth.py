@@ -38,12 +38,20 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if scheme.lower() != "bearer" or not secret.strip():
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <api key>'.")
         try:
-            key = ApiKey.objects.select_related("tenant__cluster").get(key_hash=hash_api_key(secret.strip()))
+            key = ApiKey.objects.select_related("tenant__cluster", "user").get(
+                key_hash=hash_api_key(secret.strip())
+            )
         except ApiKey.DoesNotExist:
             raise exceptions.AuthenticationFailed("Unknown API key.") from None
         if key.revoked_at is not None:
             raise exceptions.AuthenticationFailed("This API key has been revoked.")
         now = timezone.now()
+        # Looked up on every request, so a key revoked or expired is refused at once on every process and
+        # machine (no cache of keys to wait out).
+        if key.expires_at is not None and key.expires_at <= now:
+            raise exceptions.AuthenticationFailed(
+                f"This API key expired at {key.expires_at:%Y-%m-%d %H:%M} UTC."
+            )
         if key.last_used_at is None or now - key.last_used_at > _LAST_USED_RESOLUTION:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         return ApiKeyPrincipal(key), key

@@ -5,6 +5,11 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+from evalsite.tenancy.roles import Role
+
+ROLE_CHOICES = [(role.value, role.value) for role in Role]
 
 # The tables keep the names they had when these models lived in goldenset (goldenset migration 0009 moved
 # them without touching a row).
@@ -52,8 +57,24 @@ class ApiKey(models.Model):
         max_length=PREFIX_LENGTH, editable=False, help_text="Shown to identify the key."
     )
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    role = models.CharField(
+        max_length=20,
+        choices=ROLE_CHOICES,
+        default=Role.VIEWER.value,
+        help_text="What the key may do in its tenant (docs/teams.md). Keys made before roles are admin keys.",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="api_keys",
+        help_text="The person behind the key: the audit trail names them, and only a key with a person "
+        "judges live. Blank for a machine's key (a CI job).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from then on; blank: never.")
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -70,14 +91,24 @@ class ApiKey(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
 
 
 class Membership(models.Model):
-    """A dashboard user's access to a tenant (superusers see every tenant)."""
+    """A dashboard user's access to a tenant, with its role there (superusers are admins of every tenant)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(
+        max_length=20,
+        choices=ROLE_CHOICES,
+        default=Role.VIEWER.value,
+        help_text="What the user may do in this tenant (docs/teams.md).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

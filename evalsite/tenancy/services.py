@@ -4,6 +4,7 @@ The secret of a key is returned once, at its creation; only its hash is stored."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -11,8 +12,10 @@ from django.utils import timezone
 
 from evalsite.audit.models import AuditAction, PlatformAuditObject
 from evalsite.audit.services import audit_record
-from evalsite.errors import NotFound
+from evalsite.errors import EvalsiteError, NotFound
+from evalsite.tenancy.access import role_of
 from evalsite.tenancy.models import ApiKey, Cluster, Tenant, hash_api_key
+from evalsite.tenancy.roles import ROLE_PERMISSIONS, Role
 
 
 @transaction.atomic
@@ -23,14 +26,64 @@ def tenant_get_or_create(*, cluster_slug: str, tenant_slug: str) -> Tenant:
 
 
 @transaction.atomic
-def api_key_create(*, tenant: Tenant, name: str = "", actor: str) -> tuple[ApiKey, str]:
-    """A new key; the secret is returned once and only its hash is stored (the audit trail has neither)."""
+def api_key_create(
+    *,
+    tenant: Tenant,
+    role: Role | str,
+    name: str = "",
+    user: Any = None,
+    expires_at: datetime | None = None,
+    actor: str,
+) -> tuple[ApiKey, str]:
+    """A new key with its role in the tenant and, for a person's key, its person (who must hold at least what
+    the key may do: a key never does more than the person behind it). The secret is returned once and only its
+    hash is stored (the audit trail has neither)."""
+    role = _role(role)
+    problem = key_person_problem(tenant=tenant, role=role, user=user)
+    if problem:
+        raise EvalsiteError("validation-error", f"role: {problem}", details={"fields": {"role": [problem]}})
     secret = ApiKey.new_secret()
     key = ApiKey.objects.create(
-        tenant=tenant, name=name, prefix=secret[: ApiKey.PREFIX_LENGTH], key_hash=hash_api_key(secret)
+        tenant=tenant,
+        name=name,
+        role=role.value,
+        user=user,
+        expires_at=expires_at,
+        prefix=secret[: ApiKey.PREFIX_LENGTH],
+        key_hash=hash_api_key(secret),
     )
-    _audit_key(key, AuditAction.CREATE, actor, {"name": name})
+    changes: dict[str, Any] = {"name": name, "role": role.value}
+    if user is not None:
+        changes["user"] = user.get_username()
+    if expires_at is not None:
+        changes["expires_at"] = expires_at.isoformat()
+    _audit_key(key, AuditAction.CREATE, actor, changes)
     return key, secret
+
+
+def key_person_problem(*, tenant: Tenant, role: Role, user: Any) -> str | None:
+    """Why a key of this role cannot be this person's (None when it can): a key never does more than the person
+    behind it, who must be a member of the key's tenant."""
+    if user is None:
+        return None
+    held = role_of(user, tenant)
+    if held is None:
+        return f"{user.get_username()} is no member of {tenant}."
+    if not ROLE_PERMISSIONS[role] <= ROLE_PERMISSIONS[held]:
+        return f"a key may not do more than its person; {user.get_username()} is {held.value} in {tenant}."
+    return None
+
+
+def _role(role: Role | str) -> Role:
+    try:
+        return Role(role)
+    except ValueError:
+        choices = ", ".join(r.value for r in Role)
+        raise EvalsiteError(
+            "validation-error",
+            f"role: {str(role)[:40]!r} is not a role ({choices}).",
+            details={"fields": {"role": [f"one of {choices}"]}},
+        ) from None
 
 
 @transaction.atomic

@@ -8,6 +8,8 @@ from rest_framework.response import Response
 
 from evalsite.api.parsers import FormParser, JSONParser, MultiPartParser
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.api.judgments import MachineAgreementOut
 from evaluation.api.views import read_strictly
 from evaluation.judgments import calibration as services
@@ -139,6 +141,7 @@ class CalibrationOut(serializers.Serializer):
 
 
 class LabelsApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     @extend_schema(
@@ -178,6 +181,8 @@ class LabelsApi(TenantAPIView):
 
 
 class CalibrationApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
+
     @extend_schema(
         parameters=[CalibrationIn],
         responses=CalibrationOut,
@@ -206,6 +211,8 @@ class CalibrationApi(TenantAPIView):
 
 
 class ThresholdApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE, DELETE=Perm.CURATE)
+
     @extend_schema(
         request=ThresholdIn,
         responses=ThresholdOut,

@@ -8,6 +8,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.api.judgments import MachineAgreementOut
 from evaluation.api.views import read_strictly
 from evaluation.judgments import click_import, clicks
@@ -66,6 +68,8 @@ class ClicksOut(serializers.Serializer):
 
 
 class ClicksApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=ClicksIn,
         responses={201: ClicksOut},

@@ -10,6 +10,8 @@ from rest_framework.response import Response
 from evalsite.api.parsers import FormParser, JSONParser, MultiPartParser
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
 from evaluation.judgments import assignment, pools
@@ -232,6 +234,8 @@ def application_body(a: PoolApplication) -> dict:
 
 
 class PoolsApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=PoolIn,
         responses={201: PoolOut, **error_responses("empty-pool")},
@@ -255,6 +259,8 @@ class PoolsApi(TenantAPIView):
 
 
 class PoolDetailApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
+
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
         responses=PoolOut,
@@ -265,6 +271,8 @@ class PoolDetailApi(TenantAPIView):
 
 
 class PoolNextApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.JUDGE)
+
     @extend_schema(
         parameters=[NextIn],
         responses=NextOut,
@@ -287,6 +295,8 @@ class PoolNextApi(TenantAPIView):
 
 
 class PoolAssessApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=AssessIn,
         responses={202: JobAcceptedOut, **error_responses("llm-unavailable", "broker-unavailable")},
@@ -326,6 +336,7 @@ class PoolAssessApi(TenantAPIView):
 
 
 class JudgmentsApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, POST=Perm.JUDGE)
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     @extend_schema(

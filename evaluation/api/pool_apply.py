@@ -6,6 +6,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.api.judgments import ApplicationOut, application_body
 from evaluation.api.views import read_strictly
 from evaluation.judgments import apply, pools
@@ -66,6 +68,8 @@ class ApplyOut(serializers.Serializer):
 
 
 class PoolApplyApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=ApplyIn,
         responses={200: ApplyOut},
@@ -87,6 +91,8 @@ class PoolApplyApi(TenantAPIView):
 
 
 class ApplicationRevertApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=TenantIn,
         responses={200: ApplicationOut, **error_responses("changed-since", "already-reverted")},

@@ -6,6 +6,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.api.views import read_strictly
 from evaluation.studies import services
 from evaluation.studies.request import METRICS_TEXT
@@ -177,6 +179,8 @@ class PresetOut(serializers.Serializer):
 
 
 class StudiesApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, POST=Perm.EVALUATE)
+
     @extend_schema(
         request=StudyIn,
         responses={202: StudyAcceptedOut, **error_responses("golden-set-too-small", "broker-unavailable")},
@@ -220,6 +224,8 @@ class StudiesApi(TenantAPIView):
 
 
 class StudyDetailApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
+
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
         responses=StudyOut,
@@ -230,6 +236,8 @@ class StudyDetailApi(TenantAPIView):
 
 
 class StudySaveApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=PresetIn,
         responses={

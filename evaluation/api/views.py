@@ -9,7 +9,9 @@ from rest_framework.response import Response
 
 from evalsite.api.parsers import FormParser, MultiPartParser
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation import configs as config_parser
 from evaluation.answers.answering import answer_question
 from evaluation.answers.configs import (
@@ -68,6 +70,8 @@ class CollectionsApi(TenantAPIView):
 
 
 class SearchApi(CollectionsApi):
+    required_permissions = needs(POST=Perm.VIEW)
+
     @extend_schema(
         request=s.SearchIn,
         responses={
@@ -88,6 +92,8 @@ class SearchApi(CollectionsApi):
 
 
 class EvaluateApi(CollectionsApi):
+    required_permissions = needs(POST=Perm.EVALUATE)
+
     @extend_schema(
         request=s.EvaluateIn,
         responses={
@@ -133,6 +139,7 @@ class EvaluateApi(CollectionsApi):
 
 
 class EvaluateRunFileApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.EVALUATE)
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -156,6 +163,8 @@ class EvaluateRunFileApi(TenantAPIView):
 
 
 class AnswerApi(CollectionsApi):
+    required_permissions = needs(POST=Perm.EVALUATE)
+
     @extend_schema(
         request=s.AnswerIn,
         responses={
@@ -180,6 +189,8 @@ class AnswerApi(CollectionsApi):
 
 
 class EvaluateAnswersApi(CollectionsApi):
+    required_permissions = needs(POST=Perm.EVALUATE)
+
     @extend_schema(
         request=s.EvaluateAnswersIn,
         responses={
@@ -214,6 +225,8 @@ class EvaluateAnswersApi(CollectionsApi):
 
 
 class RunListApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
+
     @extend_schema(
         parameters=[s.RunFilterIn],
         responses=RunOut(many=True),
@@ -234,6 +247,8 @@ class RunListApi(TenantAPIView):
 
 
 class RunDetailApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
+
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
         responses=RunDetailOut,
@@ -248,6 +263,8 @@ class RunDetailApi(TenantAPIView):
 
 
 class TargetListApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, POST=Perm.ADMINISTER)
+
     @extend_schema(
         parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
         responses=s.TargetOut(many=True),
@@ -271,6 +288,8 @@ class TargetListApi(TenantAPIView):
 
 
 class TargetDetailApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, PATCH=Perm.ADMINISTER, DELETE=Perm.ADMINISTER)
+
     def target(self, name: str, data=None):
         return target_services.target_get(tenant=self.tenant(data), name=name)
 
@@ -307,6 +326,8 @@ class TargetDetailApi(TenantAPIView):
 
 
 class TargetTestApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.ADMINISTER)
+
     @extend_schema(
         request=s.TargetTestIn,
         responses={200: s.TargetTestOut, **error_responses("target-secrets-unreadable")},

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.answers import judge
 from evaluation.answers.verdicts import DEFAULT_THRESHOLDS
 from evaluation.dashboard import charts
@@ -28,7 +29,7 @@ MAX_UPLOAD_ERRORS_SHOWN = 10
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.VIEW, post=Perm.CURATE)
 def collection_calibration(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     collection = collection_for(tenant, slug)
     upload_errors: list[dict[str, str]] = []
@@ -115,7 +116,7 @@ def apply_note(metric: str, level: str, rows: list[dict[str, Any]]) -> str:
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.CURATE)
 def calibration_threshold(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Apply the best threshold of a judge's metric to the collection, or reset it (`reset`)."""
     collection = collection_for(tenant, slug)

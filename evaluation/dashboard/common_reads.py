@@ -11,8 +11,10 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time
 from typing import Any
 
+from django.db.models import F
 from django.utils import timezone
 
+from evalsite.tenancy.access import remember_roles
 from evalsite.tenancy.models import Tenant
 from evaluation.models import RunKind
 from goldenset.models import Collection
@@ -46,9 +48,12 @@ def tenants_for_user(user) -> list[Tenant]:
     if not user.is_authenticated:
         return []
     tenants = Tenant.objects.select_related("cluster").order_by("cluster__slug", "slug")
-    if not user.is_superuser:
-        tenants = tenants.filter(memberships__user=user)
-    return list(tenants)
+    if user.is_superuser:
+        return list(tenants)
+    # The role of each membership comes along (the permission checks of the request then ask no query).
+    found = list(tenants.filter(memberships__user=user).annotate(member_role=F("memberships__role")))
+    remember_roles(user, {tenant.pk: tenant.member_role for tenant in found})
+    return found
 
 
 def collection_slugs(*, tenant: Tenant) -> list[str]:

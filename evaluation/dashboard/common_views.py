@@ -19,7 +19,9 @@ from django.views.decorators.http import require_POST
 
 from evalsite import health
 from evalsite.errors import NotFound
+from evalsite.tenancy.access import Forbidden, declare, needs, require
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm, roles_allowing
 from evaluation.dashboard.common_reads import tenant_key, tenants_for_user
 from goldenset import selectors as golden_selectors
 from goldenset.models import Collection
@@ -62,22 +64,47 @@ def current_tenant(request: HttpRequest, *, from_query: bool = True) -> Tenant |
 TenantView = Callable[..., HttpResponseBase]
 
 
-def tenant_page(view: TenantView) -> Callable[..., HttpResponseBase]:
-    """Login required, the current tenant passed in, and the domain's NotFound shown as the 404 page."""
+def tenant_page(perm: Perm, *, post: Perm | None = None) -> Callable[[TenantView], TenantView]:
+    """A page of a tenant: login required, the permission it declares held in the current tenant (`perm` for
+    every method, `post` for POST when it differs: a form a viewer may read but not send), the tenant passed
+    in, and the domain's NotFound shown as the 404 page. A role without the permission gets the 403 page that
+    names it (evalsite.tenancy.access, the one check)."""
+    declared = needs(perm, **({"POST": post} if post is not None else {}))
 
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        tenant = current_tenant(request)
-        if tenant is None:
-            return render(request, "dashboard/no_tenant.html")
-        try:
-            return view(request, tenant, *args, **kwargs)
-        except NotFound as exc:
-            raise Http404(exc.message) from None
+    def decorate(view: TenantView) -> TenantView:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            tenant = current_tenant(request)
+            if tenant is None:
+                return render(request, "dashboard/no_tenant.html")
+            try:
+                require(request.user, declared[request.method or "GET"], tenant)
+                return view(request, tenant, *args, **kwargs)
+            except Forbidden as exc:
+                return forbidden(request, exc)
+            except NotFound as exc:
+                raise Http404(exc.message) from None
 
-    return wrapper
+        return declare(declared)(wrapper)
+
+    return decorate
+
+
+def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
+    holders = roles_allowing(exc.perm)
+    return render(
+        request,
+        "dashboard/forbidden.html",
+        {
+            "perm": exc.perm.value,
+            "role": exc.details.get("role"),
+            "holders": ", ".join(role.value for role in holders),
+            "holders_count": len(holders),
+        },
+        status=403,
+    )
 
 
 class DashboardContext:
@@ -119,6 +146,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
 
 
 @require_POST
+@declare(needs(Perm.VIEW))
 def tenant_switch(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect_to_login(reverse("home"))
@@ -126,6 +154,10 @@ def tenant_switch(request: HttpRequest) -> HttpResponse:
     tenant = next((t for t in visible_tenants(request) if tenant_key(t) == wanted), None)
     if tenant is None:
         raise Http404("No such tenant.")
+    try:
+        require(request.user, Perm.VIEW, tenant)
+    except Forbidden as exc:
+        return forbidden(request, exc)
     request.session[SESSION_TENANT] = tenant.pk
     # Pages that name no tenant's object keep the user where they were; any other could be another
     # tenant's object (a 404 after the switch), so home instead.
@@ -186,18 +218,34 @@ def collection_for(tenant: Tenant, slug: str) -> Collection:
     return golden_selectors.collection_get(tenant=tenant, collection_id=slug)
 
 
-def poll_response(request: HttpRequest, read: Callable[[Tenant], dict[str, Any]]) -> JsonResponse:
-    """A page's poll: `read(tenant)` as JSON for a signed-in user of the current tenant, never cached; 401 when
-    signed out and 404 for an object the tenant has not (NotFound), both as JSON the page's script reads."""
-    if not request.user.is_authenticated:
-        return JsonResponse({"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401)
-    tenant = current_tenant(request)
-    if tenant is None:
-        raise Http404("No tenant.")
-    try:
-        body = read(tenant)
-    except NotFound as exc:
-        return JsonResponse({"error": exc.as_dict()}, status=404)
-    response = JsonResponse(body)
-    response["Cache-Control"] = "no-store"
-    return response
+PollView = Callable[..., dict[str, Any]]
+
+
+def tenant_poll(perm: Perm) -> Callable[[PollView], Callable[..., JsonResponse]]:
+    """A page's poll: `view(request, tenant, ...)` returns a dict, sent as JSON for a signed-in user of the
+    current tenant holding `perm`, never cached; 401 when signed out, 403 naming the permission, 404 for an
+    object the tenant has not (NotFound), all as JSON the page's script reads."""
+    declared = needs(perm)
+
+    def decorate(view: PollView) -> Callable[..., JsonResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+            if not request.user.is_authenticated:
+                return JsonResponse(
+                    {"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401
+                )
+            tenant = current_tenant(request)
+            if tenant is None:
+                raise Http404("No tenant.")
+            try:
+                require(request.user, declared[request.method or "GET"], tenant)
+                body = view(request, tenant, *args, **kwargs)
+            except (Forbidden, NotFound) as exc:
+                return JsonResponse({"error": exc.as_dict()}, status=exc.status_code)
+            response = JsonResponse(body)
+            response["Cache-Control"] = "no-store"
+            return response
+
+        return declare(declared)(wrapper)
+
+    return decorate

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard import charts, count_charts
 from evaluation.dashboard.common_views import (
     tenant_page,
@@ -24,7 +25,7 @@ MOST_CHANGED = 20  # the least alike questions listed
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def compare(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Every metric across the selected runs with 95% bootstrap intervals, and a paired randomization test
     for each pair over the questions they share."""
@@ -64,7 +65,7 @@ def pool_collection(runs) -> str | None:
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def compare_rankings(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Two retrieval runs question by question: how alike their top k are (overlap, Jaccard, rank-biased
     overlap; no judgment needed), least alike first, and which questions got better or worse on a metric."""

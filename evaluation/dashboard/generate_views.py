@@ -16,6 +16,7 @@ from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import (
     collection_for,
     paginate,
@@ -52,7 +53,7 @@ def generate_form(data, backend: GenerateBackend, initial: dict[str, Any] | None
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.CURATE)
 def golden_generate(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Generate questions from the collection's pages: a Generate job, whose page follows it and reports what
     the quality gate kept. GET shows the form (prefilled from the query, e.g. to run a seed again)."""
@@ -103,7 +104,7 @@ def _review_job(tenant: Tenant, collection: Collection, job_id: str | None) -> J
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Generated entries nobody has reviewed yet, each with its page: accept, edit or reject them."""
     collection = collection_for(tenant, slug)
@@ -127,7 +128,7 @@ def golden_review(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.CURATE)
 def golden_review_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Accept (mark reviewed) or reject (delete, after the same confirmation page as the golden set's delete)
     one entry of the review queue, audited; back to the queue."""

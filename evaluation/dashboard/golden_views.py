@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import (
     collection_for,
     paginate,
@@ -64,7 +65,7 @@ def _actor(request: HttpRequest) -> str:
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def home(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     summaries = home_collections(tenant=tenant)
     return render(request, "dashboard/home.html", {"tenant": tenant, "summaries": summaries})
@@ -88,7 +89,7 @@ def _golden_entries(request: HttpRequest, tenant: Tenant, collection: Collection
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     collection = collection_for(tenant, slug)
     form, entries, filtered = _golden_entries(request, tenant, collection)
@@ -143,7 +144,7 @@ def collection_detail(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRe
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def golden_export(request: HttpRequest, tenant: Tenant, slug: str, fmt: str) -> HttpResponse:
     """The golden set (as filtered on the page) as CSV, or as an okfsmith golden.json."""
     collection = collection_for(tenant, slug)
@@ -165,7 +166,7 @@ def _entry_initial(entry: GoldenEntry) -> dict[str, Any]:
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.VIEW, post=Perm.CURATE)
 def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str) -> HttpResponse:
     """One entry: its form (saved through the audited service) and its audit trail."""
     collection = collection_for(tenant, slug)
@@ -214,7 +215,7 @@ def golden_entry(request: HttpRequest, tenant: Tenant, slug: str, entry_id: str)
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.CURATE)
 def golden_new(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Add one entry by hand (origin Manual), validated and audited as every other writer's."""
     collection = collection_for(tenant, slug)
@@ -254,7 +255,7 @@ def golden_new(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.CURATE)
 def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Mark selected entries reviewed or unreviewed, or delete them (after a confirmation page)."""
     collection = collection_for(tenant, slug)
@@ -306,7 +307,7 @@ def golden_action(request: HttpRequest, tenant: Tenant, slug: str) -> HttpRespon
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def documents(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     collection = collection_for(tenant, slug)
     form = DocumentSearchForm(request.GET or None)
@@ -329,7 +330,7 @@ def documents(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def document_detail(request: HttpRequest, tenant: Tenant, slug: str, document_id: str) -> HttpResponse:
     collection = collection_for(tenant, slug)
     document = golden_selectors.document_get(collection=collection, document_id=document_id)
@@ -346,7 +347,7 @@ def document_detail(request: HttpRequest, tenant: Tenant, slug: str, document_id
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def collection_activity(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """The collection's audit trail, newest first: every write to it, its documents and its golden set."""
     collection = collection_for(tenant, slug)
@@ -372,7 +373,7 @@ _UPLOADS_SESSION = "golden_uploads"  # the tokens of the files this session prev
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.CURATE)
 def golden_import(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """Upload a golden-set file in any format: the preview parses it and counts what would be created, updated
     and left unchanged (a dry run: nothing written), or names the bad line; Import then loads it whole."""

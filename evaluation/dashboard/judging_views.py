@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.judgments import apply, assignment, pools
 from evaluation.judgments.grades import GRADE_MEANING
@@ -28,7 +29,7 @@ DEFAULT_DEPTH = 10
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.CURATE)
 def pool_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """A pool of what the selected runs found that nobody judged (Compare's "judge what these runs found")."""
     collection = collection_for(tenant, request.POST.get("collection", ""))
@@ -64,7 +65,7 @@ def _pool(tenant: Tenant, pool_id: str) -> JudgmentPool:
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def pool_detail(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
     pool = _pool(tenant, pool_id)
     context = {
@@ -89,7 +90,7 @@ def highlighted(text: str, question: str) -> SafeString:
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.JUDGE)
 def pool_judge(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
     """The workspace: GET shows the rater's item (?position= one they were given, else the next); POST stores
     their grade of the item and moves on."""
@@ -155,7 +156,7 @@ def _judge_post(request: HttpRequest, pool: JudgmentPool, rater: str) -> HttpRes
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.JUDGE)
 def pool_undo(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
     """The rater's latest judgment in the pool taken back; its item is shown again."""
     pool = _pool(tenant, pool_id)
@@ -192,7 +193,7 @@ def before_after_rows(runs: list[dict]) -> list[dict]:
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.CURATE)
 def pool_apply(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
     """GET: what writing the pool's grades into the golden set changes, run by run; POST: write them."""
     pool = _pool(tenant, pool_id)
@@ -226,7 +227,7 @@ def pool_apply(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespon
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.CURATE)
 def pool_revert(request: HttpRequest, tenant: Tenant, pool_id: str, application_id: str) -> HttpResponse:
     pool = _pool(tenant, pool_id)
     try:

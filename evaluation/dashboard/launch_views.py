@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
@@ -23,11 +23,12 @@ from evalsite.errors import EvalsiteError
 from evalsite.jobs.models import Job, JobStatus
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.answers.configs import parse_answer_configs
 from evaluation.answers.evaluate import AnswerRequest
 from evaluation.answers.judge_votes import parse_judge_sampling
 from evaluation.configs import parse_configs, parse_subset
-from evaluation.dashboard.common_views import poll_response, tenant_page
+from evaluation.dashboard.common_views import tenant_page, tenant_poll
 from evaluation.dashboard.forms import (
     ANSWER_LAUNCH_PRESETS,
     LAUNCH_PRESETS,
@@ -190,14 +191,14 @@ _ANSWERS = _Launcher(
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.EVALUATE)
 def launch(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Pick collections, ks and configurations; the evaluation runs as a job whose progress page follows."""
     return _launcher_page(request, tenant, _RETRIEVAL)
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.EVALUATE)
 def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Pick collections and answer configurations (retrieval, passages, model, groundedness), the judge and the
     questions; the evaluation runs as an EvaluateAnswers job whose progress page opens the comparison."""
@@ -205,7 +206,7 @@ def launch_answers(request: HttpRequest, tenant: Tenant) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.EVALUATE)
 def launch_run_file(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Score an uploaded run file (one run per tag) at once (no search: it is read), then open the comparison."""
     collections = retrieval_collections(tenant)
@@ -415,7 +416,7 @@ def _job(tenant: Tenant, job_id: str) -> Job:
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
     job = _job(tenant, job_id)
     study_url = _study_url(job)
@@ -440,13 +441,14 @@ def job_detail(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpRespons
 
 
 @require_GET
-def job_progress(request: HttpRequest, job_id: str) -> JsonResponse:
+@tenant_poll(Perm.VIEW)
+def job_progress(request: HttpRequest, tenant: Tenant, job_id: str) -> dict[str, Any]:
     """The progress page's poll: the job's status and progress as JSON (session auth, current tenant)."""
-    return poll_response(request, lambda tenant: _job_state(_job(tenant, job_id)))
+    return _job_state(_job(tenant, job_id))
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.EVALUATE)
 def job_cancel_view(request: HttpRequest, tenant: Tenant, job_id: str) -> HttpResponse:
     job = _job(tenant, job_id)
     if job_cancel(job=job):

@@ -15,6 +15,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET
 
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.answers.verdicts import DIAGNOSIS_MEANING, PASS
 from evaluation.dashboard.answer_question_reads import answer_view
 from evaluation.dashboard.answer_runs_reads import (
@@ -64,7 +65,7 @@ from evaluation.runs import selectors as run_selectors
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def runs(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Runs newest first, 50 a page, filtered by collection, label, kind and date; pick some to compare."""
     slugs = collection_slugs(tenant=tenant)
@@ -101,7 +102,7 @@ def _run(tenant: Tenant, run_id: str, with_results: bool = False) -> EvaluationR
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpResponse:
     run = _run(tenant, run_id)
     if is_answer_run(run):
@@ -233,7 +234,7 @@ def _answer_run_detail(request: HttpRequest, tenant: Tenant, run: EvaluationRun)
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int) -> HttpResponse:
     """Question `number` of a run, counted from 1 as its pages show it (0, from before links counted from 1,
     is a 404: no question has that number)."""
@@ -273,7 +274,7 @@ def run_question(request: HttpRequest, tenant: Tenant, run_id: str, number: int)
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def run_download(request: HttpRequest, tenant: Tenant, run_id: str, fmt: str) -> HttpResponse:
     run = _run(tenant, run_id, with_results=fmt == "json")
     name = f"run-{slugify(run.label) or 'run'}-{str(run.pk)[:8]}"

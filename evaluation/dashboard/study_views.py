@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,8 +17,9 @@ from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.services import job_cancel, jobs_recover
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard import study_charts, study_reads
-from evaluation.dashboard.common_views import collection_for, paginate, poll_response, tenant_page
+from evaluation.dashboard.common_views import collection_for, paginate, tenant_page, tenant_poll
 from evaluation.dashboard.launch_reads import retrieval_presets
 from evaluation.dashboard.launch_views import POLL_MS, retrieval_collections
 from evaluation.dashboard.study_forms import (
@@ -57,7 +58,7 @@ def _run_initial(tenant: Tenant, run_id: str) -> tuple[dict[str, Any], Evaluatio
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.EVALUATE)
 def study_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """Start a study: a collection, a base configuration, what to vary and the budget; the study page follows."""
     collections = retrieval_collections(tenant)
@@ -122,7 +123,7 @@ def _axes(request: HttpRequest, dimensions, importance) -> tuple[str, str] | Non
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def study_detail(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpResponse:
     """A study as it runs: its state, charts of its trials, its trials, and once done its result."""
     return _study_page(request, tenant, _study(tenant, study_id))
@@ -174,25 +175,22 @@ def _study_page(
 
 
 @require_GET
-def study_progress(request: HttpRequest, study_id: str) -> JsonResponse:
+@tenant_poll(Perm.VIEW)
+def study_progress(request: HttpRequest, tenant: Tenant, study_id: str) -> dict[str, Any]:
     """The study page's poll: its state, its trials and its figures as JSON (session auth, current tenant)."""
-
-    def read(tenant: Tenant) -> dict[str, Any]:
-        study = _study(tenant, study_id)
-        dimensions = study_reads.dimensions_of(study)
-        importance = study_reads.study_importance(study, dimensions)
-        body = study_reads.progress_json(study, _axes(request, dimensions, importance))
-        rows = study_reads.trial_rows(study, dimensions)
-        body["rows_html"] = render_to_string(
-            "dashboard/_study_trial_rows.html", {"rows": rows, "dimensions": dimensions}, request=request
-        )
-        return body
-
-    return poll_response(request, read)
+    study = _study(tenant, study_id)
+    dimensions = study_reads.dimensions_of(study)
+    importance = study_reads.study_importance(study, dimensions)
+    body = study_reads.progress_json(study, _axes(request, dimensions, importance))
+    rows = study_reads.trial_rows(study, dimensions)
+    body["rows_html"] = render_to_string(
+        "dashboard/_study_trial_rows.html", {"rows": rows, "dimensions": dimensions}, request=request
+    )
+    return body
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.EVALUATE)
 def study_cancel(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpResponse:
     """Cancel the study's job: it ends after the trial under way, without a confirmation."""
     study = _study(tenant, study_id)
@@ -204,7 +202,7 @@ def study_cancel(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpRes
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.CURATE)
 def study_save(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpResponse:
     """Save the winner as a named preset; a blank name, or one in use (the service's 409), is said beside the
     name field of the study's page; a winner not shown better is saved only with its box ticked."""
@@ -235,7 +233,7 @@ def study_save(request: HttpRequest, tenant: Tenant, study_id: str) -> HttpRespo
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def studies(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """The tenant's studies (of one collection with ?collection=), newest first."""
     slug = request.GET.get("collection") or ""

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from evalsite.audit.services import actor_user
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import tenant_page
 from evaluation.dashboard.target_forms import TargetForm, TargetTestForm, kind_examples
 from evaluation.models import Target, TargetKind
@@ -18,14 +19,14 @@ from evaluation.targets import services as target_services
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def targets(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     found = [target_services.snapshot(t) for t in target_services.targets_list(tenant=tenant)]
     return render(request, "dashboard/targets.html", {"tenant": tenant, "targets": found})
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.ADMINISTER)
 def target_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     form = TargetForm(
         request.POST or None, initial={"kind": TargetKind.HTTP, "timeout_s": 30, "concurrency": 4}
@@ -44,7 +45,7 @@ def target_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@tenant_page
+@tenant_page(Perm.VIEW, post=Perm.ADMINISTER)
 def target_detail(request: HttpRequest, tenant: Tenant, name: str) -> HttpResponse:
     """The target's form (POST saves it) and its test-connection panel."""
     target = target_services.target_get(tenant=tenant, name=name)
@@ -67,7 +68,7 @@ def target_detail(request: HttpRequest, tenant: Tenant, name: str) -> HttpRespon
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.ADMINISTER)
 def target_test(request: HttpRequest, tenant: Tenant, name: str) -> HttpResponse:
     target = target_services.target_get(tenant=tenant, name=name)
     test_form = TargetTestForm(request.POST)
@@ -83,7 +84,7 @@ def target_test(request: HttpRequest, tenant: Tenant, name: str) -> HttpResponse
 
 
 @require_POST
-@tenant_page
+@tenant_page(Perm.ADMINISTER)
 def target_delete(request: HttpRequest, tenant: Tenant, name: str) -> HttpResponse:
     target = target_services.target_get(tenant=tenant, name=name)
     target_services.target_delete(target=target, actor=actor_user(request.user))

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from evalsite.tenancy.models import Tenant
+from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_reads import collection_slugs
 from evaluation.dashboard.common_views import (
     collection_for,
@@ -22,7 +23,7 @@ from evaluation.dashboard.trends_reads import TREND_DAYS, latest_run_collection,
 
 
 @require_GET
-@tenant_page
+@tenant_page(Perm.VIEW)
 def trends(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     """One metric over time, a line per configuration label, within a date range (the last 90 days)."""
     slugs = collection_slugs(tenant=tenant)

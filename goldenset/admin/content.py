@@ -3,13 +3,21 @@ through the audited services; clusters, tenants and memberships are set-up data 
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import Count
 from django.utils.text import Truncator
 
 from evalsite.tenancy.models import ApiKey, Cluster, Membership, Tenant
-from evalsite.tenancy.services import api_key_create, api_key_rename, api_key_revoke, api_keys_delete
+from evalsite.tenancy.roles import Role
+from evalsite.tenancy.services import (
+    api_key_create,
+    api_key_rename,
+    api_key_revoke,
+    api_keys_delete,
+    key_person_problem,
+)
 from goldenset import services
 from goldenset.admin.common import CollectionFilter, PathLabelsMixin, TenantFilter, actor_for
 from goldenset.forms import CollectionAdminForm, DocumentAdminForm, collection_label
@@ -159,8 +167,8 @@ class TenantAdmin(admin.ModelAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(PathLabelsMixin):
-    list_display = ("user", "tenant", "created_at")
-    list_filter = (TenantFilter,)
+    list_display = ("user", "tenant", "role", "created_at")
+    list_filter = (TenantFilter, "role")
     list_select_related = ("user", "tenant__cluster")
     search_fields = ("user__username", "tenant__slug")
     readonly_fields = ("created_at",)
@@ -169,22 +177,46 @@ class MembershipAdmin(PathLabelsMixin):
 # --- API keys ----------------------------------------------------------------------------------------------
 
 
+class ApiKeyForm(forms.ModelForm):
+    """A new key's person must hold at least the key's role in its tenant (the rule api_key_create keeps)."""
+
+    class Meta:
+        model = ApiKey
+        fields = ("tenant", "role", "user", "name", "expires_at")
+
+    def clean(self):
+        data = super().clean() or {}
+        tenant, role, user = data.get("tenant"), data.get("role"), data.get("user")
+        if self.instance.pk is None and tenant is not None and role:
+            problem = key_person_problem(tenant=tenant, role=Role(role), user=user)
+            if problem:
+                self.add_error("user", problem)
+        return data
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(PathLabelsMixin):
-    list_display = ("prefix", "tenant", "name", "created_at", "last_used_at", "revoked_at", "active")
-    list_filter = (TenantFilter, ("revoked_at", admin.EmptyFieldListFilter))
-    list_select_related = ("tenant__cluster",)
+    list_display = (
+        "prefix", "tenant", "name", "role", "user", "created_at", "last_used_at", "expires_at", "revoked_at",
+        "active",
+    )  # fmt: skip
+    list_filter = (TenantFilter, "role", ("revoked_at", admin.EmptyFieldListFilter))
+    list_select_related = ("tenant__cluster", "user")
+    form = ApiKeyForm
     search_fields = ("prefix", "name")
     actions = ("revoke_selected",)
     # key_hash is never shown: it is not in any field list, and not editable.
-    change_fields = ("prefix", "tenant", "name", "created_at", "last_used_at", "revoked_at")
+    change_fields = (
+        "prefix", "tenant", "name", "role", "user", "created_at", "last_used_at", "expires_at", "revoked_at",
+    )  # fmt: skip
 
     def get_fields(self, request, obj=None):
-        return ("tenant", "name") if obj is None else self.change_fields
+        return ("tenant", "role", "user", "name", "expires_at") if obj is None else self.change_fields
 
     def get_readonly_fields(self, request, obj=None):
         # Revoking goes through the action (api_key_revoke), and a revoked key stays revoked.
-        return () if obj is None else ("prefix", "tenant", "created_at", "last_used_at", "revoked_at")
+        # A key's role, person and expiry are its own: another role is another key.
+        return () if obj is None else tuple(f for f in self.change_fields if f != "name")
 
     @admin.display(description="active", boolean=True)
     def active(self, obj: ApiKey) -> bool:
@@ -194,7 +226,14 @@ class ApiKeyAdmin(PathLabelsMixin):
         if change:
             api_key_rename(key=obj, name=obj.name, actor=actor_for(request))
             return
-        key, secret = api_key_create(tenant=obj.tenant, name=obj.name, actor=actor_for(request))
+        key, secret = api_key_create(
+            tenant=obj.tenant,
+            role=obj.role,
+            name=obj.name,
+            user=obj.user,
+            expires_at=obj.expires_at,
+            actor=actor_for(request),
+        )
         # The admin goes on with obj (log entry, redirect): make it the stored key.
         for field in ApiKey._meta.concrete_fields:
             setattr(obj, field.attname, getattr(key, field.attname))

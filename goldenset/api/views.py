@@ -20,6 +20,8 @@ from rest_framework.response import Response
 from evalsite.api.parsers import FormParser, MultiPartParser
 from evalsite.errors import EvalsiteError
 from evalsite.jobs.services import job_cancel, jobs_recover
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from goldenset import exporters, importers, selectors, services
 from goldenset.api import serializers as s
 from goldenset.api.base import TenantAPIView, read
@@ -63,6 +65,8 @@ _CONTENT_TYPES = {
 
 
 class CollectionListApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, POST=Perm.CURATE)
+
     @extend_schema(
         parameters=TENANT_PARAMS, responses=s.CollectionOut(many=True), summary="Lists collections."
     )
@@ -85,6 +89,8 @@ class CollectionListApi(TenantAPIView):
 
 
 class CollectionDetailApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, DELETE=Perm.ADMINISTER)
+
     @extend_schema(parameters=TENANT_PARAMS, responses=s.CollectionOut, summary="Gets a collection.")
     def get(self, request, collection_id: str):
         tenant = self.tenant()
@@ -121,6 +127,8 @@ def _respond(outcome: services.IngestOutcome) -> Response:
 
 
 class DocumentListApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, POST=Perm.CURATE)
+
     @extend_schema(
         parameters=[*TENANT_PARAMS, OpenApiParameter("text", str)],
         responses=s.DocumentOut(many=True),
@@ -158,6 +166,7 @@ class DocumentListApi(TenantAPIView):
 
 
 class DocumentUploadApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -178,6 +187,8 @@ class DocumentUploadApi(TenantAPIView):
 
 
 class DocumentDetailApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, DELETE=Perm.CURATE)
+
     @extend_schema(
         parameters=TENANT_PARAMS, responses=s.DocumentDetailOut, summary="Gets a document with its pages."
     )
@@ -199,6 +210,8 @@ class DocumentDetailApi(TenantAPIView):
 
 
 class GoldenSetApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, POST=Perm.CURATE)
+
     @extend_schema(
         parameters=[s.GoldenSetFilterIn],
         responses=s.GoldenEntryOut(many=True),
@@ -246,6 +259,8 @@ class GoldenSetApi(TenantAPIView):
 
 
 class GoldenSetGenerateApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
+
     @extend_schema(
         request=s.GoldenSetGenerateIn,
         responses={202: s.GenerateAcceptedOut, **s.error_responses("broker-unavailable")},
@@ -287,6 +302,8 @@ class _EntriesIn(s.serializers.Serializer):
 
 
 class GoldenEntryApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW, PATCH=Perm.CURATE, DELETE=Perm.CURATE)
+
     @extend_schema(parameters=TENANT_PARAMS, responses=s.GoldenEntryOut, summary="Gets one golden-set entry.")
     def get(self, request, entry_id: str):
         return Response(
@@ -320,6 +337,7 @@ class GoldenEntryApi(TenantAPIView):
 
 
 class GoldenSetUploadApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.CURATE)
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -357,6 +375,7 @@ class GoldenSetUploadApi(TenantAPIView):
 
 
 class GoldenSetExportApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
     pagination_class = None  # the whole golden.json list, never a page of it
 
     @extend_schema(
@@ -433,6 +452,8 @@ class GoldenSetExportApi(TenantAPIView):
 
 
 class JobApi(TenantAPIView):
+    required_permissions = needs(GET=Perm.VIEW)
+
     @extend_schema(parameters=TENANT_PARAMS, responses=s.JobOut, summary="Polls a job.")
     def get(self, request, job_id: str):
         tenant = self.tenant()
@@ -441,6 +462,8 @@ class JobApi(TenantAPIView):
 
 
 class JobCancelApi(TenantAPIView):
+    required_permissions = needs(POST=Perm.EVALUATE)
+
     @extend_schema(
         request=None,
         responses={200: s.JobOut, **s.error_responses("job-finished")},

@@ -48,7 +48,7 @@ def test_the_status_line_shows_a_live_worker_behind_the_production_server(
     # Hashed as the server hashes (the test settings use a fast hasher the server does not accept).
     password = PBKDF2PasswordHasher().encode("ann-secret-123", PBKDF2PasswordHasher().salt())
     user = django_user_model.objects.create(username="ann", password=password)
-    Membership.objects.create(user=user, tenant=tenant)
+    Membership.objects.create(user=user, tenant=tenant, role="admin")
     serve = Serve(
         {**manage_env, "EVALSITE_WORKERS": "1", "EVALSITE_JOB_HEARTBEAT_SECONDS": "1"}, tmp_path / "s.log"
     )

@@ -144,7 +144,7 @@ def test_a_superuser_sees_every_tenant_and_switches(world, admin_user):
 
 
 def test_the_switcher_changes_the_current_tenant(world, member):
-    Membership.objects.create(user=member, tenant=world.other_tenant)
+    Membership.objects.create(user=member, tenant=world.other_tenant, role="admin")
     client = Client()
     client.force_login(member)
     first = client.get(reverse("home"))
@@ -179,7 +179,7 @@ def test_a_single_tenant_shows_no_switcher(alice):
 
 
 def test_a_revoked_membership_is_noticed_on_the_next_request(world, member, alice):
-    Membership.objects.create(user=member, tenant=world.other_tenant)
+    Membership.objects.create(user=member, tenant=world.other_tenant, role="admin")
     assert alice.get(reverse("home") + "?tenant=acme/rival").status_code == 200
     Membership.objects.filter(user=member, tenant=world.other_tenant).delete()
     page = alice.get(reverse("home"))

@@ -108,7 +108,7 @@ def test_a_bad_setting_is_one_line_naming_it_and_exit_2(tmp_path):
 def test_the_readme_commands_work_with_debug_off(tmp_path):
     env = {"EVALSITE_DATA_DIR": str(tmp_path)}
     assert manage("migrate", "--noinput", env=env).returncode == 0
-    created = manage("createapikey", "--cluster", "c", "--tenant", "t", env=env)
+    created = manage("createapikey", "--cluster", "c", "--tenant", "t", "--role", "admin", env=env)
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip().splitlines()[-1].startswith("esk_")
     missing = manage("evaluate", "--cluster", "c", "--tenant", "t", "--collection", "nope", env=env)

@@ -73,7 +73,7 @@ def full_world(world, admin_user):
     """The world plus one row of every admin'd model, so every change page has something to show."""
     entry = refund_entry(world.collection)
     job = Job.objects.create(tenant=world.tenant, collection=world.collection, kind=GoldenJobKind.GENERATE)
-    Membership.objects.create(user=admin_user, tenant=world.tenant)
+    Membership.objects.create(user=admin_user, tenant=world.tenant, role="admin")
     services.golden_entry_update(entry=entry, changes={"reviewed": True}, actor="test")
     rejected, _ = services.golden_entries_add(
         collection=world.collection,
@@ -199,7 +199,7 @@ def test_other_changelists_do_not_grow_with_rows(admin_client, world, model):
             actor="test",
         )
         refund_entry(collection, expected_document_ids=[f"d{n}"])
-        api_key_create(tenant=tenant, actor="test")
+        api_key_create(tenant=tenant, role="admin", actor="test")
         Job.objects.create(tenant=tenant, collection=collection, kind=GoldenJobKind.INGEST)
         member_of(tenant, f"user{n}")
     assert queries() == before
@@ -600,7 +600,7 @@ def test_deleting_a_collection_audits_its_entries(admin_client, world):
 def test_adding_an_api_key_shows_the_secret_once_and_stores_its_hash(admin_client, world):
     response = admin_client.post(
         reverse("admin:tenancy_apikey_add"),
-        {"tenant": str(world.tenant.pk), "name": "ci", "_save": "Save"},
+        {"tenant": str(world.tenant.pk), "role": "evaluator", "name": "ci", "_save": "Save"},
         follow=True,
     )
     assert response.status_code == 200
@@ -611,7 +611,7 @@ def test_adding_an_api_key_shows_the_secret_once_and_stores_its_hash(admin_clien
     assert secret.startswith("esk_")
     assert secret.startswith(key.prefix)
     assert key.key_hash == hash_api_key(secret)
-    assert key.tenant == world.tenant
+    assert key.tenant == world.tenant and key.role == "evaluator" and key.user is None
     assert key.revoked_at is None
     # The secret is not stored and not shown again.
     assert secret not in key.key_hash

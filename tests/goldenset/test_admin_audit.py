@@ -108,7 +108,8 @@ def test_deleting_documents_in_bulk_audits_each(admin_client, world):
 def test_api_key_writes_in_the_admin_are_audited(admin_client, world):
     since = last_id()
     response = admin_client.post(
-        reverse("admin:tenancy_apikey_add"), {"tenant": str(world.tenant.pk), "name": "ci", "_save": "Save"}
+        reverse("admin:tenancy_apikey_add"),
+        {"tenant": str(world.tenant.pk), "role": "rater", "name": "ci", "_save": "Save"},
     )
     assert response.status_code == 302
     key = ApiKey.objects.get(name="ci")
@@ -122,7 +123,7 @@ def test_api_key_writes_in_the_admin_are_audited(admin_client, world):
     assert response.status_code == 302
     assert not ApiKey.objects.filter(pk=key.pk).exists()
     assert events_since(since) == [
-        ("api-key", key.prefix, "create", ACTOR, {"name": "ci"}),
+        ("api-key", key.prefix, "create", ACTOR, {"name": "ci", "role": "rater"}),
         ("api-key", key.prefix, "update", ACTOR, {"name": ["ci", "ci-nightly"]}),
         ("api-key", key.prefix, "revoke", ACTOR, {"name": "ci-nightly"}),
         ("api-key", key.prefix, "delete", ACTOR, {"name": "ci-nightly", "revoked": True}),

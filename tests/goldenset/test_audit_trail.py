@@ -249,7 +249,9 @@ def test_a_generation_job_launch_is_audited(world, django_capture_on_commit_call
 
 def test_createapikey_is_audited_as_the_command_without_the_secret(db):
     out = StringIO()
-    call_command("createapikey", "--cluster", "c", "--tenant", "t", "--name", "ci", stdout=out)
+    call_command(
+        "createapikey", "--cluster", "c", "--tenant", "t", "--role", "evaluator", "--name", "ci", stdout=out
+    )
     secret = out.getvalue().strip().splitlines()[-1]
     key = ApiKey.objects.get()
     (event,) = AuditEvent.objects.all()
@@ -259,7 +261,7 @@ def test_createapikey_is_audited_as_the_command_without_the_secret(db):
         key.prefix,
         "create",
         "command:createapikey",
-        {"name": "ci"},
+        {"name": "ci", "role": "evaluator"},
     )
     assert secret not in json.dumps(event.changes) and key.key_hash not in json.dumps(event.changes)
 
@@ -308,7 +310,7 @@ def test_import_golden_names_the_command(world, tmp_path):
         lambda w: services.document_delete(
             document=Document.objects.get(collection=w.collection, external_id="refunds"), actor="t"
         ),
-        lambda w: api_key_create(tenant=w.tenant, name="n", actor="t"),
+        lambda w: api_key_create(tenant=w.tenant, role="admin", name="n", actor="t"),
         lambda w: services.collection_delete(collection=w.collection, actor="t"),
         lambda w: services.golden_entries_add(
             collection=w.collection, entries=[services.EntryInput(question="Q?")], actor="t"

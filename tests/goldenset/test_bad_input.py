@@ -733,7 +733,7 @@ def _client(world, auth: str | None):
     if auth == "key":
         return world.client
     if auth == "revoked":
-        key, secret = api_key_create(tenant=world.tenant, name="old", actor="test")
+        key, secret = api_key_create(tenant=world.tenant, role="admin", name="old", actor="test")
         api_key_revoke(key=key, actor="test")
         assert ApiKey.objects.get(pk=key.pk).revoked_at is not None
         client = APIClient()

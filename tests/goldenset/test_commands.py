@@ -77,7 +77,7 @@ def entries(collection) -> list[dict]:
 
 @pytest.mark.django_db
 def test_createapikey_creates_the_cluster_and_tenant_and_prints_the_secret_last():
-    out, err = run("createapikey", cluster="eu", tenant="team", name="ci")
+    out, err = run("createapikey", cluster="eu", tenant="team", role="viewer", name="ci")
     lines = out.splitlines()
     secret = lines[-1]
     assert err == ""
@@ -86,7 +86,10 @@ def test_createapikey_creates_the_cluster_and_tenant_and_prints_the_secret_last(
     assert key.key_hash == hash_api_key(secret) and secret not in (key.key_hash, key.prefix)
     assert key.prefix == secret[: ApiKey.PREFIX_LENGTH] and key.name == "ci"
     assert key.tenant.slug == "team" and key.tenant.cluster.slug == "eu"
-    assert lines[:-1] == [f"Created API key {key.prefix}… for eu/team (store it now; it is not shown again):"]
+    assert key.role == "viewer" and key.user is None and key.expires_at is None
+    assert lines[:-1] == [
+        f"Created viewer API key {key.prefix}… for eu/team (store it now; it is not shown again):"
+    ]
     # The printed secret works against the API, for that tenant.
     response = api_client(secret).get("/lmkit/v1/collections", {"cluster_id": "eu", "tenant_id": "team"})
     assert response.status_code == 200, response.json()
@@ -94,8 +97,8 @@ def test_createapikey_creates_the_cluster_and_tenant_and_prints_the_secret_last(
 
 @pytest.mark.django_db
 def test_createapikey_again_reuses_the_tenant_with_a_new_key():
-    first = run("createapikey", cluster="eu", tenant="team")[0].splitlines()[-1]
-    second = run("createapikey", cluster="eu", tenant="team", name="second")[0].splitlines()[-1]
+    first = run("createapikey", cluster="eu", tenant="team", role="evaluator")[0].splitlines()[-1]
+    second = run("createapikey", cluster="eu", tenant="team", role="rater", name="second")[0].splitlines()[-1]
     assert first != second
     assert Cluster.objects.count() == 1 and Tenant.objects.count() == 1
     tenant = Tenant.objects.get()

@@ -36,7 +36,7 @@ THREADS = 8
 @pytest.fixture
 def key() -> str:
     tenant = tenant_get_or_create(cluster_slug="acme", tenant_slug="search")
-    _, secret = api_key_create(tenant=tenant, name="tests", actor="test")
+    _, secret = api_key_create(tenant=tenant, role="admin", name="tests", actor="test")
     collection = services.collection_create(tenant=tenant, slug="handbook", actor="test")
     services.documents_upsert(
         collection=collection,

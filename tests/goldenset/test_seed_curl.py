@@ -53,7 +53,18 @@ def _curl(command: str, url: str, key: str, entry_id: str = "") -> str:
 
 def _createapikey(cluster: str, tenant: str) -> str:
     out = StringIO()
-    call_command("createapikey", "--cluster", cluster, "--tenant", tenant, "--name", "seed", stdout=out)
+    call_command(
+        "createapikey",
+        "--cluster",
+        cluster,
+        "--tenant",
+        tenant,
+        "--role",
+        "admin",
+        "--name",
+        "seed",
+        stdout=out,
+    )
     return out.getvalue().strip().splitlines()[-1]
 
 

@@ -1,22 +1,80 @@
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
 from evalsite.audit.services import actor_command
+from evalsite.errors import EvalsiteError, NotFound
 from evalsite.management.base import EvalsiteCommand
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import ROLE_DESCRIPTIONS, Perm, Role
 from evalsite.tenancy.services import api_key_create, tenant_get_or_create
+
+MAX_DAYS = 3650
 
 
 class Command(EvalsiteCommand):
     help = (
-        "Create an API key for a tenant (creating the cluster and tenant when missing). "
-        "The key is printed alone on the last line: the only time it is shown."
+        "Create an API key for a tenant (creating the cluster and tenant when missing), with its role and, for a "
+        "person's key, its person. The key is printed alone on the last line: the only time it is shown."
     )
+    required_permissions = needs(Perm.ADMINISTER)
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser, collection=False)
+        parser.add_argument(
+            "--role",
+            required=True,
+            choices=[role.value for role in Role],
+            help="What the key may do: "
+            + "; ".join(f"{role.value}: {ROLE_DESCRIPTIONS[role]}" for role in Role)
+            + " (docs/teams.md).",
+        )
+        parser.add_argument(
+            "--user",
+            default=None,
+            metavar="USERNAME",
+            help="The person behind the key (a member of the tenant holding at least the key's role); the "
+            "audit trail names them. Leave out for a machine's key (a CI job).",
+        )
         parser.add_argument("--name", default="", help="A label to recognise the key by.")
+        parser.add_argument(
+            "--expires",
+            type=int,
+            default=None,
+            metavar="DAYS",
+            help=f"Refuse the key DAYS days from now (1-{MAX_DAYS}); by default it never expires.",
+        )
 
     def handle(self, *args, **options):
-        tenant = tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
-        key, secret = api_key_create(tenant=tenant, name=options["name"], actor=actor_command("createapikey"))
+        days = options["expires"]
+        if days is not None and not 1 <= days <= MAX_DAYS:
+            raise EvalsiteError(
+                "validation-error", f"--expires: {days} is not a number of days from 1 to {MAX_DAYS}."
+            )
+        user = None
+        if options["user"] is not None:
+            user = get_user_model().objects.filter(username=options["user"]).first()
+            if user is None:
+                raise NotFound("User", options["user"])
+        # A person's key is for a tenant they are a member of, so it exists; a machine's key may start one.
+        tenant = (
+            self.tenant(options)
+            if user is not None
+            else tenant_get_or_create(cluster_slug=options["cluster"], tenant_slug=options["tenant"])
+        )
+        key, secret = api_key_create(
+            tenant=tenant,
+            role=options["role"],
+            name=options["name"],
+            user=user,
+            expires_at=timezone.now() + timedelta(days=days) if days else None,
+            actor=actor_command("createapikey"),
+        )
+        person = f", person {user.get_username()}" if user else ""
+        until = f", expires {key.expires_at:%Y-%m-%d %H:%M} UTC" if key.expires_at else ""
         self.stdout.write(
-            f"Created API key {key.prefix}… for {tenant} (store it now; it is not shown again):"
+            f"Created {key.role} API key {key.prefix}… for {tenant}{person}{until} "
+            "(store it now; it is not shown again):"
         )
         self.stdout.write(secret)
