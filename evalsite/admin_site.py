@@ -23,3 +23,12 @@ class EvalsiteAdminSite(admin.AdminSite):
 
 class EvalsiteAdminConfig(AdminConfig):
     default_site = "evalsite.admin_site.EvalsiteAdminSite"
+
+    def ready(self) -> None:
+        super().ready()  # every app's admin module registered
+        # Every admin action declares the model permission it needs (tests/evalsite/test_permission_declarations):
+        # django-q2's "resubmit" declares none, so a staff member who may only view its tasks could queue them.
+        from django_q.admin import resubmit_task  # late: django_q reads its settings as it is imported
+
+        if not getattr(resubmit_task, "allowed_permissions", None):
+            resubmit_task.allowed_permissions = ("change",)

@@ -9,6 +9,9 @@ from drf_spectacular.utils import OpenApiRequest
 from rest_framework import fields, permissions, serializers
 from rest_framework import parsers as parsers_module
 
+from evalsite.tenancy.access import permission_for
+from evalsite.tenancy.roles import Role, roles_allowing
+
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = "evalsite.api.auth.ApiKeyAuthentication"
@@ -101,6 +104,14 @@ class AutoSchema(openapi.AutoSchema):
             if status in _HEADERS:
                 documented.setdefault("headers", {}).update(_HEADERS[status])
         operation["responses"] = dict(sorted(responses.items()))
+        perm = permission_for(self.view, self.method)
+        if perm is not None:
+            # The permission the operation declares, said where a reader of the schema looks (docs/teams.md).
+            roles = ", ".join(role.value for role in roles_allowing(perm))
+            operation["description"] = (
+                operation.get("description", "")
+                + f"\n\nNeeds the `{perm.value}` permission (roles: {roles})."
+            ).lstrip()
         return operation
 
     def _get_request_body(self, direction="request"):
@@ -150,6 +161,10 @@ class AutoSchema(openapi.AutoSchema):
             isinstance(p, permissions.AllowAny) for p in self.view.get_permissions()
         ):
             errors[401] = ["unauthenticated"]
+        perm = permission_for(self.view, self.method)
+        if perm is not None and roles_allowing(perm) != list(Role):
+            # a role without the declared permission is refused (every role may view: a read is never a 403)
+            errors[403] = ["forbidden"]
         # Every request may need the database (the key is looked up in it, to begin with).
         errors[503] = ["database-unavailable"]
         # Refused by the HTTP server before any view (evalsite.gunicorn_worker), whatever the operation.

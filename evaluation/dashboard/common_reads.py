@@ -53,7 +53,7 @@ def tenants_for_user(user) -> list[Tenant]:
     # The role of each membership comes along (the permission checks of the request then ask no query).
     found = list(tenants.filter(memberships__user=user).annotate(member_role=F("memberships__role")))
     remember_roles(user, {tenant.pk: tenant.member_role for tenant in found})
-    return found
+    return list[Tenant](found)
 
 
 def collection_slugs(*, tenant: Tenant) -> list[str]:

@@ -90,6 +90,7 @@ class Command(BaseCommand):
         "Runs evalsite for production: gunicorn with threads and worker clusters under one supervisor that "
         "restarts what dies and stops everything cleanly on SIGTERM (see docs/operations.md, Running in production)."
     )
+    operator_only = "the operator's: runs the server"
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--bind", default=None, help="address:port (EVALSITE_BIND; 127.0.0.1:$PORT)")

@@ -99,6 +99,7 @@ def wait_for_the_database(write) -> None:
 
 class Command(QClusterCommand):
     help = "Starts a worker cluster (django-q2's qcluster) that stops cleanly on SIGTERM or Ctrl-C."
+    operator_only = "the operator's: runs a worker"
 
     def handle(self, *args, **options):
         from django_q.cluster import Cluster  # late: django_q reads Q_CLUSTER when it is imported

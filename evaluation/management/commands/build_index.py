@@ -14,6 +14,8 @@ import time
 
 from django.core.management.base import CommandError
 
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.retrieval import index_files, indexes
 from goldenset.management.base import CollectionCommand
 
@@ -22,6 +24,7 @@ PARTS = index_files.PARTS
 
 class Command(CollectionCommand):
     help = "Build a collection's search index for its current content (what an IndexBuild job does)."
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser) -> None:
         self.add_scope_arguments(parser)

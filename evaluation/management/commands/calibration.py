@@ -11,6 +11,8 @@ metric: later answer evaluations use it and say so in their config; --reset retu
 import json
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.judgments import calibration
 from goldenset.management.base import CollectionCommand
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
@@ -56,6 +58,7 @@ def report_lines(report: dict) -> list[str]:
 
 class Command(CollectionCommand):
     help = "The judges' calibration against human labels; apply or reset a calibrated threshold."
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)

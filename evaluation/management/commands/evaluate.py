@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from django.core.management.base import CommandError, CommandParser
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation import configs as config_parser
 from evaluation.answers.configs import parse_answer_configs, parse_thresholds
 from evaluation.answers.evaluate import evaluate_answers
@@ -162,6 +164,7 @@ class Command(CollectionCommand):
         "exit 0 when every configuration's metric is >= --fail-under, 1 when one is below, 2 on a usage "
         "or data error. The runs are stored like the API's (GET /lmkit/v1/search/evaluate/runs)."
     )
+    required_permissions = needs(Perm.EVALUATE)
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.management.commands.evaluate import (
     OUTPUTS,
     parse_fail_under,
@@ -29,6 +31,7 @@ class Command(EvaluateCommand):
     help = (
         "Score a TREC or JSONL run file on a collection's golden set (one run per tag) and gate on a metric."
     )
+    required_permissions = needs(Perm.EVALUATE)
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="The run file: TREC (qid Q0 docid rank score tag) or JSONL.")

@@ -13,6 +13,8 @@ counted. All or nothing: a bad row stops it (exit 2, every bad row named, up to 
 from pathlib import Path
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.judgments.click_import import clicks_import
 from evaluation.judgments.clicks import MIN_IMPRESSIONS, read_log, read_ubi
 from goldenset.management.base import CollectionCommand
@@ -21,6 +23,7 @@ from goldenset.management.commands.import_golden import read_file
 
 class Command(CollectionCommand):
     help = "Judge documents from a search log by clicks over expected clicks (stored as rater clicks:coec)."
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)

@@ -7,6 +7,8 @@ All or nothing: a bad row stops it (exit 2, every bad row named, up to 50) and n
 
 from pathlib import Path
 
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels
 from goldenset.management.base import CollectionCommand
@@ -15,6 +17,7 @@ from goldenset.management.commands.import_golden import read_file
 
 class Command(CollectionCommand):
     help = "Import human labels (a rater's new label of an item replaces their old one)."
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)

@@ -13,6 +13,8 @@ from django.conf import settings
 
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.llm.client import ChatClient
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.judgments.assess import pool_assess, pool_assess_lexical
 from evaluation.judgments.pools import pool_get
 from goldenset.management.base import CollectionCommand
@@ -20,6 +22,7 @@ from goldenset.management.base import CollectionCommand
 
 class Command(CollectionCommand):
     help = "Judge a pool's documents with a chat model (UMBRELA-style prompt, versioned), beside people's grades."
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)

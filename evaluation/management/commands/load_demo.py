@@ -11,6 +11,7 @@ class Command(EvalsiteCommand):
         "Load the demo: tenant demo/demo with the ClapNQ collection and its golden set, a dashboard user and an "
         "API key (both kept in the data directory so every start prints the same ones). Safe to run again."
     )
+    operator_only = "the operator's: loads the demo tenant"
 
     def handle(self, *args, **options):
         # The task queue logs each job it is given ("Enqueued [evalsite] 1"); the steps say what happens instead.

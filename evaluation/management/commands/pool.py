@@ -11,6 +11,8 @@ judge, exits 2 saying why; nothing is written.
 import uuid
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.configs import parse_subset
 from evaluation.judgments import pools
 from evaluation.models import EvaluationRun
@@ -18,6 +20,8 @@ from goldenset.management.base import CollectionCommand
 
 
 class Command(CollectionCommand):
+    required_permissions = needs(Perm.CURATE)
+
     @staticmethod
     def batch_runs(collection, batch: str) -> list[str]:
         """The ids of the tenant's runs of one batch, oldest first; an unknown batch is not-found."""

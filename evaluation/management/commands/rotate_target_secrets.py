@@ -19,6 +19,7 @@ from evaluation.targets.services import secret_box
 
 class Command(EvalsiteCommand):
     help = "Re-encrypt every target's secret headers with the first key of EVALSITE_TARGET_KEYS."
+    operator_only = "the operator's: re-encrypts every tenant's target secrets with the server's keys"
 
     def handle(self, *args, **options) -> None:
         box = secret_box()

@@ -22,6 +22,8 @@ from rest_framework.renderers import JSONRenderer
 
 from evalsite.audit.services import actor_command
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evaluation.studies import services
 from evaluation.studies.request import METRICS_TEXT
 from goldenset.management.base import CollectionCommand
@@ -31,6 +33,7 @@ USAGE = "usage"
 
 class Command(CollectionCommand):
     help = "Find the best configuration on a tuning part of the golden set and confirm it on the rest."
+    required_permissions = needs(Perm.EVALUATE)
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)

@@ -9,6 +9,8 @@ What the format cannot carry is named on stderr as `warning: ...`, never dropped
 
 from pathlib import Path
 
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from goldenset import exporters
 from goldenset.formats import FORMATS
 from goldenset.management.base import CollectionCommand
@@ -19,6 +21,7 @@ class Command(CollectionCommand):
         "Write a collection's golden set (okfsmith golden.json by default; --format for others) to stdout or "
         "--output. With --init-sample, write a starter set from the collection's own pages instead."
     )
+    required_permissions = needs(Perm.VIEW)
 
     def add_arguments(self, parser):
         self.add_scope_arguments(parser)

@@ -4,6 +4,8 @@ from pathlib import Path
 from django.db import transaction
 
 from evalsite.management.base import EvalsiteCommand
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from evalsite.tenancy.services import tenant_get_or_create
 from goldenset.beir_import import beir_import
 
@@ -13,6 +15,7 @@ class Command(EvalsiteCommand):
         "Load a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv) as documents plus golden entries, in one "
         "transaction; corpus.jsonl is streamed in batches (bounded memory). --verbosity 2 prints progress."
     )
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser):
         parser.add_argument("folder", type=Path)

@@ -12,6 +12,8 @@ stops it (exit 2, the line or record named) and nothing is written.
 from pathlib import Path
 
 from evalsite.errors import EvalsiteError
+from evalsite.tenancy.access import needs
+from evalsite.tenancy.roles import Perm
 from goldenset import importers
 from goldenset.formats import FORMATS, detect_format
 from goldenset.management.base import CollectionCommand
@@ -28,6 +30,7 @@ def read_file(path: Path) -> bytes:
 
 class Command(CollectionCommand):
     help = "Import a golden set into a collection (an entry whose key exists replaces that entry)."
+    required_permissions = needs(Perm.CURATE)
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
