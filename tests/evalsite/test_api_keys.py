@@ -68,7 +68,9 @@ def test_an_expired_key_is_refused_naming_when(world):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_revoked_or_expired_key_is_refused_by_every_process_within_five_seconds(world, manage_env, tmp_path):
+def test_a_revoked_or_expired_key_is_refused_by_every_process_within_five_seconds(
+    world, manage_env, tmp_path
+):
     revoked_key, revoked = api_key_create(tenant=world.tenant, role="viewer", actor="test")
     expiring_key, expiring = api_key_create(tenant=world.tenant, role="viewer", actor="test")
     serve = Serve(manage_env, tmp_path / "serve.log", processes=2, threads=2).start()
