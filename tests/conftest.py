@@ -31,6 +31,23 @@ def api_client(secret: str | None) -> APIClient:
     return client
 
 
+def person_client(world: World, name: str, role: str = "rater", tenant: Tenant | None = None) -> APIClient:
+    """An API client for a person of the tenant (the world's by default): the user `name`, a member with `role`,
+    through a key of theirs. A live judgment's rater is that person ("user:<name>"); one client per person."""
+    from django.contrib.auth import get_user_model
+
+    from evalsite.tenancy.models import Membership
+
+    tenant = tenant or world.tenant
+    made = world.__dict__.setdefault("_person_clients", {})
+    if (tenant.pk, name) not in made:
+        user, _ = get_user_model().objects.get_or_create(username=name)
+        Membership.objects.get_or_create(user=user, tenant=tenant, defaults={"role": role})
+        _, secret = api_key_create(tenant=tenant, role=role, user=user, name=name, actor="test")
+        made[(tenant.pk, name)] = api_client(secret)
+    return made[(tenant.pk, name)]
+
+
 def add_documents(collection: Collection, docs: dict[str, str]) -> None:
     services.documents_upsert(
         collection=collection,

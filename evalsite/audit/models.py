@@ -62,7 +62,8 @@ class AuditEvent(models.Model):
     action = models.CharField(max_length=20, choices=AuditAction.choices)
     actor = models.CharField(
         max_length=300,
-        help_text='"user:<username>" (dashboard, admin), "api-key:<prefix>" (API), "command:<name>" '
+        help_text='"user:<username>" (dashboard, admin), "api-key:<prefix>" (API; "user:<username> api-key:<prefix>" '
+        'for a key with a person), "command:<name>" '
         '(management commands), "job" (a job that recorded no actor).',
     )
     changes = models.JSONField(

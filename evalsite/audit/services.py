@@ -2,7 +2,8 @@
 transaction, so a write that fails leaves no event behind and a write that commits always has one.
 
 Actors are named one way everywhere: "user:<username>" from the dashboard and the admin, "api-key:<prefix>"
-from the API (the prefix the admin shows; a key's name may be blank), "command:<name>" from management
+from the API (the prefix the admin shows; a key's name may be blank), "user:<username> api-key:<prefix>" from a
+key with a person (docs/teams.md), "command:<name>" from management
 commands, and "job" for a job whose input recorded nobody.
 """
 
@@ -34,6 +35,9 @@ def actor_user(user: Any) -> str:
 
 
 def actor_api_key(key: ApiKey) -> str:
+    """A key's writes name the key, and first its person when it has one: "user:rita api-key:esk_AbCdEfGh"."""
+    if key.user_id is not None and key.user is not None:
+        return f"user:{key.user.get_username()} api-key:{key.prefix}"
     return f"api-key:{key.prefix}"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -10,12 +12,12 @@ from rest_framework.response import Response
 from evalsite.api.parsers import FormParser, JSONParser, MultiPartParser
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.jobs.services import job_create
-from evalsite.tenancy.access import needs
+from evalsite.tenancy.access import needs, require
 from evalsite.tenancy.roles import Perm
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
 from evaluation.judgments import assignment, pools
-from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH
+from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH, imported_rater, live_rater
 from evaluation.judgments.judgment_files import read_judgment_file
 from evaluation.models import EvaluationJobKind, JudgmentPool, PoolApplication, RelevanceJudgment
 from goldenset import selectors as golden_selectors
@@ -140,7 +142,22 @@ class NextOut(serializers.Serializer):
 
 
 class NextIn(TenantIn):
-    rater = serializers.CharField(max_length=RATER_MAX_LENGTH)
+    pass
+
+
+def person_of(view: TenantAPIView) -> str:
+    """The live rater behind a call: its key's person (grades.live_rater). A key without a person cannot judge
+    live (403): a machine has no judgment of its own to give."""
+    key = view.api_key
+    if key.user is None:
+        raise EvalsiteError(
+            "forbidden",
+            "A key with no person cannot judge live: use a person's key (createapikey --user), or import a file "
+            "of judgments as a curator.",
+            details={"permission": Perm.JUDGE.value, "role": key.role},
+            status=403,
+        )
+    return live_rater(key.user.get_username())
 
 
 class AssessIn(TenantIn):
@@ -162,13 +179,18 @@ class JudgmentsIn(TenantIn):
         min_length=1,
         max_length=pools.MAX_JUDGMENTS_PER_CALL,
         required=False,
-        help_text="[{question_id, document_id, grade (0-3 or null: cannot judge), rater, note}]",
+        help_text="[{question_id, document_id, grade (0-3 or null: cannot judge), note}]: live judgments, whose "
+        "rater is the key's person (a `rater` may only name them).",
     )
     # One judgment, without the list:
     question_id = serializers.JSONField(required=False)
     document_id = serializers.JSONField(required=False)
     grade = serializers.JSONField(required=False)
-    rater = serializers.JSONField(required=False, help_text="One judgment's rater, or a qrels file's.")
+    rater = serializers.JSONField(
+        required=False,
+        help_text="Live judgments: left out, or the caller (their rater is the key's person). With a file: the "
+        "qrels file's rater, stored as an imported rater.",
+    )
     note = serializers.JSONField(required=False)
     file = serializers.FileField(
         required=False,
@@ -276,15 +298,16 @@ class PoolNextApi(TenantAPIView):
     @extend_schema(
         parameters=[NextIn],
         responses=NextOut,
-        summary="The next item of a pool for a rater.",
-        description="The item this rater was given and has not judged yet, else the first in the pool's order "
+        summary="The next item of a pool for the key's person.",
+        description="The rater is the key's person (a key without one is refused, 403). The item this rater was "
+        "given and has not judged yet, else the first in the pool's order "
         "that fewer raters than the pool asks for were given and this rater never was; null when none is left. "
         "It shows the question, its reference answer and the document, never which run found it or where.",
     )
     def get(self, request, pool_id: str):
-        data = read(NextIn, request.query_params)
+        read(NextIn, request.query_params)  # cluster_id, tenant_id checked
         pool = pools.pool_get(tenant=self.tenant(), pool_id=pool_id)
-        item = assignment.pool_next(pool=pool, rater=data["rater"])
+        item = assignment.pool_next(pool=pool, rater=person_of(self))
         return Response(
             {
                 "item": pools.item_view(item) if item is not None else None,
@@ -363,6 +386,8 @@ class JudgmentsApi(TenantAPIView):
                 details={"field": "judgments"},
             )  # fmt: skip
         if "file" in data:
+            # A file is another team's judgments: its raters are imported raters, named by whoever curates.
+            require(self.api_key, Perm.CURATE, collection.tenant)
             raw_rows = read_judgment_file(data["file"].read(), data.get("rater"))
         elif single:
             raw_rows = [{name: data[name] for name in (*single, "rater") if name in data}]
@@ -373,7 +398,10 @@ class JudgmentsApi(TenantAPIView):
             pool = pools.pool_get(tenant=collection.tenant, pool_id=data["pool_id"])
             if pool.collection_id != collection.pk:  # another collection's pool is none of this one's
                 raise NotFound("Pool", data["pool_id"])
-        rows = pools.judgment_rows(raw_rows)
+        if "file" in data:
+            rows = [replace(row, rater=imported_rater(row.rater)) for row in pools.judgment_rows(raw_rows)]
+        else:
+            rows = pools.judgment_rows(raw_rows, live=person_of(self))
         summary = pools.judgments_record(collection=collection, rows=rows, actor=self.actor, pool=pool)
         return Response(summary, status=status.HTTP_201_CREATED)
 

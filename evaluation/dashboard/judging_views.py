@@ -20,7 +20,7 @@ from evalsite.tenancy.models import Tenant
 from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import collection_for, tenant_page
 from evaluation.judgments import apply, assignment, pools
-from evaluation.judgments.grades import GRADE_MEANING
+from evaluation.judgments.grades import GRADE_MEANING, live_rater
 from evaluation.judgments.highlight import marked_spans
 from evaluation.models import JudgmentPool, PoolItem
 from evaluation.runs.slices import EVERY
@@ -75,7 +75,7 @@ def pool_detail(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespo
         "runs": pool.runs.order_by("created_at"),
         "progress": pools.pool_progress(pool),
         "agreement": pools.pool_agreement(pool),
-        "mine": len(pools.rater_items(pool=pool, rater=actor_user(request.user))),
+        "mine": len(pools.rater_items(pool=pool, rater=live_rater(request.user.get_username()))),
         "applications": list(pool.applications.all()),
     }
     return render(request, "dashboard/pool.html", context)
@@ -95,7 +95,7 @@ def pool_judge(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpRespon
     """The workspace: GET shows the rater's item (?position= one they were given, else the next); POST stores
     their grade of the item and moves on."""
     pool = _pool(tenant, pool_id)
-    rater = actor_user(request.user)
+    rater = live_rater(request.user.get_username())
     if request.method == "POST":
         return _judge_post(request, pool, rater)
     mine = pools.rater_items(pool=pool, rater=rater)
@@ -148,7 +148,9 @@ def _judge_post(request: HttpRequest, pool: JudgmentPool, rater: str) -> HttpRes
         note=request.POST.get("note", "")[:2000],
     )
     try:
-        pools.judgments_record(collection=pool.collection, rows=[row], actor=rater, pool=pool)
+        pools.judgments_record(
+            collection=pool.collection, rows=[row], actor=actor_user(request.user), pool=pool
+        )
     except EvalsiteError as exc:
         messages.error(request, f"Not stored: {exc.message}")
         return redirect(f"{reverse('dashboard:pool-judge', args=[pool.pk])}?position={item.position}")
@@ -160,8 +162,9 @@ def _judge_post(request: HttpRequest, pool: JudgmentPool, rater: str) -> HttpRes
 def pool_undo(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
     """The rater's latest judgment in the pool taken back; its item is shown again."""
     pool = _pool(tenant, pool_id)
-    rater = actor_user(request.user)
-    item = pools.judgment_undo(pool=pool, rater=rater, actor=rater)
+    item = pools.judgment_undo(
+        pool=pool, rater=live_rater(request.user.get_username()), actor=actor_user(request.user)
+    )
     if item is None:
         messages.info(request, "Nothing to undo.")
         return redirect("dashboard:pool-judge", pool_id=pool.pk)

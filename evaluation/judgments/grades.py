@@ -23,7 +23,12 @@ __all__ = [
     "LEXICAL_PREFIX",
     "LLM_PREFIX",
     "MACHINE_PREFIXES",
+    "PERSON_PREFIX",
+    "IMPORTED_PREFIX",
     "is_machine",
+    "is_imported",
+    "live_rater",
+    "imported_rater",
     "rater_error",
 ]
 
@@ -48,6 +53,26 @@ MACHINE_PREFIXES: tuple[str, ...] = (LLM_PREFIX, LEXICAL_PREFIX, CLICKS_PREFIX)
 
 def is_machine(rater: str) -> bool:
     return rater.startswith(MACHINE_PREFIXES)
+
+
+# People. A live rater is the person signed in (the dashboard's user, an API key's person): "user:<username>".
+# A rater named in an imported file (qrels, a CSV of another team's judgments) is "imported:<name>": kept and
+# compared with people in agreement, never counted among a pool's live raters. Names compare without case
+# ("Alice" and "alice" are one rater), so both are stored casefolded.
+PERSON_PREFIX, IMPORTED_PREFIX = "user:", "imported:"
+
+
+def live_rater(username: str) -> str:
+    return PERSON_PREFIX + username.casefold()
+
+
+def imported_rater(name: str) -> str:
+    name = name.strip().casefold()
+    return name if name.startswith(IMPORTED_PREFIX) else IMPORTED_PREFIX + name
+
+
+def is_imported(rater: str) -> bool:
+    return rater.startswith(IMPORTED_PREFIX)
 
 
 def rater_error(rater: str) -> str | None:

@@ -22,10 +22,14 @@ from evalsite.tenancy.models import Tenant
 from evaluation.judgments.agreement import krippendorff_alpha, rounded
 from evaluation.judgments.grades import (
     GRADES,
+    IMPORTED_PREFIX,
     MACHINE_PREFIXES,
     NOTE_MAX_LENGTH,
+    PERSON_PREFIX,
     combine,
+    is_imported,
     is_machine,
+    live_rater,
     rater_error,
 )
 from evaluation.judgments.pooling import pool_candidates
@@ -181,7 +185,7 @@ class PoolProgress:
 
 def pool_progress(pool: JudgmentPool) -> PoolProgress:
     people = RelevanceJudgment.objects.filter(pool=pool)
-    for prefix in MACHINE_PREFIXES:
+    for prefix in (*MACHINE_PREFIXES, IMPORTED_PREFIX):  # the pool's live raters only
         people = people.exclude(rater__startswith=prefix)
     judgments = list(
         people.values_list("entry_id", "document_id", "rater")
@@ -330,8 +334,12 @@ class JudgmentRow:
     note: str
 
 
-def judgment_rows(raw: Sequence[object]) -> list[JudgmentRow]:
-    """Judgments as a client sends them, checked field by field; every bad one is named (up to 50)."""
+def judgment_rows(raw: Sequence[object], *, live: str | None = None) -> list[JudgmentRow]:
+    """Judgments as a client sends them, checked field by field; every bad one is named (up to 50).
+
+    live: the caller's own rater name (grades.live_rater) when these are live judgments: a person judges as
+    themselves, so each one's rater is theirs. A `rater` naming anyone else is refused, naming the field; leaving
+    it out, or naming the caller (any case, with or without "user:"), is the same."""
     if len(raw) > MAX_JUDGMENTS_PER_CALL:
         raise EvalsiteError(
             "validation-error",
@@ -345,6 +353,8 @@ def judgment_rows(raw: Sequence[object]) -> list[JudgmentRow]:
         with problems.row():
             if not isinstance(item, dict):
                 raise _invalid(where, "a judgment is an object.", field=where)
+            if live is not None:
+                item = {**item, "rater": _live(item.get("rater"), live, where)}
             unknown = sorted(set(item) - {"question_id", "document_id", "grade", "rater", "note"})
             if unknown:
                 raise _invalid(where, f"{unknown[0]}: unknown field.", field=f"{where}.{unknown[0]}")
@@ -375,6 +385,17 @@ def judgment_rows(raw: Sequence[object]) -> list[JudgmentRow]:
             )
     problems.check()
     return rows
+
+
+def _live(given: object, live: str, where: str) -> str:
+    if given is None or (isinstance(given, str) and live_rater(given.removeprefix(PERSON_PREFIX)) == live):
+        return live
+    raise _invalid(
+        where,
+        f"rater: a live judgment's rater is the caller ({live}); leave it out. Other raters' judgments are "
+        "imported as a file, by a curator.",
+        field=f"{where}.rater",
+    )
 
 
 def judgments_record(
@@ -416,7 +437,9 @@ def judgments_record(
                 judgment.grade, judgment.note = row.grade, row.note
                 judgment.pool = pool or judgment.pool
                 judgment.save(update_fields=["grade", "note", "pool", "updated_at"])
-            if pool is not None:
+            if pool is not None and not is_imported(
+                row.rater
+            ):  # an imported rater is no live rater of the pool
                 PoolAssignment.objects.get_or_create(
                     item_id=items[(entry.pk, row.document_id)], rater=row.rater
                 )

@@ -21,9 +21,10 @@ import pytest
 import yaml
 from django.core.management import call_command
 
+from evalsite.tenancy.services import api_key_create
 from evaluation.models import RelevanceJudgment
 from tests.schema_support import served_schema
-from tests.support import handbook_entries
+from tests.support import handbook_entries, member_of
 
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 
@@ -128,8 +129,11 @@ def test_each_media_type_of_a_body_has_its_own_component():
 @pytest.mark.django_db(transaction=True)
 def test_the_generated_client_sends_a_body_as_json_and_as_a_file(generated, world, live_server):
     handbook_entries(world.collection)
+    # a curator's own key: its JSON judgment is ann's, live; its file's raters are imported
+    ann = member_of(world.tenant, "ann", role="curator")
+    _, secret = api_key_create(tenant=world.tenant, role="curator", user=ann, actor="test")
     done = subprocess.run(
-        [sys.executable, "-c", SEND_BOTH, live_server.url, world.key],
+        [sys.executable, "-c", SEND_BOTH, live_server.url, secret],
         cwd=generated["dir"], capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -138,6 +142,6 @@ def test_the_generated_client_sends_a_body_as_json_and_as_a_file(generated, worl
     assert as_file == [201, {"judgments": 1, "created": 1, "updated": 0}]
     stored = RelevanceJudgment.objects.order_by("rater")
     assert [(j.entry.key, j.document_id, j.grade, j.rater, j.note) for j in stored] == [
-        ("q1", "refunds", 3, "ann", ""),
-        ("q2", "shipping", 2, "bob", "fast"),
+        ("q2", "shipping", 2, "imported:bob", "fast"),
+        ("q1", "refunds", 3, "user:ann", ""),
     ]

@@ -22,7 +22,7 @@ from evaluation.models import PoolApplication
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.runs.slices import EVERY
 from goldenset.models import GoldenJobKind
-from tests.conftest import api_client
+from tests.conftest import api_client, person_client
 from tests.schema_support import served_schema, to_json_schema
 from tests.support import handbook_entries
 
@@ -237,5 +237,7 @@ def test_every_read_answers_its_documented_200(openapi, world, ids):
         if method != "get":
             continue
         target = f"{url(path, ids)}?{query(openapi, method, path)}"
-        problems += probe(openapi, world.client, method, path, target, {200})
+        # the next item of a pool is a person's: asked through a rater's own key
+        client = person_client(world, "rita") if path.endswith("/next") else world.client
+        problems += probe(openapi, client, method, path, target, {200})
     assert not problems, "\n".join(problems)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
 from evalsite.audit.models import AuditEvent
@@ -20,6 +21,7 @@ from evaluation.judgments.assessors import (
 )
 from evaluation.judgments.pools import pool_progress
 from evaluation.models import JudgmentPool, RelevanceJudgment
+from tests.conftest import person_client
 from tests.llm_server import llm_server_fixture  # noqa: F401
 
 SCOPE = ["--cluster", "acme", "--tenant", "search", "--collection", "handbook"]
@@ -138,9 +140,22 @@ def test_no_person_may_judge_under_a_machines_name(world, pool):
     body = {"collection_id": "handbook", "pool_id": str(pool.pk),
             "judgments": [{"question_id": item.entry.key, "document_id": item.document_id, "grade": 3,
                            "rater": RATER}]}  # fmt: skip
-    response = world.client.post("/lmkit/v1/search/judgments", body, format="json")
+    # live, a person judges as themselves only
+    response = person_client(world, "alice").post("/lmkit/v1/search/judgments", body, format="json")
+    assert (
+        response.status_code == 400 and response.json()["error"]["details"]["field"] == "judgments[0].rater"
+    )
+    # a curator's file may name other raters, never a machine's name
+    qrels = SimpleUploadedFile("m.qrels", f"{item.entry.key} 0 {item.document_id} 3\n".encode())
+    response = world.client.post(
+        "/lmkit/v1/search/judgments",
+        {"collection_id": "handbook", "file": qrels, "rater": RATER},
+        format="multipart",
+    )
     assert response.status_code == 400 and "machine assessor" in response.json()["error"]["message"]
-    answer = world.client.get(f"/lmkit/v1/search/judgments/pools/{pool.pk}/next", {"rater": RATER})
+    answer = person_client(world, "alice").get(
+        f"/lmkit/v1/search/judgments/pools/{pool.pk}/next", {"rater": RATER}
+    )
     assert answer.status_code == 400 and not RelevanceJudgment.objects.exists()
 
 

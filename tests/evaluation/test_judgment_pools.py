@@ -15,7 +15,7 @@ from django.core.management import call_command
 from evalsite.audit.models import AuditEvent
 from evaluation.models import EvaluationRun, JudgmentPool, QuestionResult, RelevanceJudgment
 from goldenset.services.golden import EntryInput
-from tests.conftest import add_documents
+from tests.conftest import add_documents, person_client
 from tests.support import add_entries, answer_entries, db_state
 
 POOLS = "/lmkit/v1/search/judgments/pools"
@@ -28,9 +28,10 @@ def make_pool(world, runs, **fields):
 
 
 def judge(world, pool_id, question_id, document_id, grade, rater="alice", **fields):
-    one = {"question_id": question_id, "document_id": document_id, "grade": grade, "rater": rater, **fields}
+    """`rater` judges live, through a key of theirs: the judgment's rater is the person, user:<rater>."""
+    one = {"question_id": question_id, "document_id": document_id, "grade": grade, **fields}
     body = {"collection_id": "handbook", "pool_id": pool_id, "judgments": [one]}
-    return world.client.post(JUDGMENTS, body, format="json")
+    return person_client(world, rater).post(JUDGMENTS, body, format="json")
 
 
 def named_field(error: dict) -> str | None:
@@ -74,7 +75,7 @@ def test_a_rater_judges_item_after_item_and_sees_no_run_or_rank(world, runs):
     pool_id = make_pool(world, runs).json()["pool_id"]
     seen = []
     while True:
-        answer = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()
+        answer = person_client(world, "alice").get(f"{POOLS}/{pool_id}/next").json()
         if answer["item"] is None:
             break
         item = answer["item"]
@@ -84,14 +85,14 @@ def test_a_rater_judges_item_after_item_and_sees_no_run_or_rank(world, runs):
         }  # fmt: skip
         assert item["exists"] and item["text"] and answer["grades"]["0"].startswith("not relevant")
         # Asked again before judging: the same item, not the next one.
-        again = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
+        again = person_client(world, "alice").get(f"{POOLS}/{pool_id}/next").json()["item"]
         assert again == item
         assert judge(world, pool_id, item["question_id"], item["document_id"], 0).status_code == 201
         seen.append((item["question_id"], item["document_id"]))
     assert set(seen) == unjudged_pairs(runs) and len(seen) == len(set(seen))
     progress = world.client.get(f"{POOLS}/{pool_id}").json()["progress"]
     assert progress["items_done"] == progress["items"] == len(seen) and progress["raters"] == {
-        "alice": len(seen)
+        "user:alice": len(seen)
     }
 
 
@@ -99,7 +100,7 @@ def test_one_rater_per_item_means_a_second_rater_never_gets_the_firsts_items(wor
     pool_id = make_pool(world, runs).json()["pool_id"]
     given = {}
     for rater in ["alice", "bob"] * 10:
-        item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": rater}).json()["item"]
+        item = person_client(world, rater).get(f"{POOLS}/{pool_id}/next").json()["item"]
         if item is None:
             continue
         pair = (item["question_id"], item["document_id"])
@@ -113,7 +114,7 @@ def test_two_raters_per_item_each_item_goes_to_both_never_twice_to_one(world, ru
     pool_id = make_pool(world, runs, raters_per_item=2).json()["pool_id"]
     taken: dict[str, list[tuple]] = {"alice": [], "bob": [], "cara": []}
     for rater in ["alice", "bob", "cara"] * 20:
-        item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": rater}).json()["item"]
+        item = person_client(world, rater).get(f"{POOLS}/{pool_id}/next").json()["item"]
         if item is not None:
             taken[rater].append((item["question_id"], item["document_id"]))
             judge(world, pool_id, item["question_id"], item["document_id"], 2, rater=rater)
@@ -146,10 +147,10 @@ def test_a_raters_new_grade_replaces_the_old_one_and_both_are_audited(world, run
         "judgments": 1, "created": 0, "updated": 1,
     }  # fmt: skip
     (judgment,) = RelevanceJudgment.objects.all()
-    assert (judgment.grade, judgment.note, judgment.rater) == (3, "holds it all", "alice")
+    assert (judgment.grade, judgment.note, judgment.rater) == (3, "holds it all", "user:alice")
     events = AuditEvent.objects.filter(object_type="judgment").order_by("pk")
     assert [(e.action, e.changes["grade"]) for e in events] == [("create", [None, 1]), ("update", [1, 3])]
-    listed = world.client.get(JUDGMENTS, {"collection_id": "handbook", "rater": "alice"}).json()
+    listed = world.client.get(JUDGMENTS, {"collection_id": "handbook", "rater": "user:alice"}).json()
     assert [(j["question_id"], j["document_id"], j["grade"]) for j in listed["results"]] == [
         (item.entry.key, item.document_id, 3)
     ]
@@ -236,7 +237,7 @@ def test_a_bad_judgment_is_refused_naming_its_field_and_writes_nothing(world, ru
     good = {"question_id": item.entry.key, "document_id": item.document_id, "grade": 1, "rater": "ann"}
     before = db_state()
     body = {"collection_id": "handbook", "pool_id": pool_id, "judgments": [{**good, **judgment}]}
-    response = world.client.post(JUDGMENTS, body, format="json")
+    response = person_client(world, "ann").post(JUDGMENTS, body, format="json")
     assert response.status_code == 400, response.json()
     assert response.json()["error"]["details"]["field"] == field, response.json()
     assert db_state() == before
@@ -249,7 +250,7 @@ def test_a_call_holds_one_to_a_thousand_judgments(world, runs, count):
     one = {"question_id": item.entry.key, "document_id": item.document_id, "grade": 1, "rater": "ann"}
     before = db_state()
     body = {"collection_id": "handbook", "pool_id": pool_id, "judgments": [one] * count}
-    response = world.client.post(JUDGMENTS, body, format="json")
+    response = person_client(world, "ann").post(JUDGMENTS, body, format="json")
     assert response.status_code == 400 and named_field(response.json()["error"]) == "judgments", (
         response.json()
     )
@@ -265,7 +266,7 @@ def test_every_bad_judgment_of_a_call_is_named_and_none_is_stored(world, runs):
         "pool_id": pool_id,
         "judgments": [good, {**good, "grade": 7}, {**good, "rater": ""}],
     }
-    response = world.client.post(JUDGMENTS, body, format="json")
+    response = person_client(world, "ann").post(JUDGMENTS, body, format="json")
     assert response.status_code == 400
     listed = [e["field"] for e in response.json()["error"]["details"]["errors"]]
     assert listed == ["judgments[1].grade", "judgments[2].rater"]
@@ -276,7 +277,7 @@ def test_another_tenant_sees_none_of_the_pool_or_its_judgments(world, runs):
     pool_id = make_pool(world, runs).json()["pool_id"]
     item = JudgmentPool.objects.get(pk=pool_id).items.first()
     judge(world, pool_id, item.entry.key, item.document_id, 2)
-    for path in (f"{POOLS}/{pool_id}", f"{POOLS}/{pool_id}/next?rater=rob"):
+    for path in (f"{POOLS}/{pool_id}", f"{POOLS}/{pool_id}/next"):
         response = world.other_client.get(path)
         assert response.status_code == 404 and response.json()["error"]["code"] == "not-found", path
     listed = world.other_client.get(JUDGMENTS, {"collection_id": "handbook"}).json()
@@ -347,13 +348,13 @@ def test_the_pool_reports_its_raters_agreement_and_the_splits_to_review(world, r
             )
     agreement = world.client.get(f"{POOLS}/{pool_id}").json()["agreement"]
     assert agreement == {
-        "raters": ["alice", "bob"],
+        "raters": ["user:alice", "user:bob"],
         "items_graded_twice": len(items),
         "krippendorff_alpha": 1.0,
-        "pairs": [{"raters": ["alice", "bob"], "items": len(items), "weighted_kappa": 1.0}],
+        "pairs": [{"raters": ["user:alice", "user:bob"], "items": len(items), "weighted_kappa": 1.0}],
         "per_rater": [
-            {"raters": ["alice", "the others"], "items": len(items), "weighted_kappa": 1.0},
-            {"raters": ["bob", "the others"], "items": len(items), "weighted_kappa": 1.0},
+            {"raters": ["user:alice", "the others"], "items": len(items), "weighted_kappa": 1.0},
+            {"raters": ["user:bob", "the others"], "items": len(items), "weighted_kappa": 1.0},
         ],
         "splits": 0,
         "combined_grades": dict(sorted(Counter(str(n % 4) for n in range(len(items))).items())),
@@ -381,11 +382,11 @@ def test_a_run_named_twice_votes_once(world, runs):
 
 def test_a_long_document_is_shown_cut_and_says_so(world, runs):
     pool_id = make_pool(world, runs).json()["pool_id"]
-    item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "ann"}).json()["item"]
+    item = person_client(world, "ann").get(f"{POOLS}/{pool_id}/next").json()["item"]
     assert item["truncated"] is False
     long_text = {item["document_id"]: "\n\n".join(f"Paragraph {n}. " + "word " * 400 for n in range(30))}
     add_documents(world.collection, long_text)  # the same document, now some 60,000 characters long
-    shown = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "ann"}).json()["item"]
+    shown = person_client(world, "ann").get(f"{POOLS}/{pool_id}/next").json()["item"]
     assert shown["document_id"] == item["document_id"] and shown["truncated"] is True
     assert len(shown["text"]) == 20_000 and shown["text"].startswith("Paragraph 0.")
 
@@ -401,14 +402,14 @@ def test_a_machines_grades_are_paired_with_people_never_combined_with_theirs(wor
             grade=3, rater="llm-relevance:scripted", pool=pool,
         )  # fmt: skip
     agreement = world.client.get(f"{POOLS}/{pool_id}").json()["agreement"]
-    assert agreement["raters"] == ["alice", "llm-relevance:scripted"]
+    assert agreement["raters"] == ["llm-relevance:scripted", "user:alice"]
     # Only alice graded as a person: nothing is graded twice, her grades are the combined ones.
     assert agreement["items_graded_twice"] == 0 and agreement["krippendorff_alpha"] is None
     assert agreement["combined_grades"] == dict(
         sorted(Counter(str(n % 3) for n in range(len(items))).items())
     )
     (pair,) = agreement["pairs"]
-    assert pair["raters"] == ["alice", "llm-relevance:scripted"] and pair["items"] == len(items)
+    assert pair["raters"] == ["user:alice", "llm-relevance:scripted"] and pair["items"] == len(items)
     assert pair["weighted_kappa"] is not None and pair["weighted_kappa"] <= 0.0  # it always says 3
     # Against the people's combined grade: every document in column 3, in the row of alice's grade.
     (machine,) = agreement["machines"]
@@ -417,14 +418,14 @@ def test_a_machines_grades_are_paired_with_people_never_combined_with_theirs(wor
     assert machine["confusion"] == [[0, 0, 0, people[g]] for g in range(3)] + [[0, 0, 0, 0]]
     assert machine["same_grade"] == {"0": 0.0, "1": 0.0, "2": 0.0, "3": None}
     assert machine["weighted_kappa"] == pair["weighted_kappa"]  # one person: her grades are the combined ones
-    assert world.client.get(f"{POOLS}/{pool_id}").json()["progress"]["raters"] == {"alice": len(items)}
+    assert world.client.get(f"{POOLS}/{pool_id}").json()["progress"]["raters"] == {"user:alice": len(items)}
 
 
 def test_a_fixed_order_pool_gives_items_by_position_and_an_unknown_order_is_refused(world, runs):
     made = make_pool(world, runs, order="fixed").json()
     assert made["order"] == "fixed" and make_pool(world, runs).json()["order"] == "adaptive"
     positions = []
-    while item := world.client.get(f"{POOLS}/{made['pool_id']}/next", {"rater": "alice"}).json()["item"]:
+    while item := person_client(world, "alice").get(f"{POOLS}/{made['pool_id']}/next").json()["item"]:
         positions.append(item["position"])
         judge(world, made["pool_id"], item["question_id"], item["document_id"], 3)
     assert positions == sorted(positions) == list(range(made["items"]))
@@ -454,25 +455,26 @@ def test_an_adaptive_pool_follows_the_run_whose_documents_turn_out_relevant(worl
     pool_id = make_pool(world, made).json()["pool_id"]
     given = []
     for _ in range(4):
-        item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
+        item = person_client(world, "alice").get(f"{POOLS}/{pool_id}/next").json()["item"]
         given.append(item["document_id"])
         judge(world, pool_id, "q", item["document_id"], 2 if item["document_id"].startswith("b") else 0)
     assert given == ["a1", "b1", "b2", "b3"]  # the fixed order would give a1 b1 a2 b2
 
 
 def test_one_judgment_a_csv_file_and_a_qrels_file_are_stored_as_a_list_is(world, runs):
+    # One judgment's fields, live: its rater is the caller (naming themselves, in any case, is the same).
     one = {
         "collection_id": "handbook",
         "question_id": "q1",
         "document_id": "shipping",
         "grade": 0,
-        "rater": "alice",
+        "rater": "Alice",
     }
-    response = world.client.post(JUDGMENTS, one, format="json")
+    response = person_client(world, "alice").post(JUDGMENTS, one, format="json")
     assert response.status_code == 201 and response.json()["created"] == 1, response.json()
     csv_file = SimpleUploadedFile(
         "grades.csv",
-        b"question_id,document_id,grade,rater,note\nq1,warranty,1,bob,related\nq2,refunds,,bob,\n",
+        b"question_id,document_id,grade,rater,note\nq1,warranty,1,Bob,related\nq2,refunds,,bob,\n",
     )
     response = world.client.post(
         JUDGMENTS, {"collection_id": "handbook", "file": csv_file}, format="multipart"
@@ -487,11 +489,12 @@ def test_one_judgment_a_csv_file_and_a_qrels_file_are_stored_as_a_list_is(world,
         (j.rater, j.entry.key, j.document_id): (j.grade, j.note) for j in RelevanceJudgment.objects.all()
     }
     assert stored == {
-        ("alice", "q1", "shipping"): (0, ""),
-        ("bob", "q1", "warranty"): (1, "related"),
-        ("bob", "q2", "refunds"): (None, ""),  # an empty grade: cannot judge
-        ("cara", "q3", "refunds"): (2, ""),
-        ("cara", "q3", "shipping"): (0, ""),
+        ("user:alice", "q1", "shipping"): (0, ""),
+        # a file's raters are imported raters, their names compared without case
+        ("imported:bob", "q1", "warranty"): (1, "related"),
+        ("imported:bob", "q2", "refunds"): (None, ""),  # an empty grade: cannot judge
+        ("imported:cara", "q3", "refunds"): (2, ""),
+        ("imported:cara", "q3", "shipping"): (0, ""),
     }
 
 

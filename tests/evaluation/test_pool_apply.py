@@ -13,6 +13,7 @@ from evalsite.audit.models import AuditEvent
 from evaluation.judgments.lexical import LEXICAL_RATER
 from evaluation.models import EvaluationRun, PoolApplication, RelevanceJudgment
 from goldenset.models import GoldenEntry
+from tests.conftest import person_client
 from tests.evaluation.test_assessors import SCOPE
 from tests.evaluation.test_judgment_pools import POOLS, judge, make_pool, named_field
 from tests.support import db_state, lucene_and_okapi_runs
@@ -24,9 +25,7 @@ def judged_pool(world, runs):
     for q1's first item."""
     pool_id = make_pool(world, runs).json()["pool_id"]
     items = []
-    while (
-        item := world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
-    ) is not None:
+    while (item := person_client(world, "alice").get(f"{POOLS}/{pool_id}/next").json()["item"]) is not None:
         first_of_q1 = item["question_id"] == "q1" and all(q != "q1" for q, _, _ in items)
         grade = 2 if first_of_q1 else 0
         assert judge(world, pool_id, item["question_id"], item["document_id"], grade).status_code == 201
@@ -159,7 +158,7 @@ def test_an_application_is_taken_back_whole_and_only_while_its_entries_are_as_it
 
 def test_split_grades_combine_to_the_lower_median_and_are_listed_for_review(world, runs):
     pool_id = make_pool(world, runs, raters_per_item=2).json()["pool_id"]
-    first = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
+    first = person_client(world, "alice").get(f"{POOLS}/{pool_id}/next").json()["item"]
     assert judge(world, pool_id, first["question_id"], first["document_id"], 3).status_code == 201
     assert (
         judge(world, pool_id, first["question_id"], first["document_id"], 1, rater="bob").status_code == 201
@@ -176,7 +175,7 @@ def test_split_grades_combine_to_the_lower_median_and_are_listed_for_review(worl
 
 def test_a_machine_raters_grades_are_applied_only_when_named_and_never_mixed_with_peoples(world, runs):
     pool_id = make_pool(world, runs).json()["pool_id"]
-    item = world.client.get(f"{POOLS}/{pool_id}/next", {"rater": "alice"}).json()["item"]
+    item = person_client(world, "alice").get(f"{POOLS}/{pool_id}/next").json()["item"]
     entry = GoldenEntry.objects.get(key=item["question_id"])
     RelevanceJudgment.objects.create(
         tenant=world.tenant, collection=world.collection, entry=entry, document_id=item["document_id"],
