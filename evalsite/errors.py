@@ -35,6 +35,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
         "and the role; docs/teams.md)",
     ),
     "permission-denied": (403, "a dashboard action the user may not take"),
+    "last-admin": (409, "the last admin of a tenant can be neither removed nor given another role"),
     "not-found": (404, "no such object for this tenant (another tenant's objects answer the same)"),
     # search and evaluation parameters
     "invalid-ks": (400, "ks is not a list of positive integers"),

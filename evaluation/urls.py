@@ -13,6 +13,7 @@ from evaluation.dashboard import (
     runs_views,
     study_views,
     targets_views,
+    team_views,
     trends_views,
 )
 
@@ -92,6 +93,13 @@ urlpatterns = [
         name="pool-revert",
     ),
     path("trends/", trends_views.trends, name="trends"),
+    path("team/", team_views.team, name="team"),
+    path("team/members/", team_views.member_add, name="member-add"),
+    path("team/members/<str:username>/role/", team_views.member_role, name="member-role"),
+    path("team/members/<str:username>/remove/", team_views.member_remove, name="member-remove"),
+    path("team/keys/", team_views.key_create, name="key-create"),
+    path("team/keys/<str:prefix>/revoke/", team_views.key_revoke, name="key-revoke"),
+    path("account/sign-out-everywhere/", team_views.sign_out_everywhere, name="sign-out-everywhere"),
     path("studies/", study_views.studies, name="studies"),
     path("studies/new/", study_views.study_new, name="study-new"),
     path("studies/<str:study_id>/", study_views.study_detail, name="study"),

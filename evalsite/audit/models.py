@@ -19,6 +19,7 @@ class PlatformAuditObject(models.TextChoices):
 
     API_KEY = "api-key", "API key"
     JOB = "job"
+    MEMBERSHIP = "membership"
 
 
 _OBJECT_LABELS: dict[str, str] = {}

@@ -14,7 +14,7 @@ from evalsite.audit.models import AuditAction, PlatformAuditObject
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.access import role_of
-from evalsite.tenancy.models import ApiKey, Cluster, Tenant, hash_api_key
+from evalsite.tenancy.models import ApiKey, Cluster, Membership, Tenant, hash_api_key
 from evalsite.tenancy.roles import ROLE_PERMISSIONS, Role
 
 
@@ -126,3 +126,89 @@ def _audit_key(key: ApiKey, action: str, actor: str, changes: dict[str, Any]) ->
         actor=actor,
         changes=changes,
     )
+
+
+# --- members -------------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def membership_add(*, tenant: Tenant, user: Any, role: Role | str, actor: str) -> Membership:
+    """A user made a member of the tenant with a role (a member already: 409 via the role change instead)."""
+    role = _role(role)
+    if Membership.objects.filter(tenant=tenant, user=user).exists():
+        raise EvalsiteError(
+            "validation-error",
+            f"username: {user.get_username()} is a member of {tenant} already; change their role instead.",
+            details={"fields": {"username": ["a member already"]}},
+        )
+    membership = Membership.objects.create(tenant=tenant, user=user, role=role.value)
+    _audit_member(membership, AuditAction.CREATE, actor, {"role": role.value})
+    return membership
+
+
+@transaction.atomic
+def membership_set_role(*, membership: Membership, role: Role | str, actor: str) -> None:
+    role = _role(role)
+    locked, admins = _locked(membership)
+    if locked.role == role.value:
+        return
+    if locked.role == Role.ADMIN.value:
+        _keep_an_admin(locked, admins, "given another role")
+    Membership.objects.filter(pk=locked.pk).update(role=role.value)
+    _audit_member(locked, AuditAction.UPDATE, actor, {"role": [locked.role, role.value]})
+    membership.role = role.value
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership, actor: str) -> None:
+    locked, admins = _locked(membership)
+    if locked.role == Role.ADMIN.value:
+        _keep_an_admin(locked, admins, "removed")
+    _audit_member(locked, AuditAction.DELETE, actor, {"role": locked.role})
+    locked.delete()
+
+
+def _locked(membership: Membership) -> tuple[Membership, int]:
+    """The membership as stored, and how many admins its tenant has, the tenant's memberships locked (on
+    PostgreSQL; SQLite's writes take turns) so two admins demoting each other at once cannot both win."""
+    rows = list(Membership.objects.select_for_update().filter(tenant_id=membership.tenant_id).order_by("pk"))
+    found = next((m for m in rows if m.pk == membership.pk), None)
+    if found is None:
+        raise NotFound("Member", str(membership.user_id))
+    return found, sum(m.role == Role.ADMIN.value for m in rows)
+
+
+def _keep_an_admin(membership: Membership, admins: int, change: str) -> None:
+    if admins <= 1:
+        raise EvalsiteError(
+            "last-admin",
+            f"{membership.user.get_username()} is the last admin of {membership.tenant}: they cannot be {change}. "
+            "Make another member an admin first.",
+            details={"username": membership.user.get_username()},
+            status=409,
+        )
+
+
+def _audit_member(membership: Membership, action: str, actor: str, changes: dict[str, Any]) -> None:
+    audit_record(
+        tenant=membership.tenant_id,
+        action=action,
+        object_type=PlatformAuditObject.MEMBERSHIP,
+        object_id=membership.user.get_username(),
+        actor=actor,
+        changes=changes,
+    )
+
+
+def sessions_end(*, user: Any) -> int:
+    """Sign a user out everywhere: every session of theirs ends (the database's sessions, read one by one: a
+    session names its user only inside its signed data). The number ended."""
+    from django.contrib.sessions.models import Session  # late: the sessions app's models, only here
+
+    ended = [
+        session.pk
+        for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator(chunk_size=500)
+        if session.get_decoded().get("_auth_user_id") == str(user.pk)
+    ]
+    Session.objects.filter(pk__in=ended).delete()
+    return len(ended)

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from evalsite import health
 from evalsite.errors import NotFound
-from evalsite.tenancy.access import Forbidden, declare, needs, require
+from evalsite.tenancy.access import Forbidden, allowed, declare, needs, require
 from evalsite.tenancy.models import Tenant
 from evalsite.tenancy.roles import Perm, roles_allowing
 from evaluation.dashboard.common_reads import tenant_key, tenants_for_user
@@ -125,6 +125,11 @@ class DashboardContext:
             return current_tenant(self.request, from_query=False)
         except Http404:
             return None
+
+    @cached_property
+    def administers(self) -> bool:
+        """Whether the user is an admin of the current tenant (the header's Team link)."""
+        return self.tenant is not None and allowed(self.request.user, Perm.ADMINISTER, self.tenant)
 
     @cached_property
     def tenant_key(self) -> str:
