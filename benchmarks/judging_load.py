@@ -8,7 +8,7 @@ doubled, no item given to more raters than the pool asks for, none twice to one 
 Sets up the demo as `scripts/run` does (migrate, load_demo) in a temporary data directory, on SQLite or on a new
 PostgreSQL database with a Redis broker, starts `manage.py serve` (DEBUG off) on a free port, makes a pool of
 the demo's retrieval runs at depth 10 over REST, then runs `--raters` threads for `--seconds`, each a rater with
-a client of its own: GET .../next?rater=, then POST its grade of that item, again and again, until the time is up
+a client and a key of its own (a person, rater-NN, with a rater key): GET .../next, then POST its grade of that item, again and again, until the time is up
 or nothing is left for it. Afterwards it reads every judgment back over REST and checks, against what the
 clients sent and were told: every judgment answered 201 is stored once, with the grade sent; no rater was given
 an item twice; no item went to more raters than the pool asks for; no request answered 5xx or 4xx; the server's
@@ -51,7 +51,8 @@ from load_bench import (  # noqa: E402
 class Rater(threading.Thread):
     def __init__(self, name: str, base: str, key: str, pool_id: str, until: float, seed: int) -> None:
         super().__init__(name=name, daemon=True)
-        self.rater, self.base, self.pool_id, self.until = name, base, pool_id, until
+        # a person judging through a key of their own: stored as the rater user:<name>
+        self.rater, self.base, self.pool_id, self.until = f"user:{name}", base, pool_id, until
         self.client = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
         self.rng = random.Random(seed)
         self.given: list[tuple[str, str]] = []  # items handed to this rater, in order
@@ -72,8 +73,7 @@ class Rater(threading.Thread):
     def run(self) -> None:
         try:
             while time.monotonic() < self.until:
-                answer = self.call("GET", f"/lmkit/v1/search/judgments/pools/{self.pool_id}/next",
-                                   params={"rater": self.rater})  # fmt: skip
+                answer = self.call("GET", f"/lmkit/v1/search/judgments/pools/{self.pool_id}/next")
                 if answer.status_code != 200:
                     continue
                 item = answer.json()["item"]
@@ -83,9 +83,11 @@ class Rater(threading.Thread):
                 if not self.given or self.given[-1] != pair:
                     self.given.append(pair)
                 grade = self.rng.choice([0, 1, 2, 3, None])
-                body = {"collection_id": COLLECTION, "pool_id": self.pool_id,
-                        "judgments": [{"question_id": pair[0], "document_id": pair[1], "grade": grade,
-                                       "rater": self.rater}]}  # fmt: skip
+                body = {
+                    "collection_id": COLLECTION,
+                    "pool_id": self.pool_id,
+                    "judgments": [{"question_id": pair[0], "document_id": pair[1], "grade": grade}],
+                }
                 if self.call("POST", "/lmkit/v1/search/judgments", json=body).status_code == 201:
                     self.sent[pair] = grade
         except (
@@ -109,6 +111,26 @@ def read_back(base: str, key: str, pool_id: str) -> list[dict]:
             if not body.get("next"):
                 return rows
             page += 1
+
+
+# Raters are people: each judges through a key of their own (a rater's key, with its person).
+RATER_KEYS = """
+from django.contrib.auth import get_user_model
+from evalsite.tenancy.models import Membership, Tenant
+from evalsite.tenancy.services import api_key_create
+tenant = Tenant.objects.get(cluster__slug="demo", slug="demo")
+for n in range({count}):
+    user, _ = get_user_model().objects.get_or_create(username=f"rater-{{n:02d}}")
+    Membership.objects.get_or_create(user=user, tenant=tenant, defaults={{"role": "rater"}})
+    _, secret = api_key_create(tenant=tenant, role="rater", user=user, name=user.username, actor="command:bench")
+    print(user.username, secret)
+"""
+
+
+def rater_keys(env: dict[str, str], count: int) -> dict[str, str]:
+    """{rater name: the secret of their key}, made in the demo tenant."""
+    printed = manage(env, "shell", "-c", RATER_KEYS.format(count=count))
+    return dict(line.split(" ", 1) for line in printed.splitlines() if line.startswith("rater-"))
 
 
 def drill(args: argparse.Namespace, stack: contextlib.ExitStack) -> list[str]:
@@ -143,7 +165,8 @@ def drill(args: argparse.Namespace, stack: contextlib.ExitStack) -> list[str]:
     print(f"## {args.backend}, {args.order} order: a pool of {pool['items']:,} documents from {len(runs)} runs, "
           f"{args.raters_per_item} raters each; {args.raters} raters for {args.seconds:.0f} s\n")  # fmt: skip
     until = time.monotonic() + args.seconds
-    raters = [Rater(f"rater-{n:02d}", base, key, pool["pool_id"], until, n) for n in range(args.raters)]
+    keys = rater_keys(env, args.raters)
+    raters = [Rater(name, base, keys[name], pool["pool_id"], until, n) for n, name in enumerate(keys)]
     started = time.perf_counter()
     for rater in raters:
         rater.start()
