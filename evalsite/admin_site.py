@@ -27,8 +27,13 @@ class EvalsiteAdminConfig(AdminConfig):
     def ready(self) -> None:
         super().ready()  # every app's admin module registered
         # Every admin action declares the model permission it needs (tests/evalsite/test_permission_declarations):
-        # django-q2's "resubmit" declares none, so a staff member who may only view its tasks could queue them.
-        from django_q.admin import resubmit_task  # late: django_q reads its settings as it is imported
+        # two of the libraries' declare none, so a staff member who may only view their records could run them.
+        from axes.admin import AccessAttemptAdmin  # late: the apps' admin modules, once they are loaded
+        from django_q.admin import resubmit_task
 
-        if not getattr(resubmit_task, "allowed_permissions", None):
-            resubmit_task.allowed_permissions = ("change",)
+        for action, needed in (
+            (resubmit_task, ("change",)),  # django-q2: queue a task again
+            (AccessAttemptAdmin.cleanup_expired_attempts, ("delete",)),  # django-axes: delete old attempts
+        ):
+            if not getattr(action, "allowed_permissions", None):
+                action.allowed_permissions = needed

@@ -11,6 +11,10 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("DEBUG", "1")
+# The tests call the API far faster than a client would: the per-key limits stay out of their way (the limits'
+# own tests set theirs). In the environment, so the servers the tests start have it too.
+os.environ.setdefault("EVALSITE_API_RATE", "1000000")
+os.environ.setdefault("EVALSITE_API_COSTLY_RATE", "1000000")
 # One collection of the static files for the whole run, whatever data directory a test's servers use (the tests
 # start dozens of `manage.py serve`; each collecting into a fresh directory of its own took seconds). Set in the
 # environment, so the servers and commands the tests start use it too.

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI extensions)
@@ -31,7 +31,8 @@ urlpatterns = [
     path("api/schema", public(SpectacularAPIView.as_view(), "the API's schema"), name="api-schema"),
     path(
         "api/docs",
-        public(SpectacularSwaggerView.as_view(url_name="api-schema"), "the API's documentation"),
+        # Swagger UI's start script served as a file of its own (?script): the pages allow no inline script.
+        public(SpectacularSwaggerSplitView.as_view(url_name="api-schema"), "the API's documentation"),
         name="api-docs",
     ),
     path(

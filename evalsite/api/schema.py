@@ -55,6 +55,12 @@ class JobResultByKind(OpenApiSerializerExtension):
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 _HEADERS = {
+    429: {
+        "Retry-After": {
+            "schema": {"type": "integer"},
+            "description": "Seconds until the key's budget of calls is renewed (the next minute).",
+        }
+    },
     401: {
         "WWW-Authenticate": {
             "schema": {"type": "string"},
@@ -162,6 +168,9 @@ class AutoSchema(openapi.AutoSchema):
         ):
             errors[401] = ["unauthenticated"]
         perm = permission_for(self.view, self.method)
+        if perm is not None:
+            # every key's calls are counted (evalsite.api.throttles)
+            errors[429] = ["throttled"]
         if perm is not None and roles_allowing(perm) != list(Role):
             # a role without the declared permission is refused (every role may view: a read is never a 403)
             errors[403] = ["forbidden"]

@@ -142,6 +142,7 @@ class CalibrationOut(serializers.Serializer):
 
 class LabelsApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     @extend_schema(

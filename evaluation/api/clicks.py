@@ -69,6 +69,7 @@ class ClicksOut(serializers.Serializer):
 
 class ClicksApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=ClicksIn,

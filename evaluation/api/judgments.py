@@ -319,6 +319,7 @@ class PoolNextApi(TenantAPIView):
 
 class PoolAssessApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=AssessIn,

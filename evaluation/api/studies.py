@@ -180,6 +180,7 @@ class PresetOut(serializers.Serializer):
 
 class StudiesApi(TenantAPIView):
     required_permissions = needs(GET=Perm.VIEW, POST=Perm.EVALUATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=StudyIn,

@@ -93,6 +93,7 @@ class SearchApi(CollectionsApi):
 
 class EvaluateApi(CollectionsApi):
     required_permissions = needs(POST=Perm.EVALUATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=s.EvaluateIn,
@@ -140,6 +141,7 @@ class EvaluateApi(CollectionsApi):
 
 class EvaluateRunFileApi(TenantAPIView):
     required_permissions = needs(POST=Perm.EVALUATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -164,6 +166,7 @@ class EvaluateRunFileApi(TenantAPIView):
 
 class AnswerApi(CollectionsApi):
     required_permissions = needs(POST=Perm.EVALUATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=s.AnswerIn,
@@ -190,6 +193,7 @@ class AnswerApi(CollectionsApi):
 
 class EvaluateAnswersApi(CollectionsApi):
     required_permissions = needs(POST=Perm.EVALUATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=s.EvaluateAnswersIn,

@@ -128,6 +128,7 @@ def _respond(outcome: services.IngestOutcome) -> Response:
 
 class DocumentListApi(TenantAPIView):
     required_permissions = needs(GET=Perm.VIEW, POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         parameters=[*TENANT_PARAMS, OpenApiParameter("text", str)],
@@ -167,6 +168,7 @@ class DocumentListApi(TenantAPIView):
 
 class DocumentUploadApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
@@ -211,6 +213,7 @@ class DocumentDetailApi(TenantAPIView):
 
 class GoldenSetApi(TenantAPIView):
     required_permissions = needs(GET=Perm.VIEW, POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         parameters=[s.GoldenSetFilterIn],
@@ -260,6 +263,7 @@ class GoldenSetApi(TenantAPIView):
 
 class GoldenSetGenerateApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
     @extend_schema(
         request=s.GoldenSetGenerateIn,
@@ -338,6 +342,7 @@ class GoldenEntryApi(TenantAPIView):
 
 class GoldenSetUploadApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
+    costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(

@@ -7,6 +7,14 @@
     select.addEventListener("change", function () { select.form.submit(); });
   });
 
+  // A form that asks first: data-confirm="the question" (no inline handler: the pages' Content-Security-Policy
+  // allows none).
+  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      if (!window.confirm(form.dataset.confirm)) { event.preventDefault(); }
+    });
+  });
+
   // "Select all" checkboxes: data-select-all="<name of the row checkboxes>".
   document.querySelectorAll("input[data-select-all]").forEach(function (all) {
     var form = all.form || document;

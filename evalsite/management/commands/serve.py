@@ -123,6 +123,8 @@ class Command(BaseCommand):
             raise CommandError(
                 "--web-processes and --threads must be at least 1, --worker-clusters at least 0"
             )
+        # The web processes learn how many they are (each counts its share of a key's API budget without Redis).
+        os.environ["EVALSITE_WEB_PROCESSES"] = str(processes)
         web = [
             sys.executable, "-m", "gunicorn", "evalsite.wsgi:application",
             "--bind", bind,
