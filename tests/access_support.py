@@ -47,7 +47,8 @@ def site_routes(patterns=None, prefix: str = "") -> list[Route]:
                 continue
             out += site_routes(pattern.url_patterns, route)
         elif isinstance(pattern, URLPattern):
-            path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", "x1", route).lstrip("^").rstrip("$")
+            filled = re.sub(r"<int:\w+>", "1", route)
+            path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", "x1", filled).lstrip("^").rstrip("$")
             out.append(Route(route, path, pattern.callback, declaration_of(pattern.callback)))
     return out
 

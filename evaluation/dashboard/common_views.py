@@ -11,7 +11,14 @@ from urllib.parse import quote
 from django.contrib.auth.views import redirect_to_login
 from django.core.paginator import Page as PaginatorPage
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseNotAllowed,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
@@ -76,11 +83,14 @@ def tenant_page(perm: Perm, *, post: Perm | None = None) -> Callable[[TenantView
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
+            perm = declared.get(request.method or "")
+            if perm is None:  # a method no page takes (TRACE, say): refused, as require_http_methods would
+                return HttpResponseNotAllowed(sorted(declared))
             tenant = current_tenant(request)
             if tenant is None:
                 return render(request, "dashboard/no_tenant.html")
             try:
-                require(request.user, declared[request.method or "GET"], tenant)
+                require(request.user, perm, tenant)
                 return view(request, tenant, *args, **kwargs)
             except Forbidden as exc:
                 return forbidden(request, exc)
@@ -243,7 +253,7 @@ def tenant_poll(perm: Perm) -> Callable[[PollView], Callable[..., JsonResponse]]
             if tenant is None:
                 raise Http404("No tenant.")
             try:
-                require(request.user, declared[request.method or "GET"], tenant)
+                require(request.user, declared.get(request.method or "", Perm.VIEW), tenant)
                 body = view(request, tenant, *args, **kwargs)
             except (Forbidden, NotFound) as exc:
                 return JsonResponse({"error": exc.as_dict()}, status=exc.status_code)

@@ -142,3 +142,12 @@ def test_docs_teams_prints_the_roles_and_every_operations_permission_as_the_code
     ]
     for table in (roles, api_table(), page_table()):
         assert "\n".join(table) + "\n" in text, table[0]
+
+
+def test_a_method_no_page_takes_is_405_on_every_page(world):
+    browser = Client()
+    browser.force_login(member_of(world.tenant, "tia", role="admin"))
+    for route in site_routes():
+        if isinstance(route.declared, dict) and not route.is_api:
+            response = browser.generic("TRACE", route.path)
+            assert response.status_code == 405, route.route
