@@ -58,9 +58,6 @@ ROLE_DESCRIPTIONS: dict[Role, str] = {
     Role.ADMIN: "curator, and targets with their secrets, members, keys, deleting collections",
 }
 
-# Keys and memberships made before roles existed could do everything; they keep that as admins.
-LEGACY_ROLE = Role.ADMIN
-
 
 def role_allows(role: str | None, perm: Perm) -> bool:
     """Whether a role (None: no role in the tenant, an unknown name: none either) holds the permission."""

@@ -179,6 +179,7 @@ def tour(handbook_member) -> dict[str, str]:
         "studies": "/studies/",
         "study-new": f"/studies/new/?run={runs[2].pk}",
         "study": f"/studies/{study.pk}/",
+        "team": "/team/",  # alice is the tenant's admin: its members and keys (the tests' two keys among them)
     }
 
 

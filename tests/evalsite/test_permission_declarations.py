@@ -151,3 +151,12 @@ def test_a_method_no_page_takes_is_405_on_every_page(world):
         if isinstance(route.declared, dict) and not route.is_api:
             response = browser.generic("TRACE", route.path)
             assert response.status_code == 405, route.route
+
+
+def test_a_missing_or_unknown_role_holds_nothing_and_each_permission_names_its_roles():
+    from evalsite.tenancy.roles import roles_allowing
+
+    assert not any(role_allows(role, perm) for role in (None, "", "owner", "Admin") for perm in Perm)
+    assert roles_allowing(Perm.JUDGE) == [Role.RATER, Role.CURATOR, Role.ADMIN]
+    assert roles_allowing(Perm.EVALUATE) == [Role.EVALUATOR, Role.CURATOR, Role.ADMIN]
+    assert roles_allowing(Perm.ADMINISTER) == [Role.ADMIN] and roles_allowing(Perm.VIEW) == list(Role)

@@ -36,3 +36,13 @@ def test_grades_combine_by_their_median_and_a_split_is_flagged(grades, combined)
 )  # fmt: skip
 def test_a_raters_name_is_printable_trimmed_and_bounded(rater, fine):
     assert (rater_error(rater) is None) == fine
+
+
+def test_people_are_raters_by_name_without_case_and_imported_ones_say_so():
+    from evaluation.judgments.grades import imported_rater, is_imported, is_machine, live_rater
+
+    assert live_rater("Rita") == live_rater("rita") == "user:rita"
+    assert (
+        imported_rater(" Bob ") == imported_rater("bob") == imported_rater("imported:BOB") == "imported:bob"
+    )
+    assert is_imported("imported:bob") and not is_imported("user:bob") and not is_machine("imported:bob")
