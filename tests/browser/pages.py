@@ -35,7 +35,9 @@ CLIPPED = "\n".join(
 @contextmanager
 def open_page(browser, viewport: dict[str, int]) -> Iterator:
     """A page in a browser context of its own at this size; `page.errors` collects its JavaScript errors and the
-    console's error messages. The context is closed afterwards."""
+    console's error messages (a Content-Security-Policy violation among them). The context is closed afterwards.
+    Under the pages' policy (no 'unsafe-eval'), `page.wait_for_function` takes a function ("() => ..."): a bare
+    expression is compiled with eval inside the page, and refused."""
     context = browser.new_context(viewport=viewport, device_scale_factor=1)
     try:
         page = context.new_page()

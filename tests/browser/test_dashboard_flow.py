@@ -187,7 +187,7 @@ def test_a_user_imports_evaluates_compares_and_curates_in_the_browser(
     screenshot(page, "04-job")
     try:  # a picture of the bar part way, unless the job finishes between two polls
         page.wait_for_function(
-            "document.querySelector('#job [data-job-bar]').value > 0", timeout=60_000, polling=100
+            "() => document.querySelector('#job [data-job-bar]').value > 0", timeout=60_000, polling=100
         )
         screenshot(page, "04-job-running")
     except PlaywrightError:

@@ -252,7 +252,7 @@ def test_the_job_page_reloads_into_its_report_when_the_job_ends(live_server, pag
     assert page.locator("header nav.main-nav a[aria-current=page]").inner_text() == "Home"
     Job.objects.filter(pk=job.pk).update(progress_done=4)
     page.wait_for_function(
-        "document.querySelector('[data-job-count]').textContent.startsWith('4 of 6 pages checked')",
+        "() => document.querySelector('[data-job-count]').textContent.startsWith('4 of 6 pages checked')",
         timeout=10_000,
     )
     screenshot(page, "gen-07-job-running")

@@ -92,7 +92,7 @@ def test_a_user_tunes_a_collection_and_follows_the_study_to_its_verdict(
 
     # While it runs: the rows and the charts follow the trials, without a reload.
     page.wait_for_function(
-        "document.querySelectorAll('table.study-trials tbody tr:not(.no-trials)').length >= 3",
+        "() => document.querySelectorAll('table.study-trials tbody tr:not(.no-trials)').length >= 3",
         timeout=120_000,
     )
     if page.get_attribute("#study", "data-finished") == "false":
