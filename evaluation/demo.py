@@ -118,7 +118,11 @@ def _load_runs(tenant, collection: Collection, steps: _Steps) -> None:
         configs = parse_configs(demo_configs(rerankers), rerankers)
         with steps.step(f"Evaluating {len(configs)} search configurations on the golden set"):
             _, runs = evaluate_retrieval(
-                tenant=tenant, collections=[collection], ks=list(DEFAULT_KS), configs=configs
+                tenant=tenant,
+                collections=[collection],
+                ks=list(DEFAULT_KS),
+                configs=configs,
+                actor=actor_command("load_demo"),
             )
             steps.say(
                 "Evaluated the demo golden set: "
@@ -135,6 +139,7 @@ def _load_runs(tenant, collection: Collection, steps: _Steps) -> None:
             collections=[collection],
             configs=parse_answer_configs(DEMO_ANSWER_CONFIGS, available_rerankers()),
             offline=True,
+            actor=actor_command("load_demo"),
         )
         steps.say(
             "Evaluated the demo answers offline: "

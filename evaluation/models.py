@@ -126,6 +126,13 @@ class EvaluationRun(models.Model):
     job = models.ForeignKey(
         Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_runs"
     )
+    created_by = models.CharField(
+        max_length=300,
+        blank=True,
+        default="",
+        help_text="Who asked for the run, as the audit trail names them (user:<name>, user:<name> api-key:<prefix>, "
+        "api-key:<prefix>, command:<name>); blank for runs made before it was kept.",
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

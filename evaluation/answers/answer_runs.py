@@ -125,7 +125,9 @@ def _run_status(config: AnswerConfig, pairs: list[AnswerPair], warnings: list[st
     return RunStatus.PARTIAL
 
 
-def answer_run_store(batch: AnswerBatch, index: int, batch_id: uuid.UUID, job: Job | None) -> EvaluationRun:
+def answer_run_store(
+    batch: AnswerBatch, index: int, batch_id: uuid.UUID, job: Job | None, actor: str = ""
+) -> EvaluationRun:
     config, pairs = batch.configs[index], batch.pairs_of(index)
     judged = _judge_questions(pairs, batch.thresholds)
     summary = verdicts.summarize(judged.outcomes, judged.verdicts)
@@ -161,6 +163,7 @@ def answer_run_store(batch: AnswerBatch, index: int, batch_id: uuid.UUID, job: J
         tenant=batch.tenant,
         batch_id=batch_id,
         kind=RunKind.ANSWERS,
+        created_by=actor,
         label=config.label,
         status=status,
         config={

@@ -72,8 +72,10 @@ def evaluate_answers(
     job: Job | None = None,
     progress: Callable[[int, int], None] | None = None,
     only: frozenset[str] | None = None,
+    actor: str = "",
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
-    """`only`: the golden entries asked, by id (a study's confirmation part); None: every one."""
+    """`only`: the golden entries asked, by id (a study's confirmation part); None: every one. `actor`: who
+    asked (the audit trail's name), kept on each run."""
     golden = (
         None if only is None else [q for q in selectors.golden_questions(collections) if q.entry_id in only]
     )
@@ -83,7 +85,7 @@ def evaluate_answers(
         max_questions=max_questions, thresholds=thresholds, offline=offline, golden=golden,
     )  # fmt: skip
     _answer_and_judge(batch, job=job, progress=progress)
-    return _store(batch, job=job)
+    return _store(batch, job=job, actor=actor)
 
 
 def _plan(*, tenant, collections, configs, judge_model, judge_sampling, unanswerable_questions, max_questions,
@@ -249,11 +251,11 @@ def _answer_and_judge(batch: AnswerBatch, *, job: Job | None, progress) -> None:
     batch.elapsed_ms = (time.perf_counter() - started) * 1000
 
 
-def _store(batch: AnswerBatch, *, job: Job | None) -> tuple[uuid.UUID, list[EvaluationRun]]:
+def _store(batch: AnswerBatch, *, job: Job | None, actor: str = "") -> tuple[uuid.UUID, list[EvaluationRun]]:
     """One run per configuration, all in one transaction under one batch id."""
     batch_id = uuid.uuid4()
     with transaction.atomic():
-        runs = [answer_run_store(batch, index, batch_id, job) for index in range(len(batch.configs))]
+        runs = [answer_run_store(batch, index, batch_id, job, actor) for index in range(len(batch.configs))]
     return batch_id, runs
 
 
@@ -338,7 +340,7 @@ class AnswerRequest:
         )
 
     def evaluate(
-        self, *, tenant, collections, job=None, progress=None
+        self, *, tenant, collections, job=None, progress=None, actor=""
     ) -> tuple[uuid.UUID, list[EvaluationRun]]:
         return evaluate_answers(
             tenant=tenant,
@@ -351,4 +353,5 @@ class AnswerRequest:
             thresholds=self.thresholds,
             job=job,
             progress=progress,
+            actor=actor,
         )

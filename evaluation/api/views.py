@@ -134,7 +134,7 @@ class EvaluateApi(CollectionsApi):
             )
             return Response({"job_id": str(job.pk), "status": job.status}, status=status.HTTP_202_ACCEPTED)
         batch_id, runs = RetrievalRequest(ks=ks, configs=configs).evaluate(
-            tenant=tenant, collections=collections
+            tenant=tenant, collections=collections, actor=self.actor
         )
         return Response(EvaluateOut(batch_result(batch_id, runs)).data)
 
@@ -159,7 +159,12 @@ class EvaluateRunFileApi(TenantAPIView):
         upload = data["file"]
         parsed = parse_run_file(upload.read())
         batch_id, runs = evaluate_run_file(
-            tenant=collection.tenant, collection=collection, ks=ks, run_file=parsed, filename=upload.name
+            tenant=collection.tenant,
+            collection=collection,
+            ks=ks,
+            run_file=parsed,
+            filename=upload.name,
+            actor=self.actor,
         )
         return Response(EvaluateOut(batch_result(batch_id, runs)).data)
 

@@ -224,6 +224,7 @@ def launch_run_file(request: HttpRequest, tenant: Tenant) -> HttpResponse:
                 ks=parse_ks(form.cleaned_data["ks"]),
                 run_file=parse_run_file(upload.read()),
                 filename=upload.name,
+                actor=actor_user(request.user),
             )
         except EvalsiteError as exc:
             form.add_service_error(exc.code, exc.message, exc.details.get("field"))

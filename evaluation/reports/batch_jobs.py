@@ -47,6 +47,7 @@ class BatchRequest(Protocol):
         collections: Sequence[Collection],
         job: Job | None = None,
         progress: Progress | None = None,
+        actor: str = "",
     ) -> tuple[uuid.UUID, list[EvaluationRun]]: ...
 
 
@@ -59,7 +60,8 @@ def batch_job_create(
         tenant=tenant,
         kind=request.job_kind,
         collection=collections[0],
-        input={"collection_pks": [c.pk for c in collections], **request.job_input()},
+        # who asked, for the runs it makes (EvaluationRun.created_by)
+        input={"collection_pks": [c.pk for c in collections], **request.job_input(), "actor": actor},
         actor=actor,
     )
 
@@ -70,7 +72,11 @@ def batch_job_handler(request_type: type[BatchRequest]) -> Callable[[Job, Progre
     def run(job: Job, progress: Progress) -> dict:
         request = request_type.from_job_input(job.input)
         batch_id, runs = request.evaluate(
-            tenant=job.tenant, collections=job_collections(job), job=job, progress=progress
+            tenant=job.tenant,
+            collections=job_collections(job),
+            job=job,
+            progress=progress,
+            actor=str(job.input.get("actor") or ""),
         )
         return batch_result(batch_id, runs)
 

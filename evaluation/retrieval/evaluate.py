@@ -103,6 +103,7 @@ def evaluate_retrieval(
     job: Job | None = None,
     progress: Callable[[int, int], None] | None = None,
     only: frozenset[str] | None = None,
+    actor: str = "",
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
     """Every golden question of the collections (or those whose entry ids are `only`: a study's confirmation
     part) through the search read path, once per configuration.
@@ -128,7 +129,7 @@ def evaluate_retrieval(
             prints[config.subset] = fingerprint(questions)
         search_ms = (time.perf_counter() - started) * 1000
         scored.append((config, per_question, search_ms, prints[config.subset], setup_ms))
-    return _store(batch, scored, job)
+    return _store(batch, scored, job, actor)
 
 
 def _plan(*, tenant, collections, ks, configs, only=None) -> RetrievalBatch:
@@ -190,7 +191,9 @@ def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> tuple[l
     return per_question, setup_ms
 
 
-def _store(batch: RetrievalBatch, scored, job: Job | None) -> tuple[uuid.UUID, list[EvaluationRun]]:
+def _store(
+    batch: RetrievalBatch, scored, job: Job | None, actor: str = ""
+) -> tuple[uuid.UUID, list[EvaluationRun]]:
     """One run per configuration, all in one transaction under one batch id."""
     batch_id = uuid.uuid4()
     evaluated_at = batch.now.isoformat().replace("+00:00", "Z")
@@ -217,6 +220,7 @@ def _store(batch: RetrievalBatch, scored, job: Job | None) -> tuple[uuid.UUID, l
                 ),
                 search_ms=search_ms,
                 job=job,
+                created_by=actor,
                 machine=batch.machine,
             )
             for config, per_question, search_ms, golden_fingerprint, setup_ms in scored
@@ -291,7 +295,13 @@ def _score_external(collection: Collection, questions, answers, ks) -> list[_Sco
 
 
 def evaluate_run_file(
-    *, tenant: Tenant, collection: Collection, ks: Sequence[int], run_file: RunFile, filename: str
+    *,
+    tenant: Tenant,
+    collection: Collection,
+    ks: Sequence[int],
+    run_file: RunFile,
+    filename: str,
+    actor: str = "",
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
     """Each tag of an uploaded run file scored as a configuration would be, one run each of a new batch.
 
@@ -355,6 +365,7 @@ def evaluate_run_file(
                 search_ms=ms,
                 job=None,
                 machine=machine,
+                created_by=actor,
             )
             for config, per_question, run_warnings, ms in scored
         ]
@@ -417,7 +428,7 @@ def machine_provenance(
 
 
 def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, warnings, golden_fingerprint,
-                 index_info, search_ms, job, machine=None) -> EvaluationRun:  # fmt: skip
+                 index_info, search_ms, job, machine=None, created_by="") -> EvaluationRun:  # fmt: skip
     started = time.perf_counter()
     status, run_warnings, summary = _run_status(config, per_question)
     machine_judgments, machine_warnings = machine_provenance(per_question, machine or {})
@@ -462,6 +473,7 @@ def _persist_run(*, tenant, collections, batch_id, config, ks, per_question, war
         status=status,
         summary=summary,
         job=job,
+        created_by=created_by,
         # The configuration's searches and scoring plus building its results (the insert itself follows).
         duration_ms=round(search_ms + (time.perf_counter() - started) * 1000, 1),
     )

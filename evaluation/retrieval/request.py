@@ -42,7 +42,7 @@ class RetrievalRequest:
         return cls(ks=spec["ks"], configs=parse_configs(spec["configs"], available_rerankers()))
 
     def evaluate(
-        self, *, tenant, collections, job=None, progress=None
+        self, *, tenant, collections, job=None, progress=None, actor=""
     ) -> tuple[uuid.UUID, list[EvaluationRun]]:
         return evaluate_retrieval(
             tenant=tenant,
@@ -51,4 +51,5 @@ class RetrievalRequest:
             configs=self.configs,
             job=job,
             progress=progress,
+            actor=actor,
         )

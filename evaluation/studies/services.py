@@ -310,13 +310,14 @@ def _confirmation(study, request: StudyRequest, winner, only: frozenset[str], re
     if request.answers:
         _, runs = evaluate_answers(
             tenant=study.tenant, collections=[study.collection], configs=configs, judge_model=request.judge_model,
-            job=job, only=only,
+            job=job, only=only, actor=study.created_by,
         )  # fmt: skip
     else:
         ks = sorted({*DEFAULT_KS, request.depth})
         _, runs = evaluate_retrieval(
-            tenant=study.tenant, collections=[study.collection], ks=ks, configs=configs, job=job, only=only
-        )
+            tenant=study.tenant, collections=[study.collection], ks=ks, configs=configs, job=job, only=only,
+            actor=study.created_by,
+        )  # fmt: skip
     baseline_run, winner_run = runs
     per_run = {
         run.pk: dict(

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 from django.core.management.base import CommandError, CommandParser
 
+from evalsite.audit.services import actor_command
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.access import needs
 from evalsite.tenancy.roles import Perm
@@ -305,7 +306,9 @@ class Command(CollectionCommand):
         metric = parse_metric(options["metric"], ks)
         bar = parse_fail_under(options["fail_under"])
 
-        batch_id, runs = evaluate_retrieval(tenant=tenant, collections=collections, ks=ks, configs=configs)
+        batch_id, runs = evaluate_retrieval(
+            tenant=tenant, collections=collections, ks=ks, configs=configs, actor=actor_command("evaluate")
+        )
         self.gate(batch_id, runs, metric, bar, options["format"])
 
     def gate(self, batch_id, runs: Sequence[EvaluationRun], metric: str, bar: float | None, fmt: str) -> None:
@@ -398,6 +401,7 @@ class Command(CollectionCommand):
             judge_sampling=sampling,
             unanswerable_questions=unanswerable,
             max_questions=max_questions,
+            actor=actor_command("evaluate"),
             thresholds=thresholds,
             offline=bool(options.get("no_llm")),
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalsite.audit.services import actor_command
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.access import needs
 from evalsite.tenancy.roles import Perm
@@ -61,6 +62,11 @@ class Command(EvaluateCommand):
         bar = parse_fail_under(options["fail_under"])
         parsed = parse_run_file(data)
         batch_id, runs = evaluate_run_file(
-            tenant=collection.tenant, collection=collection, ks=ks, run_file=parsed, filename=path.name
+            tenant=collection.tenant,
+            collection=collection,
+            ks=ks,
+            run_file=parsed,
+            filename=path.name,
+            actor=actor_command("evaluate_run"),
         )
         self.gate(batch_id, runs, metric, bar, options["format"])
