@@ -83,8 +83,7 @@ class Target(models.Model):
 
 
 class EvaluationRun(models.Model):
-    """One configuration scored against a golden set, once. Immutable once written: the golden set it read
-    is snapshotted in its question results, so later edits or deletions of entries never change it."""
+    """One configuration scored against a golden set, once; immutable: its results keep the golden set."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="evaluation_runs")
@@ -126,13 +125,8 @@ class EvaluationRun(models.Model):
     job = models.ForeignKey(
         Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluation_runs"
     )
-    created_by = models.CharField(
-        max_length=300,
-        blank=True,
-        default="",
-        help_text="Who asked for the run, as the audit trail names them (user:<name>, user:<name> api-key:<prefix>, "
-        "api-key:<prefix>, command:<name>); blank for runs made before it was kept.",
-    )
+    # Who asked for the run, as the audit trail names them; blank for runs made before it was kept.
+    created_by = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
