@@ -8,11 +8,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
-from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from evalsite.env import env_bool, env_int, env_list, env_str, limit_blas_threads
@@ -122,50 +120,8 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",  # last: it answers a locked-out sign-in
 ]
 
-# --- limits on abuse (docs/teams.md) ---------------------------------------------------------------------------
-# Password sign-in (the dashboard's and the admin's) throttled by django-axes: after EVALSITE_LOGIN_FAILURES
-# failed attempts for one account, or from one address, that account or address is refused (429) for
-# EVALSITE_LOGIN_COOLOFF_MINUTES, the right password included. A success clears the account's count. The
-# attempts are rows of the database, so every process and machine counts the same ones.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
-AXES_FAILURE_LIMIT = env_int("EVALSITE_LOGIN_FAILURES", 10, minimum=1, maximum=1000)
-AXES_COOLOFF_TIME = timedelta(
-    minutes=env_int("EVALSITE_LOGIN_COOLOFF_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
-)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locked out alone
-AXES_RESET_ON_SUCCESS = True
-AXES_HTTP_RESPONSE_CODE = 429
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_VERBOSE = False
-# The client's address: the connection's, or behind the proxy EVALSITE_BEHIND_PROXY names, the last address it
-# appended to X-Forwarded-For (the one a client cannot forge).
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if env_bool("EVALSITE_BEHIND_PROXY", False) else ["REMOTE_ADDR"]
-)
-AXES_IPWARE_PROXY_COUNT = 1 if env_bool("EVALSITE_BEHIND_PROXY", False) else None
-
-# Content-Security-Policy on every answer (django-csp): scripts only from this site (the dashboard's files,
-# plotly.js, the API docs' bundles) or carrying the request's nonce; no inline event handler, no eval; styles
-# from this site and inline (plotly.js styles the charts it draws); images from this site and data: URLs (the
-# API docs' icons); the API docs' search runs in a worker made from a blob; nothing may frame the pages.
-CONTENT_SECURITY_POLICY = {
-    "DIRECTIVES": {
-        "default-src": [SELF],
-        "script-src": [SELF, NONCE],
-        "style-src": [SELF, "'unsafe-inline'"],
-        "img-src": [SELF, "data:"],
-        "font-src": [SELF],
-        "connect-src": [SELF],
-        "worker-src": [SELF, "blob:"],
-        "object-src": [NONE],
-        "base-uri": [SELF],
-        "form-action": [SELF],
-        "frame-ancestors": [NONE],
-    }
-}
+# Sign-in, its limits, the Content-Security-Policy and single sign-on (docs/teams.md).
+from evalsite.settings_access import *  # noqa: E402,F403
 
 ROOT_URLCONF = "evalsite.urls"
 WSGI_APPLICATION = "evalsite.wsgi.application"

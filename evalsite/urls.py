@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from evalsite import views
 from evalsite.api import schema  # noqa: F401  (registers the OpenAPI extensions)
+from evalsite.sign_in import PasswordOrProviderLoginView, SignInCallbackView, SignInRequestView
 from evalsite.tenancy.access import public
 from evaluation.dashboard.golden_views import home
 
@@ -14,10 +15,17 @@ urlpatterns = [
     # What shows no tenant's data says so (evalsite.tenancy.access.public); every other view declares the
     # permission it needs, and tests/evalsite/test_permission_declarations.py holds every route to it.
     path("healthz", public(views.healthz, "the health check: no tenant's data"), name="healthz"),
+    path("accounts/login/", public(PasswordOrProviderLoginView.as_view(), "signing in"), name="login"),
+    # the identity provider's sign-in (evalsite.sign_in; 404 when none is configured)
     path(
-        "accounts/login/",
-        public(auth_views.LoginView.as_view(redirect_authenticated_user=True), "signing in"),
-        name="login",
+        "oidc/authenticate/",
+        public(SignInRequestView.as_view(), "signing in at the identity provider"),
+        name="oidc_authentication_init",
+    ),
+    path(
+        "oidc/callback/",
+        public(SignInCallbackView.as_view(), "back from the identity provider"),
+        name="oidc_authentication_callback",
     ),
     path("accounts/logout/", public(auth_views.LogoutView.as_view(), "signing out"), name="logout"),
     # The admin site is the operator's (staff only): Django's model permissions, each action's declared.

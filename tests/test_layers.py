@@ -262,6 +262,7 @@ def test_no_module_imports_itself_back_through_others():
 PROJECT = {
     "evalsite.settings",  # INSTALLED_APPS and the ENUM names of the schema
     "evalsite.settings_test",
+    "evalsite.settings_access",
     "evalsite.urls",  # the apps' URLs, the dashboard's home
     "evalsite.wsgi",
     "evalsite.asgi",

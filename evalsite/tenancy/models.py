@@ -109,6 +109,11 @@ class Membership(models.Model):
         default=Role.VIEWER.value,
         help_text="What the user may do in this tenant (docs/teams.md).",
     )
+    from_sign_in = models.BooleanField(
+        default=False,
+        help_text="Granted by the identity provider's groups at sign-in (and taken back at a sign-in without "
+        "them); False: added by hand.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -85,3 +85,23 @@ def roles_table() -> list[list[str]]:
         for perm in Perm
     ]
     return [header, *rows]
+
+
+def memberships_from_groups(groups: object, prefix: str) -> dict[tuple[str, str], Role]:
+    """The memberships an identity provider's groups claim grants, by the documented rule (docs/teams.md): a
+    group named `<prefix><cluster>/<tenant>:<role>` ("evalsite:acme/search:curator") makes its member that
+    role in that tenant; of several groups naming one tenant, the role holding the most permissions wins. Any
+    other group, or a malformed one, grants nothing."""
+    wanted: dict[tuple[str, str], Role] = {}
+    for group in groups if isinstance(groups, list | tuple) else ():
+        if not isinstance(group, str) or not group.startswith(prefix):
+            continue
+        place, _, role_name = group[len(prefix) :].rpartition(":")
+        cluster, slash, tenant = place.partition("/")
+        if not (slash and cluster and tenant) or role_name not in Role.__members__.values():
+            continue
+        role = Role(role_name)
+        held = wanted.get((cluster, tenant))
+        if held is None or len(ROLE_PERMISSIONS[role]) > len(ROLE_PERMISSIONS[held]):
+            wanted[(cluster, tenant)] = role
+    return wanted

@@ -212,3 +212,36 @@ def sessions_end(*, user: Any) -> int:
     ]
     Session.objects.filter(pk__in=ended).delete()
     return len(ended)
+
+
+@transaction.atomic
+def memberships_sync(*, user: Any, wanted: dict[tuple[str, str], Role], actor: str) -> None:
+    """A user's memberships as the identity provider's groups grant them at sign-in: each granted one made or
+    given its role; one the groups granted before and no longer do removed. Memberships added by hand are the
+    admins' and stay as they are. A group naming a tenant that does not exist grants nothing."""
+    tenants = {
+        (t.cluster.slug, t.slug): t
+        for t in Tenant.objects.select_related("cluster").filter(
+            cluster__slug__in={c for c, _ in wanted}, slug__in={t for _, t in wanted}
+        )
+    }
+    held = {m.tenant_id: m for m in Membership.objects.select_for_update().filter(user=user)}
+    granted: set[int] = set()
+    for place, role in wanted.items():
+        tenant = tenants.get(place)
+        if tenant is None:
+            continue
+        granted.add(tenant.pk)
+        membership = held.get(tenant.pk)
+        if membership is None:
+            membership = Membership.objects.create(
+                tenant=tenant, user=user, role=role.value, from_sign_in=True
+            )
+            _audit_member(membership, AuditAction.CREATE, actor, {"role": role.value, "from": "sign-in"})
+        elif membership.from_sign_in and membership.role != role.value:
+            Membership.objects.filter(pk=membership.pk).update(role=role.value)
+            _audit_member(membership, AuditAction.UPDATE, actor, {"role": [membership.role, role.value]})
+    for tenant_id, membership in held.items():
+        if membership.from_sign_in and tenant_id not in granted:
+            _audit_member(membership, AuditAction.DELETE, actor, {"role": membership.role, "from": "sign-in"})
+            membership.delete()
