@@ -160,3 +160,18 @@ def test_a_missing_or_unknown_role_holds_nothing_and_each_permission_names_its_r
     assert roles_allowing(Perm.JUDGE) == [Role.RATER, Role.CURATOR, Role.ADMIN]
     assert roles_allowing(Perm.EVALUATE) == [Role.EVALUATOR, Role.CURATOR, Role.ADMIN]
     assert roles_allowing(Perm.ADMINISTER) == [Role.ADMIN] and roles_allowing(Perm.VIEW) == list(Role)
+
+
+def test_the_groups_rule_grants_a_role_per_tenant_and_nothing_for_any_other_group():
+    from evalsite.tenancy.roles import memberships_from_groups
+
+    groups = [
+        "evalsite:acme/search:viewer", "evalsite:acme/search:curator", "evalsite:acme/rival:rater",
+        "staff", "evalsite:acme:admin", "evalsite:acme/search:owner", "evalsite:/search:admin", 42,
+    ]  # fmt: skip
+    assert memberships_from_groups(groups, "evalsite:") == {
+        ("acme", "search"): Role.CURATOR,  # the role with the most permissions of the tenant's groups
+        ("acme", "rival"): Role.RATER,
+    }
+    assert memberships_from_groups("evalsite:acme/search:admin", "evalsite:") == {}  # not a list
+    assert memberships_from_groups(["sso-acme/search:admin"], "sso-") == {("acme", "search"): Role.ADMIN}
