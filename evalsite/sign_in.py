@@ -19,6 +19,7 @@ import httpx
 import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import UNUSABLE_PASSWORD_PREFIX
 from django.contrib.auth.views import LoginView
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
@@ -91,10 +92,19 @@ class SignInBackend(OIDCAuthenticationBackend):
         return bool(self._username(claims))
 
     def filter_users_by_claims(self, claims: dict):
-        return self.UserModel.objects.filter(username=self._username(claims))
+        # Only a user the provider made (no password of their own): a local account that happens to bear the
+        # name the provider sends (a superuser's "admin", say) is never signed into from outside.
+        return self.UserModel.objects.filter(
+            username=self._username(claims), password__startswith=UNUSABLE_PASSWORD_PREFIX
+        )
 
     def create_user(self, claims: dict):
-        user = self.UserModel.objects.create_user(self._username(claims), email=claims.get("email") or "")
+        username = self._username(claims)
+        if self.UserModel.objects.filter(username=username).exists():
+            raise SuspiciousOperation(
+                f"a local account is named {username!r}: not signed in from the provider"
+            )
+        user = self.UserModel.objects.create_user(username, email=claims.get("email") or "")
         return self.update_user(user, claims)
 
     def update_user(self, user, claims: dict):

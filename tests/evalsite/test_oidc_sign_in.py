@@ -202,3 +202,14 @@ def test_a_provider_out_of_reach_is_a_503_that_says_so(world, live_server, provi
     sign_in._DISCOVERED.clear()
     answer = httpx.get(f"{live_server.url}/oidc/authenticate/")
     assert answer.status_code == 503 and "cannot be reached" in answer.text
+
+
+def test_a_local_account_of_the_same_name_is_never_signed_into_from_the_provider(
+    world, live_server, provider
+):
+    local = get_user_model().objects.create_user("ann", password="the local ann's own password")
+    page = _sign_in(live_server.url, "ann")
+    assert urlsplit(str(page.url)).path == "/accounts/login/" and "did not succeed" in page.text
+    assert get_user_model().objects.filter(username="ann").count() == 1 and _memberships("ann") == {}
+    local.refresh_from_db()
+    assert local.has_usable_password()
