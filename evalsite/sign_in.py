@@ -24,6 +24,7 @@ from django.contrib.auth.views import LoginView
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views import View
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
@@ -81,6 +82,8 @@ class SignInBackend(OIDCAuthenticationBackend):
     def authenticate(self, request, **kwargs):
         if not settings.EVALSITE_OIDC_ISSUER or request is None or "code" not in request.GET:
             return None  # not the provider's callback: a password sign-in, say
+        if request.path != reverse("oidc_authentication_callback"):
+            return None  # a code in another page's query (a password sign-in's, say) is not the provider's
         super().__init__()
         return super().authenticate(request, **kwargs)
 

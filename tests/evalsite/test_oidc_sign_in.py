@@ -213,3 +213,14 @@ def test_a_local_account_of_the_same_name_is_never_signed_into_from_the_provider
     assert get_user_model().objects.filter(username="ann").count() == 1 and _memberships("ann") == {}
     local.refresh_from_db()
     assert local.has_usable_password()
+
+
+def test_a_code_in_the_password_sign_ins_query_is_not_taken_for_the_providers(world, live_server, provider):
+    with httpx.Client() as client:
+        client.get(f"{live_server.url}/accounts/login/")
+        answer = client.post(
+            f"{live_server.url}/accounts/login/?code=stolen&state=forged",
+            data={"username": "ann", "password": "wrong", "csrfmiddlewaretoken": client.cookies["csrftoken"]},
+            headers={"Referer": f"{live_server.url}/accounts/login/"},
+        )
+    assert answer.status_code == 200 and "didn't match" in answer.text  # the form's own error, no 500
