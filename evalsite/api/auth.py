@@ -48,7 +48,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         now = timezone.now()
         # Looked up on every request, so a key revoked or expired is refused at once on every process and
         # machine (no cache of keys to wait out).
-        if key.expires_at is not None and key.expires_at <= now:
+        if key.is_expired:
             raise exceptions.AuthenticationFailed(
                 f"This API key expired at {key.expires_at:%Y-%m-%d %H:%M} UTC."
             )

@@ -11,6 +11,14 @@ from evalsite.tenancy.roles import Role
 
 ROLE_CHOICES = [(role.value, role.value) for role in Role]
 
+
+def role_field(help_text: str) -> models.CharField:
+    """A key's or a membership's role in its tenant; the least one unless said otherwise."""
+    return models.CharField(
+        max_length=20, choices=ROLE_CHOICES, default=Role.VIEWER.value, help_text=help_text
+    )
+
+
 # The tables keep the names they had when these models lived in goldenset (goldenset migration 0009 moved
 # them without touching a row).
 
@@ -57,11 +65,8 @@ class ApiKey(models.Model):
         max_length=PREFIX_LENGTH, editable=False, help_text="Shown to identify the key."
     )
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    role = models.CharField(
-        max_length=20,
-        choices=ROLE_CHOICES,
-        default=Role.VIEWER.value,
-        help_text="What the key may do in its tenant (docs/teams.md). Keys made before roles are admin keys.",
+    role = role_field(
+        "What the key may do in its tenant (docs/teams.md). Keys made before roles are admin keys."
     )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -97,18 +102,17 @@ class ApiKey(models.Model):
     def is_expired(self) -> bool:
         return self.expires_at is not None and self.expires_at <= timezone.now()
 
+    @property
+    def state(self) -> str:
+        return "revoked" if self.revoked_at is not None else "expired" if self.is_expired else "active"
+
 
 class Membership(models.Model):
     """A dashboard user's access to a tenant, with its role there (superusers are admins of every tenant)."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(
-        max_length=20,
-        choices=ROLE_CHOICES,
-        default=Role.VIEWER.value,
-        help_text="What the user may do in this tenant (docs/teams.md).",
-    )
+    role = role_field("What the user may do in this tenant (docs/teams.md).")
     from_sign_in = models.BooleanField(
         default=False,
         help_text="Granted by the identity provider's groups at sign-in (and taken back at a sign-in without "

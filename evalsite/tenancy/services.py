@@ -4,7 +4,7 @@ The secret of a key is returned once, at its creation; only its hash is stored."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -59,6 +59,22 @@ def api_key_create(
         changes["expires_at"] = expires_at.isoformat()
     _audit_key(key, AuditAction.CREATE, actor, changes)
     return key, secret
+
+
+KEY_MAX_DAYS = 3650
+
+
+def key_expiry(days: int | None, *, field: str = "expires") -> datetime | None:
+    """When a key made now for `days` days expires (None: never); a number outside 1-3650 is refused."""
+    if days is None:
+        return None
+    if not 1 <= days <= KEY_MAX_DAYS:
+        raise EvalsiteError(
+            "validation-error",
+            f"{field}: {days} is not a number of days from 1 to {KEY_MAX_DAYS}.",
+            details={"fields": {field: [f"1 to {KEY_MAX_DAYS}"]}},
+        )
+    return timezone.now() + timedelta(days=days)
 
 
 def key_person_problem(*, tenant: Tenant, role: Role, user: Any) -> str | None:

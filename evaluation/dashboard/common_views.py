@@ -236,15 +236,15 @@ def collection_for(tenant: Tenant, slug: str) -> Collection:
 PollView = Callable[..., dict[str, Any]]
 
 
-def tenant_poll(perm: Perm) -> Callable[[PollView], Callable[..., JsonResponse]]:
+def tenant_poll(perm: Perm) -> Callable[[PollView], Callable[..., HttpResponse]]:
     """A page's poll: `view(request, tenant, ...)` returns a dict, sent as JSON for a signed-in user of the
     current tenant holding `perm`, never cached; 401 when signed out, 403 naming the permission, 404 for an
     object the tenant has not (NotFound), all as JSON the page's script reads."""
     declared = needs(perm)
 
-    def decorate(view: PollView) -> Callable[..., JsonResponse]:
+    def decorate(view: PollView) -> Callable[..., HttpResponse]:
         @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not request.user.is_authenticated:
                 return JsonResponse(
                     {"error": {"code": "unauthenticated", "message": "Sign in first."}}, status=401
@@ -252,8 +252,11 @@ def tenant_poll(perm: Perm) -> Callable[[PollView], Callable[..., JsonResponse]]
             tenant = current_tenant(request)
             if tenant is None:
                 raise Http404("No tenant.")
+            perm = declared.get(request.method or "")
+            if perm is None:  # as tenant_page: a method it does not take
+                return HttpResponseNotAllowed(sorted(declared))
             try:
-                require(request.user, declared.get(request.method or "", Perm.VIEW), tenant)
+                require(request.user, perm, tenant)
                 body = view(request, tenant, *args, **kwargs)
             except (Forbidden, NotFound) as exc:
                 return JsonResponse({"error": exc.as_dict()}, status=exc.status_code)

@@ -4,14 +4,12 @@ admin and `createapikey` (evalsite.tenancy.services), each write audited; docs/t
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.audit.services import actor_user
@@ -21,6 +19,7 @@ from evalsite.tenancy.roles import ROLE_DESCRIPTIONS, Perm, Role
 from evalsite.tenancy.services import (
     api_key_create,
     api_key_revoke,
+    key_expiry,
     membership_add,
     membership_remove,
     membership_set_role,
@@ -28,30 +27,17 @@ from evalsite.tenancy.services import (
 )
 from evaluation.dashboard.common_views import tenant_page
 
-MAX_DAYS = 3650
-
 
 def _team(request: HttpRequest, tenant: Tenant, status: int = 200, **extra: Any) -> HttpResponse:
     members = Membership.objects.filter(tenant=tenant).select_related("user").order_by("user__username")
     keys = ApiKey.objects.filter(tenant=tenant).select_related("user").order_by("-created_at")
-    now = timezone.now()
     return render(
         request,
         "dashboard/team.html",
         {
             "tenant": tenant,
             "members": members,
-            "keys": [
-                {
-                    "key": key,
-                    "state": "revoked"
-                    if key.revoked_at
-                    else "expired"
-                    if key.expires_at and key.expires_at <= now
-                    else "active",
-                }
-                for key in keys
-            ],
+            "keys": keys,
             "roles": [(role.value, ROLE_DESCRIPTIONS[role]) for role in Role],
             "nav_section": "team",
             **extra,
@@ -126,13 +112,13 @@ def key_create(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     days_text = request.POST.get("expires", "").strip()
     person = request.POST.get("user", "").strip()
     try:
-        days = int(days_text) if days_text else None
-        if days is not None and not 1 <= days <= MAX_DAYS:
-            raise ValueError
+        expires_at = key_expiry(int(days_text) if days_text else None)
     except ValueError:
         return _team(
-            request, tenant, status=400, key_error=f"expires: a number of days from 1 to {MAX_DAYS}."
+            request, tenant, status=400, key_error=f"expires: a whole number of days, not {days_text[:20]!r}."
         )
+    except EvalsiteError as exc:
+        return _team(request, tenant, status=400, key_error=exc.message)
     user = _member(tenant, person).user if person else None
     try:
         key, secret = api_key_create(
@@ -140,7 +126,7 @@ def key_create(request: HttpRequest, tenant: Tenant) -> HttpResponse:
             role=request.POST.get("role", ""),
             name=request.POST.get("name", "").strip()[:200],
             user=user,
-            expires_at=timezone.now() + timedelta(days=days) if days else None,
+            expires_at=expires_at,
             actor=actor_user(request.user),
         )
     except EvalsiteError as exc:

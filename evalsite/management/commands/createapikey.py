@@ -1,16 +1,11 @@
-from datetime import timedelta
-
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from evalsite.audit.services import actor_command
-from evalsite.errors import EvalsiteError, NotFound
+from evalsite.errors import NotFound
 from evalsite.management.base import EvalsiteCommand
 from evalsite.tenancy.access import needs
 from evalsite.tenancy.roles import ROLE_DESCRIPTIONS, Perm, Role
-from evalsite.tenancy.services import api_key_create, tenant_get_or_create
-
-MAX_DAYS = 3650
+from evalsite.tenancy.services import KEY_MAX_DAYS, api_key_create, key_expiry, tenant_get_or_create
 
 
 class Command(EvalsiteCommand):
@@ -43,15 +38,11 @@ class Command(EvalsiteCommand):
             type=int,
             default=None,
             metavar="DAYS",
-            help=f"Refuse the key DAYS days from now (1-{MAX_DAYS}); by default it never expires.",
+            help=f"Refuse the key DAYS days from now (1-{KEY_MAX_DAYS}); by default it never expires.",
         )
 
     def handle(self, *args, **options):
-        days = options["expires"]
-        if days is not None and not 1 <= days <= MAX_DAYS:
-            raise EvalsiteError(
-                "validation-error", f"--expires: {days} is not a number of days from 1 to {MAX_DAYS}."
-            )
+        expires_at = key_expiry(options["expires"], field="--expires")
         user = None
         if options["user"] is not None:
             user = get_user_model().objects.filter(username=options["user"]).first()
@@ -68,7 +59,7 @@ class Command(EvalsiteCommand):
             role=options["role"],
             name=options["name"],
             user=user,
-            expires_at=timezone.now() + timedelta(days=days) if days else None,
+            expires_at=expires_at,
             actor=actor_command("createapikey"),
         )
         person = f", person {user.get_username()}" if user else ""
