@@ -138,6 +138,21 @@ def job_get(*, tenant: Tenant, job_id: str) -> Job:
         raise NotFound("Job", job_id) from None
 
 
+def first_pages(collection: Collection, document_ids: Iterable[str]) -> dict[str, PageText]:
+    """Each of these documents' first page (its lowest number), by document id; an id the collection lacks is
+    absent. Read in chunks: the ids may be a target's, any number of them."""
+    found: dict[str, PageText] = {}
+    for chunk in chunks(sorted(set(document_ids))):
+        rows = (
+            Page.objects.filter(document__collection=collection, document__external_id__in=chunk)
+            .order_by("document_id", "number")
+            .values_list("pk", "document__external_id", "number", "document__title", "text")
+        )
+        for pk, document, number, title, text in rows:
+            found.setdefault(document, PageText(pk, document, number, title, text))
+    return found
+
+
 def pages_by_id(page_ids: Iterable[int]) -> dict[int, PageText]:
     """Pages with their document's id and title, to show, answer from or write a question about: plain rows
     (building model instances cost a search call as much as the search itself), read in chunks."""

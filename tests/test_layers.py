@@ -62,6 +62,7 @@ PURE = [
     "evaluation.retrieval.search.bm25",
     "evaluation.retrieval.search.embeddings",
     "evaluation.retrieval.search.engine",
+    "evaluation.retrieval.search.explain",
     "evaluation.retrieval.search.fusion",
     "evaluation.retrieval.search.index_format",
     "evaluation.retrieval.search.kernels",
@@ -294,7 +295,7 @@ def test_the_platform_knows_no_domain():
 
 
 # Evaluation's rooms, lowest first, as docs/architecture.md draws them: each imports only rooms before it.
-ROOMS = ("targets", "runs", "retrieval", "answers", "judgments", "studies", "reports")
+ROOMS = ("targets", "runs", "retrieval", "answers", "judgments", "studies", "reports", "workbench")
 FACES = ("evaluation.api", "evaluation.dashboard", "evaluation.management")
 
 

@@ -19,9 +19,8 @@ from evaluation.retrieval.read_path import CollectionSearch
 from evaluation.runs.selectors import GoldenQuestion
 from evaluation.targets.callers import TargetClient, TargetError
 from goldenset.generation import PageText
-from goldenset.models import Collection, Page
-from goldenset.selectors import pages_by_id
-from goldenset.vocabulary.chunks import chunks
+from goldenset.models import Collection
+from goldenset.selectors import first_pages, pages_by_id
 
 EXTRACTIVE, HEURISTIC = "extractive", "heuristic"  # the offline answer and judge, as a request names them
 
@@ -177,13 +176,4 @@ def target_answer(
 
 def first_page_texts(collection: Collection, document_ids: set[str]) -> dict[str, str]:
     """Each of these documents' first page text, by document id (an id the collection lacks is absent)."""
-    found: dict[str, str] = {}
-    for chunk in chunks(sorted(document_ids)):
-        pages = (
-            Page.objects.filter(document__collection=collection, document__external_id__in=chunk)
-            .order_by("document_id", "number")
-            .values_list("document__external_id", "text")
-        )
-        for doc, text in pages:
-            found.setdefault(doc, text)
-    return found
+    return {document: page.text for document, page in first_pages(collection, document_ids).items()}

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from evaluation.api import calibration, clicks, judgments, pool_apply, studies, views
+from evaluation.api import calibration, clicks, judgments, pool_apply, studies, views, workbench
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
     path("search/answer", views.AnswerApi.as_view(), name="answer"),
     path("search/evaluate", views.EvaluateApi.as_view(), name="evaluate"),
     path("search/evaluate/answers", views.EvaluateAnswersApi.as_view(), name="evaluate-answers"),
+    path("search/evaluate/question", workbench.EvaluateQuestionApi.as_view(), name="evaluate-question"),
     path("search/evaluate/run-file", views.EvaluateRunFileApi.as_view(), name="evaluate-run-file"),
     path("search/evaluate/labels", calibration.LabelsApi.as_view(), name="labels"),
     path("search/evaluate/calibration", calibration.CalibrationApi.as_view(), name="calibration"),

@@ -7,7 +7,9 @@ import re
 from goldenset.text import tokenize
 from goldenset.vocabulary.stopwords import CONTENT_STOPWORDS
 
-__all__ = ["marked_spans"]
+__all__ = ["marked_spans", "snippet"]
+
+SNIPPET_CHARS = 320  # a result's text shown beside its title
 
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
@@ -29,3 +31,27 @@ def marked_spans(text: str, question: str) -> list[tuple[str, bool]]:
     if at < len(text):
         spans.append((text[at:], False))
     return spans
+
+
+def snippet(text: str, question: str, width: int = SNIPPET_CHARS) -> str:
+    """At most `width` characters of the text around the first of the question's words in it (the start when
+    none is), cut at spaces, with an ellipsis where text was left out: what a results list shows of a page."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    at = 0
+    for run, hit in marked_spans(text, question):
+        if hit:
+            break
+        at += len(run)
+    else:
+        at = 0
+    start = max(0, at - width // 4)
+    if start:
+        space = text.find(" ", start)
+        start = space + 1 if 0 <= space < at else start
+    end = min(len(text), start + width)
+    if end < len(text):
+        space = text.rfind(" ", start, end)
+        end = space if space > start else end
+    return ("… " if start else "") + text[start:end] + (" …" if end < len(text) else "")

@@ -15,6 +15,7 @@ from evaluation.retrieval import embedding_store, indexes
 from evaluation.retrieval.search import embeddings
 from evaluation.retrieval.search.embeddings import EmbeddingReranker
 from evaluation.retrieval.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
+from evaluation.retrieval.search.explain import explain_page
 from evaluation.retrieval.search.rerank import ProximityReranker
 from goldenset.models import Collection
 from goldenset.selectors import pages_by_id
@@ -179,6 +180,17 @@ class CollectionSearch:
             int(self.indexes[by_slug[slug]].corpus.page_ids[row])
             for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True)
         ]
+
+    def explain(self, query: str, config: RunConfig, hits: Hits, at: datetime | None = None) -> list[dict]:
+        """Why each hit scores what it does (its best page's score taken apart: explain_page), in hit order."""
+        search_config = self._search_config(config, at)
+        by_slug = {c.slug: i for i, c in enumerate(self.collections)}
+        explained = []
+        for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True):
+            position = by_slug[slug]
+            reranker = self.reranker(position, config)
+            explained.append(explain_page(self.indexes[position], query, search_config, int(row), reranker))
+        return explained
 
     def index_info(self) -> dict:
         """What getting the indexes cost, the content version each index held (older than the collection's
