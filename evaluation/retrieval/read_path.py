@@ -15,7 +15,7 @@ from evaluation.retrieval import embedding_store, indexes
 from evaluation.retrieval.search import embeddings
 from evaluation.retrieval.search.embeddings import EmbeddingReranker
 from evaluation.retrieval.search.engine import Ranking, Reranker, SearchConfig, SearchIndex
-from evaluation.retrieval.search.explain import explain_page
+from evaluation.retrieval.search.explain import explain_pages
 from evaluation.retrieval.search.rerank import ProximityReranker
 from goldenset.models import Collection
 from goldenset.selectors import pages_by_id
@@ -182,15 +182,18 @@ class CollectionSearch:
         ]
 
     def explain(self, query: str, config: RunConfig, hits: Hits, at: datetime | None = None) -> list[dict]:
-        """Why each hit scores what it does (its best page's score taken apart: explain_page), in hit order."""
+        """Why each hit scores what it does (its best page's score taken apart: explain_pages), in hit order."""
         search_config = self._search_config(config, at)
-        by_slug = {c.slug: i for i, c in enumerate(self.collections)}
-        explained = []
-        for slug, row in zip(hits.collection_ids, hits.page_rows, strict=True):
-            position = by_slug[slug]
-            reranker = self.reranker(position, config)
-            explained.append(explain_page(self.indexes[position], query, search_config, int(row), reranker))
-        return explained
+        explained: list[dict | None] = [None] * len(hits.page_rows)
+        for position, collection in enumerate(self.collections):
+            mine = [i for i, slug in enumerate(hits.collection_ids) if slug == collection.slug]
+            rows = [int(hits.page_rows[i]) for i in mine]
+            found = explain_pages(
+                self.indexes[position], query, search_config, rows, self.reranker(position, config)
+            )
+            for i, item in zip(mine, found, strict=True):
+                explained[i] = item
+        return [item for item in explained if item is not None]
 
     def index_info(self) -> dict:
         """What getting the indexes cost, the content version each index held (older than the collection's

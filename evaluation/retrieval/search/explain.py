@@ -29,7 +29,7 @@ from evaluation.retrieval.search.engine import (
 )
 from goldenset.text import tokenize
 
-__all__ = ["explain_page", "term_contributions"]
+__all__ = ["explain_pages", "term_contributions"]
 
 
 def term_contributions(index: BM25Index, query: str, page_row: int) -> dict:
@@ -91,80 +91,96 @@ def _first_stage(rows: np.ndarray, scores: np.ndarray, page_row: int) -> dict:
     return {"rank": int(where[0]) + 1, "score": float(scores[where[0]])}
 
 
-def _hybrid(index: SearchIndex, query: str, config: SearchConfig, page_row: int) -> dict:
-    """The page's place in both first stages and how the fusion scored it, as SearchIndex._hybrid does."""
-    bm25 = index.bm25_for(config)
-    ranks = _descending_ranks(index.corpus.size)
-    text_rows, text_scores, _ = bm25.top_documents(tokenize(query), CANDIDATES, ranks)
-    embedder, vectors = index.vectors()
-    vector_rows, vector_scores = vector_top_rows(vectors, embedder.embed_query(query), CANDIDATES)
-    stages = {
-        "FullText": _first_stage(text_rows, text_scores, page_row),
-        "Vector": _first_stage(vector_rows, vector_scores, page_row),
-    }
-    if config.fusion == "Rrf":
-        k = config.rrf_k or fusion.RRF_K
-        for stage in stages.values():
-            stage["fused"] = 0.0 if stage["rank"] is None else 1.0 / (k + stage["rank"])
-        fused_rows, fused = fusion.rrf([text_rows, vector_rows], k=k)
-        how = {"fusion": "Rrf", "rrf_k": k}
-    else:
-        weights = {"FullText": config.fulltext_weight, "Vector": 1 - config.fulltext_weight}
-        for name, scores in (("FullText", text_scores), ("Vector", vector_scores)):
-            stage = stages[name]
-            stage["weight"] = weights[name]
-            if stage["score"] is None or not len(scores):
-                stage["normalised"], stage["fused"] = None, 0.0
-                continue
-            low, high = float(scores.min()), float(scores.max())
-            stage["normalised"] = (stage["score"] - low) / (high - low) if high > low else 1.0
-            stage["fused"] = weights[name] * stage["normalised"]
-        fused_rows, fused = fusion.weighted(
-            [(text_rows, text_scores), (vector_rows, vector_scores)], [weights["FullText"], weights["Vector"]]
-        )
-        how = {"fusion": "Weighted"}
-    where = np.flatnonzero(fused_rows == page_row)
-    return {
-        "method": "Hybrid: FullText and Vector fused",
-        **how,
-        "candidates": CANDIDATES,
-        "stages": stages,
-        "score": float(fused[where[0]]) if len(where) else None,
-    }
+class _Stages:
+    """Hybrid's two first stages and their fusion, computed once for every page explained (as
+    SearchIndex._hybrid computes them)."""
+
+    def __init__(self, index: SearchIndex, query: str, config: SearchConfig):
+        ranks = _descending_ranks(index.corpus.size)
+        self.text = index.bm25_for(config).top_documents(tokenize(query), CANDIDATES, ranks)[:2]
+        embedder, vectors = index.vectors()
+        self.vector = vector_top_rows(vectors, embedder.embed_query(query), CANDIDATES)
+        self.config = config
+        lists = [self.text[0], self.vector[0]]
+        if config.fusion == "Rrf":
+            self.k = config.rrf_k or fusion.RRF_K
+            self.fused = fusion.rrf(lists, k=self.k)
+        else:
+            self.weights = {"FullText": config.fulltext_weight, "Vector": 1 - config.fulltext_weight}
+            self.fused = fusion.weighted([self.text, self.vector], list(self.weights.values()))
+
+    def explain(self, page_row: int) -> dict:
+        stages = {
+            "FullText": _first_stage(*self.text, page_row),
+            "Vector": _first_stage(*self.vector, page_row),
+        }
+        if self.config.fusion == "Rrf":
+            for stage in stages.values():
+                stage["fused"] = 0.0 if stage["rank"] is None else 1.0 / (self.k + stage["rank"])
+            how: dict = {"fusion": "Rrf", "rrf_k": self.k}
+        else:
+            for name, (rows, scores) in (("FullText", self.text), ("Vector", self.vector)):
+                stage = stages[name]
+                stage["weight"] = self.weights[name]
+                if stage["score"] is None or not len(scores):
+                    stage["normalised"], stage["fused"] = None, 0.0
+                    continue
+                # As fusion.weighted normalises: over the list's own candidates, in the list's own dtype.
+                low, high = float(scores.min()), float(scores.max())
+                normalised = (scores - low) / (high - low) if high > low else np.ones(len(scores))
+                at = int(np.flatnonzero(rows == page_row)[0])
+                stage["normalised"] = float(normalised[at])
+                stage["fused"] = float((self.weights[name] * normalised)[at])
+            how = {"fusion": "Weighted"}
+        rows, fused = self.fused
+        where = np.flatnonzero(rows == page_row)
+        return {
+            "method": "Hybrid: FullText and Vector fused",
+            **how,
+            "candidates": CANDIDATES,
+            "stages": stages,
+            "score": float(fused[where[0]]) if len(where) else None,
+        }
 
 
-def explain_page(
+def explain_pages(
     index: SearchIndex,
     query: str,
     config: SearchConfig,
-    page_row: int,
+    page_rows: list[int],
     reranker: Reranker | None = None,
-) -> dict:
-    """Why this page (a result's best page) scores what it does under this configuration."""
+) -> list[dict]:
+    """Why each of these pages (the results' best pages) scores what it does under this configuration: what
+    every page shares (first stages, the query's vector) computed once."""
     if config.search_type == "FullText":
-        explained = term_contributions(index.bm25_for(config), query, page_row)
+        bm25 = index.bm25_for(config)
+        explained = [term_contributions(bm25, query, row) for row in page_rows]
     elif config.search_type == "Vector":
         embedder, vectors = index.vectors()
-        query_vector = embedder.embed_query(query)
+        query_vector = np.asarray(embedder.embed_query(query), dtype=np.float32)
         rows, scores = vector_top_rows(vectors, query_vector, CANDIDATES)
-        explained = {
-            "method": f"Vector: cosine of the query's and the page's vectors ({embedder.name})",
-            "score": float(
-                np.asarray(vectors[page_row], dtype=np.float32) @ np.asarray(query_vector, np.float32)
-            ),
-            "rank_among_candidates": _first_stage(rows, scores, page_row)["rank"],
-        }
+        explained = [
+            {
+                "method": f"Vector: cosine of the query's and the page's vectors ({embedder.name})",
+                "score": float(np.asarray(vectors[row], dtype=np.float32) @ query_vector),
+                "rank_among_candidates": _first_stage(rows, scores, row)["rank"],
+            }
+            for row in page_rows
+        ]
     else:
-        explained = _hybrid(index, query, config, page_row)
-        bm25 = term_contributions(index.bm25_for(config), query, page_row)
-        explained["terms"] = bm25["terms"]
-    if reranker is not None:
-        first = explained.get("score")
-        text = index.corpus.texts_of([page_row])
-        rescored = reranker.score(query, text, np.array([first if first is not None else -np.inf]))
-        explained["rerank"] = {
-            "reranker": reranker.name,
-            "first_stage_score": first,
-            "score": float(rescored[0]),
-        }
+        stages = _Stages(index, query, config)
+        bm25 = index.bm25_for(config)
+        explained = [
+            {**stages.explain(row), "terms": term_contributions(bm25, query, row)["terms"]}
+            for row in page_rows
+        ]
+    if reranker is not None and page_rows:
+        first = np.array([e["score"] if e.get("score") is not None else -np.inf for e in explained])
+        rescored = reranker.score(query, index.corpus.texts_of(page_rows), first)
+        for item, before, after in zip(explained, first.tolist(), rescored.tolist(), strict=True):
+            item["rerank"] = {
+                "reranker": reranker.name,
+                "first_stage_score": None if before == -np.inf else before,
+                "score": float(after),
+            }
     return explained
