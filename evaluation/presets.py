@@ -8,8 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
+from evalsite.audit.models import AuditAction
+from evalsite.audit.services import audit_record
+from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
-from evaluation.models import ConfigPreset
+from evaluation.models import ConfigPreset, EvaluationAuditObject
 from evaluation.request_fields import field_error, field_path
 
 PRESET = "preset"
@@ -40,3 +45,30 @@ def with_presets(tenant: Tenant, raw: Any, prefix: str = "configs") -> Any:
     if not isinstance(raw, list):
         return raw
     return [with_preset(tenant, item, f"{prefix}[{i}]") for i, item in enumerate(raw)]
+
+
+def preset_create(
+    *, tenant: Tenant, name: str, config: Mapping[str, Any], actor: str, collection=None, study=None
+) -> ConfigPreset:
+    """A configuration saved under a name of the tenant's (a study's winner, a workbench column), audited; a
+    name in use is a 409 `preset-exists`. The configuration is stored without its label: the name labels it."""
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise field_error("validation-error", "name", "a preset's name is 1 to 100 characters.")
+    stored = {k: v for k, v in config.items() if k != "label"}
+    try:
+        with transaction.atomic():
+            preset = ConfigPreset.objects.create(
+                tenant=tenant, name=name, config=stored, study=study, created_by=actor
+            )
+            audit_record(
+                tenant=tenant, collection=collection, action=AuditAction.CREATE,
+                object_type=EvaluationAuditObject.PRESET, object_id=preset.pk, actor=actor,
+                changes={"name": name, **({"study": str(study.pk)} if study is not None else {})},
+            )  # fmt: skip
+    except IntegrityError:
+        raise EvalsiteError(
+            "preset-exists", f"name: a preset named {name!r} exists already.", status=409,
+            details={"field": "name"},
+        ) from None  # fmt: skip
+    return preset

@@ -15,6 +15,7 @@ from evaluation.dashboard import (
     targets_views,
     team_views,
     trends_views,
+    workbench_views,
 )
 
 app_name = "dashboard"
@@ -45,6 +46,29 @@ urlpatterns = [
         name="golden-review-action",
     ),
     path("collections/<str:slug>/golden/<str:entry_id>/", golden_views.golden_entry, name="golden-entry"),
+    path("collections/<str:slug>/workbench/", workbench_views.workbench, name="workbench"),
+    path(
+        "collections/<str:slug>/workbench/question/",
+        workbench_views.workbench_question,
+        name="workbench-question",
+    ),
+    path(
+        "collections/<str:slug>/workbench/columns/",
+        workbench_views.workbench_columns,
+        name="workbench-columns",
+    ),
+    path("collections/<str:slug>/workbench/grade/", workbench_views.workbench_grade, name="workbench-grade"),
+    path("collections/<str:slug>/workbench/undo/", workbench_views.workbench_undo, name="workbench-undo"),
+    path("collections/<str:slug>/workbench/apply/", workbench_views.workbench_apply, name="workbench-apply"),
+    path("collections/<str:slug>/workbench/add/", workbench_views.workbench_add, name="workbench-add"),
+    path(
+        "collections/<str:slug>/workbench/evaluate/",
+        workbench_views.workbench_evaluate,
+        name="workbench-evaluate",
+    ),
+    path(
+        "collections/<str:slug>/workbench/preset/", workbench_views.workbench_preset, name="workbench-preset"
+    ),
     path("collections/<str:slug>/activity/", golden_views.collection_activity, name="collection-activity"),
     path("collections/<str:slug>/documents/", golden_views.documents, name="documents"),
     path(

@@ -25,7 +25,7 @@ from django.utils.http import RFC3986_SUBDELIMS, url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from evalsite import health
-from evalsite.errors import NotFound
+from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.access import Forbidden, allowed, declare, needs, require
 from evalsite.tenancy.models import Tenant
 from evalsite.tenancy.roles import Perm, roles_allowing
@@ -258,7 +258,7 @@ def tenant_poll(perm: Perm) -> Callable[[PollView], Callable[..., HttpResponse]]
             try:
                 require(request.user, perm, tenant)
                 body = view(request, tenant, *args, **kwargs)
-            except (Forbidden, NotFound) as exc:
+            except EvalsiteError as exc:  # a refusal, a 404, a bad field: named, as JSON
                 return JsonResponse({"error": exc.as_dict()}, status=exc.status_code)
             response = JsonResponse(body)
             response["Cache-Control"] = "no-store"

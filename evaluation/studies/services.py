@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from evalsite.audit.models import AuditAction
@@ -39,7 +39,7 @@ from evaluation.models import (
     Study,
     Target,
 )
-from evaluation.presets import with_preset
+from evaluation.presets import preset_create, with_preset
 from evaluation.request_fields import DEFAULT_KS
 from evaluation.retrieval import metrics
 from evaluation.retrieval.evaluate import evaluate_retrieval, retrieval_questions
@@ -410,23 +410,14 @@ def preset_save(*, study: Study, name: str, actor: str, accept_not_better: bool 
             "winner-not-better", f"accept_not_better: {not_better_warning(study)} Send accept_not_better: true "
             "to save it all the same.", status=409, details={"field": "accept_not_better", "study_id": str(study.pk)},
         )  # fmt: skip
-    config = {k: v for k, v in study.best["config"].items() if k != "label"}
-    try:
-        with transaction.atomic():
-            preset = ConfigPreset.objects.create(
-                tenant=study.tenant, name=name, config=config, study=study, created_by=actor
-            )
-            audit_record(
-                tenant=study.tenant, collection=study.collection, action=AuditAction.CREATE,
-                object_type=EvaluationAuditObject.PRESET, object_id=preset.pk, actor=actor,
-                changes={"name": name, "study": str(study.pk)},
-            )  # fmt: skip
-    except IntegrityError:
-        raise EvalsiteError(
-            "preset-exists", f"name: a preset named {name!r} exists already.", status=409,
-            details={"field": "name"},
-        ) from None  # fmt: skip
-    return preset
+    return preset_create(
+        tenant=study.tenant,
+        name=name,
+        config=study.best["config"],
+        actor=actor,
+        collection=study.collection,
+        study=study,
+    )
 
 
 def winner_shown_better(study: Study) -> bool:

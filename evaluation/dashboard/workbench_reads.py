@@ -1,0 +1,164 @@
+"""What the workbench's pages show: the questions list's rows and choices, one question's columns as the page
+renders them (snippets with the question's words marked, grades with their meaning), and the knobs' choices."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest
+
+from evalsite.errors import EvalsiteError
+from evalsite.tenancy.models import Tenant
+from evaluation import configs as config_parser
+from evaluation.dashboard.judging_views import highlighted
+from evaluation.judgments.grades import GRADE_MEANING
+from evaluation.models import ConfigPreset, RunKind
+from evaluation.presets import with_presets
+from evaluation.reports.diagnosis import RETRIEVAL_DIAGNOSES
+from evaluation.request_fields import DEFAULT_KS
+from evaluation.retrieval.read_path import available_rerankers
+from evaluation.retrieval.search.bm25 import VARIANTS
+from evaluation.retrieval.search.engine import FUSIONS, SEARCH_TYPES
+from evaluation.runs import selectors
+from evaluation.targets.kinds import RETRIEVAL_KINDS
+from evaluation.targets.services import target_names
+from evaluation.workbench import questions as listing
+from evaluation.workbench.question import MAX_COLUMNS, asked_entry, asked_query, question_columns
+from goldenset.models import Collection
+from goldenset.vocabulary.metric_names import JUDGED_SHARE, NDCG, at_k
+
+SESSION_UNDO = "workbench_undo"  # the person's grades on the workbench, newest last, for undo
+TOPS = (10, 20)  # how deep a column shows
+RUNS_OFFERED = 50
+
+
+def ks_for(top: int) -> list[int]:
+    """The cutoffs of a workbench shown `top` deep: the default ones up to it, and it."""
+    return sorted({k for k in DEFAULT_KS if k <= top} | {top})
+
+
+def raw_configs(tenant: Tenant, raw: Any) -> list:
+    """The columns' configurations read as /search/evaluate reads them (presets expanded), at most three."""
+    if isinstance(raw, list) and len(raw) > MAX_COLUMNS:
+        raise EvalsiteError("too-many-configs", f"configs: at most {MAX_COLUMNS} side by side.",
+                            details={"field": "configs"})  # fmt: skip
+    return config_parser.parse_configs(with_presets(tenant, raw), available_rerankers())
+
+
+def _grade_label(grade: int | None) -> str:
+    if grade is None:
+        return "unjudged"
+    return f"{grade}: {GRADE_MEANING.get(grade, '').split(':')[0]}" if grade in GRADE_MEANING else str(grade)
+
+
+def columns_context(
+    request: HttpRequest, tenant: Tenant, collection: Collection, state: dict
+) -> dict[str, Any]:
+    """One question's columns for a page state {entry | question, configs, top, explain, draft}."""
+    entry, question = str(state.get("entry") or "")[:300], state.get("question") or ""
+    asked = asked_entry(collection, entry) if entry else asked_query(question)
+    raw = state.get("configs") or [{"label": "FullText"}]
+    configs = raw_configs(tenant, raw)
+    top = state.get("top") if state.get("top") in TOPS else TOPS[0]
+    explain = bool(state.get("explain"))
+    draft = state.get("draft") if isinstance(state.get("draft"), dict) and not asked.entry else {}
+    ks = ks_for(top)
+    found = question_columns(
+        tenant=tenant, collection=collection, asked=asked, configs=configs, ks=ks, explain=explain
+    )
+    shown = [at_k(NDCG, top), at_k("recall", top), "mrr", at_k(JUDGED_SHARE, top)]
+    for column in found["configs"]:
+        column["params_json"] = (
+            json.dumps(column["config"]["params"]) if column["config"].get("params") else ""
+        )
+        column["shown_metrics"] = [
+            {"name": name, "value": (column["metrics"] or {}).get(name),
+             "pending": (column["metrics_with_pending"] or {}).get(name)}
+            for name in shown
+        ]  # fmt: skip
+        for result in column["results"]:
+            result["marked"] = highlighted(result["snippet"], asked.question)
+            result["draft_grade"] = draft.get(result["document_id"])
+            result["grade_label"] = _grade_label(result["grade"])
+            result["elsewhere"] = sorted(result["ranks_elsewhere"].items())
+    return {
+        "asked": asked,
+        "found": found,
+        "columns": found["configs"],
+        "raw": [c.request() for c in configs],
+        "top": top,
+        "explain": explain,
+        "ks": ks,
+        "draft": draft,
+        "grades": list(GRADE_MEANING.items()),
+    }
+
+
+def knob_choices(tenant: Tenant, collection: Collection) -> dict[str, Any]:
+    return {
+        "search_types": SEARCH_TYPES,
+        "fusions": FUSIONS,
+        "variants": VARIANTS,
+        "rerankers": available_rerankers(),
+        "presets": list(ConfigPreset.objects.filter(tenant=tenant).values_list("name", flat=True)[:100]),
+        "targets": target_names(tenant=tenant, kinds=RETRIEVAL_KINDS),
+    }
+
+
+def _float(value: str) -> float | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if 0 <= number <= 1 else None
+
+
+def list_context(request: HttpRequest, tenant: Tenant, collection: Collection) -> dict[str, Any]:
+    """The questions list: scored by `run` (a stored retrieval run's id) or `preset` (scored live), else the
+    default FullText configuration live; `metric`, `tag`, `diagnosis`, `judged_below`, `since` (a run)."""
+    runs = list(
+        selectors.runs_list(tenant=tenant, collection=collection, kind=RunKind.RETRIEVAL)[:RUNS_OFFERED]
+    )
+    by_id = {str(r.pk): r for r in runs}
+    run = by_id.get(request.GET.get("run", ""))
+    preset = request.GET.get("preset", "")[:100]
+    error = ""
+    ks = list(run.ks) if run else list(DEFAULT_KS)
+    column: dict = {"preset": preset} if preset and not run else {"label": "FullText"}
+    try:
+        if run is not None:
+            rows = listing.scored_by_run(run)
+            column = dict(run.config)
+        else:
+            (config,) = raw_configs(tenant, [column])
+            rows = listing.scored_live(collection, config, ks)
+            column = config.request()
+    except EvalsiteError as exc:
+        rows, error = [], exc.message
+    metric = request.GET.get("metric") or at_k(NDCG, max(ks))
+    names = list(rows[0].metrics) if rows else [metric]
+    metric = metric if metric in names else (names[0] if names else metric)
+    since = by_id.get(request.GET.get("since", ""))
+    if since is not None:
+        rows = listing.with_changes(rows, listing.scored_by_run(since), metric)
+    judged_metric = at_k(JUDGED_SHARE, max(ks))
+    filters = listing.Filters(
+        tag=request.GET.get("tag", "")[:100],
+        diagnosis=request.GET.get("diagnosis", "")
+        if request.GET.get("diagnosis") in RETRIEVAL_DIAGNOSES
+        else "",
+        judged_metric=judged_metric,
+        judged_below=_float(request.GET.get("judged_below", "")),
+    )
+    kept = listing.worst_first(rows, metric, filters)
+    tags = sorted({t for row in rows for t in row.tags})
+    return {
+        "collection": collection, "tenant": tenant, "runs": runs, "run": run, "preset": preset, "since": since,
+        "presets": knob_choices(tenant, collection)["presets"], "metric": metric, "metrics": names, "rows": kept,
+        "shown": [{"row": row, "value": row.value(metric), "judged": row.value(judged_metric)} for row in kept],
+        "column_json": json.dumps(column, separators=(",", ":")),
+        "total": len(rows), "filters": filters, "tags": tags, "diagnoses": RETRIEVAL_DIAGNOSES, "error": error,
+        "judged_metric": judged_metric, "column": column,
+        "means": (sum(r.value(metric) or 0.0 for r in kept) / len(kept)) if kept else None,
+    }  # fmt: skip
