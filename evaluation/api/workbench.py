@@ -27,7 +27,7 @@ from goldenset.api.serializers import TenantIn, error_responses
 from goldenset.selectors import collection_get
 
 
-class QuestionIn(TenantIn):
+class WorkbenchQuestionIn(TenantIn):
     collection_id = serializers.CharField()
     entry_id = serializers.CharField(
         required=False, allow_null=True, max_length=300, help_text="A golden entry's key or id."
@@ -51,7 +51,7 @@ class QuestionIn(TenantIn):
     )
 
 
-class QuestionResultOut(serializers.Serializer):
+class WorkbenchResultOut(serializers.Serializer):
     document_id = serializers.CharField()
     title = serializers.CharField(allow_null=True, help_text="null: an id the collection does not hold.")
     rank = serializers.IntegerField()
@@ -72,13 +72,13 @@ class QuestionResultOut(serializers.Serializer):
     )
 
 
-class QuestionColumnOut(serializers.Serializer):
+class WorkbenchColumnOut(serializers.Serializer):
     label = serializers.CharField()
     config = serializers.DictField()
     depth = serializers.IntegerField()
     took_ms = serializers.FloatField()
     error = serializers.CharField(allow_blank=True, help_text="A target's failed call; no results then.")
-    results = QuestionResultOut(many=True)
+    results = WorkbenchResultOut(many=True)
     metrics = serializers.DictField(
         child=serializers.FloatField(), allow_null=True, help_text="Against the golden set; null: not scored."
     )
@@ -90,7 +90,7 @@ class QuestionColumnOut(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
 
 
-class QuestionOut(serializers.Serializer):
+class WorkbenchQuestionOut(serializers.Serializer):
     collection_id = serializers.CharField()
     entry_id = serializers.CharField(allow_null=True)
     entry_key = serializers.CharField(allow_blank=True)
@@ -98,7 +98,7 @@ class QuestionOut(serializers.Serializer):
     ks = serializers.ListField(child=serializers.IntegerField())
     scored = serializers.BooleanField(help_text="A golden question with an expected document: metrics given.")
     pending_judgments = serializers.IntegerField()
-    configs = QuestionColumnOut(many=True)
+    configs = WorkbenchColumnOut(many=True)
     index = serializers.DictField()
 
 
@@ -106,15 +106,15 @@ class EvaluateQuestionApi(TenantAPIView):
     required_permissions = needs(POST=Perm.VIEW)
 
     @extend_schema(
-        request=QuestionIn,
+        request=WorkbenchQuestionIn,
         responses={
-            200: QuestionOut,
+            200: WorkbenchQuestionOut,
             **error_responses("index-building", "index-not-shared", "embeddings-unavailable"),
         },
         summary="Evaluates one question under up to three configurations, side by side.",
     )
     def post(self, request):
-        data = read_strictly(QuestionIn, request.data)
+        data = read_strictly(WorkbenchQuestionIn, request.data)
         tenant = self.tenant(data)
         collection = collection_get(tenant=tenant, collection_id=data["collection_id"])
         if bool(data.get("entry_id")) == bool(data.get("question")):

@@ -20,6 +20,7 @@ from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import Collection
 from tests.conftest import api_client
 from goldenset.services import EntryInput
+from tests.schema_support import conforms, served_schema
 from tests.support import add_entries, handbook_entries, refused
 
 URL = "/lmkit/v1/search/evaluate/question"
@@ -68,12 +69,12 @@ def test_every_question_of_a_stored_run_answers_as_the_run_did(world, golden):
 
 
 def test_three_columns_side_by_side_with_grades_ranks_elsewhere_and_explain(world, golden):
+    schema = served_schema()
     response = world.client.post(
         URL, {"collection_id": "handbook", "entry_id": "q1", "configs": THREE, "ks": [3], "explain": True},
         format="json",
     )  # fmt: skip
-    assert response.status_code == 200, response.json()
-    body = response.json()
+    body = conforms(schema, response, "/lmkit/v1/search/evaluate/question", "post", 200)
     assert body["question"] == golden[0].question and body["scored"] is True
     bm25, hybrid, reranked = body["configs"]
     top = bm25["results"][0]
