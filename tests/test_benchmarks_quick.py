@@ -132,6 +132,15 @@ EXPECTED: dict[str, list[str]] = {
         "| clapnq, question only | ",
         "cranfield test half, people's grade (rows) against the assessor's (columns)",
     ],
+    "workbench_bench": [
+        "| one column (FullText) | ",
+        "| three columns | ",
+        "| three columns, explain | ",
+        "first call, three columns: ",
+        "verdict: three built-in columns (FullText, Hybrid, FullText k1 0.9 b 0.4), p95 ",
+        "## Where the time goes (cProfile, in-process)",
+        "| evaluation/workbench/question.py:",
+    ],
     "calibration_bench": [
         "200 labels (2 raters, 100 items)",
         "report, cold (every item scored by the heuristic now):",
@@ -168,6 +177,7 @@ LONGEST_FIRST = [
     "golden_import_bench",
     "import_bench",
     "serve_scale_bench",
+    "workbench_bench",
     "incremental_bench",
     "index_load_bench",
     "fluency_bench",
