@@ -81,7 +81,8 @@ def scale_checked(collection: Collection, entries: Sequence[Any], *, set_from_da
                 "validation-error",
                 f"entries[{index}].grades: {off[0]} has grade {judged[off[0]]!r}, not a grade of collection "
                 f"{collection.slug}'s {scale.name} scale ({', '.join(map(str, scale.grades))}); an expected "
-                "document without a grade is 1.",
+                "document without a grade is 1. Change the collection's scale first (its grades are converted), "
+                "or grade on its scale.",
                 details={"index": index, "field": "grades", "grade_scale": scale.name, "document_ids": off},
             )
 
