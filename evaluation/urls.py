@@ -85,6 +85,7 @@ urlpatterns = [
     path("pools/new/", judging_views.pool_new, name="pool-new"),
     path("pools/<str:pool_id>/", judging_views.pool_detail, name="pool"),
     path("pools/<str:pool_id>/judge/", judging_views.pool_judge, name="pool-judge"),
+    path("pools/<str:pool_id>/splits/", judging_views.pool_splits, name="pool-splits"),
     path("pools/<str:pool_id>/undo/", judging_views.pool_undo, name="pool-undo"),
     path("pools/<str:pool_id>/apply/", judging_views.pool_apply, name="pool-apply"),
     path(
