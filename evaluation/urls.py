@@ -11,6 +11,7 @@ from evaluation.dashboard import (
     judging_views,
     launch_views,
     runs_views,
+    scale_views,
     study_views,
     targets_views,
     team_views,
@@ -46,6 +47,7 @@ urlpatterns = [
     ),
     path("collections/<str:slug>/golden/<str:entry_id>/", golden_views.golden_entry, name="golden-entry"),
     path("collections/<str:slug>/activity/", golden_views.collection_activity, name="collection-activity"),
+    path("collections/<str:slug>/scale/", scale_views.collection_scale_page, name="collection-scale"),
     path("collections/<str:slug>/documents/", golden_views.documents, name="documents"),
     path(
         "collections/<str:slug>/calibration/",

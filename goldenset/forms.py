@@ -201,7 +201,11 @@ _ERROR_FIELDS = {
 class CollectionAdminForm(forms.ModelForm):
     class Meta:
         model = Collection
-        fields = ("tenant", "slug", "name")
+        fields = ("tenant", "slug", "name", "grade_scale")
+        help_texts = {
+            "grade_scale": "The scale relevance grades are given on. Changing it converts every grade its golden "
+            "set stores (goldenset.vocabulary.grade_scales); the dashboard's collection page previews the change."
+        }
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]
