@@ -22,6 +22,8 @@ __all__ = [
     "SPLIT",
     "LEGACY_SCALE",
     "SETTLES",
+    "SETTLER_PREFIX",
+    "settler",
     "grade_on",
     "is_settlement",
     "judgment_scale",
@@ -50,9 +52,13 @@ CANNOT_JUDGE = None  # the rater could not tell (a page that does not load, a la
 RATER_MAX_LENGTH = 100
 NOTE_MAX_LENGTH = 2000
 SPLIT = 2  # raters this many grades apart or more disagree about the document: the item is flagged for review
-SETTLES = (
-    "settles"  # a judgment's detail key: a curator's grade settling the raters' split, which apply takes
-)
+# A judgment's detail key marking a curator's grade settling the raters' split, which apply takes. It is stored
+# under the curator's name so prefixed: a curator who also rated the item keeps their rating beside it.
+SETTLES, SETTLER_PREFIX = "settles", "settled-by:"
+
+
+def settler(rater: str) -> str:
+    return SETTLER_PREFIX + rater
 
 
 def split_at(scale: Scale) -> int:

@@ -2,8 +2,8 @@
 
 A split is an item two people graded `grades.split_at(scale)` or more apart on the collection's scale (2; 1 on
 binary), every grade taken on that scale (grades.grade_on). A curator settles it with a grade of their own,
-stored as their judgment of the item with detail {"settles": true} (pools.judgments_record), audited like any
-judgment; the pool's apply then takes that grade for the item instead of the raters' median
+stored as their judgment of the item, rater "settled-by:user:<name>" (so that a curator who rated the item keeps
+their rating), with detail {"settles": true} (pools.judgments_record), audited like any judgment; the pool's apply then takes that grade for the item instead of the raters' median
 (apply.pool_grades). A settling grade is no rater's work: progress and agreement leave it out.
 """
 
@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from evalsite.errors import EvalsiteError
 from evaluation.judgments.grades import (
+    SETTLER_PREFIX,
     combine,
     grade_on,
     is_machine,
     is_settlement,
+    settler,
     split_at,
 )
 from evaluation.judgments.pools import JudgmentRow, judgments_record
@@ -44,7 +46,10 @@ def pool_splits(pool: JudgmentPool, *, settled_too: bool = True) -> list[Split]:
         "entry_id", "document_id", "rater", "grade", "detail"
     ):
         if is_settlement(detail):
-            settlements[(entry_id, document_id)] = (grade_on(grade, detail, scale), rater)
+            settlements[(entry_id, document_id)] = (
+                grade_on(grade, detail, scale),
+                rater.removeprefix(SETTLER_PREFIX),
+            )
         elif not is_machine(rater) and grade is not None:
             people.setdefault((entry_id, document_id), {})[rater] = grade_on(grade, detail, scale)
     apart = split_at(scale)
@@ -83,6 +88,8 @@ def split_settle(*, pool: JudgmentPool, position: int, grade: int, rater: str, a
             details={"field": "position"},
         )
     item = split.item
-    row = JudgmentRow("settlement", item.entry.key or str(item.entry_id), item.document_id, grade, rater, "")
+    row = JudgmentRow(
+        "settlement", item.entry.key or str(item.entry_id), item.document_id, grade, settler(rater), ""
+    )
     judgments_record(collection=pool.collection, rows=[row], actor=actor, pool=pool, settles=True)
     return item
