@@ -25,6 +25,7 @@ class Collection(models.Model):
         max_length=10,
         choices=[(name, name) for name in SCALES],
         default=DEFAULT_SCALE,
+        db_default=DEFAULT_SCALE,  # a row written by code that predates the field (a rolling upgrade) gets it
         help_text="The scale relevance grades are given on: binary, 0-2, 0-3 or 0-4.",
     )
     created_at = models.DateTimeField(auto_now_add=True)

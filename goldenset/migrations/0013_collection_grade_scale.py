@@ -42,6 +42,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 choices=[("binary", "binary"), ("0-2", "0-2"), ("0-3", "0-3"), ("0-4", "0-4")],
                 default="0-3",
+                db_default="0-3",
                 help_text="The scale relevance grades are given on: binary, 0-2, 0-3 or 0-4.",
                 max_length=10,
             ),
