@@ -11,6 +11,7 @@ from evaluation.dashboard import (
     judging_views,
     launch_views,
     runs_views,
+    scale_views,
     study_views,
     targets_views,
     team_views,
@@ -70,6 +71,7 @@ urlpatterns = [
         "collections/<str:slug>/workbench/preset/", workbench_views.workbench_preset, name="workbench-preset"
     ),
     path("collections/<str:slug>/activity/", golden_views.collection_activity, name="collection-activity"),
+    path("collections/<str:slug>/scale/", scale_views.collection_scale_page, name="collection-scale"),
     path("collections/<str:slug>/documents/", golden_views.documents, name="documents"),
     path(
         "collections/<str:slug>/calibration/",
@@ -109,6 +111,7 @@ urlpatterns = [
     path("pools/new/", judging_views.pool_new, name="pool-new"),
     path("pools/<str:pool_id>/", judging_views.pool_detail, name="pool"),
     path("pools/<str:pool_id>/judge/", judging_views.pool_judge, name="pool-judge"),
+    path("pools/<str:pool_id>/splits/", judging_views.pool_splits, name="pool-splits"),
     path("pools/<str:pool_id>/undo/", judging_views.pool_undo, name="pool-undo"),
     path("pools/<str:pool_id>/apply/", judging_views.pool_apply, name="pool-apply"),
     path(

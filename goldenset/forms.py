@@ -201,7 +201,18 @@ _ERROR_FIELDS = {
 class CollectionAdminForm(forms.ModelForm):
     class Meta:
         model = Collection
-        fields = ("tenant", "slug", "name")
+        fields = ("tenant", "slug", "name", "grade_scale")
+        help_texts = {
+            "grade_scale": "The scale relevance grades are given on. Changing it converts every grade its golden "
+            "set stores (goldenset.vocabulary.grade_scales); the dashboard's collection page previews the change."
+        }
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["grade_scale"].required = False  # left out: the collection's own, or the default
+
+    def clean_grade_scale(self) -> str:
+        return self.cleaned_data.get("grade_scale") or self.instance.grade_scale
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]

@@ -7,6 +7,7 @@ from django.db.models import Q
 
 from goldenset.text import DEFAULT_GRADE, canonical_grades, question_hash
 from goldenset.vocabulary import golden_fields
+from goldenset.vocabulary.grade_scales import DEFAULT_SCALE, SCALES
 
 
 class Collection(models.Model):
@@ -18,6 +19,15 @@ class Collection(models.Model):
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     # Bumped on every change of documents or pages: search indexes are keyed by (collection, content_version).
     content_version = models.PositiveIntegerField(default=0, editable=False)
+    # The scale its relevance grades are given on (goldenset.vocabulary.grade_scales): set from the first graded
+    # import, changed by a curator with every stored grade converted (goldenset.services.scales).
+    grade_scale = models.CharField(
+        max_length=10,
+        choices=[(name, name) for name in SCALES],
+        default=DEFAULT_SCALE,
+        db_default=DEFAULT_SCALE,  # a row written by code that predates the field (a rolling upgrade) gets it
+        help_text="The scale relevance grades are given on: binary, 0-2, 0-3 or 0-4.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -104,6 +104,7 @@ PURE = [
     "goldenset.vocabulary",
     "goldenset.vocabulary.chunks",
     "goldenset.vocabulary.golden_fields",
+    "goldenset.vocabulary.grade_scales",
     "goldenset.vocabulary.groundedness",
     "goldenset.vocabulary.metric_names",
     "goldenset.vocabulary.sentences",

@@ -17,12 +17,13 @@ from evalsite.tenancy.roles import Perm
 from evaluation.api.views import read_strictly
 from evaluation.configs import parse_subset
 from evaluation.judgments import assignment, pools
-from evaluation.judgments.grades import GRADE_MEANING, RATER_MAX_LENGTH, imported_rater, live_rater
+from evaluation.judgments.grades import RATER_MAX_LENGTH, imported_rater, live_rater
 from evaluation.judgments.judgment_files import read_judgment_file
 from evaluation.models import EvaluationJobKind, JudgmentPool, PoolApplication, RelevanceJudgment
 from goldenset import selectors as golden_selectors
 from goldenset.api.base import TenantAPIView, read
 from goldenset.api.serializers import JobAcceptedOut, TenantIn, error_responses
+from goldenset.services.scales import collection_scale
 
 # --- shapes ------------------------------------------------------------------------------------------------
 
@@ -51,6 +52,9 @@ class ProgressOut(serializers.Serializer):
     judgments = serializers.IntegerField(help_text='Grades and "cannot judge" given so far.')
     items_done = serializers.IntegerField(help_text="Items with as many judgments as the pool asks for.")
     raters = serializers.DictField(child=serializers.IntegerField(), help_text="{rater: judgments}")
+    given = serializers.DictField(
+        child=serializers.IntegerField(), help_text="{rater: items the pool gave them}", required=False
+    )
 
 
 class RaterPairOut(serializers.Serializer):
@@ -137,7 +141,10 @@ class ItemOut(serializers.Serializer):
 
 class NextOut(serializers.Serializer):
     item = ItemOut(allow_null=True, help_text="null: nothing left for this rater.")
-    grades = serializers.DictField(child=serializers.CharField(), help_text="{grade: its meaning}")
+    grade_scale = serializers.CharField(help_text="The collection's scale: binary, 0-2, 0-3 or 0-4.")
+    grades = serializers.DictField(
+        child=serializers.CharField(), help_text="{grade: its meaning} on that scale"
+    )
     progress = ProgressOut()
 
 
@@ -179,7 +186,7 @@ class JudgmentsIn(TenantIn):
         min_length=1,
         max_length=pools.MAX_JUDGMENTS_PER_CALL,
         required=False,
-        help_text="[{question_id, document_id, grade (0-3 or null: cannot judge), note}]: live judgments, whose "
+        help_text="[{question_id, document_id, grade (on the collection's scale, or null: cannot judge), note}]: live judgments, whose "
         "rater is the key's person (a `rater` may only name them).",
     )
     # One judgment, without the list:
@@ -308,10 +315,12 @@ class PoolNextApi(TenantAPIView):
         read(NextIn, request.query_params)  # cluster_id, tenant_id checked
         pool = pools.pool_get(tenant=self.tenant(), pool_id=pool_id)
         item = assignment.pool_next(pool=pool, rater=person_of(self))
+        scale = collection_scale(pool.collection)
         return Response(
             {
                 "item": pools.item_view(item) if item is not None else None,
-                "grades": {str(grade): meaning for grade, meaning in GRADE_MEANING.items()},
+                "grade_scale": scale.name,
+                "grades": {str(grade): meaning for grade, meaning in scale.meaning.items()},
                 "progress": vars(pools.pool_progress(pool)),
             }
         )
@@ -400,9 +409,12 @@ class JudgmentsApi(TenantAPIView):
             if pool.collection_id != collection.pk:  # another collection's pool is none of this one's
                 raise NotFound("Pool", data["pool_id"])
         if "file" in data:
-            rows = [replace(row, rater=imported_rater(row.rater)) for row in pools.judgment_rows(raw_rows)]
+            rows = [
+                replace(row, rater=imported_rater(row.rater))
+                for row in pools.judgment_rows(raw_rows, scale=collection_scale(collection))
+            ]
         else:
-            rows = pools.judgment_rows(raw_rows, live=person_of(self))
+            rows = pools.judgment_rows(raw_rows, live=person_of(self), scale=collection_scale(collection))
         summary = pools.judgments_record(collection=collection, rows=rows, actor=self.actor, pool=pool)
         return Response(summary, status=status.HTTP_201_CREATED)
 

@@ -1,6 +1,8 @@
-"""Judging in the dashboard: a pool made from Compare ("judge what these runs found"), its page, and the
-workspace where a rater grades one pooled document at a time, by keyboard (0-3, x: cannot judge, j/k: next and
-previous, u: undo). The rater is the signed-in user; they never see which run found a document or where."""
+"""Judging in the dashboard: a pool made from Compare ("judge what these runs found"), its page, the
+workspace where a rater grades one pooled document at a time, by keyboard (the collection's scale's grades, x:
+cannot judge, s: skip, j/k: next and previous among their own items, u: undo), and the curator's page of the
+items raters split on, to settle. The rater is the signed-in user; they never see which run found a document or
+where."""
 
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import collection_for, tenant_page
-from evaluation.judgments import apply, assignment, pools
-from evaluation.judgments.grades import GRADE_MEANING, live_rater
+from evaluation.judgments import apply, assignment, pools, settle
+from evaluation.judgments.grades import live_rater
 from evaluation.judgments.highlight import marked_spans
 from evaluation.models import JudgmentPool, PoolItem
 from evaluation.runs.slices import EVERY
+from goldenset.services.scales import collection_scale
 
 DEFAULT_DEPTH = 10
 
@@ -68,14 +71,21 @@ def _pool(tenant: Tenant, pool_id: str) -> JudgmentPool:
 @tenant_page(Perm.VIEW)
 def pool_detail(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
     pool = _pool(tenant, pool_id)
+    progress = pools.pool_progress(pool)
     context = {
         "tenant": tenant,
         "pool": pool,
         "collection": pool.collection,
         "runs": pool.runs.order_by("created_at"),
-        "progress": pools.pool_progress(pool),
+        "progress": progress,
+        "rater_rows": [  # each person's judged count against the items the pool gave them
+            {"rater": r, "judged": progress.raters.get(r, 0), "given": progress.given.get(r, 0)}
+            for r in sorted({*progress.raters, *progress.given})
+        ],
         "agreement": pools.pool_agreement(pool),
         "mine": len(pools.rater_items(pool=pool, rater=live_rater(request.user.get_username()))),
+        "splits": len(settle.pool_splits(pool, settled_too=False)),
+        "scale": collection_scale(pool.collection),
         "applications": list(pool.applications.all()),
     }
     return render(request, "dashboard/pool.html", context)
@@ -89,41 +99,62 @@ def highlighted(text: str, question: str) -> SafeString:
     return mark_safe("".join(parts))  # noqa: S308  (every run escaped above)
 
 
+SKIPS_KEPT = 1000  # the skipped positions a session remembers per pool
+
+
+def _skips_key(pool: JudgmentPool) -> str:
+    return f"judge-skips:{pool.pk}"
+
+
+def skipped_positions(request: HttpRequest, pool: JudgmentPool) -> list[int]:
+    """The positions this rater skipped in the pool, first skipped first (their session remembers them)."""
+    kept = request.session.get(_skips_key(pool), [])
+    return [p for p in kept if isinstance(p, int)] if isinstance(kept, list) else []
+
+
 @require_http_methods(["GET", "POST"])
 @tenant_page(Perm.JUDGE)
 def pool_judge(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
-    """The workspace: GET shows the rater's item (?position= one they were given, else the next); POST stores
-    their grade of the item and moves on."""
+    """The workspace: GET shows the rater's item (?position= one they were given, else the next new one, the
+    ones they skipped last); POST stores their grade of the item (or their skip of it) and moves on."""
     pool = _pool(tenant, pool_id)
     rater = live_rater(request.user.get_username())
     if request.method == "POST":
         return _judge_post(request, pool, rater)
     mine = pools.rater_items(pool=pool, rater=rater)
+    skips = skipped_positions(request, pool)
     item: PoolItem | None = None
     if request.GET.get("position", "").isdigit() and len(request.GET["position"]) < 10:
         item = next((i for i in mine if i.position == int(request.GET["position"])), None)
         if item is None:
             raise Http404("No item of yours at that place in the pool.")
     else:
-        item = assignment.pool_next(pool=pool, rater=rater)
+        item = assignment.pool_next(pool=pool, rater=rater, skipped=skips)
         mine = pools.rater_items(pool=pool, rater=rater) if item is not None else mine
     progress = pools.pool_progress(pool)
+    scale = collection_scale(pool.collection)
     context: dict[str, Any] = {
         "tenant": tenant,
         "pool": pool,
         "collection": pool.collection,
         "progress": progress,
         "judged_by_me": progress.raters.get(rater, 0),
-        "grades": list(GRADE_MEANING.items()),
+        "scale": scale,
+        "grades": list(scale.meaning.items()),
+        "skipped": len(skips),
     }
     if item is not None:
         body = pools.item_view(item)
         place = [i.position for i in mine].index(item.position)
+        judgment = pools.judgment_of(pool=pool, item=item, rater=rater)
         context.update(
             item=item,
             body=body,
             text=highlighted(body["text"], body["question"]),
-            judgment=pools.judgment_of(pool=pool, item=item, rater=rater),
+            judgment=judgment,
+            place=place + 1,
+            given=len(mine),
+            back_from_skip=judgment is None and item.position in skips and "position" not in request.GET,
             previous=mine[place - 1].position if place > 0 else None,
             following=mine[place + 1].position if place + 1 < len(mine) else None,
         )
@@ -135,9 +166,14 @@ def _judge_post(request: HttpRequest, pool: JudgmentPool, rater: str) -> HttpRes
     item = None
     if position.isdigit() and len(position) < 10:  # a position as the form sends it; anything else finds none
         item = pool.items.filter(position=int(position)).select_related("entry").first()
+    if item is not None and request.POST.get("skip"):
+        return _skip(request, pool, rater, item)
+    scale = collection_scale(pool.collection)
     grade_text = request.POST.get("grade", "")
-    if item is None or grade_text not in {*map(str, GRADE_MEANING), "cannot"}:
-        messages.error(request, "Choose a grade from 0 to 3, or cannot judge.")
+    if item is None or grade_text not in {*map(str, scale.grades), "cannot"}:
+        messages.error(
+            request, f"Choose a grade from 0 to {scale.top} ({scale.name} scale), or cannot judge."
+        )
         return redirect("dashboard:pool-judge", pool_id=pool.pk)
     row = pools.JudgmentRow(
         where="judgment",
@@ -154,6 +190,17 @@ def _judge_post(request: HttpRequest, pool: JudgmentPool, rater: str) -> HttpRes
     except EvalsiteError as exc:
         messages.error(request, f"Not stored: {exc.message}")
         return redirect(f"{reverse('dashboard:pool-judge', args=[pool.pk])}?position={item.position}")
+    return redirect("dashboard:pool-judge", pool_id=pool.pk)
+
+
+def _skip(request: HttpRequest, pool: JudgmentPool, rater: str, item: PoolItem) -> HttpResponse:
+    """Pass over one of the rater's items: nothing recorded, the item remembered (in their session) so that the
+    next one is a new item; it comes back when nothing else is left."""
+    if not item.assignments.filter(rater=rater).exists():
+        raise Http404("No item of yours at that place in the pool.")
+    skips = [p for p in skipped_positions(request, pool) if p != item.position]
+    request.session[_skips_key(pool)] = [*skips, item.position][-SKIPS_KEPT:]
+    messages.info(request, f"Skipped item {item.position + 1}: it comes back when nothing else is left.")
     return redirect("dashboard:pool-judge", pool_id=pool.pk)
 
 
@@ -244,3 +291,41 @@ def pool_revert(request: HttpRequest, tenant: Tenant, pool_id: str, application_
         return redirect("dashboard:pool", pool_id=pool.pk)
     messages.success(request, f"Taken back: {len(application.changes)} golden entries as they were before.")
     return redirect("dashboard:pool", pool_id=pool.pk)
+
+
+# --- the raters' splits, settled by a curator -------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page(Perm.CURATE)
+def pool_splits(request: HttpRequest, tenant: Tenant, pool_id: str) -> HttpResponse:
+    """GET: the items the raters split on, their grades side by side by name; POST: a curator's settling grade
+    of one (stored as their judgment, marked a settlement, which apply takes)."""
+    pool = _pool(tenant, pool_id)
+    scale = collection_scale(pool.collection)
+    if request.method == "POST":
+        position, grade = request.POST.get("position", ""), request.POST.get("grade", "")
+        if not (position.isdigit() and len(position) < 10) or grade not in {str(g) for g in scale.grades}:
+            messages.error(request, f"Choose an item and a grade from 0 to {scale.top} ({scale.name} scale).")
+            return redirect("dashboard:pool-splits", pool_id=pool.pk)
+        try:
+            settle.split_settle(
+                pool=pool, position=int(position), grade=int(grade),
+                rater=live_rater(request.user.get_username()), actor=actor_user(request.user),
+            )  # fmt: skip
+        except EvalsiteError as exc:
+            messages.error(request, f"Not settled: {exc.message}")
+            return redirect("dashboard:pool-splits", pool_id=pool.pk)
+        messages.success(request, f"Item {int(position) + 1} settled at {grade}.")
+        return redirect("dashboard:pool-splits", pool_id=pool.pk)
+    splits = settle.pool_splits(pool)
+    context = {
+        "tenant": tenant,
+        "pool": pool,
+        "collection": pool.collection,
+        "scale": scale,
+        "splits": [{"split": s, "body": pools.item_view(s.item)} for s in splits],
+        "raters": sorted({r for s in splits for r in s.grades}),
+        "open": sum(1 for s in splits if s.settled is None),
+    }
+    return render(request, "dashboard/pool_splits.html", context)

@@ -1,7 +1,7 @@
 """A pool's judgments into the golden set, shown first, written all or nothing, and taken back on request.
 
-`pool_apply` reads the pool's combined grades (the people's, evaluation.judgments.grades.combine; or one
-machine rater's, named), and for each stored retrieval run of the collection (the pool's runs first, then the
+`pool_apply` reads the pool's combined grades on the collection's scale (the people's,
+evaluation.judgments.grades.combine, or a curator's settling grade; or one machine rater's, named), and for each stored retrieval run of the collection (the pool's runs first, then the
 newest others, RUNS_SHOWN in all) scores its stored rankings twice: under the golden set as it is, and as it would
 be with the grades written. With `dry_run` that is all it does; otherwise, in one transaction under the
 collection's lock, a grade above 0 makes the document expected with that grade and grade 0 records it judged
@@ -23,7 +23,14 @@ from django.utils import timezone
 from evalsite.audit.models import AuditAction, AuditEvent
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError, NotFound
-from evaluation.judgments.grades import MACHINE_PREFIXES, combine, is_machine
+from evaluation.judgments.grades import (
+    MACHINE_PREFIXES,
+    combine,
+    grade_on,
+    is_machine,
+    is_settlement,
+    split_at,
+)
 from evaluation.models import (
     PEOPLE,
     EvaluationAuditObject,
@@ -38,6 +45,7 @@ from evaluation.retrieval import metrics
 from goldenset.models import GoldenEntry
 from goldenset.services.audit import _audit, entry_snapshot
 from goldenset.services.content import lock_collection
+from goldenset.services.scales import collection_scale
 from goldenset.vocabulary.chunks import CHUNK, chunks
 
 RUNS_SHOWN = 20  # stored runs scored before and after: the pool's own, then the newest others
@@ -55,28 +63,42 @@ class Grade:
 def pool_grades(pool: JudgmentPool, source: str = PEOPLE) -> tuple[list[Grade], int]:
     """The grade of each item someone graded, in the pool's order, and how many items have none yet: from the
     people's judgments combined, or from one machine rater's (its name as `source`). A machine's grade is never
-    taken for an item a person graded: that item is the people's to apply, so it counts as ungraded here."""
+    taken for an item a person graded: that item is the people's to apply, so it counts as ungraded here.
+
+    Every grade is taken on the collection's scale (grades.grade_on: converted from the scale it was given on;
+    machines judge on 0-3), and a curator's settling grade of an item (evaluation.judgments.settle) is the
+    people's grade of it, whatever the raters gave."""
+    scale = collection_scale(pool.collection)
     by_item: dict[tuple[str, str], list[int | None]] = {}
     by_people: set[tuple[str, str]] = set()
-    rows = RelevanceJudgment.objects.filter(pool=pool).values_list(
-        "entry_id", "document_id", "rater", "grade"
-    )
-    for entry_id, document_id, rater, grade in rows:
-        machine = is_machine(rater)
+    settled: dict[tuple[str, str], int] = {}
+    rows = RelevanceJudgment.objects.filter(pool=pool).order_by("updated_at", "id")
+    for entry_id, document_id, rater, grade, detail in rows.values_list(
+        "entry_id", "document_id", "rater", "grade", "detail"
+    ):
+        pair, machine = (str(entry_id), document_id), is_machine(rater)
+        grade = grade_on(grade, detail, scale)  # on the collection's scale, whatever it was given on
         if not machine and grade is not None:
-            by_people.add((str(entry_id), document_id))
-        if (source == PEOPLE and not machine) or rater == source:
-            by_item.setdefault((str(entry_id), document_id), []).append(grade)
+            by_people.add(pair)
+        if is_settlement(detail):
+            if grade is not None:  # the latest settlement of the item, when several curators settled it
+                settled[pair] = grade
+        elif (source == PEOPLE and not machine) or rater == source:
+            by_item.setdefault(pair, []).append(grade)
     if source != PEOPLE:
         by_item = {pair: grades for pair, grades in by_item.items() if pair not in by_people}
     found: list[Grade] = []
     ungraded = 0
     for entry_id, document_id in pool.items.order_by("position").values_list("entry_id", "document_id"):
-        combined = combine(by_item.get((str(entry_id), document_id), []))
+        pair = (str(entry_id), document_id)
+        combined = combine(by_item.get(pair, []), split_at(scale))
+        if source == PEOPLE and pair in settled:  # a curator settled the raters' split: their grade holds
+            found.append(Grade(*pair, settled[pair], combined.raters, False))
+            continue
         if combined.grade is None:
             ungraded += 1
             continue
-        found.append(Grade(str(entry_id), document_id, combined.grade, combined.raters, combined.split))
+        found.append(Grade(*pair, combined.grade, combined.raters, combined.split))
     return found, ungraded
 
 

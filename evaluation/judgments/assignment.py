@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Collection
 
 from django.db import transaction
 from django.db.models import Count
@@ -17,21 +18,31 @@ from evaluation.judgments.pools import person_rater_error
 from evaluation.models import JudgmentPool, PoolAssignment, PoolItem, RelevanceJudgment
 
 
-def pool_next(*, pool: JudgmentPool, rater: str) -> PoolItem | None:
+def pool_next(*, pool: JudgmentPool, rater: str, skipped: Collection[int] = ()) -> PoolItem | None:
     """The item this rater should judge next: the one they were given and have not judged yet, else the next in
     the pool's order (MaxMean's as judgments come in, or the fixed one) that fewer than `raters_per_item` raters
     were given and this rater never was (None when there is none left for them). Two raters asking at once never take one place twice: each counts an item's
-    raters with the item's row locked, and the one that finds the places taken goes on to the next item."""
+    raters with the item's row locked, and the one that finds the places taken goes on to the next item.
+
+    `skipped`: the positions of items the rater passed over (the workspace's skip: nothing recorded). They stay
+    theirs, and come back, first skipped first, only when nothing else is left for them."""
     if (error := person_rater_error(rater)) is not None:
         raise EvalsiteError("validation-error", f"rater: {error}.", details={"field": "rater"})
-    open_one = (
+    open_ones = (
         PoolItem.objects.filter(pool=pool, assignments__rater=rater)
         .exclude(pk__in=_items_judged_by(pool, rater))
         .order_by("position")
-        .first()
     )
-    if open_one is not None:
+    if (open_one := open_ones.exclude(position__in=list(skipped)).first()) is not None:
         return open_one
+    if (new := _next_new(pool, rater)) is not None:
+        return new
+    back = {item.position: item for item in open_ones}
+    return next((back[p] for p in skipped if p in back), None)
+
+
+def _next_new(pool: JudgmentPool, rater: str) -> PoolItem | None:
+    """The next item nobody gave this rater, taken for them (None when none is left)."""
     for _ in range(20):  # each pass loses at most a race or two
         if pool.adaptive and (ranked := _adaptive_candidates(pool, rater)) is not None:
             candidates = ranked  # MaxMean's next few, computed once for every race this pass may lose

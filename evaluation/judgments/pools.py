@@ -21,16 +21,19 @@ from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
 from evaluation.judgments.agreement import krippendorff_alpha, rounded
 from evaluation.judgments.grades import (
-    GRADES,
     IMPORTED_PREFIX,
+    LEGACY_SCALE,
     MACHINE_PREFIXES,
     NOTE_MAX_LENGTH,
     PERSON_PREFIX,
+    SETTLES,
     combine,
     is_imported,
     is_machine,
+    is_settlement,
     live_rater,
     rater_error,
+    split_at,
 )
 from evaluation.judgments.pooling import pool_candidates
 from evaluation.judgments.rater_agreement import machine_agreement, others_grade, pair_agreement
@@ -48,6 +51,8 @@ from evaluation.runs.slices import Subset
 from goldenset.formats import Problems
 from goldenset.models import Collection, Document, GoldenEntry
 from goldenset.selectors import golden_entries_named
+from goldenset.services.scales import collection_scale
+from goldenset.vocabulary.grade_scales import SCALES, Scale
 
 MAX_POOL_RUNS = 50
 MAX_DEPTH = 100
@@ -181,15 +186,18 @@ class PoolProgress:
     judgments: int  # grades and "cannot judge" given to the pool's items
     items_done: int  # items with as many judgments as the pool asks for
     raters: dict[str, int]  # rater -> judgments given
+    given: dict[str, int]  # rater -> items the pool gave them (skipped ones included: still theirs)
 
 
 def pool_progress(pool: JudgmentPool) -> PoolProgress:
     people = RelevanceJudgment.objects.filter(pool=pool)
     for prefix in (*MACHINE_PREFIXES, IMPORTED_PREFIX):  # the pool's live raters only
         people = people.exclude(rater__startswith=prefix)
-    judgments = list(
-        people.values_list("entry_id", "document_id", "rater")
-    )  # a machine's are not the raters' work
+    judgments = [  # a machine's are not the raters' work, nor is a curator's settling grade
+        (e, d, r) for e, d, r, detail in people.values_list("entry_id", "document_id", "rater", "detail")
+        if not is_settlement(detail)
+    ]  # fmt: skip
+    given = Counter(PoolAssignment.objects.filter(item__pool=pool).values_list("rater", flat=True))
     per_item = Counter((entry_id, document_id) for entry_id, document_id, _ in judgments)
     items = pool.items.count()
     return PoolProgress(
@@ -198,6 +206,7 @@ def pool_progress(pool: JudgmentPool) -> PoolProgress:
         judgments=len(judgments),
         items_done=sum(1 for n in per_item.values() if n >= pool.raters_per_item),
         raters=dict(sorted(Counter(rater for _, _, rater in judgments).items())),
+        given=dict(sorted(given.items())),
     )
 
 
@@ -209,10 +218,11 @@ def pool_agreement(pool: JudgmentPool) -> dict:
     (evaluation.judgments.grades.combine) with the splits flagged for review. A machine assessor's grades are
     never combined with people's: each machine is paired with each person instead, its agreement with people."""
     by_item: dict[tuple, dict[str, int | None]] = {}
-    for entry_id, document_id, rater, grade in RelevanceJudgment.objects.filter(pool=pool).values_list(
-        "entry_id", "document_id", "rater", "grade"
-    ):
-        by_item.setdefault((entry_id, document_id), {})[rater] = grade
+    for entry_id, document_id, rater, grade, detail in RelevanceJudgment.objects.filter(
+        pool=pool
+    ).values_list("entry_id", "document_id", "rater", "grade", "detail"):
+        if not is_settlement(detail):  # a curator's settling grade is no rater's
+            by_item.setdefault((entry_id, document_id), {})[rater] = grade
     raters = sorted({r for grades in by_item.values() for r in grades})
     people = [r for r in raters if not is_machine(r)]
     machines = [r for r in raters if is_machine(r)]
@@ -227,7 +237,8 @@ def pool_agreement(pool: JudgmentPool) -> dict:
         )
         for rater in people
     ]
-    combined = [combine([g.get(r) for r in people]) for g in by_item.values()]
+    split = split_at(collection_scale(pool.collection))
+    combined = [combine([g.get(r) for r in people], split) for g in by_item.values()]
     against_people = [
         machine_agreement(
             machine, [(c.grade, g.get(machine)) for c, g in zip(combined, by_item.values(), strict=True)]
@@ -334,12 +345,15 @@ class JudgmentRow:
     note: str
 
 
-def judgment_rows(raw: Sequence[object], *, live: str | None = None) -> list[JudgmentRow]:
+def judgment_rows(
+    raw: Sequence[object], *, live: str | None = None, scale: Scale = SCALES[LEGACY_SCALE]
+) -> list[JudgmentRow]:
     """Judgments as a client sends them, checked field by field; every bad one is named (up to 50).
 
     live: the caller's own rater name (grades.live_rater) when these are live judgments: a person judges as
     themselves, so each one's rater is theirs. A `rater` naming anyone else is refused, naming the field; leaving
-    it out, or naming the caller (any case, with or without "user:"), is the same."""
+    it out, or naming the caller (any case, with or without "user:"), is the same. A grade is one of `scale`'s
+    (the collection's: goldenset.services.scales.collection_scale)."""
     if len(raw) > MAX_JUDGMENTS_PER_CALL:
         raise EvalsiteError(
             "validation-error",
@@ -369,10 +383,11 @@ def judgment_rows(raw: Sequence[object], *, live: str | None = None) -> list[Jud
             if (error := person_rater_error(item["rater"])) is not None:
                 raise _invalid(where, f"rater: {error}.", field=f"{where}.rater")
             grade = item.get("grade")
-            if grade is not None and (isinstance(grade, bool) or grade not in GRADES):
+            if grade is not None and grade not in scale:
                 raise _invalid(
                     where,
-                    f"grade: {grade!r} is not one of 0, 1, 2, 3 (or null: cannot judge).",
+                    f"grade: {grade!r} is not a grade of the collection's {scale.name} scale: one of "
+                    f"{', '.join(map(str, scale.grades))} (or null: cannot judge).",
                     field=f"{where}.grade",
                 )
             note = item.get("note", "") or ""
@@ -399,10 +414,17 @@ def _live(given: object, live: str, where: str) -> str:
 
 
 def judgments_record(
-    *, collection: Collection, rows: Sequence[JudgmentRow], actor: str, pool: JudgmentPool | None = None
+    *,
+    collection: Collection,
+    rows: Sequence[JudgmentRow],
+    actor: str,
+    pool: JudgmentPool | None = None,
+    settles: bool = False,
 ) -> dict:
     """Store the judgments, all or none: each names an entry of the collection (by key or id) and, in a pool,
-    one of its items. A rater's new judgment of a pair replaces the old one."""
+    one of its items. A rater's new judgment of a pair replaces the old one. Each keeps the collection's scale
+    it was given on (detail "scale"); `settles`: a curator's grade settling the raters' split (detail
+    "settles"), which the pool's apply takes over theirs (evaluation.judgments.settle)."""
     problems = Problems(EvalsiteError, "validation-error")
     entries = golden_entries_named(collection=collection, names=(r.question_id for r in rows))
     items: dict[tuple, int] = {}  # (entry id, document id) -> the pool item's id, read once for every row
@@ -424,22 +446,21 @@ def judgments_record(
                 )  # fmt: skip
     problems.check()
     created = updated = 0
+    detail = {"scale": collection.grade_scale, **({SETTLES: True} if settles else {})}
     with transaction.atomic():
         for row in rows:
             entry = entries[row.question_id]
             judgment, made = RelevanceJudgment.objects.select_for_update().get_or_create(
                 entry=entry, document_id=row.document_id, rater=row.rater,
                 defaults={"tenant_id": collection.tenant_id, "collection": collection, "grade": row.grade,
-                          "note": row.note, "pool": pool},
+                          "note": row.note, "pool": pool, "detail": detail},
             )  # fmt: skip
             before = {"grade": judgment.grade, "note": judgment.note}
             if not made:
-                judgment.grade, judgment.note = row.grade, row.note
+                judgment.grade, judgment.note, judgment.detail = row.grade, row.note, detail
                 judgment.pool = pool or judgment.pool
-                judgment.save(update_fields=["grade", "note", "pool", "updated_at"])
-            if pool is not None and not is_imported(
-                row.rater
-            ):  # an imported rater is no live rater of the pool
+                judgment.save(update_fields=["grade", "note", "pool", "detail", "updated_at"])
+            if pool is not None and not is_imported(row.rater) and not settles:  # no live rater's item
                 PoolAssignment.objects.get_or_create(
                     item_id=items[(entry.pk, row.document_id)], rater=row.rater
                 )
@@ -450,7 +471,7 @@ def judgments_record(
                 object_type=EvaluationAuditObject.JUDGMENT, object_id=judgment.pk, actor=actor,
                 collection=collection,
                 changes={"question_id": row.question_id, "document_id": row.document_id, "rater": row.rater,
-                         "grade": [None if made else before["grade"], row.grade],
-                         **({"pool": str(pool.pk)} if pool is not None else {})},
+                         "grade": [None if made else before["grade"], row.grade], "scale": detail["scale"],
+                         **({"pool": str(pool.pk)} if pool is not None else {}), **({SETTLES: True} if settles else {})},
             )  # fmt: skip
     return {"judgments": len(rows), "created": created, "updated": updated}

@@ -23,6 +23,7 @@ from goldenset.admin.common import CollectionFilter, PathLabelsMixin, TenantFilt
 from goldenset.forms import CollectionAdminForm, DocumentAdminForm, collection_label
 from goldenset.models import Collection, Document, GoldenEntry, Page
 from goldenset.selectors import count_of
+from goldenset.services.scales import scale_change
 
 # --- documents and pages -----------------------------------------------------------------------------------
 
@@ -104,6 +105,7 @@ class CollectionAdmin(PathLabelsMixin):
         "tenant",
         "document_count",
         "golden_entry_count",
+        "grade_scale",
         "content_version",
         "updated_at",
     )
@@ -131,7 +133,18 @@ class CollectionAdmin(PathLabelsMixin):
         return obj.golden_entry_count  # type: ignore[attr-defined]  # an annotation of get_queryset
 
     def save_model(self, request, obj, form, change):
-        services.collection_save(collection=obj, actor=actor_for(request))
+        """Saved as the services save it; a changed grade scale converts every stored grade to it, audited."""
+        wanted = obj.grade_scale
+        if change and "grade_scale" in form.changed_data:
+            obj.grade_scale = Collection.objects.values_list("grade_scale", flat=True).get(pk=obj.pk)
+        with transaction.atomic():
+            services.collection_save(collection=obj, actor=actor_for(request))
+            if wanted != obj.grade_scale:
+                done = scale_change(collection=obj, grade_scale=wanted, actor=actor_for(request))
+                self.message_user(
+                    request,
+                    f"Grades on the {done.target} scale: {done.grades} converted in {done.entries} entries.",
+                )
 
     def delete_model(self, request, obj):
         services.collection_delete(collection=obj, actor=actor_for(request))

@@ -39,6 +39,9 @@ class CollectionOut(serializers.Serializer):
     cluster_id = serializers.CharField(source="tenant.cluster.slug")
     tenant_id = serializers.CharField(source="tenant.slug")
     content_version = serializers.IntegerField()
+    grade_scale = serializers.CharField(
+        help_text="The scale its relevance grades are given on: binary, 0-2, 0-3, 0-4."
+    )
     document_count = serializers.IntegerField(required=False)
     golden_entry_count = serializers.IntegerField(required=False)
     created_at = serializers.DateTimeField()

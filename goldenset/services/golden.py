@@ -17,6 +17,7 @@ from goldenset.models import Collection, GoldenEntry, Origin
 from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
 from goldenset.services.rejections import remember_rejections
+from goldenset.services.scales import scale_checked
 from goldenset.text import (
     expected_documents_problem,
     grades_problem,
@@ -287,6 +288,8 @@ def golden_entries_add(
             upsert_by_key=upsert_by_key,
             match_questions=match_questions,
         )
+        # Imports set an unjudged collection's scale from their grades; every writer's grades are on it.
+        scale_checked(collection, entries, set_from_data=origin == Origin.IMPORTED, actor=actor)
         created: list[GoldenEntry] = []
         updated: list[GoldenEntry] = []
         update_events: list[AuditEvent] = []
@@ -360,6 +363,7 @@ def golden_entry_check(*, entry: GoldenEntry) -> None:
         replacing=None if entry._state.adding else entry,
         replacing_had=stored,
     )
+    scale_checked(entry.collection, [EntryInput.of(entry)], set_from_data=False, actor="")
 
 
 def golden_entry_save(*, entry: GoldenEntry, actor: str) -> GoldenEntry:

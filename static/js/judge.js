@@ -1,4 +1,5 @@
-// The judging workspace by keyboard: 0-3 grade, x cannot judge, j / k next and previous, u undo, n the note.
+// The judging workspace by keyboard: 0 to the scale's top grade, x cannot judge, s skip (records nothing), j / k
+// next and previous among the rater's own items, u undo, n the note. Each key clicks the control that names it.
 // Keys typed into the note stay in the note (Escape leaves it).
 // The one-key shortcuts can be turned off (WCAG 2.1.4: speech input or a stray key must not grade); the choice is
 // kept in this browser (localStorage) for every pool.

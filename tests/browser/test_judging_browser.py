@@ -157,3 +157,45 @@ def test_a_rater_turns_the_one_key_shortcuts_off_and_they_stay_off(
     assert RelevanceJudgment.objects.get(pool=pool).grade == 2
     screenshot(page, "judge-shortcuts", max_height=500)
     assert page.errors == []
+
+
+def place(page) -> str:
+    return page.inner_text("#judge-place")
+
+
+def test_a_rater_skips_with_s_and_moves_among_their_own_items_with_j_and_k(
+    live_server, page, screenshot, policies_batch
+):
+    """Issue 40, item 9: s passes over an item without recording anything and the next one is new; j and k move
+    through the rater's own items (skipped ones among them) with their place shown; the workspace's next new item
+    is never the skipped one while others are left."""
+    urls = watch_requests(page)
+    base = live_server.url
+    pool = pool_from_compare(page, base, policies_batch)
+    page.goto(f"{base}/pools/{pool.pk}/judge/")
+    skipped = position(page)
+    assert "Item 1 of 1 of yours" in place(page) and "s skip" in page.inner_text("#judge-keys")
+    press(page, "s")
+    graded = position(page)
+    assert graded != skipped and "Item 2 of 2 of yours" in place(page)
+    assert RelevanceJudgment.objects.filter(pool=pool).count() == 0  # a skip records nothing
+    press(page, "1")
+    third = position(page)
+    assert third not in (skipped, graded) and "Item 3 of 3 of yours" in place(page)
+    press(page, "k")
+    assert position(page) == graded and "Item 2 of 3 of yours" in place(page)
+    assert page.locator("#judge-item .grade.chosen").count() == 1
+    press(page, "k")
+    assert position(page) == skipped and "Item 1 of 3 of yours" in place(page)
+    press(page, "j")
+    press(page, "j")
+    assert position(page) == third
+    screenshot(page, "judge-07-skip-and-place", max_height=900)
+    page.goto(f"{base}/pools/{pool.pk}/judge/")  # the next item: the open new one, not the skipped one
+    assert position(page) == third
+    assert [(j.document_id, j.grade) for j in RelevanceJudgment.objects.filter(pool=pool)] == [
+        (pool.items.get(position=graded).document_id, 1)
+    ]
+    page.goto(f"{base}/pools/{pool.pk}/")
+    assert "1 / 3" in page.inner_text("#pool-raters")  # alice: one judged of the three she was given
+    assert_clean(page, urls, "judging-skip")

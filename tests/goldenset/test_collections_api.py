@@ -19,6 +19,7 @@ def collection_json(collection: Collection, **counts) -> dict:
         "cluster_id": collection.tenant.cluster.slug,
         "tenant_id": collection.tenant.slug,
         "content_version": collection.content_version,
+        "grade_scale": collection.grade_scale,
         **counts,
         "created_at": iso(collection.created_at),
         "updated_at": iso(collection.updated_at),

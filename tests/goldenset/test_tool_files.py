@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from goldenset.beir_import import beir_import
 from goldenset.formats import detect_format
+from goldenset.services.scales import scale_change
 from tests.goldenset.conftest import GOLDEN_UPLOAD
 from tests.support import refused
 
@@ -54,8 +55,22 @@ FILES = {
 def demo(world):
     beir_import(folder=DEMO, tenant=world.tenant, collection_id="clapnq", actor="test")
     collection = world.tenant.collections.get(slug="clapnq")
+    assert collection.grade_scale == "binary"  # ClapNQ's qrels: every answer passage 1
+    # The tools' files grade on 0-3: a curator sets the scale first (the answer passages become 3), as a graded
+    # file into a binary collection is refused (test_a_graded_file_into_a_binary_collection_is_refused).
+    scale_change(collection=collection, grade_scale="0-3", actor="test")
     before = {e.key: (e.question, e.expected_document_ids) for e in collection.golden_entries.all()}
     return collection, before
+
+
+def test_a_graded_file_into_a_binary_collection_is_refused_naming_the_line_and_the_scale(world):
+    beir_import(folder=DEMO, tenant=world.tenant, collection_id="clapnq", actor="test")
+    collection = world.tenant.collections.get(slug="clapnq")
+    before = {e.key: e.grades for e in collection.golden_entries.all()}
+    error = refused(upload(world, TOOLS / "phoenix_graded_dataset.csv"), 400, "validation-error")
+    assert error["message"].startswith("line 2: grades: p1 has grade 2, not a grade of collection clapnq's binary")
+    assert error["details"]["grade_scale"] == "binary"
+    assert {e.key: e.grades for e in collection.golden_entries.all()} == before  # nothing written
 
 
 def upload(world, path: Path, **fields):
