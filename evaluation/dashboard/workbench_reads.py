@@ -12,7 +12,6 @@ from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser
 from evaluation.dashboard.judging_views import highlighted
-from evaluation.judgments.grades import GRADE_MEANING
 from evaluation.models import ConfigPreset, RunKind
 from evaluation.presets import with_presets
 from evaluation.reports.diagnosis import RETRIEVAL_DIAGNOSES
@@ -26,6 +25,8 @@ from evaluation.targets.services import target_names
 from evaluation.workbench import questions as listing
 from evaluation.workbench.question import MAX_COLUMNS, asked_entry, asked_query, question_columns
 from goldenset.models import Collection
+from goldenset.services.scales import collection_scale
+from goldenset.vocabulary.grade_scales import Scale
 from goldenset.vocabulary.metric_names import JUDGED_SHARE, NDCG, at_k
 
 SESSION_UNDO = "workbench_undo"  # the person's grades on the workbench, newest last, for undo
@@ -46,10 +47,11 @@ def raw_configs(tenant: Tenant, raw: Any) -> list:
     return config_parser.parse_configs(with_presets(tenant, raw), available_rerankers())
 
 
-def _grade_label(grade: int | None) -> str:
+def _grade_label(grade: int | None, scale: Scale) -> str:
+    """A golden grade as a chip says it: the grade and its meaning's first words on the collection's scale."""
     if grade is None:
         return "unjudged"
-    return f"{grade}: {GRADE_MEANING.get(grade, '').split(':')[0]}" if grade in GRADE_MEANING else str(grade)
+    return f"{grade}: {scale.meaning[grade].split(':')[0]}" if grade in scale else str(grade)
 
 
 def columns_context(
@@ -64,6 +66,7 @@ def columns_context(
     explain = bool(state.get("explain"))
     draft = state.get("draft") if isinstance(state.get("draft"), dict) and not asked.entry else {}
     ks = ks_for(top)
+    scale = collection_scale(collection)
     found = question_columns(
         tenant=tenant, collection=collection, asked=asked, configs=configs, ks=ks, explain=explain
     )
@@ -80,7 +83,7 @@ def columns_context(
         for result in column["results"]:
             result["marked"] = highlighted(result["snippet"], asked.question)
             result["draft_grade"] = draft.get(result["document_id"])
-            result["grade_label"] = _grade_label(result["grade"])
+            result["grade_label"] = _grade_label(result["grade"], scale)
             result["elsewhere"] = sorted(result["ranks_elsewhere"].items())
     return {
         "asked": asked,
@@ -91,7 +94,8 @@ def columns_context(
         "explain": explain,
         "ks": ks,
         "draft": draft,
-        "grades": list(GRADE_MEANING.items()),
+        "grades": [(grade, meaning, meaning.split(":")[0]) for grade, meaning in scale.meaning.items()],
+        "scale": scale,
     }
 
 

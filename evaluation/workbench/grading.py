@@ -13,20 +13,23 @@ from evalsite.audit.models import AuditAction
 from evalsite.audit.services import audit_record
 from evalsite.errors import EvalsiteError
 from evaluation.judgments import pools
-from evaluation.judgments.grades import GRADES
 from evaluation.models import EvaluationAuditObject, RelevanceJudgment
 from evaluation.workbench.question import pending_grades
 from goldenset.models import Collection, GoldenEntry
 from goldenset.services import EntryInput, golden_entries_add, golden_entry_update
+from goldenset.services.scales import collection_scale
 
 NOT_JUDGED = "none"  # an undo step's previous grade when the person had not judged the document before
 
 
-def grade_error(grade: object, field: str = "grade") -> EvalsiteError | None:
-    if isinstance(grade, bool) or not isinstance(grade, int) or grade not in GRADES:
+def grade_error(collection: Collection, grade: object, field: str = "grade") -> EvalsiteError | None:
+    """Why `grade` is no grade of the collection's scale (goldenset.services.scales.collection_scale), or None."""
+    scale = collection_scale(collection)
+    if grade not in scale:
         return EvalsiteError(
             "validation-error",
-            f"{field}: a grade is one of {', '.join(map(str, GRADES))}.",
+            f"{field}: {grade!r} is not a grade of the collection's {scale.name} scale: one of "
+            f"{', '.join(map(str, scale.grades))}.",
             details={"field": field},
         )
     return None
@@ -37,7 +40,7 @@ def grade_record(
 ) -> int | str | None:
     """The person's grade stored; returns what it replaced (their earlier grade, None for "cannot judge", or
     NOT_JUDGED), which is what an undo restores."""
-    if (error := grade_error(grade)) is not None:
+    if (error := grade_error(collection, grade)) is not None:
         raise error
     if not document_id or len(document_id) > 300:
         raise EvalsiteError(
@@ -97,7 +100,7 @@ def query_add(
     """A query typed in, added to the golden set with the documents just judged (expected: those graded above 0),
     and those grades stored as the person's judgments, in one transaction."""
     for document_id, grade in grades.items():
-        if (error := grade_error(grade, f"grades[{document_id!r}]")) is not None:
+        if (error := grade_error(collection, grade, f"grades[{document_id!r}]")) is not None:
             raise error
     if not any(grade > 0 for grade in grades.values()):
         raise EvalsiteError(

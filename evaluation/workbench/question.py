@@ -21,7 +21,7 @@ from django.utils import timezone
 from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig
-from evaluation.judgments.grades import combine, is_machine
+from evaluation.judgments.grades import combine, grade_on, is_machine, is_settlement
 from evaluation.judgments.highlight import snippet
 from evaluation.models import RelevanceJudgment
 from evaluation.retrieval import metrics
@@ -30,6 +30,7 @@ from evaluation.targets.callers import TargetError
 from evaluation.targets.services import resolve_targets, target_client
 from goldenset.models import Collection, GoldenEntry
 from goldenset.selectors import first_pages, golden_entries_named, pages_by_id
+from goldenset.services.scales import collection_scale
 
 MAX_COLUMNS = 3  # configurations side by side
 MAX_QUESTION_CHARS = 2000  # a query typed in: as long as a golden question may be
@@ -76,15 +77,25 @@ def asked_query(question: object) -> Asked:
 
 
 def pending_grades(entry: GoldenEntry, qrels: dict[str, int]) -> dict[str, int]:
-    """People's grades (combined: evaluation.judgments.grades.combine) of the entry's documents the golden set
-    has not judged: what a curator has yet to apply. Machine assessors' grades are not people's, and are left
-    out."""
+    """People's grades (combined: evaluation.judgments.grades.combine, or a curator's settling grade) of the
+    entry's documents the golden set has not judged, on the collection's scale: what a curator has yet to apply.
+    Machine assessors' grades are not people's, and are left out."""
+    scale = collection_scale(entry.collection)
     given: dict[str, list[int | None]] = {}
-    rows = RelevanceJudgment.objects.filter(entry=entry).values_list("document_id", "rater", "grade")
-    for document_id, rater, grade in rows:
-        if document_id not in qrels and not is_machine(rater):
-            given.setdefault(document_id, []).append(grade)
+    settled: dict[str, int | None] = {}
+    rows = RelevanceJudgment.objects.filter(entry=entry).values_list(
+        "document_id", "rater", "grade", "detail"
+    )
+    for document_id, rater, grade, detail in rows:
+        if document_id in qrels or is_machine(rater):
+            continue
+        on_scale = grade_on(grade, detail, scale)  # a judgment given on another scale, on the collection's
+        if is_settlement(detail):
+            settled[document_id] = on_scale
+        else:
+            given.setdefault(document_id, []).append(on_scale)
     combined = {document: combine(grades).grade for document, grades in given.items()}
+    combined.update(settled)  # a curator's settling grade is the item's, as apply takes it
     return {document: grade for document, grade in combined.items() if grade is not None}
 
 

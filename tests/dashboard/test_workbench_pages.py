@@ -154,3 +154,19 @@ def test_a_curator_applies_people_s_grades_adds_a_query_saves_a_preset_and_evalu
     assert runs.count() == 2 and len({r.batch_id for r in runs}) == 1
     assert followed.status_code == 302 and "/compare/?batch=" in followed["Location"]
     assert rater.post("/collections/handbook/workbench/apply/", {"entry": "broad"}).status_code == 403
+
+
+def test_grades_follow_the_collection_s_scale(world, entries):
+    """On a binary collection the workbench offers 0 and 1 and refuses 2, naming the scale."""
+    world.collection.grade_scale = "binary"
+    world.collection.save(update_fields=["grade_scale"])
+    rater = _person(world, "rita", "rater")
+    html = _post(rater, COLUMNS, {"entry": "broad", "configs": [{"label": "a"}]}).json()["html"]
+    assert 'data-grade-value="1"' in html and 'data-grade-value="2"' not in html
+    refused = _post(rater, GRADE, {"entry": "broad", "document_id": "refunds", "grade": 2})
+    assert refused.status_code == 400 and "binary scale" in refused.json()["error"]["message"]
+    assert _post(rater, GRADE, {"entry": "broad", "document_id": "refunds", "grade": 1}).status_code == 200
+    stored = RelevanceJudgment.objects.get(entry__key="broad", document_id="refunds")
+    assert stored.detail["scale"] == "binary"
+    page = rater.get(PAGE, {"entry": "broad"})
+    assert b"binary scale" in page.content
