@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
 
 from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
@@ -23,7 +23,7 @@ from evaluation.runs import selectors
 from evaluation.targets.kinds import RETRIEVAL_KINDS
 from evaluation.targets.services import target_names
 from evaluation.workbench import questions as listing
-from evaluation.workbench.question import MAX_COLUMNS, asked_entry, asked_query, question_columns
+from evaluation.workbench.question import MAX_COLUMNS, Asked, asked_entry, asked_query, question_columns
 from goldenset.models import Collection
 from goldenset.services.scales import collection_scale
 from goldenset.vocabulary.grade_scales import Scale
@@ -59,7 +59,10 @@ def columns_context(
 ) -> dict[str, Any]:
     """One question's columns for a page state {entry | question, configs, top, explain, draft}."""
     entry, question = str(state.get("entry") or "")[:300], state.get("question") or ""
-    asked = asked_entry(collection, entry) if entry else asked_query(question)
+    blank = not entry and not (
+        isinstance(question, str) and question.strip()
+    )  # "try a new query", not typed yet
+    asked = Asked("") if blank else asked_entry(collection, entry) if entry else asked_query(question)
     raw = state.get("configs") or [{"label": "FullText"}]
     configs = raw_configs(tenant, raw)
     top = state.get("top") if state.get("top") in TOPS else TOPS[0]
@@ -67,9 +70,12 @@ def columns_context(
     draft = state.get("draft") if isinstance(state.get("draft"), dict) and not asked.entry else {}
     ks = ks_for(top)
     scale = collection_scale(collection)
-    found = question_columns(
-        tenant=tenant, collection=collection, asked=asked, configs=configs, ks=ks, explain=explain
-    )
+    if blank:  # nothing to search yet: the columns' knobs, no results
+        found = {"scored": False, "configs": [_unsearched(c, ks) for c in configs]}
+    else:
+        found = question_columns(
+            tenant=tenant, collection=collection, asked=asked, configs=configs, ks=ks, explain=explain
+        )
     shown = [at_k(NDCG, top), at_k("recall", top), "mrr", at_k(JUDGED_SHARE, top)]
     for column in found["configs"]:
         column["params_json"] = (
@@ -99,6 +105,11 @@ def columns_context(
     }
 
 
+def _unsearched(config, ks) -> dict:
+    return {"label": config.label, "config": config.as_dict(), "depth": max(ks), "took_ms": 0.0, "error": "",
+            "results": [], "metrics": None, "metrics_with_pending": None, "warnings": []}  # fmt: skip
+
+
 def knob_choices(tenant: Tenant, collection: Collection) -> dict[str, Any]:
     return {
         "search_types": SEARCH_TYPES,
@@ -118,15 +129,15 @@ def _float(value: str) -> float | None:
     return number if 0 <= number <= 1 else None
 
 
-def list_context(request: HttpRequest, tenant: Tenant, collection: Collection) -> dict[str, Any]:
+def list_context(params: QueryDict, tenant: Tenant, collection: Collection) -> dict[str, Any]:
     """The questions list: scored by `run` (a stored retrieval run's id) or `preset` (scored live), else the
     default FullText configuration live; `metric`, `tag`, `diagnosis`, `judged_below`, `since` (a run)."""
     runs = list(
         selectors.runs_list(tenant=tenant, collection=collection, kind=RunKind.RETRIEVAL)[:RUNS_OFFERED]
     )
     by_id = {str(r.pk): r for r in runs}
-    run = by_id.get(request.GET.get("run", ""))
-    preset = request.GET.get("preset", "")[:100]
+    run = by_id.get(params.get("run", ""))
+    preset = params.get("preset", "")[:100]
     error = ""
     ks = list(run.ks) if run else list(DEFAULT_KS)
     column: dict = {"preset": preset} if preset and not run else {"label": "FullText"}
@@ -140,20 +151,18 @@ def list_context(request: HttpRequest, tenant: Tenant, collection: Collection) -
             column = config.request()
     except EvalsiteError as exc:
         rows, error = [], exc.message
-    metric = request.GET.get("metric") or at_k(NDCG, max(ks))
+    metric = params.get("metric") or at_k(NDCG, max(ks))
     names = list(rows[0].metrics) if rows else [metric]
     metric = metric if metric in names else (names[0] if names else metric)
-    since = by_id.get(request.GET.get("since", ""))
+    since = by_id.get(params.get("since", ""))
     if since is not None:
         rows = listing.with_changes(rows, listing.scored_by_run(since), metric)
     judged_metric = at_k(JUDGED_SHARE, max(ks))
     filters = listing.Filters(
-        tag=request.GET.get("tag", "")[:100],
-        diagnosis=request.GET.get("diagnosis", "")
-        if request.GET.get("diagnosis") in RETRIEVAL_DIAGNOSES
-        else "",
+        tag=params.get("tag", "")[:100],
+        diagnosis=params.get("diagnosis", "") if params.get("diagnosis") in RETRIEVAL_DIAGNOSES else "",
         judged_metric=judged_metric,
-        judged_below=_float(request.GET.get("judged_below", "")),
+        judged_below=_float(params.get("judged_below", "")),
     )
     kept = listing.worst_first(rows, metric, filters)
     tags = sorted({t for row in rows for t in row.tags})
@@ -162,7 +171,35 @@ def list_context(request: HttpRequest, tenant: Tenant, collection: Collection) -
         "presets": knob_choices(tenant, collection)["presets"], "metric": metric, "metrics": names, "rows": kept,
         "shown": [{"row": row, "value": row.value(metric), "judged": row.value(judged_metric)} for row in kept],
         "column_json": json.dumps(column, separators=(",", ":")),
+        "list_query": params.urlencode(),
         "total": len(rows), "filters": filters, "tags": tags, "diagnoses": RETRIEVAL_DIAGNOSES, "error": error,
         "judged_metric": judged_metric, "column": column,
         "means": (sum(r.value(metric) or 0.0 for r in kept) / len(kept)) if kept else None,
     }  # fmt: skip
+
+
+def neighbours(
+    params: QueryDict, tenant: Tenant, collection: Collection, entry_id: str
+) -> dict[str, Any] | None:
+    """Where a question stands in the list it was opened from (`list`: that list's query): its place, and the
+    entry ids before and after it, to go on question by question; None when it is not in that list."""
+    rows = list_context(QueryDict(params.get("list", "")[:4000]), tenant, collection)["rows"]
+    ids = [row.entry_id for row in rows]
+    if entry_id not in ids:
+        return None
+    at = ids.index(entry_id)
+    here = params.copy()
+
+    def link(other: str) -> str:
+        here["entry"] = other
+        return "?" + here.urlencode()
+
+    before, after = (ids[at - 1] if at > 0 else None), (ids[at + 1] if at + 1 < len(ids) else None)
+    return {
+        "place": at + 1,
+        "count": len(ids),
+        "previous": link(before) if before else None,
+        "previous_id": before,
+        "next": link(after) if after else None,
+        "next_id": after,
+    }

@@ -28,6 +28,7 @@ from evaluation.dashboard.workbench_reads import (
     knob_choices,
     ks_for,
     list_context,
+    neighbours,
     raw_configs,
 )
 from evaluation.judgments.grades import live_rater
@@ -45,7 +46,7 @@ UNDO_KEPT = 50
 def workbench(request: HttpRequest, tenant: Tenant, slug: str) -> HttpResponse:
     """The collection's golden questions with their scores under a run or a configuration, worst first."""
     collection = collection_for(tenant, slug)
-    return render(request, "dashboard/workbench.html", list_context(request, tenant, collection))
+    return render(request, "dashboard/workbench.html", list_context(request.GET, tenant, collection))
 
 
 @require_GET
@@ -79,6 +80,8 @@ def workbench_question(request: HttpRequest, tenant: Tenant, slug: str) -> HttpR
         tenant=tenant, collection=collection, state_json=state, knobs=knob_choices(tenant, collection),
         may_judge=allowed(request.user, Perm.JUDGE, tenant), may_curate=allowed(request.user, Perm.CURATE, tenant),
         may_evaluate=allowed(request.user, Perm.EVALUATE, tenant), tops=TOPS,
+        around=neighbours(request.GET, tenant, collection, str(context["asked"].entry.pk))
+        if context["asked"].entry and "list" in request.GET else None,
     )  # fmt: skip
     return render(request, "dashboard/workbench_question.html", context)
 

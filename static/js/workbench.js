@@ -89,6 +89,8 @@
     });
     var draftInput = document.getElementById("wb-draft");
     if (draftInput) draftInput.value = JSON.stringify(draft);
+    var asked = document.querySelector("#wb-add input[name=question]");
+    if (asked) asked.value = question();
   };
   var pending = 0;
   var refresh = function () {
@@ -100,7 +102,8 @@
       columnsBox.innerHTML = data.html;
       setKnobs(data.configs);
       errorBox.hidden = true;
-      window.history.replaceState(null, "", data.url);
+      var list = new URLSearchParams(window.location.search).get("list");
+      window.history.replaceState(null, "", data.url + (list !== null ? "&list=" + encodeURIComponent(list) : ""));
       fillForms();
       if (focused) {
         var again = columnsBox.querySelector('.wb-result[data-column="' + focused[0] + '"][data-document="' + CSS.escape(focused[1]) + '"]');
@@ -114,7 +117,19 @@
   var timer = null;
   var soon = function () { window.clearTimeout(timer); timer = window.setTimeout(refresh, 250); };
 
-  form.addEventListener("input", function (event) { if (event.target.matches("[data-knob], #wb-q")) soon(); });
+  form.addEventListener("input", function (event) {
+    if (event.target.matches("#wb-q")) draft = {}; // grades were of the query as it was
+    if (event.target.matches("[data-knob], #wb-q")) soon();
+  });
+  // The list's previous and next question, with the columns as they are now (the address holds them).
+  document.querySelectorAll("#wb-around a[data-entry]").forEach(function (link) {
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      var params = new URLSearchParams(window.location.search);
+      params.set("entry", link.dataset.entry);
+      window.location.search = params.toString();
+    });
+  });
   form.addEventListener("change", function () { showKnobs(); soon(); });
   form.addEventListener("submit", function (event) { event.preventDefault(); refresh(); });
   document.getElementById("wb-add-column").addEventListener("click", function () {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.models import EvaluationRun, RelevanceJudgment
+from goldenset.models import GoldenEntry
 from tests.browser.accessibility import axe_missing, axe_violations, blocking
 from tests.browser.pages import assert_clean, log_in, overflow, watch_requests
 
@@ -86,3 +87,49 @@ def test_tune_one_question_with_three_columns_explain_and_grade(
     _no_blocking_violations(page, "question")
     assert overflow(page)["scroll"] <= width, overflow(page)
     assert_clean(page, urls, "workbench")
+
+
+def test_a_new_query_graded_by_keyboard_joins_the_golden_set_and_the_list_goes_on(
+    live_server, page, screenshot, policies_batch
+):
+    urls = watch_requests(page)
+    base = live_server.url
+    page.set_viewport_size({"width": 1366, "height": 900})
+    log_in(page, base, "alice", "alice-judges-pools")
+    page.goto(f"{base}/collections/policies/workbench/")
+    page.click("#try-query")
+    page.wait_for_selector("#wb-q")
+    page.fill("#wb-q", "returns details for case 7")
+    page.wait_for_function("() => document.querySelectorAll('.wb-result').length > 0")
+    first = page.locator(".wb-result").first
+    document = first.get_attribute("data-document")
+    assert first.locator(".wb-metrics").count() == 0 and "no metrics" in page.inner_text("#wb-columns")
+    first.focus()
+    page.keyboard.press("3")
+    page.wait_for_function(
+        "() => document.querySelector('.wb-result [data-grade]').textContent.includes('yours: 3')"
+    )
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("0")
+    page.wait_for_function(
+        "() => document.querySelectorAll('.wb-result [data-grade]')[1].textContent.includes('yours: 0')"
+    )
+    second = page.locator(".wb-result").nth(1).get_attribute("data-document")
+    screenshot(page, "workbench-04-new-query", max_height=1200)
+    with page.expect_navigation():
+        page.click("#wb-add button")
+    entry = GoldenEntry.objects.get(question="returns details for case 7")
+    assert entry.qrels() == {document: 3, second: 0}
+    assert page.inner_text("#wb-question") == "returns details for case 7"
+    assert page.locator(".wb-column .wb-metrics").count() == 1  # a golden question now: scored
+
+    # The list, worst first, and from its first question on to the next without going back.
+    page.goto(f"{base}/collections/policies/workbench/")
+    page.locator("#workbench-questions tbody th a").first.click()
+    page.wait_for_selector("#wb-around")
+    assert page.inner_text("#wb-around").count("of 5 in the list") == 1
+    before = page.inner_text("#wb-question")
+    with page.expect_navigation():
+        page.click("#wb-next")
+    assert page.inner_text("#wb-question") != before and "2 of 5" in page.inner_text("#wb-around")
+    assert_clean(page, urls, "new query")

@@ -170,3 +170,17 @@ def test_grades_follow_the_collection_s_scale(world, entries):
     assert stored.detail["scale"] == "binary"
     page = rater.get(PAGE, {"entry": "broad"})
     assert b"binary scale" in page.content
+
+
+def test_a_question_opened_from_the_list_knows_its_place_and_a_blank_query_searches_nothing(world, entries):
+    viewer = _person(world, "vic", "viewer")
+    listed = viewer.get(LIST, {"metric": "ndcg@10"})
+    order = [item["row"].entry_id for item in listed.context["shown"]]
+    page = viewer.get(PAGE, {"entry": order[1], "list": "metric=ndcg@10"})
+    around = page.context["around"]
+    assert (around["place"], around["count"]) == (2, 3)
+    assert around["previous_id"] == order[0] and around["next_id"] == order[2]
+    assert f"entry={order[2]}" in around["next"] and "list=metric" in around["next"]
+    blank = viewer.get(PAGE, {"q": ""})
+    assert blank.status_code == 200 and b"Type a query above." in blank.content
+    assert 'class="wb-result"' not in _post(viewer, COLUMNS, {"question": "   "}).json()["html"]
