@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.utils import timezone
 
@@ -155,6 +155,8 @@ def question_columns(
             "too-many-configs", f"configs: at most {MAX_COLUMNS} side by side.", details={"field": "configs"}
         )
     targets = resolve_targets(tenant, [collection], configs)
+    # As an evaluation names them (evaluation.retrieval.evaluate): a target configuration says its target's kind.
+    configs = [replace(c, target_kind=targets[c.target].kind) if c.target else c for c in configs]
     engine = CollectionSearch([collection]) if any(not c.target for c in configs) else None
     now = timezone.now()
     ranked = []

@@ -200,3 +200,40 @@ def test_cranfield_every_question_equals_its_stored_run(db):
         _equal_to_run(hybrid, QuestionResult.objects.get(run=runs["hybrid"], entry_id=result.entry_id))
         compared += 1
     assert compared == 225
+
+
+def reversed_handbook(query: str, top_k: int):
+    """A python target: the handbook's documents in reverse id order, and an id the collection lacks."""
+    return [("warranty", 3.0), ("shipping", 2.0), ("refunds", 1.0), ("not-ours", 0.5)][:top_k]
+
+
+def failing(query: str, top_k: int):
+    raise RuntimeError("the search cluster is down")
+
+
+def test_a_target_column_beside_a_built_in_one_and_a_failing_target_named(world, golden, settings):
+    module = "tests.evaluation.test_evaluate_question_api"
+    settings.EVALSITE_PYTHON_TARGETS = [f"{module}.reversed_handbook", f"{module}.failing"]
+    for name, function in (("mine", "reversed_handbook"), ("down", "failing")):
+        created = world.client.post(
+            "/lmkit/v1/targets", {"name": name, "kind": "python", "options": {"callable": f"{module}.{function}"}},
+            format="json",
+        )  # fmt: skip
+        assert created.status_code == 201, created.json()
+    body = world.client.post(
+        URL,
+        {"collection_id": "handbook", "entry_id": "q1", "ks": [1, 5],
+         "configs": [{"label": "bm25"}, {"label": "mine", "target": "mine"}, {"label": "down", "target": "down"}]},
+        format="json",
+    ).json()  # fmt: skip
+    bm25, mine, down = body["configs"]
+    assert [r["document_id"] for r in mine["results"]] == ["warranty", "shipping", "refunds", "not-ours"]
+    assert mine["results"][2]["grade"] == 1 and mine["results"][2]["ranks_elsewhere"]["bm25"] == 1
+    assert (
+        mine["results"][3] | {"snippet": ""} == mine["results"][3]
+        and mine["results"][3]["in_collection"] is False
+    )
+    assert mine["results"][3]["title"] is None
+    assert mine["metrics"]["mrr"] == pytest.approx(1 / 3) and mine["config"]["target_kind"] == "python"
+    assert bm25["results"][0]["ranks_elsewhere"] == {"mine": 3, "down": None}
+    assert down["results"] == [] and down["metrics"] is None and "the search cluster is down" in down["error"]
