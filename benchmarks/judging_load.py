@@ -82,7 +82,9 @@ class Rater(threading.Thread):
                 pair = (item["question_id"], item["document_id"])
                 if not self.given or self.given[-1] != pair:
                     self.given.append(pair)
-                grade = self.rng.choice([0, 1, 2, 3, None])
+                # A grade of the collection's scale, as the workspace offers them (`next` names it), or none.
+                scale = [int(g) for g in answer.json()["grades"]]
+                grade = self.rng.choice([*scale, None])
                 body = {
                     "collection_id": COLLECTION,
                     "pool_id": self.pool_id,

@@ -14,6 +14,21 @@
   var focused = null; // [column, document] of the result last focused, kept across re-renders
   var NUMBERS = { fulltext_weight: 1, bm25_k1: 1, bm25_b: 1, rrf_k: 1, top_k: 1 };
   var TARGET_KEYS = { label: 1, target: 1, top_k: 1, params: 1 };
+  // The knobs a search type reads (the others are hidden and not sent): FullText reads BM25's, Vector none of
+  // them, Hybrid both and its fusion's own (the FullText weight for Weighted, rrf_k for Rrf).
+  var READS = {
+    FullText: { bm25_variant: 1, bm25_k1: 1, bm25_b: 1 },
+    Vector: {},
+    Hybrid: { bm25_variant: 1, bm25_k1: 1, bm25_b: 1, fusion: 1 },
+  };
+  var reads = function (fieldset, name) {
+    var type = fieldset.querySelector('[data-knob="search_type"]').value;
+    var fusion = fieldset.querySelector('[data-knob="fusion"]').value;
+    if (name === "fulltext_weight") return type === "Hybrid" && fusion === "Weighted";
+    if (name === "rrf_k") return type === "Hybrid" && fusion === "Rrf";
+    if (name in { bm25_variant: 1, bm25_k1: 1, bm25_b: 1, fusion: 1 }) return !!(READS[type] || {})[name];
+    return true;
+  };
 
   var csrf = function () { return form.querySelector("input[name=csrfmiddlewaretoken]").value; };
   var entry = function () { var input = form.querySelector("input[name=entry]"); return input ? input.value : ""; };
@@ -28,6 +43,7 @@
       var value = input.value.trim();
       if (value === "" || name === "preset") return;
       if (target && !TARGET_KEYS[name]) return;
+      if (!target && !reads(fieldset, name)) return;
       if (!target && name === "params") return;
       if (name === "params") { try { value = JSON.parse(value); } catch (e) { value = "(not JSON)"; } }
       else if (NUMBERS[name]) value = Number(value);
@@ -42,7 +58,10 @@
   var showKnobs = function () {
     knobs.querySelectorAll(".wb-knob").forEach(function (fieldset, position) {
       var target = fieldset.querySelector('[data-knob="target"]').value;
-      fieldset.querySelectorAll("[data-builtin]").forEach(function (el) { el.hidden = !!target; });
+      fieldset.querySelectorAll("[data-builtin]").forEach(function (el) {
+        var knob = el.querySelector("[data-knob]");
+        el.hidden = !!target || !reads(fieldset, knob.dataset.knob);
+      });
       fieldset.querySelectorAll("[data-target-only]").forEach(function (el) { el.hidden = !target; });
       fieldset.querySelector("legend").textContent = "Column " + (position + 1);
       fieldset.querySelector("[data-remove-column]").hidden = knobs.children.length < 2;
