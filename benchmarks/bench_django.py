@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,6 +30,45 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def start_server(
+    env: dict[str, str], log: Path, timeout: float = 300.0
+) -> tuple[subprocess.Popen, str, float]:
+    """`manage.py serve` as users start it, with `env`, on a free port of 127.0.0.1, its output to `log`, waited
+    for until /healthz answers (any status: a 503 names a worker cluster a benchmark did not start); returns the
+    process (in a session of its own: stop_server stops it whole), its URL and the seconds it took to start."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve"], cwd=ROOT, env={**env, "EVALSITE_BIND": f"127.0.0.1:{port}"},
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    while True:
+        try:
+            httpx.get(url + "/healthz", timeout=2)
+            return server, url, time.monotonic() - started
+        except httpx.TransportError:
+            pass
+        if server.poll() is not None or time.monotonic() - started > timeout:
+            stop_server(server)
+            raise SystemExit(f"serve did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """The server and its workers stopped (SIGTERM to its session, SIGKILL after 30 s)."""
+    try:
+        os.killpg(server.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(10)
 
 
 @contextmanager

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ import time
 from pathlib import Path
 
 import httpx
-from bench_django import free_port
+from bench_django import start_server, stop_server
 from import_bench import run_measured as run
 from import_bench import write_corpus
 
@@ -70,40 +69,22 @@ def searches(url: str, key: str, queries: list[str]) -> list[float]:
 def round_of(
     env: dict[str, str], warm: bool, processes: int, key: str, queries: list[str], log: Path
 ) -> dict:
-    port = free_port()
     server_env = {
         **env,
-        "PORT": str(port),
         "EVALSITE_WORKER_CLUSTERS": "0",
         "EVALSITE_WEB_PROCESSES": str(processes),
         "EVALSITE_WEB_THREADS": "2",
         "EVALSITE_ACCESS_LOG": "0",
         "EVALSITE_WARM_COLLECTIONS": "20" if warm else "0",
     }
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "serve"], cwd=ROOT, env=server_env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
+    server, url, up = start_server(server_env, log)
     try:
-        while True:
-            try:
-                httpx.get(url + "/healthz", timeout=2)
-                break
-            except httpx.TransportError:
-                if server.poll() is not None or time.monotonic() - started > 300:
-                    raise SystemExit(f"serve did not start:\n{log.read_text()[-2000:]}") from None
-                time.sleep(0.05)
-        up = time.monotonic() - started
         time.sleep(1.0)
         count = 2 * processes
         first = searches(url, key, queries[:count])
         then = searches(url, key, queries[count : 2 * count])
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(30)
+        stop_server(server)
     return {"warm": warm, "up_s": up, "first": first, "then": then}
 
 

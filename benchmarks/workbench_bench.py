@@ -36,7 +36,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from bench_django import free_port
+from bench_django import start_server, stop_server
 from import_bench import run_measured as run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +99,10 @@ def write_corpus(folder: Path, pages: int, questions: int) -> tuple[int, int]:
     asked = sparse.csr_matrix(
         (
             [idf[vocabulary[w]] for q in query_tokens for w in q],
-            ([i for i, q in enumerate(query_tokens) for _ in q], [vocabulary[w] for q in query_tokens for w in q]),
+            (
+                [i for i, q in enumerate(query_tokens) for _ in q],
+                [vocabulary[w] for q in query_tokens for w in q],
+            ),
         ),
         shape=(len(texts), len(vocabulary)),
         dtype=np.float32,
@@ -126,48 +128,6 @@ def percentile(values: list[float], q: float) -> float:
     """Nearest rank: the smallest value with at least q of the values at or below it."""
     ordered = sorted(values)
     return ordered[max(0, min(len(ordered) - 1, int(np.ceil(q * len(ordered))) - 1))]
-
-
-def start_server(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    server_env = {
-        **env,
-        "EVALSITE_BIND": f"127.0.0.1:{port}",
-        "EVALSITE_WORKER_CLUSTERS": "0",  # every index part is built already: nothing for a worker to do
-        "EVALSITE_ACCESS_LOG": "0",
-    }
-    url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
-    with log.open("w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "serve"], cwd=ROOT, env=server_env, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-    while True:
-        try:
-            httpx.get(url + "/healthz", timeout=2)  # any answer: 503 names the worker cluster, absent here
-            break
-        except httpx.TransportError:
-            pass
-        if server.poll() is not None or time.monotonic() - started > 300:
-            stop_server(server)
-            raise SystemExit(f"serve did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(0.05)
-    banner = [line for line in log.read_text().splitlines() if "evalsite serve:" in line]
-    print(f"server ready in {time.monotonic() - started:.1f} s: {banner[0].strip() if banner else 'serve'}")
-    return server, url
-
-
-def stop_server(server: subprocess.Popen) -> None:
-    try:
-        os.killpg(server.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(10)
 
 
 def body_of(variant: dict, key: str) -> dict:
@@ -292,7 +252,7 @@ with indexes.builds_off():  # as in a web request
         stats = pstats.Stats(profile).stats  # (file, line, name) -> (primitive calls, calls, own s, cumulative s, _)
         n = len(keys) - 1
         def where(f):
-            path = f[0].split("/wt-bench/")[-1].split("site-packages/")[-1]
+            path = f[0][len(ROOT) + 1:] if f[0].startswith(ROOT + "/") else f[0].split("site-packages/")[-1]
             return f"{path}:{f[1]}({f[2]})"
         for order, column in (("own time", 2), ("cumulative, this project's code", 3)):
             rows = sorted(stats.items(), key=lambda item: -item[1][column])
@@ -308,7 +268,16 @@ with indexes.builds_off():  # as in a web request
 
 def profile(env: dict[str, str], api_key: str, keys: list[str], top: int) -> None:
     variants = {name: VARIANTS[name] for name in (TARGETED, "three columns, explain")}
-    argv = [sys.executable, "-c", PROFILE, api_key, json.dumps(keys), json.dumps(variants), str(top), str(ROOT)]
+    argv = [
+        sys.executable,
+        "-c",
+        PROFILE,
+        api_key,
+        json.dumps(keys),
+        json.dumps(variants),
+        str(top),
+        str(ROOT),
+    ]
     _, _, output = run(argv, {**env, "ALLOWED_HOSTS": "testserver,127.0.0.1"})
     print("\n## Where the time goes (cProfile, in-process)")
     print(output)
@@ -322,10 +291,14 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--pages", type=int, default=100_000)
-    parser.add_argument("--questions", type=int, default=300, help="golden questions, each asked once a variant")
+    parser.add_argument(
+        "--questions", type=int, default=300, help="golden questions, each asked once a variant"
+    )
     parser.add_argument("--profile", type=int, default=0, metavar="K", help="cProfile K in-process calls")
     parser.add_argument("--top", type=int, default=30, help="functions shown per profile table")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_PAGES:,} pages, {QUICK_QUESTIONS} questions")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_PAGES:,} pages, {QUICK_QUESTIONS} questions"
+    )
     args = parser.parse_args()
     pages = QUICK_PAGES if args.quick else args.pages
     questions = QUICK_QUESTIONS if args.quick else args.questions
@@ -377,7 +350,12 @@ def main() -> int:
             env=env, capture_output=True, text=True, check=True, cwd=ROOT,
         ).stdout.strip().splitlines()[-1]  # fmt: skip
         keys = [f"q{n}" for n in range(1, asked + 1)]
-        server, url = start_server(env, data / "serve.log")
+        # every index part is built already: nothing for a worker to do
+        server, url, seconds = start_server(
+            {**env, "EVALSITE_WORKER_CLUSTERS": "0", "EVALSITE_ACCESS_LOG": "0"}, data / "serve.log"
+        )
+        banner = [line for line in (data / "serve.log").read_text().splitlines() if "evalsite serve:" in line]
+        print(f"server ready in {seconds:.1f} s: {banner[0].strip() if banner else 'serve'}")
         timed = measure(url, api_key, keys[1:], keys[0])
         stop_server(server)
         server = None
