@@ -8,11 +8,11 @@ from typing import Any
 
 from django.http import HttpRequest, QueryDict
 
-from evalsite.errors import EvalsiteError
+from evalsite.errors import EvalsiteError, NotFound
 from evalsite.tenancy.models import Tenant
 from evaluation import configs as config_parser
 from evaluation.dashboard.judging_views import highlighted
-from evaluation.models import ConfigPreset, RunKind
+from evaluation.models import ConfigPreset, EvaluationRun, RunKind
 from evaluation.presets import with_presets
 from evaluation.reports.diagnosis import RETRIEVAL_DIAGNOSES
 from evaluation.request_fields import DEFAULT_KS
@@ -129,19 +129,46 @@ def _float(value: str) -> float | None:
     return number if 0 <= number <= 1 else None
 
 
+def _json_object(text: str, field: str) -> dict:
+    try:
+        found = json.loads(text[:10_000])
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        raise EvalsiteError(
+            "validation-error", f"{field}: a configuration as JSON.", details={"field": field}
+        )
+    return found
+
+
+def _run_named(tenant: Tenant, collection: Collection, run_id: str, offered: dict) -> EvaluationRun | None:
+    """A retrieval run of the collection by id (any age, not only the ones the choices offer); None for none."""
+    if not run_id:
+        return None
+    run = offered.get(run_id) or selectors.run_get(tenant=tenant, run_id=run_id)  # NotFound: the 404 page
+    if run.kind != RunKind.RETRIEVAL or run.collection_ids != [collection.slug]:
+        raise NotFound("Retrieval run of " + collection.slug, run_id)
+    return run
+
+
 def list_context(params: QueryDict, tenant: Tenant, collection: Collection) -> dict[str, Any]:
-    """The questions list: scored by `run` (a stored retrieval run's id) or `preset` (scored live), else the
-    default FullText configuration live; `metric`, `tag`, `diagnosis`, `judged_below`, `since` (a run)."""
+    """The questions list: scored by `run` (a stored retrieval run's id), or live by `preset` or `c` (a column's
+    configuration as JSON), else by the default FullText configuration live; `metric`, `tag`, `diagnosis`,
+    `judged_below`, `since` (a run)."""
     runs = list(
         selectors.runs_list(tenant=tenant, collection=collection, kind=RunKind.RETRIEVAL)[:RUNS_OFFERED]
     )
     by_id = {str(r.pk): r for r in runs}
-    run = by_id.get(params.get("run", ""))
+    run = _run_named(tenant, collection, params.get("run", ""), by_id)
     preset = params.get("preset", "")[:100]
     error = ""
     ks = list(run.ks) if run else list(DEFAULT_KS)
     column: dict = {"preset": preset} if preset and not run else {"label": "FullText"}
+    custom = False
     try:
+        custom = bool(params.get("c")) and not run and not preset
+        if custom:  # a workbench column's configuration, as its page sends it
+            column = _json_object(params["c"], "c")
         if run is not None:
             rows = listing.scored_by_run(run)
             column = dict(run.config)
@@ -154,7 +181,7 @@ def list_context(params: QueryDict, tenant: Tenant, collection: Collection) -> d
     metric = params.get("metric") or at_k(NDCG, max(ks))
     names = list(rows[0].metrics) if rows else [metric]
     metric = metric if metric in names else (names[0] if names else metric)
-    since = by_id.get(params.get("since", ""))
+    since = _run_named(tenant, collection, params.get("since", ""), by_id)
     if since is not None:
         rows = listing.with_changes(rows, listing.scored_by_run(since), metric)
     judged_metric = at_k(JUDGED_SHARE, max(ks))
@@ -171,6 +198,7 @@ def list_context(params: QueryDict, tenant: Tenant, collection: Collection) -> d
         "presets": knob_choices(tenant, collection)["presets"], "metric": metric, "metrics": names, "rows": kept,
         "shown": [{"row": row, "value": row.value(metric), "judged": row.value(judged_metric)} for row in kept],
         "column_json": json.dumps(column, separators=(",", ":")),
+        "custom": custom,
         "list_query": params.urlencode(),
         "total": len(rows), "filters": filters, "tags": tags, "diagnoses": RETRIEVAL_DIAGNOSES, "error": error,
         "judged_metric": judged_metric, "column": column,

@@ -108,6 +108,8 @@
     });
     var draftInput = document.getElementById("wb-draft");
     if (draftInput) draftInput.value = JSON.stringify(draft);
+    var under = document.getElementById("wb-list-under");
+    if (under) under.href = under.dataset.base + "?c=" + encodeURIComponent(JSON.stringify(configs().slice(-1)[0]));
     var asked = document.querySelector("#wb-add input[name=question]");
     if (asked) asked.value = question();
   };

@@ -184,3 +184,23 @@ def test_a_question_opened_from_the_list_knows_its_place_and_a_blank_query_searc
     blank = viewer.get(PAGE, {"q": ""})
     assert blank.status_code == 200 and b"Type a query above." in blank.content
     assert 'class="wb-result"' not in _post(viewer, COLUMNS, {"question": "   "}).json()["html"]
+
+
+def test_the_list_under_a_workbench_column_and_a_run_of_another_tenant_or_kind_is_not_found(world, entries):
+    viewer = _person(world, "vic", "viewer")
+    column = {"label": "tuned", "bm25_k1": 0.4, "bm25_b": 0.2}
+    page = viewer.get(LIST, {"c": json.dumps(column), "metric": "mrr"})
+    assert page.status_code == 200 and page.context["custom"] is True
+    configs = parse_configs([column], available_rerankers())
+    _, (run,) = evaluate_retrieval(
+        tenant=world.tenant, collections=[world.collection], ks=[1, 5, 10], configs=configs
+    )
+    stored = {r.entry_key: r.metrics["mrr"] for r in run.results.all()}
+    assert {r.key: r.value("mrr") for r in page.context["rows"]} == stored
+    assert "the workbench's column <strong>tuned</strong>" in page.content.decode()
+    assert viewer.get(LIST, {"c": "{not json"}).context["error"] == "c: a configuration as JSON."
+    assert viewer.get(LIST, {"run": str(run.pk)}).context["run"] == run
+    stranger = Client()
+    stranger.force_login(member_of(world.other_tenant, "rob"))
+    assert stranger.get(LIST, {"run": str(run.pk)}).status_code == 404
+    assert viewer.get(LIST, {"run": "not-a-run"}).status_code == 404
