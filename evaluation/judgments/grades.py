@@ -48,6 +48,7 @@ __all__ = [
 LEGACY_SCALE = "0-3"
 GRADE_MEANING = dict(SCALES[LEGACY_SCALE].meaning)
 GRADES: tuple[int, ...] = tuple(GRADE_MEANING)
+HIGHEST_GRADE = max(scale.top for scale in SCALES.values())  # what any collection's scale may hold (0-4's 4)
 CANNOT_JUDGE = None  # the rater could not tell (a page that does not load, a language they do not read)
 RATER_MAX_LENGTH = 100
 NOTE_MAX_LENGTH = 2000

@@ -204,3 +204,12 @@ def test_the_list_under_a_workbench_column_and_a_run_of_another_tenant_or_kind_i
     stranger.force_login(member_of(world.other_tenant, "rob"))
     assert stranger.get(LIST, {"run": str(run.pk)}).status_code == 404
     assert viewer.get(LIST, {"run": "not-a-run"}).status_code == 404
+
+
+def test_a_0_4_collection_takes_a_grade_of_4(world, entries):
+    """The top grade of the widest scale is stored (the database's check allowed 0-3 only before)."""
+    world.collection.grade_scale = "0-4"
+    world.collection.save(update_fields=["grade_scale"])
+    rater = _person(world, "rita", "rater")
+    assert _post(rater, GRADE, {"entry": "broad", "document_id": "refunds", "grade": 4}).status_code == 200
+    assert RelevanceJudgment.objects.get(entry__key="broad", document_id="refunds").grade == 4
