@@ -64,6 +64,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     ),
     "unknown-preset": (400, "a configuration names a preset the tenant does not have (its field named)"),
     "preset-exists": (409, "a configuration preset with this name exists for the tenant"),
+    "schedule-exists": (409, "a schedule with this name exists for the tenant"),
     "empty-pool": (400, "the runs rank no unjudged document within the pool's depth for the questions asked"),
     "changed-since": (
         409,

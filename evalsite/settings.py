@@ -285,6 +285,15 @@ def _check_outbound_allow(entries: list[str]) -> None:
 
 
 _check_outbound_allow(EVALSITE_OUTBOUND_ALLOW)
+# Alerts by e-mail (evaluation.watch.alerts) go through Django's SMTP backend to this server; unset host: the
+# local one on port 25, as Django's default.
+EMAIL_HOST = env_str("EVALSITE_SMTP_HOST") or "localhost"
+EMAIL_PORT = env_int("EVALSITE_SMTP_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = env_str("EVALSITE_SMTP_USER") or ""
+EMAIL_HOST_PASSWORD = env_str("EVALSITE_SMTP_PASSWORD") or ""
+EMAIL_USE_TLS = env_bool("EVALSITE_SMTP_TLS", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env_str("EVALSITE_ALERTS_FROM") or "evalsite@localhost"
 # Pages: a long text is split at paragraph boundaries into pages of at most about this many characters.
 EVALSITE_PAGE_CHARS = env_int("EVALSITE_PAGE_CHARS", 2000, minimum=200)
 DATA_UPLOAD_MAX_MEMORY_SIZE = EVALSITE_MAX_REQUEST_BYTES

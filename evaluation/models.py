@@ -33,6 +33,8 @@ class EvaluationAuditObject(models.TextChoices):
     JUDGMENT = "judgment", "Relevance judgment"
     STUDY = "study"
     PRESET = "preset", "Configuration preset"
+    SCHEDULE = "schedule"
+    ALERT = "alert"
 
 
 class RunKind(models.TextChoices):
@@ -361,3 +363,12 @@ from evaluation.judgment_models import (  # noqa: E402, F401
     RelevanceJudgment,
 )
 from evaluation.study_models import ConfigPreset, Study  # noqa: E402, F401
+from evaluation.watch_models import (  # noqa: E402, F401
+    Alert,
+    AlertState,
+    Delivery,
+    DeliveryState,
+    Schedule,
+    ScheduleRun,
+    WatchJobKind,
+)

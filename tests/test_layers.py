@@ -74,6 +74,8 @@ PURE = [
     "evaluation.studies.confirm",
     "evaluation.studies.importance",
     "evaluation.studies.inert",
+    "evaluation.watch.cadence",
+    "evaluation.watch.gate",
     "evaluation.studies.request",
     "evaluation.studies.search",
     "evaluation.studies.space",
@@ -296,7 +298,7 @@ def test_the_platform_knows_no_domain():
 
 
 # Evaluation's rooms, lowest first, as docs/architecture.md draws them: each imports only rooms before it.
-ROOMS = ("targets", "runs", "retrieval", "answers", "judgments", "studies", "reports", "workbench")
+ROOMS = ("targets", "runs", "retrieval", "answers", "judgments", "studies", "reports", "workbench", "watch")
 FACES = ("evaluation.api", "evaluation.dashboard", "evaluation.management")
 
 

@@ -37,3 +37,17 @@ def register_job_handler(kind: str, handler: Handler, *, resumes: bool = False) 
 
 def job_kind(name: str) -> JobKind | None:
     return _KINDS.get(name)
+
+
+# What a worker does on every heartbeat besides beating (a domain's clock: schedules falling due, deliveries to
+# try again), registered by the app that owns it. Each must be quick and safe to run in many workers at once.
+_TICKS: dict[str, Callable[[], Any]] = {}
+
+
+def register_tick(name: str, tick: Callable[[], Any]) -> None:
+    if _TICKS.setdefault(name, tick) is not tick:
+        raise ValueError(f"tick {name!r} registered twice")
+
+
+def ticks() -> dict[str, Callable[[], Any]]:
+    return dict(_TICKS)

@@ -30,6 +30,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from evalsite.jobs import processes
+from evalsite.jobs.kinds import ticks
 from evalsite.jobs.models import JobStatus, Worker
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,8 @@ class WorkerBeat(threading.Thread):
             if now >= next_beat:
                 next_beat = now + interval
                 self._beat()
+                if not stopping():
+                    self._tick()
                 beats += 1
                 if beats % self.RECOVERY_EVERY == 0 and not stopping():
                     self._recover()
@@ -152,6 +155,16 @@ class WorkerBeat(threading.Thread):
         except DatabaseError as exc:
             logger.warning("worker heartbeat failed: %s", exc)
             connection.close()
+
+    def _tick(self) -> None:
+        """The registered ticks (evalsite.jobs.kinds.register_tick), each on its own: one failing never stops
+        the others or the worker."""
+        for name, tick in ticks().items():
+            try:
+                tick()
+            except Exception:
+                logger.exception("tick %s failed", name)
+                connection.close()
 
     def _recover(self) -> None:
         from evalsite.jobs.recovery import jobs_recover  # late: evalsite.jobs.services imports both modules

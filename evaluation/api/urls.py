@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation.api import calibration, clicks, judgments, pool_apply, studies, views, workbench
+from evaluation.api import calibration, clicks, judgments, pool_apply, studies, views, watch, workbench
 
 urlpatterns = [
     path("search", views.SearchApi.as_view(), name="search"),
@@ -33,6 +33,13 @@ urlpatterns = [
     path("search/evaluate/studies", studies.StudiesApi.as_view(), name="studies"),
     path("search/evaluate/studies/<str:study_id>", studies.StudyDetailApi.as_view(), name="study"),
     path("search/evaluate/studies/<str:study_id>/save", studies.StudySaveApi.as_view(), name="study-save"),
+    path("search/evaluate/schedules", watch.SchedulesApi.as_view(), name="schedules"),
+    path("search/evaluate/schedules/<str:schedule_id>", watch.ScheduleDetailApi.as_view(), name="schedule"),
+    path(
+        "search/evaluate/schedules/<str:schedule_id>/run", watch.ScheduleRunApi.as_view(), name="schedule-run"
+    ),
+    path("alerts", watch.AlertsApi.as_view(), name="alerts"),
+    path("alerts/<str:alert_id>/acknowledge", watch.AlertAcknowledgeApi.as_view(), name="alert-acknowledge"),
     path("search/evaluate/runs", views.RunListApi.as_view(), name="runs"),
     path("search/evaluate/runs/<str:run_id>", views.RunDetailApi.as_view(), name="run"),
     path("targets", views.TargetListApi.as_view(), name="targets"),
