@@ -179,7 +179,11 @@ class ScheduleDetailApi(TenantAPIView):
         schedules.schedule_update(schedule=schedule, changes=_body(data, request.data), actor=self.actor)
         return Response(ScheduleOut(schedule_out(schedule)).data)
 
-    @extend_schema(responses={204: None}, summary="Deletes a schedule (its runs stay).")
+    @extend_schema(
+        parameters=[OpenApiParameter("cluster_id", str), OpenApiParameter("tenant_id", str)],
+        responses={204: None},
+        summary="Deletes a schedule (its runs stay).",
+    )
     def delete(self, request, schedule_id: str):
         schedule = schedules.schedule_get(tenant=self.tenant(), schedule_id=schedule_id)
         schedules.schedule_delete(schedule=schedule, actor=self.actor)
@@ -190,10 +194,11 @@ class ScheduleRunApi(TenantAPIView):
     required_permissions = needs(POST=Perm.EVALUATE)
     costly = ("POST",)  # on the tighter per-key budget (evalsite.api.throttles)
 
-    @extend_schema(request=None, responses={202: JobAcceptedOut, **error_responses("broker-unavailable")},
+    @extend_schema(request=TenantIn, responses={202: JobAcceptedOut, **error_responses("broker-unavailable")},
                    summary="Runs a schedule now (its gate and alerts as on a tick).")  # fmt: skip
     def post(self, request, schedule_id: str):
-        schedule = schedules.schedule_get(tenant=self.tenant(), schedule_id=schedule_id)
+        data = read_strictly(TenantIn, request.data)
+        schedule = schedules.schedule_get(tenant=self.tenant(data), schedule_id=schedule_id)
         tick = schedules.schedule_run_now(schedule=schedule, actor=self.actor)
         assert tick.job is not None
         tick.job.refresh_from_db(fields=["status"])
@@ -227,8 +232,9 @@ class AlertAcknowledgeApi(TenantAPIView):
     required_permissions = needs(POST=Perm.CURATE)
 
     @extend_schema(
-        request=None, responses=AlertOut, summary="Acknowledges an alert: no more reminders of it."
+        request=TenantIn, responses=AlertOut, summary="Acknowledges an alert: no more reminders of it."
     )
     def post(self, request, alert_id: str):
-        alert = alerts.alert_get(tenant=self.tenant(), alert_id=alert_id)
+        data = read_strictly(TenantIn, request.data)
+        alert = alerts.alert_get(tenant=self.tenant(data), alert_id=alert_id)
         return Response(AlertOut(alert_out(alerts.alert_acknowledge(alert=alert, actor=self.actor))).data)

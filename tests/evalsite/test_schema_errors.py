@@ -89,7 +89,19 @@ def ids(world) -> dict[str, str]:
         request={"base": {"label": "bm25"}},
         metric="ndcg@10",
     )
+    from evaluation.models import Alert, Schedule, ScheduleRun
+
+    schedule = Schedule.objects.create(
+        tenant=world.tenant, collection=world.collection, name="nightly", configs=[{"label": "bm25"}], ks=[10],
+        every_minutes=60, gate={"metric": "mrr", "min": 0.5},
+    )  # fmt: skip
+    tick = ScheduleRun.objects.create(schedule=schedule, tick_at=schedule.created_at)
+    alert = Alert.objects.create(
+        tenant=world.tenant, collection=world.collection, schedule=schedule, reasons=[], fired_by=tick
+    )
     return {
+        "schedule_id": str(schedule.pk),
+        "alert_id": str(alert.pk),
         "study_id": str(study.pk),
         "collection_id": "handbook",
         "document_id": "refunds",
@@ -222,8 +234,9 @@ def test_every_body_the_operations_cannot_read_is_a_documented_4xx(openapi, worl
             ("{not json", "application/json", {400, 415}),  # invalid-json, or a form-only operation's 415
             # A cancel reads no field (its job has ended: 409), a target's test needs none.
             ("[null, null]", "application/json", {400, 409, 415}),
-            # ... and 503 where the operation needs the chat endpoint, which this test server lacks.
-            ("{}", "application/json", {200, 400, 404, 409, 415, 503}),
+            # ... and 503 where the operation needs the chat endpoint, which this test server lacks; 202 where it
+            # needs nothing more and queues a job (a schedule run now).
+            ("{}", "application/json", {200, 202, 400, 404, 409, 415, 503}),
             ("a=1&b=%00", "application/x-www-form-urlencoded", {400, 415}),
         ):
             request = {"data": body, "content_type": content_type}
