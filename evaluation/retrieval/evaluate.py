@@ -104,13 +104,15 @@ def evaluate_retrieval(
     progress: Callable[[int, int], None] | None = None,
     only: frozenset[str] | None = None,
     actor: str = "",
+    batch_id: uuid.UUID | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
     """Every golden question of the collections (or those whose entry ids are `only`: a study's confirmation
     part) through the search read path, once per configuration.
 
     Each configuration becomes one persisted run of a new batch; the golden set is snapshotted in the runs.
     A configuration's subset (evaluation.runs.slices) picks the questions it asks: checked for every configuration
-    before any search, so a subset that selects nothing fails the call, not its last run.
+    before any search, so a subset that selects nothing fails the call, not its last run. `batch_id`: the batch's
+    id when the caller names it (a schedule's tick, which then finds its batch stored whole or not at all).
     """
     batch = _plan(tenant=tenant, collections=collections, ks=ks, configs=configs, only=only)
     scored = []
@@ -129,7 +131,7 @@ def evaluate_retrieval(
             prints[config.subset] = fingerprint(questions)
         search_ms = (time.perf_counter() - started) * 1000
         scored.append((config, per_question, search_ms, prints[config.subset], setup_ms))
-    return _store(batch, scored, job, actor)
+    return _store(batch, scored, job, actor, batch_id)
 
 
 def _plan(*, tenant, collections, ks, configs, only=None) -> RetrievalBatch:
@@ -192,10 +194,10 @@ def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> tuple[l
 
 
 def _store(
-    batch: RetrievalBatch, scored, job: Job | None, actor: str = ""
+    batch: RetrievalBatch, scored, job: Job | None, actor: str = "", batch_id: uuid.UUID | None = None
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
     """One run per configuration, all in one transaction under one batch id."""
-    batch_id = uuid.uuid4()
+    batch_id = batch_id or uuid.uuid4()
     evaluated_at = batch.now.isoformat().replace("+00:00", "Z")
     index_info = {**(batch.search.index_info() if batch.search else {}), "evaluated_at": evaluated_at}
     with transaction.atomic():  # a batch is stored whole or not at all

@@ -42,7 +42,7 @@ class RetrievalRequest:
         return cls(ks=spec["ks"], configs=parse_configs(spec["configs"], available_rerankers()))
 
     def evaluate(
-        self, *, tenant, collections, job=None, progress=None, actor=""
+        self, *, tenant, collections, job=None, progress=None, actor="", batch_id=None
     ) -> tuple[uuid.UUID, list[EvaluationRun]]:
         return evaluate_retrieval(
             tenant=tenant,
@@ -52,4 +52,5 @@ class RetrievalRequest:
             job=job,
             progress=progress,
             actor=actor,
+            batch_id=batch_id,
         )

@@ -355,19 +355,20 @@ def scheduled_job(job: Job, progress) -> dict:
         pk=job.input["schedule_run"]
     )
     schedule = tick.schedule
-    if tick.batch_id is None:
+    # The tick's batch has the tick's id: stored whole or not at all (evaluation.retrieval.evaluate), so a job run
+    # again after its worker died finds it, or evaluates it, never twice.
+    if not EvaluationRun.objects.filter(batch_id=tick.pk).exists():
         try:
-            with transaction.atomic():  # the batch and the tick's record of it, together or not at all
-                batch_id, runs = _request(schedule).evaluate(
-                    tenant=schedule.tenant, collections=[schedule.collection], job=job, progress=progress,
-                    actor=_actor(schedule),
-                )  # fmt: skip
-                ScheduleRun.objects.filter(pk=tick.pk).update(batch_id=batch_id)
-                tick.batch_id = batch_id
+            _request(schedule).evaluate(
+                tenant=schedule.tenant, collections=[schedule.collection], job=job, progress=progress,
+                actor=_actor(schedule), batch_id=tick.pk,
+            )  # fmt: skip
         except EvalsiteError as exc:
             failed = Verdict(False, [{"reason": "error", "message": f"the run failed: {exc.message}"}])
             after_tick(tick, failed)
             raise
+    ScheduleRun.objects.filter(pk=tick.pk).update(batch_id=tick.pk)
+    tick.batch_id = tick.pk
     runs = list(EvaluationRun.objects.filter(batch_id=tick.batch_id).order_by("created_at", "id"))
     decided = tick_verdict(tick, runs)
     after_tick(tick, decided)
