@@ -73,7 +73,7 @@ class WorkbenchResultOut(serializers.Serializer):
 
 
 class WorkbenchColumnOut(serializers.Serializer):
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]
     config = serializers.DictField()
     depth = serializers.IntegerField()
     took_ms = serializers.FloatField()

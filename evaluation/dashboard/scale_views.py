@@ -14,7 +14,7 @@ from evalsite.errors import EvalsiteError
 from evalsite.tenancy.models import Tenant
 from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import collection_for, tenant_page
-from goldenset.services.scales import collection_scale, scale_change, scale_change_preview
+from goldenset.services.scales import ScaleChange, collection_scale, scale_change, scale_change_preview
 from goldenset.vocabulary.grade_scales import SCALES
 
 
@@ -27,12 +27,12 @@ def collection_scale_page(request: HttpRequest, tenant: Tenant, slug: str) -> Ht
     if request.method == "POST":
         target = request.POST.get("grade_scale", "")
         try:
-            preview = scale_change_preview(collection=collection, grade_scale=target)
-            if request.POST.get("grades", "") != str(preview.grades):
+            previewed = scale_change_preview(collection=collection, grade_scale=target)
+            if request.POST.get("grades", "") != str(previewed.grades):
                 messages.error(
                     request, "The golden set's grades changed since the preview: nothing was converted."
                 )
-                return redirect(f"{request.path}?grade_scale={preview.target}")
+                return redirect(f"{request.path}?grade_scale={previewed.target}")
             done = scale_change(collection=collection, grade_scale=target, actor=actor_user(request.user))
         except EvalsiteError as exc:
             messages.error(request, f"The scale was not changed: {exc.message}")
@@ -43,7 +43,7 @@ def collection_scale_page(request: HttpRequest, tenant: Tenant, slug: str) -> Ht
             f"{done.entries} golden entries.",
         )
         return redirect(request.path)
-    preview = None
+    preview: ScaleChange | None = None
     wanted = request.GET.get("grade_scale", "")
     if wanted and wanted != collection.grade_scale:
         try:

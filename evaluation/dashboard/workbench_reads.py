@@ -59,18 +59,19 @@ def columns_context(
 ) -> dict[str, Any]:
     """One question's columns for a page state {entry | question, configs, top, explain, draft}."""
     entry, question = str(state.get("entry") or "")[:300], state.get("question") or ""
-    blank = not entry and not (
-        isinstance(question, str) and question.strip()
-    )  # "try a new query", not typed yet
+    # "Try a new query", nothing typed yet: nothing to search.
+    blank = not entry and not (isinstance(question, str) and question.strip())
     asked = Asked("") if blank else asked_entry(collection, entry) if entry else asked_query(question)
     raw = state.get("configs") or [{"label": "FullText"}]
     configs = raw_configs(tenant, raw)
-    top = state.get("top") if state.get("top") in TOPS else TOPS[0]
+    top: int = state["top"] if state.get("top") in TOPS else TOPS[0]
     explain = bool(state.get("explain"))
-    draft = state.get("draft") if isinstance(state.get("draft"), dict) and not asked.entry else {}
+    given = state.get("draft")
+    draft: dict = given if isinstance(given, dict) and not asked.entry else {}
     ks = ks_for(top)
     scale = collection_scale(collection)
-    if blank:  # nothing to search yet: the columns' knobs, no results
+    found: dict[str, Any]
+    if blank:  # the columns' knobs, no results
         found = {"scored": False, "configs": [_unsearched(c, ks) for c in configs]}
     else:
         found = question_columns(
@@ -166,9 +167,10 @@ def list_context(params: QueryDict, tenant: Tenant, collection: Collection) -> d
     column: dict = {"preset": preset} if preset and not run else {"label": "FullText"}
     custom = False
     try:
-        custom = bool(params.get("c")) and not run and not preset
+        given = params.get("c") or ""
+        custom = bool(given) and not run and not preset
         if custom:  # a workbench column's configuration, as its page sends it
-            column = _json_object(params["c"], "c")
+            column = _json_object(given, "c")
         if run is not None:
             rows = listing.scored_by_run(run)
             column = dict(run.config)

@@ -127,8 +127,12 @@ def workbench_grade(request: HttpRequest, tenant: Tenant, slug: str) -> dict[str
     assert asked.entry is not None
     document_id = str(body.get("document_id", ""))
     rater = live_rater(request.user.get_username())
+    grade = body.get("grade")
+    if (error := grading.grade_error(collection, grade)) is not None:
+        raise error
+    assert isinstance(grade, int)  # grade_error admits nothing else
     previous = grading.grade_record(
-        collection=collection, entry=asked.entry, document_id=document_id, grade=body.get("grade"), rater=rater,
+        collection=collection, entry=asked.entry, document_id=document_id, grade=grade, rater=rater,
         actor=actor_user(request.user),
     )  # fmt: skip
     steps = request.session.get(SESSION_UNDO, [])[-(UNDO_KEPT - 1) :]

@@ -39,7 +39,7 @@ def pool_splits(pool: JudgmentPool, *, settled_too: bool = True) -> list[Split]:
     """The items people split on, in the pool's order, with each person's grade; settled ones too unless
     `settled_too` is False."""
     scale = collection_scale(pool.collection)
-    people: dict[tuple, dict[str, int]] = {}
+    people: dict[tuple, dict[str, int | None]] = {}
     settlements: dict[tuple, tuple[int | None, str]] = {}
     rows = RelevanceJudgment.objects.filter(pool=pool).order_by("updated_at", "id")
     for entry_id, document_id, rater, grade, detail in rows.values_list(
@@ -64,7 +64,7 @@ def pool_splits(pool: JudgmentPool, *, settled_too: bool = True) -> list[Split]:
         settled, by = settlements.get(pair, (None, ""))
         if settled is not None and not settled_too:
             continue
-        grades = dict(sorted(people[pair].items()))
+        grades = {rater: grade for rater, grade in sorted(people[pair].items()) if grade is not None}
         found.append(Split(item, grades, combine(list(grades.values()), apart).grade or 0, settled, by))
     return sorted(found, key=lambda s: s.item.position)
 

@@ -136,7 +136,8 @@ def alert_get(*, tenant: Tenant, alert_id: str) -> Alert:
 
 def alert_payload(alert: Alert, event: str) -> dict:
     """The webhook's JSON body (docs/evaluation.md documents it)."""
-    tick = alert.resolved_by if event == RESOLVED and alert.resolved_by_id else alert.fired_by
+    resolved = alert.resolved_by if event == RESOLVED else None
+    tick: ScheduleRun = resolved if resolved is not None else alert.fired_by
     runs = EvaluationRun.objects.filter(batch_id=tick.batch_id) if tick.batch_id else []
     return {
         "event": event,

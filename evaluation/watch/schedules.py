@@ -275,6 +275,7 @@ def schedules_tick(now: datetime | None = None) -> list[ScheduleRun]:
     queued = []
     due = Schedule.objects.filter(enabled=True, next_run_at__lte=now).values_list("pk", "next_run_at")
     for pk, tick_at in list(due[:TICK_BATCH]):
+        assert tick_at is not None  # filtered on it
         schedule = Schedule.objects.select_related("tenant", "collection").get(pk=pk)
         try:
             following = cadence(schedule).next_after(now)
@@ -328,9 +329,11 @@ def tick_verdict(tick: ScheduleRun, runs) -> Verdict:
         ScheduleRun.objects.filter(schedule=tick.schedule, passed=True, batch_id__isnull=False)
         .exclude(pk=tick.pk).order_by("-tick_at").first()
     )  # fmt: skip
-    before = {}
-    if last is not None:
+    before: dict[str, EvaluationRun] = {}
+    when = ""
+    if last is not None and last.batch_id is not None:
         before = {r.label: r for r in EvaluationRun.objects.filter(batch_id=last.batch_id)}
+        when = f"{last.tick_at:%Y-%m-%d %H:%M}"
     found = []
     for run in runs:
         baseline = before.get(run.label)
@@ -341,7 +344,7 @@ def tick_verdict(tick: ScheduleRun, runs) -> Verdict:
                 mean=run.metrics.get(gate.metric),
                 per_question=per_question(run.pk, gate.metric),
                 baseline=per_question(baseline.pk, gate.metric) if baseline else None,
-                baseline_label=f"{baseline.label} of {last.tick_at:%Y-%m-%d %H:%M}" if baseline else "",
+                baseline_label=f"{baseline.label} of {when}" if baseline else "",
             )  # fmt: skip
         )
     reasons = [{**r, "label": run.label} for run, v in zip(runs, found, strict=True) for r in v.reasons]

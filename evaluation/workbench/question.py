@@ -28,6 +28,7 @@ from evaluation.retrieval import metrics
 from evaluation.retrieval.read_path import CollectionSearch, rerank_warnings
 from evaluation.targets.callers import TargetError
 from evaluation.targets.services import resolve_targets, target_client
+from goldenset.generation import PageText
 from goldenset.models import Collection, GoldenEntry
 from goldenset.selectors import first_pages, golden_entries_named, pages_by_id
 from goldenset.services.scales import collection_scale
@@ -108,7 +109,7 @@ def depth_of(config: RunConfig, ks: Sequence[int]) -> int:
 class _Ranked:
     ids: list[str]
     scores: list[float | None]
-    pages: dict[str, object]  # document id -> its shown page (goldenset.generation.PageText)
+    pages: dict[str, PageText]  # document id -> its shown page
     explain: list[dict] | None
     took_ms: float
     error: str = ""

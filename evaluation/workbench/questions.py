@@ -117,6 +117,11 @@ class Filters:
     judged_below: float | None = None
 
 
+def _judged_below(row: ScoredQuestion, filters: Filters) -> bool:
+    judged = row.value(filters.judged_metric)
+    return filters.judged_below is None or (judged is not None and judged < filters.judged_below)
+
+
 def worst_first(rows: list[ScoredQuestion], metric: str, filters: Filters) -> list[ScoredQuestion]:
     """The rows the filters keep, lowest metric first (a question without the metric, an error, last), ties in
     the golden set's order."""
@@ -125,12 +130,6 @@ def worst_first(rows: list[ScoredQuestion], metric: str, filters: Filters) -> li
         for row in rows
         if (not filters.tag or filters.tag in row.tags)
         and (not filters.diagnosis or row.diagnosis == filters.diagnosis)
-        and (
-            filters.judged_below is None
-            or (
-                row.value(filters.judged_metric) is not None
-                and row.value(filters.judged_metric) < filters.judged_below
-            )
-        )
+        and _judged_below(row, filters)
     ]
     return sorted(kept, key=lambda row: (row.value(metric) is None, row.value(metric) or 0.0))

@@ -128,7 +128,9 @@ def _plan(collection: Collection, target_name: str) -> tuple[Scale, Scale, list,
             "validation-error", f"grade_scale: {exc}.", details={"field": "grade_scale"}
         ) from None
     source = collection_scale(collection)
-    changed, counted, unchanged = [], {}, 0
+    changed: list[tuple[GoldenEntry, dict]] = []
+    counted: dict[str, int] = {}
+    unchanged = 0
     for entry in collection.golden_entries.exclude(expected_document_ids=[], grades={}).iterator(CHUNK):
         entry.collection = collection  # its audit event names it: not read again per entry
         state, moved = _converted_entry(entry, source, target)

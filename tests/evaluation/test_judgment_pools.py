@@ -503,7 +503,10 @@ def test_one_judgment_a_csv_file_and_a_qrels_file_are_stored_as_a_list_is(world,
     ("body", "named"),
     [
         ({"file": b"q1 0 refunds 2\n"}, "rater: a qrels file names no rater"),
-        ({"file": b"q1 0 refunds 7\n", "rater": "cara"}, "grade: 7 is not a grade of the collection's 0-3 scale"),
+        (
+            {"file": b"q1 0 refunds 7\n", "rater": "cara"},
+            "grade: 7 is not a grade of the collection's 0-3 scale",
+        ),
         ({"file": b"q1 0 refunds -1\n", "rater": "cara"}, "line 1: grade '-1'"),
         ({"file": b"question_id,document_id,grade\nq1,refunds,two\n", "rater": "x"}, "line 2: grade 'two'"),
         ({"file": b"q1 refunds 2\n", "rater": "cara"}, "line 1: expected 4 columns"),

@@ -68,7 +68,9 @@ def test_a_graded_file_into_a_binary_collection_is_refused_naming_the_line_and_t
     collection = world.tenant.collections.get(slug="clapnq")
     before = {e.key: e.grades for e in collection.golden_entries.all()}
     error = refused(upload(world, TOOLS / "phoenix_graded_dataset.csv"), 400, "validation-error")
-    assert error["message"].startswith("line 2: grades: p1 has grade 2, not a grade of collection clapnq's binary")
+    assert error["message"].startswith(
+        "line 2: grades: p1 has grade 2, not a grade of collection clapnq's binary"
+    )
     assert error["details"]["grade_scale"] == "binary"
     assert {e.key: e.grades for e in collection.golden_entries.all()} == before  # nothing written
 
