@@ -16,6 +16,7 @@ from evaluation.dashboard import (
     targets_views,
     team_views,
     trends_views,
+    watch_views,
     workbench_views,
 )
 
@@ -120,6 +121,10 @@ urlpatterns = [
         name="pool-revert",
     ),
     path("trends/", trends_views.trends, name="trends"),
+    path("schedules/", watch_views.schedules_page, name="schedules"),
+    path("schedules/<str:schedule_id>/run/", watch_views.schedule_run, name="schedule-run"),
+    path("alerts/", watch_views.alerts_page, name="alerts"),
+    path("alerts/<str:alert_id>/acknowledge/", watch_views.alert_acknowledge, name="alert-acknowledge"),
     path("team/", team_views.team, name="team"),
     path("team/members/", team_views.member_add, name="member-add"),
     path("team/members/<str:username>/role/", team_views.member_role, name="member-role"),

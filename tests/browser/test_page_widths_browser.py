@@ -26,7 +26,7 @@ from evaluation.configs import parse_configs
 from evaluation.judgments.label_import import labels_import
 from evaluation.judgments.labels import read_labels
 from evaluation.judgments.pools import pool_create
-from evaluation.models import EvaluationJobKind
+from evaluation.models import Alert, Delivery, EvaluationJobKind, Schedule, ScheduleRun
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.runs.slices import Subset
@@ -143,6 +143,22 @@ def tour(handbook_member) -> dict[str, str]:
     )  # fmt: skip
     study = finished_study(tenant, collection, runs[0], runs[1])
     run, answer = runs[0], answers.judged
+    # A schedule with a failing tick and its alert (told to a webhook that answered 500 once, then 204).
+    schedule = Schedule.objects.create(
+        tenant=tenant, collection=collection, name="nightly regression watch", configs=[{"label": "bm25"}],
+        ks=[10], cron="0 3 * * *", timezone="Europe/Paris", gate={"metric": "ndcg@10", "min": 0.9},
+        next_run_at=timezone.now() + timedelta(hours=5),
+    )  # fmt: skip
+    tick = ScheduleRun.objects.create(
+        schedule=schedule, tick_at=timezone.now(), batch_id=batch_id, passed=False
+    )
+    alert = Alert.objects.create(
+        tenant=tenant, collection=collection, schedule=schedule, fired_by=tick,
+        reasons=[{"reason": "below-min", "label": "nightly regression watch · bm25",
+                  "message": "ndcg@10 0.6131 is below the minimum 0.9"}],
+    )  # fmt: skip
+    Delivery.objects.create(alert=alert, event="firing", channel={"kind": "webhook", "url": "https://hooks.example.com/x"},
+                            state="sent", attempts=[{"ok": False, "status": 500}, {"ok": True, "status": 204}])  # fmt: skip
     # alice is staff too, with the golden sets' and the jobs' admin: the admin's pages are checked by axe.
     handbook_member.is_staff = True
     handbook_member.save(update_fields=["is_staff"])
@@ -180,6 +196,10 @@ def tour(handbook_member) -> dict[str, str]:
         "study-new": f"/studies/new/?run={runs[2].pk}",
         "study": f"/studies/{study.pk}/",
         "team": "/team/",  # alice is the tenant's admin: its members and keys (the tests' two keys among them)
+        "workbench": f"/collections/{HANDBOOK}/workbench/",
+        "workbench-question": f"/collections/{HANDBOOK}/workbench/question/?entry={entries[0].pk}&explain=1",
+        "schedules": "/schedules/",
+        "alerts": "/alerts/",
     }
 
 
