@@ -294,26 +294,10 @@ def golden_entries_add(
         created: list[GoldenEntry] = []
         updated: list[GoldenEntry] = []
         update_events: list[AuditEvent] = []
-        looked_at: list[
-            GoldenEntry
-        ] = []  # created, or what they expect changed: they remember their documents
+        looked_at: list[GoldenEntry] = []  # what they expect changed: they remember their documents again
         for entry, current in zip(entries, targets, strict=True):
-            expected = list(dict.fromkeys(entry.expected_document_ids))
-            if entry.grades is not None:
-                grades = {k: int(v) for k, v in entry.grades.items()}
-            else:
-                kept = current.grades if current is not None else {}
-                grades = {
-                    k: v for k, v in kept.items() if k in expected or v == 0
-                }  # judged not relevant: kept
-            values = {
-                "question": entry.question.strip(),
-                "expected_document_ids": expected,
-                "grades": grades,
-                "reference_answer": entry.reference_answer,
-                "tags": list(dict.fromkeys(entry.tags)),
-                "answerable": entry.answerable,
-            }
+            values = _written_values(entry, current)
+            expected = values["expected_document_ids"]
             if current is None:
                 obj = GoldenEntry(
                     collection=collection,
@@ -352,6 +336,27 @@ def golden_entries_add(
 
 
 _WRITTEN_FIELDS = golden_fields.WRITTEN_FIELDS
+
+
+def _written_values(entry: EntryInput, current: GoldenEntry | None) -> dict[str, Any]:
+    """The fields an add writes from an input; an input without grades (None) keeps those of the documents the
+    replaced entry still expects, and those judged not relevant (0)."""
+    expected = list(dict.fromkeys(entry.expected_document_ids))
+    if entry.grades is not None:
+        grades = {k: int(v) for k, v in entry.grades.items()}
+    else:
+        kept = current.grades if current is not None else {}
+        grades = {k: v for k, v in kept.items() if k in expected or v == 0}
+    return {
+        "question": entry.question.strip(),
+        "expected_document_ids": expected,
+        "grades": grades,
+        "reference_answer": entry.reference_answer,
+        "tags": list(dict.fromkeys(entry.tags)),
+        "answerable": entry.answerable,
+    }
+
+
 _REMEMBERED = ("reviewed_hashes", "reviewed_at")  # goldenset.services.drift.remember
 
 
