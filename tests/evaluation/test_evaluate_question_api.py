@@ -18,8 +18,8 @@ from evaluation.models import EvaluationRun, QuestionResult
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from goldenset.models import Collection
-from tests.conftest import api_client
 from goldenset.services import EntryInput
+from tests.conftest import api_client
 from tests.schema_support import conforms, served_schema
 from tests.support import add_entries, handbook_entries, refused
 
