@@ -56,15 +56,27 @@ def remember(collection: Collection, entries: Sequence[GoldenEntry], *, at: date
         entry.reviewed_at = at
 
 
-def ended_documents(collection: Collection, external_ids: Iterable[str], at: datetime) -> set[str]:
-    """Those of these documents whose validity ended at `at`: expired, or superseded by a document in force."""
-    successors = [
+def successors_of(collection: Collection) -> list[Validity]:
+    """The collection's documents that supersede others (few, in practice): what may end another's validity."""
+    return [
         Validity(i, start, end, tuple(names or ()))
         for i, start, end, names in Document.objects.filter(collection=collection)
         .exclude(supersedes=[])
         .values_list("external_id", "valid_from", "valid_until", "supersedes")
         .iterator(chunk_size=CHUNK)
     ]
+
+
+def ended_documents(
+    collection: Collection,
+    external_ids: Iterable[str],
+    at: datetime,
+    successors: Sequence[Validity] | None = None,
+) -> set[str]:
+    """Those of these documents whose validity ended at `at`: expired, or superseded by a document in force
+    (`successors`: successors_of(collection), read here when not given)."""
+    if successors is None:
+        successors = successors_of(collection)
     ended: set[str] = set()
     for chunk in chunks(sorted(set(external_ids))):
         documents = [
@@ -115,11 +127,12 @@ def drifted_entries(collection: Collection, *, at: datetime | None = None) -> li
     hashes: dict[str, str] = {}
     ended: set[str] = set()
     looked_at: set[str] = set()
+    successors = successors_of(collection)
     out: list[DriftedEntry] = []
     for chunk in _entry_chunks(collection):
         wanted = {d for row in chunk for d in row[3] or ()} - looked_at
         hashes.update(document_hashes(collection, wanted))
-        ended |= ended_documents(collection, wanted, at)
+        ended |= ended_documents(collection, wanted, at, successors)
         looked_at |= wanted
         for entry_id, key, question, expected, remembered, reviewed_at in chunk:
             reasons = entry_reasons(expected or (), remembered or {}, hashes, ended)
