@@ -66,7 +66,7 @@ def write_collection(pages: int, seed: int):
                 document_id=pks[row // PAGES_PER_DOCUMENT],
                 number=row % PAGES_PER_DOCUMENT + 1,
                 text=" ".join(tokens),
-            )
+            ).prepare()
         )
         if len(batch) == 20000:
             Page.objects.bulk_create(batch, batch_size=2000)

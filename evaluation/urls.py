@@ -6,6 +6,7 @@ from evaluation.dashboard import (
     calibration_views,
     common_views,
     compare_views,
+    drift_views,
     generate_views,
     golden_views,
     judging_views,
@@ -72,6 +73,7 @@ urlpatterns = [
         "collections/<str:slug>/workbench/preset/", workbench_views.workbench_preset, name="workbench-preset"
     ),
     path("collections/<str:slug>/activity/", golden_views.collection_activity, name="collection-activity"),
+    path("collections/<str:slug>/drift/", drift_views.collection_drift, name="collection-drift"),
     path("collections/<str:slug>/scale/", scale_views.collection_scale_page, name="collection-scale"),
     path("collections/<str:slug>/documents/", golden_views.documents, name="documents"),
     path(

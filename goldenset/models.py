@@ -5,6 +5,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from goldenset.drift import page_hash
 from goldenset.text import DEFAULT_GRADE, canonical_grades, question_hash
 from goldenset.vocabulary import golden_fields
 from goldenset.vocabulary.grade_scales import DEFAULT_SCALE, SCALES
@@ -74,6 +75,9 @@ class Page(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pages")
     number = models.PositiveIntegerField(help_text="1-based position within the document.")
     text = models.TextField()
+    # sha256 of the text (goldenset.drift.page_hash): golden entries remember their documents' content by it.
+    # save() sets it; a bulk writer calls prepare() (bulk_create and UPDATEs skip save()).
+    content_hash = models.CharField(max_length=64, default="", blank=True, editable=False)
 
     class Meta:
         ordering = ["document", "number"]
@@ -81,6 +85,14 @@ class Page(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document.external_id}#{self.number}"
+
+    def save(self, *args, **kwargs):
+        self.prepare()
+        super().save(*args, **kwargs)
+
+    def prepare(self) -> Page:
+        self.content_hash = page_hash(self.text)
+        return self
 
 
 class Origin(models.TextChoices):
@@ -117,6 +129,10 @@ class GoldenEntry(models.Model):
     answerable = models.BooleanField(default=True)
     origin = models.CharField(max_length=20, choices=Origin.choices, default=Origin.MANUAL)
     reviewed = models.BooleanField(default=False)
+    # What its expected documents looked like when a person last looked at it (created it, changed what it
+    # expects, or marked it reviewed): {document id: goldenset.drift.document_hash}; drift compares against it.
+    reviewed_hashes = models.JSONField(default=dict, blank=True, editable=False)
+    reviewed_at = models.DateTimeField(null=True, blank=True, editable=False)
     source_page = models.ForeignKey(Page, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     job = models.ForeignKey(
         "jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="golden_entries"

@@ -86,6 +86,7 @@ PURE = [
     "evaluation.targets.secret_box",
     "goldenset.beir",
     "goldenset.clear_sentences",
+    "goldenset.drift",
     "goldenset.duplicates",
     "goldenset.fluency",
     "goldenset.import_warnings",

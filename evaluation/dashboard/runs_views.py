@@ -130,6 +130,7 @@ def run_detail(request: HttpRequest, tenant: Tenant, run_id: str) -> HttpRespons
             "k": run_depth_k(run),
             "siblings": batch_siblings(tenant=tenant, run=run, colors=colors),
             "diagnoses": RETRIEVAL_DIAGNOSIS_MEANING,
+            "content_changed": run_selectors.content_changed_since(run),
         },
     )
 

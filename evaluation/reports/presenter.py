@@ -41,6 +41,7 @@ from evaluation.reports.shapes import (
     counts,
     stored,
 )
+from evaluation.runs.selectors import content_changed_since
 from goldenset.vocabulary.metric_names import JUDGED_METRICS
 
 
@@ -276,6 +277,10 @@ class MetricCalibrationOut(serializers.Serializer):
 class RunDetailOut(RunOut):
     slices = stored(SlicesOut())
     results = QuestionResultOut(many=True)
+    content_changed_since = serializers.SerializerMethodField(
+        help_text="A collection of the run changed after it (its content version now is newer than the one the "
+        "run recorded); null for a run stored before runs recorded it."
+    )
     calibration = serializers.SerializerMethodField(
         help_text="Answer runs: each judged metric's judge against the collection's human labels, where it has "
         "some (GET /search/evaluate/calibration has the whole report)."
@@ -284,6 +289,10 @@ class RunDetailOut(RunOut):
     @extend_schema_field(serializers.DictField(child=MetricCalibrationOut()))
     def get_calibration(self, run) -> dict:
         return run_calibration(run)
+
+    @extend_schema_field(serializers.BooleanField(allow_null=True))
+    def get_content_changed_since(self, run) -> bool | None:
+        return content_changed_since(run)
 
 
 def run_summary(run: EvaluationRun) -> dict[str, Any]:

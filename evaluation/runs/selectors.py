@@ -177,3 +177,13 @@ def count_in_subset(entries: QuerySet[GoldenEntry], subset: Subset) -> int:
 def count_answer_questions(collections: Sequence[Collection], subset: Subset = EVERY) -> int:
     """The golden entries an answer evaluation asks (every entry in the subset)."""
     return count_in_subset(GoldenEntry.objects.filter(collection__in=collections), subset)
+
+
+def content_changed_since(run: EvaluationRun) -> bool | None:
+    """Whether a collection of the run changed after it: its content version now is newer than the one the run
+    recorded (index_info["content_versions"], evaluation.runs.store.run_store); None when it recorded none."""
+    recorded = (run.index_info or {}).get("content_versions") or {}
+    if not recorded:
+        return None
+    current = dict(run.collections.values_list("slug", "content_version"))
+    return any(current.get(slug, version) > version for slug, version in recorded.items())

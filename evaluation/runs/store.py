@@ -61,6 +61,12 @@ def run_store(
     """Save a new run, link its collections and insert its question results (inside the caller's transaction:
     a batch of runs is stored whole or not at all)."""
     run.collection_ids = [c.slug for c in collections]
+    # The content version of each collection it evaluated, for every kind of run (a retrieval run's index
+    # recorded the one it held): a later change of the content marks the run (selectors.content_changed_since).
+    run.index_info = {
+        "content_versions": {c.slug: c.content_version for c in collections},
+        **(run.index_info or {}),
+    }
     run.question_count = len(results)
     run.save(force_insert=True)
     run.collections.set(collections)

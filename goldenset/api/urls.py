@@ -1,6 +1,6 @@
 from django.urls import path
 
-from goldenset.api import views
+from goldenset.api import drift, views
 
 urlpatterns = [
     path("collections", views.CollectionListApi.as_view(), name="collections"),
@@ -18,6 +18,7 @@ urlpatterns = [
     path("search/golden-set/upload", views.GoldenSetUploadApi.as_view(), name="golden-set-upload"),
     path("search/golden-set/export", views.GoldenSetExportApi.as_view(), name="golden-set-export"),
     path("search/golden-set/generate", views.GoldenSetGenerateApi.as_view(), name="golden-set-generate"),
+    path("search/golden-set/drift", drift.GoldenDriftApi.as_view(), name="golden-set-drift"),
     path("search/golden-set/<str:entry_id>", views.GoldenEntryApi.as_view(), name="golden-entry"),
     path("jobs/<str:job_id>", views.JobApi.as_view(), name="job"),
     path("jobs/<str:job_id>/cancel", views.JobCancelApi.as_view(), name="job-cancel"),

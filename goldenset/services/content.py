@@ -342,20 +342,20 @@ def _upsert_batch(
         for number, text in enumerate(incoming.pages, 1):
             existing_page = pages.get(number)
             if existing_page is None:
-                new_pages.append(Page(document=doc, number=number, text=text))
+                new_pages.append(Page(document=doc, number=number, text=text).prepare())
             elif existing_page.text != text:
                 existing_page.text = text
-                changed_pages.append(existing_page)
+                changed_pages.append(existing_page.prepare())
         stale_pages.extend(p.pk for n, p in pages.items() if n > len(incoming.pages))
 
     Document.objects.bulk_create(to_create, batch_size=CHUNK)
     _update_rows(Document, changed_docs, [*_DOC_FIELDS, "updated_at"])
-    _update_rows(Page, changed_pages, ["text"])
+    _update_rows(Page, changed_pages, ["text", "content_hash"])
     for chunk in chunks(stale_pages):
         Page.objects.filter(pk__in=chunk).delete()
     for created_doc in to_create:
         new_pages.extend(
-            Page(document=created_doc, number=n, text=t)
+            Page(document=created_doc, number=n, text=t).prepare()
             for n, t in enumerate(by_id[created_doc.external_id].pages, 1)
         )
     Page.objects.bulk_create(new_pages, batch_size=CHUNK)

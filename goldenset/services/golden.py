@@ -16,6 +16,7 @@ from goldenset.formats import Problems
 from goldenset.models import Collection, GoldenEntry, Origin
 from goldenset.services.audit import AUDITED_FIELDS, _audit, audit_entries, entry_snapshot
 from goldenset.services.content import lock_collection
+from goldenset.services.drift import remember
 from goldenset.services.rejections import remember_rejections
 from goldenset.services.scales import scale_checked
 from goldenset.text import (
@@ -293,23 +294,10 @@ def golden_entries_add(
         created: list[GoldenEntry] = []
         updated: list[GoldenEntry] = []
         update_events: list[AuditEvent] = []
+        looked_at: list[GoldenEntry] = []  # what they expect changed: they remember their documents again
         for entry, current in zip(entries, targets, strict=True):
-            expected = list(dict.fromkeys(entry.expected_document_ids))
-            if entry.grades is not None:
-                grades = {k: int(v) for k, v in entry.grades.items()}
-            else:
-                kept = current.grades if current is not None else {}
-                grades = {
-                    k: v for k, v in kept.items() if k in expected or v == 0
-                }  # judged not relevant: kept
-            values = {
-                "question": entry.question.strip(),
-                "expected_document_ids": expected,
-                "grades": grades,
-                "reference_answer": entry.reference_answer,
-                "tags": list(dict.fromkeys(entry.tags)),
-                "answerable": entry.answerable,
-            }
+            values = _written_values(entry, current)
+            expected = values["expected_document_ids"]
             if current is None:
                 obj = GoldenEntry(
                     collection=collection,
@@ -324,6 +312,8 @@ def golden_entries_add(
                 created.append(obj)
                 continue
             before = entry_snapshot(current)
+            if list(current.expected_document_ids) != expected:
+                looked_at.append(current)
             for name, value in values.items():
                 setattr(current, name, value)
             current.prepare()
@@ -332,10 +322,13 @@ def golden_entries_add(
             if changes:
                 updated.append(current)
                 update_events.append(_audit(current, AuditAction.UPDATE, actor, changes))
+        remember(collection, [*created, *looked_at])
         GoldenEntry.objects.bulk_create(created, batch_size=CHUNK)
         if updated:
             GoldenEntry.objects.bulk_update(
-                updated, [*_WRITTEN_FIELDS, "question_hash", "tags_index", "updated_at"], batch_size=CHUNK
+                updated,
+                [*_WRITTEN_FIELDS, "question_hash", "tags_index", "updated_at", *_REMEMBERED],
+                batch_size=CHUNK,
             )
         audit_entries(entries=created, action=AuditAction.CREATE, actor=actor)
         AuditEvent.objects.bulk_create(update_events, batch_size=CHUNK)
@@ -343,6 +336,28 @@ def golden_entries_add(
 
 
 _WRITTEN_FIELDS = golden_fields.WRITTEN_FIELDS
+
+
+def _written_values(entry: EntryInput, current: GoldenEntry | None) -> dict[str, Any]:
+    """The fields an add writes from an input; an input without grades (None) keeps those of the documents the
+    replaced entry still expects, and those judged not relevant (0)."""
+    expected = list(dict.fromkeys(entry.expected_document_ids))
+    if entry.grades is not None:
+        grades = {k: int(v) for k, v in entry.grades.items()}
+    else:
+        kept = current.grades if current is not None else {}
+        grades = {k: v for k, v in kept.items() if k in expected or v == 0}
+    return {
+        "question": entry.question.strip(),
+        "expected_document_ids": expected,
+        "grades": grades,
+        "reference_answer": entry.reference_answer,
+        "tags": list(dict.fromkeys(entry.tags)),
+        "answerable": entry.answerable,
+    }
+
+
+_REMEMBERED = ("reviewed_hashes", "reviewed_at")  # goldenset.services.drift.remember
 
 
 def golden_entry_check(*, entry: GoldenEntry) -> None:
@@ -373,6 +388,8 @@ def golden_entry_save(*, entry: GoldenEntry, actor: str) -> GoldenEntry:
         adding = entry._state.adding
         before = None if adding else entry_snapshot(GoldenEntry.objects.get(pk=entry.pk))
         golden_entry_check(entry=entry)
+        if before is None or list(before["expected_document_ids"]) != list(entry.expected_document_ids):
+            remember(entry.collection, [entry])
         entry.save()
         if before is None:
             audit_entries(entries=[entry], action=AuditAction.CREATE, actor=actor)
@@ -395,6 +412,11 @@ def golden_entry_update(*, entry: GoldenEntry, changes: dict[str, Any], actor: s
 
 
 def golden_entries_mark_reviewed(*, entries: Iterable[GoldenEntry], reviewed: bool, actor: str) -> int:
+    """Mark entries reviewed (or not); returns how many changed. Marked reviewed, every entry given remembers
+    its expected documents as they are now (goldenset.services.drift), one already reviewed too: a curator
+    reviewing a drifted entry again clears its `changed`; that re-review is audited when what it remembers
+    changed."""
+    entries = list(entries)
     with transaction.atomic():
         changed = [e for e in entries if e.reviewed != reviewed]
         GoldenEntry.objects.filter(pk__in=[e.pk for e in changed]).update(
@@ -408,7 +430,27 @@ def golden_entries_mark_reviewed(*, entries: Iterable[GoldenEntry], reviewed: bo
             actor=actor,
             changes={"reviewed": [not reviewed, reviewed]},
         )
+        if reviewed:
+            newly = {e.pk for e in changed}
+            _remember_reviewed(entries, [e for e in entries if e.pk not in newly], actor)
     return len(changed)
+
+
+def _remember_reviewed(entries: list[GoldenEntry], again: list[GoldenEntry], actor: str) -> None:
+    """The entries marked reviewed remember their documents now; those reviewed before whose remembered
+    hashes changed (a drifted entry reviewed again) are audited as such."""
+    by_collection: dict[int, list[GoldenEntry]] = {}
+    for entry in entries:
+        by_collection.setdefault(entry.collection_id, []).append(entry)
+    before = {e.pk: dict(e.reviewed_hashes or {}) for e in again}
+    for group in by_collection.values():
+        remember(group[0].collection, group)
+    GoldenEntry.objects.bulk_update(entries, list(_REMEMBERED), batch_size=CHUNK)
+    for entry in again:
+        if before[entry.pk] != entry.reviewed_hashes:
+            again_ids = sorted(set(before[entry.pk]) | set(entry.reviewed_hashes))
+            changes = {"reviewed_again": ", ".join(again_ids)}
+            audit_entries(entries=[entry], action=AuditAction.UPDATE, actor=actor, changes=changes)
 
 
 def golden_entries_delete(*, entries: Iterable[GoldenEntry], actor: str) -> int:

@@ -159,6 +159,17 @@ def tour(handbook_member) -> dict[str, str]:
     )  # fmt: skip
     Delivery.objects.create(alert=alert, event="firing", channel={"kind": "webhook", "url": "https://hooks.example.com/x"},
                             state="sent", attempts=[{"ok": False, "status": 500}, {"ok": True, "status": 204}])  # fmt: skip
+    # The warranty rewritten and expired after the runs: the drift page lists its entry, the run page says so.
+    services.documents_upsert(
+        collection=collection,
+        documents=[
+            services.DocumentInput(
+                id="warranty", title="Warranty", pages=["A three-year warranty now."],
+                valid_until=timezone.now() - timedelta(days=1),
+            )
+        ],
+        actor="test",
+    )  # fmt: skip
     # alice is staff too, with the golden sets' and the jobs' admin: the admin's pages are checked by axe.
     handbook_member.is_staff = True
     handbook_member.save(update_fields=["is_staff"])
@@ -174,6 +185,7 @@ def tour(handbook_member) -> dict[str, str]:
         "generate": f"/collections/{HANDBOOK}/golden/generate/",
         "review": f"/collections/{HANDBOOK}/golden/review/",
         "activity": f"/collections/{HANDBOOK}/activity/",
+        "drift": f"/collections/{HANDBOOK}/drift/",
         "calibration": f"/collections/{HANDBOOK}/calibration/",
         "launch": "/launch/",
         "launch-answers": "/launch/answers/",

@@ -24,6 +24,9 @@ from goldenset.vocabulary.golden_fields import (
 
 # Kept by the system, never written by a person: identity, provenance, the derived index columns.
 SYSTEM_FIELDS = {"id", "collection", "question_hash", "tags_index", "origin", "source_page", "job"}
+# What an entry remembers of its expected documents for drift (goldenset.services.drift): written by the writers,
+# never given; the drift API answers reviewed_at.
+DRIFT_FIELDS = {"reviewed_hashes", "reviewed_at"}
 TIMESTAMPS = {"created_at", "updated_at"}
 
 
@@ -39,7 +42,7 @@ def test_each_caller_uses_its_list_from_the_vocabulary() -> None:
 
 def test_every_field_a_person_edits_is_input_audited_and_in_the_admin_form() -> None:
     model_fields = {f.name for f in GoldenEntry._meta.get_fields() if f.concrete}
-    editable = model_fields - SYSTEM_FIELDS - TIMESTAMPS - {"reviewed"}
+    editable = model_fields - SYSTEM_FIELDS - TIMESTAMPS - DRIFT_FIELDS - {"reviewed"}
     assert set(ENTRY_INPUT_FIELDS) == editable
     assert set(WRITTEN_FIELDS) == editable - {"key"}  # the key is what an upsert matched on
     assert set(AUDITED_FIELDS) == editable | {"origin", "reviewed"}
@@ -56,7 +59,7 @@ def test_the_api_and_the_service_input_take_the_same_fields_in_the_same_order() 
     assert set(GoldenEntryPatchIn().fields) == set(ENTRY_INPUT_FIELDS) | {"reviewed"}
     model_fields = {f.name for f in GoldenEntry._meta.get_fields() if f.concrete}
     out = {name.removesuffix("_id") for name in GoldenEntryOut().fields}  # "collection_id" -> "collection"
-    assert out == model_fields - {"question_hash", "tags_index"}
+    assert out == model_fields - {"question_hash", "tags_index"} - DRIFT_FIELDS
 
 
 def test_golden_json_spells_the_fields_its_own_way() -> None:
