@@ -6,6 +6,8 @@
   (evaluation.runs.stats): a drop beyond it fails the gate only when the test calls it significant (p < 0.05), so
   the noise of a few questions never fires an alert. Without `max_drop` a significant drop of any size fails it
   (the issue's "drops significantly"); `max_drop: null` with `check_drop: false` turns the comparison off.
+- `max_drift`: the golden entries drifted under the collection (an expected document deleted, changed since a
+  person last looked, or expired; goldenset.services.drift) may be at most this many.
 - A run that failed (its questions' calls failing beyond its error rate, or its job) fails the gate as an error.
 """
 
@@ -19,7 +21,7 @@ from evaluation.runs.stats import align_by_question, paired_randomization_test
 __all__ = ["ALPHA", "Gate", "Verdict", "verdict"]
 
 ALPHA = 0.05
-ERROR, BELOW_MIN, DROPPED = "error", "below-min", "dropped"  # why a gate failed
+ERROR, BELOW_MIN, DROPPED, DRIFTED = "error", "below-min", "dropped", "drifted"  # why a gate failed
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Gate:
     minimum: float | None = None
     max_drop: float | None = None
     check_drop: bool = True
+    max_drift: int | None = None  # golden entries drifted (goldenset.services.drift) beyond which it fails
 
     def as_dict(self) -> dict:
         return {
@@ -35,6 +38,7 @@ class Gate:
             "min": self.minimum,
             "max_drop": self.max_drop,
             "check_drop": self.check_drop,
+            "max_drift": self.max_drift,
         }
 
 
@@ -88,6 +92,16 @@ def verdict(
         if compared is not None and compared["fails"]:
             reasons.append({"reason": DROPPED, "message": compared["message"]})
     return Verdict(not reasons, reasons, mean, compared)
+
+
+def drift_reason(gate: Gate, drifted: int) -> dict | None:
+    """Why the golden set's drift fails the gate, or None."""
+    if gate.max_drift is None or drifted <= gate.max_drift:
+        return None
+    return {
+        "reason": DRIFTED,
+        "message": f"{drifted} golden entries drifted, more than the {gate.max_drift} allowed",
+    }
 
 
 def _compare(gate: Gate, current, baseline, label: str) -> dict | None:

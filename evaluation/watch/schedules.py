@@ -48,8 +48,9 @@ from evaluation.retrieval.request import RetrievalRequest
 from evaluation.targets.services import egress_policy, resolve_targets
 from evaluation.watch.alerts import after_tick
 from evaluation.watch.cadence import Cadence, CadenceError, cadence_of
-from evaluation.watch.gate import Gate, Verdict, verdict
+from evaluation.watch.gate import DRIFTED, Gate, Verdict, drift_reason, verdict
 from goldenset.models import Collection
+from goldenset.services.drift import drift_count
 
 MAX_CHANNELS = 10
 CHANNEL_KINDS = ("webhook", "email")
@@ -73,7 +74,7 @@ def cadence(schedule: Schedule) -> Cadence:
 def _gate(raw: Any, ks: list[int]) -> dict:
     if not isinstance(raw, Mapping):
         raise _invalid("gate", 'an object: {"metric": "ndcg@10", "min": 0.5, "max_drop": 0.02}.')
-    unknown = sorted(set(raw) - {"metric", "min", "max_drop", "check_drop"})
+    unknown = sorted(set(raw) - {"metric", "min", "max_drop", "check_drop", "max_drift"})
     if unknown:
         raise _invalid(f"gate.{unknown[0]}", "unknown field.")
     known = list(metrics.evaluate_query([], {"d": 1}, ks))
@@ -90,12 +91,16 @@ def _gate(raw: Any, ks: list[int]) -> dict:
         found[name] = None if value is None else float(value)
     if "check_drop" in raw:
         found["check_drop"] = config_parser.parse_bool(raw["check_drop"], "gate.check_drop")
+    drift = raw.get("max_drift")
+    if drift is not None and (isinstance(drift, bool) or not isinstance(drift, int) or drift < 0):
+        raise _invalid("gate.max_drift", "a whole number of golden entries from 0, or null.")
+    found["max_drift"] = drift
     return found
 
 
 def gate_of(schedule: Schedule) -> Gate:
     g = schedule.gate
-    return Gate(g["metric"], g.get("min"), g.get("max_drop"), g.get("check_drop", True))
+    return Gate(g["metric"], g.get("min"), g.get("max_drop"), g.get("check_drop", True), g.get("max_drift"))
 
 
 def _channels(raw: Any) -> list[dict]:
@@ -348,7 +353,12 @@ def tick_verdict(tick: ScheduleRun, runs) -> Verdict:
             )  # fmt: skip
         )
     reasons = [{**r, "label": run.label} for run, v in zip(runs, found, strict=True) for r in v.reasons]
-    return Verdict(all(v.passed for v in found), reasons, None, {"runs": [v.as_dict() for v in found]})
+    drifted = drift_count(tick.schedule.collection) if gate.max_drift is not None else None
+    if drifted is not None and (reason := drift_reason(gate, drifted)) is not None:
+        reasons.append(reason)
+    detail = {"runs": [v.as_dict() for v in found], "drifted": drifted}
+    return Verdict(all(v.passed for v in found) and not any(r["reason"] == DRIFTED for r in reasons), reasons,
+                   None, detail)  # fmt: skip
 
 
 def scheduled_job(job: Job, progress) -> dict:

@@ -48,7 +48,9 @@ def test_a_schedule_is_created_listed_changed_and_deleted(world, golden):
     assert created.status_code == 201, created.json()
     schedule = created.json()
     assert schedule["cron"] == "0 3 * * *" and schedule["timezone"] == "Europe/Paris"
-    assert schedule["gate"] == {"metric": "ndcg@3", "min": 0.5, "max_drop": None, "check_drop": True}
+    assert schedule["gate"] == {
+        "metric": "ndcg@3", "min": 0.5, "max_drop": None, "check_drop": True, "max_drift": None
+    }  # fmt: skip
     next_run = Schedule.objects.get().next_run_at
     assert next_run > timezone.now() and next_run.astimezone(timezone.get_current_timezone()).minute == 0
     assert [s["name"] for s in world.client.get(URL, {"collection_id": "handbook"}).json()["results"]] == [
@@ -239,3 +241,25 @@ def test_run_now_answers_202_with_a_job_and_is_labelled(world, golden, django_ca
     tick = ScheduleRun.objects.get()
     assert tick.manual and tick.passed is True
     assert world.client.get(f"{URL}/{schedule['schedule_id']}").json()["last_tick"]["passed"] is True
+
+
+def test_a_schedule_alerts_when_the_golden_set_drifts_past_its_number(
+    world, golden, hook, django_capture_on_commit_callbacks
+):
+    world.client.post(URL, body(every_minutes=60, cron=None, gate={"metric": "mrr", "min": 0.0, "max_drift": 0},
+                                channels=[{"kind": "webhook", "url": hook.url}]), format="json")  # fmt: skip
+    Schedule.objects.update(next_run_at=timezone.now() - timedelta(minutes=1))
+    (tick,) = run_due(django_capture_on_commit_callbacks)
+    tick.refresh_from_db()
+    assert tick.passed is True and tick.verdict["baseline"]["drifted"] == 0
+    # The warranty is deleted under the entry that expects it: one entry drifted, more than the 0 allowed.
+    assert world.client.delete("/lmkit/v1/collections/handbook/documents/warranty").status_code == 204
+    Schedule.objects.update(next_run_at=timezone.now() - timedelta(minutes=1))
+    (tick,) = run_due(django_capture_on_commit_callbacks)
+    tick.refresh_from_db()
+    assert tick.passed is False
+    assert [r["reason"] for r in tick.verdict["reasons"]] == ["drifted"]
+    assert (
+        hook.bodies[0]["alert"]["reasons"][0]["message"]
+        == "1 golden entries drifted, more than the 0 allowed"
+    )
