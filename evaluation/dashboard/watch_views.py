@@ -4,6 +4,8 @@ over the API or `manage.py schedules`; the work is evaluation.watch's."""
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -33,7 +35,7 @@ def schedules_page(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     if collection is not None:
         found = found.filter(collection=collection)
     page = paginate(request, found, PER_PAGE)
-    ticks = {}
+    ticks: dict[uuid.UUID, ScheduleRun] = {}
     for tick in ScheduleRun.objects.filter(schedule__in=list(page)).order_by("schedule_id", "-tick_at"):
         ticks.setdefault(tick.schedule_id, tick)
     rows = [
