@@ -81,6 +81,16 @@ class TrendPoint:
     value: float | None
     run_id: int | str
     url: str
+    questions: int | None = None  # the questions the run scored
+    change: str = ""  # what changed since the line's previous run (its configuration, the content, the judge)
+
+
+@dataclass(frozen=True)
+class TrendAlert:
+    """An alert a schedule of the collection fired: a marker at the top of the chart, at the moment it fired."""
+
+    fired_at: datetime
+    text: str
 
 
 def color_at(index: int) -> str:
@@ -342,8 +352,13 @@ def trends_figure(
     *,
     scale: float = 1.0,
     colors: Mapping[str, str] | None = None,
+    alerts: Sequence[TrendAlert] = (),
 ) -> go.Figure:
     """Lines + markers: one trace per configuration label (first-seen order), points in date order.
+
+    A point where something changed since the line's previous run (``change``: its configuration, the
+    collection's content, the judge) is drawn larger, as a diamond, and says what in its hover; each point says
+    how many questions its run scored. ``alerts`` are red triangles along the top, at the moment each fired.
 
     Each marker's ``customdata`` is its run URL, so the page can open the run on click (``plotly_click``). A
     point without a value breaks its line (a gap, never a zero). ``scale`` is the top of the metric's range:
@@ -365,16 +380,38 @@ def trends_figure(
                 "mode": "lines+markers",
                 "name": name,
                 "line": {"color": colors[label]},
-                "marker": {"color": colors[label], "size": 8},
+                "marker": {
+                    "color": colors[label],
+                    "size": [13 if p.change else 8 for p in group],
+                    "symbol": ["diamond" if p.change else "circle" for p in group],
+                },
                 "customdata": [p.url for p in group],
                 "connectgaps": False,
                 "hovertext": [
                     f"<b>{name}</b><br>{_utc_naive(p.created_at):%Y-%m-%d %H:%M} UTC<br>"
                     f"{html.escape(metric)}: "
                     + ("no value" if p.value is None else f"{p.value:.{1 if scale > 1 else 3}f}")
+                    + (f"<br>{p.questions} questions" if p.questions is not None else "")
+                    + (f"<br><b>{html.escape(p.change)}</b>" if p.change else "")
                     + f"<br>run {html.escape(str(p.run_id))}"
                     for p in group
                 ],
+                "hovertemplate": "%{hovertext}<extra></extra>",
+            }
+        )
+    if alerts:
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [_utc_naive(a.fired_at) for a in alerts],
+                "y": [scale * 1.02] * len(alerts),
+                "mode": "markers",
+                "name": "alerts",
+                "marker": {"color": "#b91c1c", "size": 12, "symbol": "triangle-down"},
+                "hovertext": [
+                    f"<b>alert</b> {_utc_naive(a.fired_at):%Y-%m-%d %H:%M} UTC<br>{html.escape(a.text)}"
+                    for a in alerts
+                ],  # fmt: skip
                 "hovertemplate": "%{hovertext}<extra></extra>",
             }
         )

@@ -1,4 +1,6 @@
-"""The Trends page: one metric of a collection's runs over time, a line per configuration label."""
+"""The Trends page: one metric of a collection's runs over time, a line per configuration label (a line per question
+set when a label's runs scored several, never joined), each point with its question count and what changed since
+the line's previous run, and the collection's alerts along the top."""
 
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from evaluation.dashboard.common_reads import (
     ordered_metrics,
 )
 from evaluation.dashboard.label_colors import tenant_label_colors
-from evaluation.models import EvaluationRun, RunKind
+from evaluation.models import Alert, EvaluationRun, RunKind
 from goldenset.models import Collection
+from goldenset.vocabulary.chunks import chunks
 from goldenset.vocabulary.metric_names import ANSWER_METRICS
 
 TREND_DAYS = 90
@@ -68,18 +71,17 @@ class TrendLabel:
 _TREND_CHARTS = Memo(16)
 
 
-def _trend_chart(points: list[charts.TrendPoint], metric: str, colors: Mapping[str, str]) -> str:
+def _trend_chart(
+    points: list[charts.TrendPoint], metric: str, colors: Mapping[str, str], alerts: list[charts.TrendAlert]
+) -> str:
     used = sorted({(p.label, colors[p.label]) for p in points})
-    digest = hashlib.sha256(
-        repr(
-            (metric, used, [(p.run_id, p.label, p.value, p.created_at.isoformat(), p.url) for p in points])
-        ).encode()
-    ).hexdigest()
+    digest = hashlib.sha256(repr((metric, used, points, alerts)).encode()).hexdigest()
     html: str | None = _TREND_CHARTS.get(digest)
     if html is None:
-        html = charts.figure_html(
-            charts.trends_figure(points, metric, scale=metric_scale(metric), colors=colors), "trends-chart"
+        figure = charts.trends_figure(
+            points, metric, scale=metric_scale(metric), colors=colors, alerts=alerts
         )
+        html = charts.figure_html(figure, "trends-chart")
         _TREND_CHARTS.put(digest, html)
     return html
 
@@ -137,6 +139,65 @@ def trend_rows(
     return list(rows)
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What a trend point says besides its value: the questions it scored, the question set (fingerprint), and
+    what a change is told by: its configuration (label aside), the content versions it saw, the metric's method."""
+
+    questions: int
+    golden: str
+    config: dict
+    content: dict
+    method: str
+
+
+def run_contexts(run_ids: Sequence[uuid.UUID], metric: str) -> dict[uuid.UUID, RunContext]:
+    found: dict[uuid.UUID, RunContext] = {}
+    fields = ("pk", "question_count", "golden_fingerprint", "config", "index_info", "metric_methods")
+    for chunk in chunks(list(run_ids)):
+        for pk, questions, golden, config, index, methods in EvaluationRun.objects.filter(
+            pk__in=chunk
+        ).values_list(*fields):
+            config = {k: v for k, v in (config or {}).items() if k != "label"}
+            content = (index or {}).get("content_versions") or {}
+            found[pk] = RunContext(questions, golden, config, content, (methods or {}).get(metric, ""))
+    return found
+
+
+def _change(before: RunContext | None, now: RunContext) -> str:
+    """What changed between a line's two consecutive runs, said in a few words ("" when nothing did)."""
+    if before is None:
+        return ""
+    said = []
+    if before.config != now.config:
+        said.append("configuration changed")
+    if before.content and now.content and before.content != now.content:
+        said.append("collection content changed")
+    if before.method and now.method and before.method != now.method:
+        said.append(f"judge changed ({before.method} → {now.method})")
+    return "; ".join(said)
+
+
+def _series(label: str, context: RunContext | None, sets: dict[str, set[str]]) -> str:
+    """A label's line, or one line per question set when its runs scored several: never joined into one line."""
+    if context is None or not context.golden or len(sets.get(label, ())) < 2:
+        return label  # one question set (or a run that recorded none): one line
+    return f"{label} · {context.questions} questions · set {context.golden[:6]}"
+
+
+def trend_alerts(
+    *, tenant: Tenant, collection: Collection, date_from: date, date_to: date
+) -> list[charts.TrendAlert]:
+    fired = Alert.objects.filter(
+        tenant=tenant, collection=collection, fired_at__gte=day_start(date_from),
+        fired_at__lt=day_start(date_to + timedelta(days=1)),
+    ).select_related("schedule").order_by("fired_at")[:200]  # fmt: skip
+    return [
+        charts.TrendAlert(a.fired_at, f"{a.schedule.name}: " + "; ".join(r["message"] for r in a.reasons))
+        for a in fired
+    ]
+
+
 def trend_report(
     *,
     tenant: Tenant,
@@ -149,6 +210,7 @@ def trend_report(
     """The Trends page's metric choices, its lines' labels and the chart (named trend_report, not trends: that
     is this module's name)."""
     names = trend_metric_names(tenant=tenant, collection=collection, date_from=date_from, date_to=date_to)
+    alerts = trend_alerts(tenant=tenant, collection=collection, date_from=date_from, date_to=date_to)
     chosen = metric if metric in names else default_metric(names)
     rows = (
         trend_rows(tenant=tenant, collection=collection, date_from=date_from, date_to=date_to, metric=chosen)
@@ -158,12 +220,26 @@ def trend_report(
     points = []
     labels: dict[str, TrendLabel] = {}
     colors = tenant_label_colors(tenant)
+    contexts = run_contexts([pk for pk, *_ in rows], chosen) if chosen else {}
+    sets: dict[str, set[str]] = {}
+    for pk, label, _, _ in rows:
+        if pk in contexts and contexts[pk].golden:
+            sets.setdefault(label, set()).add(contexts[pk].golden)
+    previous: dict[str, RunContext] = {}
     for pk, label, created_at, value in rows:
-        summary = labels.setdefault(label, TrendLabel(label, colors[label], 0, None, None, False))
+        context = contexts.get(pk)
+        series = _series(label, context, sets)
+        summary = labels.setdefault(series, TrendLabel(series, colors[series], 0, None, None, False))
         summary.points += 1
         if value is not None:
             summary.latest_value, summary.latest_run = value, pk
-        points.append(charts.TrendPoint(label, created_at, value, str(pk), run_url(pk)))
+        change = _change(previous.get(series), context) if context is not None else ""
+        if context is not None:
+            previous[series] = context
+        points.append(
+            charts.TrendPoint(series, created_at, value, str(pk), run_url(pk),
+                              context.questions if context else None, change)
+        )  # fmt: skip
     # A label none of whose runs has the metric (runs of the other kind) draws no line; within a line, a run
     # without the metric is a gap, never a zero.
     drawn = {label for label, summary in labels.items() if summary.latest_run is not None}
@@ -184,6 +260,6 @@ def trend_report(
         "scale": metric_scale(chosen) if chosen else 1.0,
         "points": sum(1 for p in points if p.value is not None),
         "labels": sorted(labels.values(), key=lambda s: s.label),
-        "chart": _trend_chart(points, chosen, colors) if drawn and chosen else "",
+        "chart": _trend_chart(points, chosen, colors, alerts) if drawn and chosen else "",
         "cap": TREND_POINTS_PER_LABEL,
     }
