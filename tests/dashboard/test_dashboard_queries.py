@@ -48,7 +48,9 @@ def test_compare_of_five_runs_is_bounded(alice, world, many_runs, django_assert_
 
 
 def test_trends_are_bounded(alice, world, many_runs, django_assert_max_num_queries):
-    with django_assert_max_num_queries(9):  # +1: the tenant's label colours (label_colors)
+    # +1: the tenant's label colours (label_colors); +2: the points' question counts and what changed between them
+    # (read in chunks of goldenset.vocabulary.chunks.CHUNK ids), and the collection's alerts
+    with django_assert_max_num_queries(11):
         response = alice.get(reverse("dashboard:trends") + "?metric=ndcg@10")
     assert response.context["points"] == 65
 
