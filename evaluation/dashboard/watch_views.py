@@ -9,15 +9,19 @@ import uuid
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.audit.services import actor_user
+from evalsite.errors import EvalsiteError
 from evalsite.tenancy.access import allowed
 from evalsite.tenancy.models import Tenant
 from evalsite.tenancy.roles import Perm
 from evaluation.dashboard.common_views import collection_for, paginate, safe_next, tenant_page
+from evaluation.dashboard.watch_forms import ScheduleForm
 from evaluation.models import Alert, AlertState, Schedule, ScheduleRun
 from evaluation.watch import alerts, schedules
+from goldenset.selectors import collections_list
 
 PER_PAGE = 50
 
@@ -46,6 +50,42 @@ def schedules_page(request: HttpRequest, tenant: Tenant) -> HttpResponse:
     context = {"tenant": tenant, "collection": collection, "rows": rows, "page_obj": page,
                "may_run": allowed(request.user, Perm.EVALUATE, tenant)}  # fmt: skip
     return render(request, "dashboard/schedules.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@tenant_page(Perm.EVALUATE)
+def schedule_new(request: HttpRequest, tenant: Tenant) -> HttpResponse:
+    """A new schedule: the form, and on POST the schedule created (or the form again, its errors on their fields)."""
+    slugs = list(collections_list(tenant=tenant).order_by("slug").values_list("slug", flat=True))
+    form = ScheduleForm(
+        request.POST or None, collections=slugs, initial={"collection": request.GET.get("collection")}
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            schedule = schedules.schedule_create(
+                tenant=tenant, collection=collection_for(tenant, form.cleaned_data["collection"]), data=form.body(),
+                actor=actor_user(request.user),
+            )  # fmt: skip
+        except EvalsiteError as exc:
+            if exc.status_code == 404:
+                raise
+            form.refused(exc)
+        else:
+            when = (
+                f"{schedule.next_run_at:%Y-%m-%d %H:%M} UTC" if schedule.next_run_at else "never (disabled)"
+            )
+            messages.success(request, f"The schedule {schedule.name} runs next at {when}.")
+            return redirect(reverse("dashboard:schedules") + "?collection=" + schedule.collection.slug)
+    return render(request, "dashboard/schedule_new.html", {"tenant": tenant, "form": form})
+
+
+@require_POST
+@tenant_page(Perm.EVALUATE)
+def schedule_delete(request: HttpRequest, tenant: Tenant, schedule_id: str) -> HttpResponse:
+    schedule = schedules.schedule_get(tenant=tenant, schedule_id=schedule_id)
+    schedules.schedule_delete(schedule=schedule, actor=actor_user(request.user))
+    messages.success(request, f"The schedule {schedule.name} is deleted; its runs stay.")
+    return redirect("dashboard:schedules")
 
 
 @require_POST

@@ -211,6 +211,7 @@ def tour(handbook_member) -> dict[str, str]:
         "workbench": f"/collections/{HANDBOOK}/workbench/",
         "workbench-question": f"/collections/{HANDBOOK}/workbench/question/?entry={entries[0].pk}&explain=1",
         "schedules": "/schedules/",
+        "schedule-new": "/schedules/new/",
         "alerts": "/alerts/",
     }
 

@@ -63,3 +63,35 @@ def test_another_tenant_s_schedules_and_alerts_are_not_found(world, alert):
     assert stranger.get("/alerts/").context["alerts"] == []
     assert stranger.post(f"/alerts/{alert.pk}/acknowledge/").status_code == 404
     assert stranger.post(f"/schedules/{alert.schedule_id}/run/").status_code == 404
+
+
+def test_an_evaluator_creates_a_schedule_from_the_form_and_a_bad_field_is_named_on_it(world):
+    handbook_entries(world.collection)
+    evaluator = _person(world, "eve", "evaluator")
+    form = {"collection": "handbook", "name": "nightly", "configs": '[{"label": "bm25"}]', "cron": "0 3 * * *",
+            "timezone": "Europe/Paris", "metric": "mrr", "minimum": "0.5", "max_drift": "3",
+            "webhook": "http://127.0.0.1:9/hook", "emails": "a@example.org, b@example.org", "enabled": "on"}  # fmt: skip
+    assert evaluator.get("/schedules/new/?collection=handbook").status_code == 200
+    bad = evaluator.post("/schedules/new/", {**form, "cron": "0 25 * * *"})
+    assert bad.status_code == 200 and "cron hour: 25 is outside 0-23" in str(
+        bad.context["form"].errors["cron"]
+    )
+    refused_url = evaluator.post("/schedules/new/", {**form, "webhook": "http://169.254.169.254/"})
+    assert "webhook" in refused_url.context["form"].errors
+    assert not Schedule.objects.exists()
+    created = evaluator.post("/schedules/new/", form)
+    assert created.status_code == 302
+    schedule = Schedule.objects.get()
+    assert schedule.gate == {
+        "metric": "mrr",
+        "min": 0.5,
+        "max_drop": None,
+        "check_drop": True,
+        "max_drift": 3,
+    }
+    assert [c["kind"] for c in schedule.channels] == ["webhook", "email"]
+    assert schedule.channels[1]["to"] == ["a@example.org", "b@example.org"]
+    assert schedule.timezone == "Europe/Paris" and schedule.next_run_at is not None
+    assert _person(world, "vic", "viewer").get("/schedules/new/").status_code == 403
+    assert evaluator.post(f"/schedules/{schedule.pk}/delete/").status_code == 302
+    assert not Schedule.objects.exists()
