@@ -346,6 +346,23 @@ def _utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo is not None else moment
 
 
+def _alerts_trace(alerts: Sequence[TrendAlert], scale: float) -> dict[str, Any]:
+    """A schedule's alerts as red triangles along the top of a trends chart, at the moment each fired."""
+    return {
+        "type": "scatter",
+        "x": [_utc_naive(a.fired_at) for a in alerts],
+        "y": [scale * 1.02] * len(alerts),
+        "mode": "markers",
+        "name": "alerts",
+        "marker": {"color": "#b91c1c", "size": 12, "symbol": "triangle-down"},
+        "hovertext": [
+            f"<b>alert</b> {_utc_naive(a.fired_at):%Y-%m-%d %H:%M} UTC<br>{html.escape(a.text)}"
+            for a in alerts
+        ],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
+
+
 def trends_figure(
     points: Sequence[TrendPoint],
     metric: str,
@@ -400,21 +417,7 @@ def trends_figure(
             }
         )
     if alerts:
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [_utc_naive(a.fired_at) for a in alerts],
-                "y": [scale * 1.02] * len(alerts),
-                "mode": "markers",
-                "name": "alerts",
-                "marker": {"color": "#b91c1c", "size": 12, "symbol": "triangle-down"},
-                "hovertext": [
-                    f"<b>alert</b> {_utc_naive(a.fired_at):%Y-%m-%d %H:%M} UTC<br>{html.escape(a.text)}"
-                    for a in alerts
-                ],  # fmt: skip
-                "hovertemplate": "%{hovertext}<extra></extra>",
-            }
-        )
+        traces.append(_alerts_trace(alerts, scale))
     layout = base_layout(
         f"{html.escape(metric)} over time", "run date (UTC)", f"{html.escape(metric)} (0–{scale:g})"
     )
