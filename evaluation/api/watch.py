@@ -65,7 +65,10 @@ class ScheduleOut(serializers.Serializer):
     every_minutes = serializers.IntegerField(allow_null=True)
     timezone = serializers.CharField()
     gate = serializers.DictField()
-    channels = serializers.ListField(child=serializers.DictField())
+    channels = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="A webhook's URL shown to its origin: it is often its credential.",
+    )
     remind_after_minutes = serializers.IntegerField()
     enabled = serializers.BooleanField()
     next_run_at = serializers.DateTimeField(allow_null=True)
@@ -99,13 +102,24 @@ class AlertListIn(ListIn):
     state = serializers.ChoiceField(choices=AlertState.choices, required=False)
 
 
+def shown_channel(channel: dict) -> dict:
+    """A channel as the API shows it: a webhook's URL is often its credential (a Slack incoming webhook's is), so
+    only its origin is shown; whoever set it knows the rest."""
+    if channel.get("kind") != "webhook":
+        return channel
+    url = str(channel.get("url", ""))
+    parts = url.split("/", 3)
+    return {**channel, "url": "/".join(parts[:3]) + ("/…" if len(parts) > 3 else "")}
+
+
 def schedule_out(schedule: Schedule) -> dict:
     last = ScheduleRun.objects.filter(schedule=schedule).order_by("-tick_at").first()
     return {
         "schedule_id": str(schedule.pk), "collection_id": schedule.collection.slug, "name": schedule.name,
         "configs": schedule.configs, "ks": schedule.ks, "subset": schedule.subset, "cron": schedule.cron or None,
         "every_minutes": schedule.every_minutes, "timezone": schedule.timezone, "gate": schedule.gate,
-        "channels": schedule.channels, "remind_after_minutes": schedule.remind_after_minutes,
+        "channels": [shown_channel(c) for c in schedule.channels],
+        "remind_after_minutes": schedule.remind_after_minutes,
         "enabled": schedule.enabled, "next_run_at": schedule.next_run_at, "created_by": schedule.created_by,
         "last_tick": None if last is None else {
             "tick_at": last.tick_at, "passed": last.passed, "batch_id": str(last.batch_id) if last.batch_id else None,
@@ -119,7 +133,7 @@ def alert_out(alert: Alert) -> dict:
         "schedule": alert.schedule.name, "state": alert.state, "reasons": alert.reasons, "fired_at": alert.fired_at,
         "resolved_at": alert.resolved_at, "acknowledged_by": alert.acknowledged_by,
         "acknowledged_at": alert.acknowledged_at,
-        "deliveries": [{"event": d.event, "channel": d.channel, "state": d.state, "attempts": d.attempts}
+        "deliveries": [{"event": d.event, "channel": shown_channel(d.channel), "state": d.state, "attempts": d.attempts}
                        for d in alert.deliveries.all()],
     }  # fmt: skip
 

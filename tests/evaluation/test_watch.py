@@ -172,6 +172,14 @@ def test_a_failing_gate_fires_once_reminds_then_resolves_told_to_a_webhook(
         assert alert.state == AlertState.RESOLVED and hook.events() == ["firing", "reminder", "resolved"]
         listed = world.client.get(ALERTS, {"collection_id": "handbook"}).json()["results"]
         assert [a["state"] for a in listed] == ["resolved"] and len(listed[0]["deliveries"]) == 6
+        # A webhook's URL is often its credential: the API shows its origin only.
+        shown = {d["channel"]["url"] for d in listed[0]["deliveries"]}
+        assert shown == {hook.url.rsplit("/", 1)[0] + "/…", slack.url.rsplit("/", 1)[0] + "/…"}
+        got = world.client.get(f"{URL}/{schedule.pk}").json()["channels"]
+        assert [c["url"] for c in got] == [
+            hook.url.rsplit("/", 1)[0] + "/…",
+            slack.url.rsplit("/", 1)[0] + "/…",
+        ]
         assert world.other_client.get(ALERTS).json()["count"] == 0
     finally:
         slack.close()
