@@ -71,7 +71,8 @@ def documents_in_force(*, collection: Collection, at: datetime) -> set[int]:
     return {row[0] for row, status in zip(rows, statuses(validity, at), strict=True) if status == CURRENT}
 
 
-def _uuid(value: str, what: str) -> uuid.UUID:
+def uuid_or_not_found(value: str, what: str) -> uuid.UUID:
+    """The id a client sent as a UUID; NotFound (a 404, as for a missing object) when it is none."""
     try:
         return uuid.UUID(str(value))
     except ValueError:
@@ -81,7 +82,7 @@ def _uuid(value: str, what: str) -> uuid.UUID:
 def golden_entry_get(*, tenant: Tenant, entry_id: str) -> GoldenEntry:
     try:
         return GoldenEntry.objects.select_related("collection__tenant").get(
-            pk=_uuid(entry_id, "Golden entry"), collection__tenant=tenant
+            pk=uuid_or_not_found(entry_id, "Golden entry"), collection__tenant=tenant
         )
     except GoldenEntry.DoesNotExist:
         raise NotFound("Golden entry", entry_id) from None
@@ -133,7 +134,7 @@ def golden_entries_list(
 
 def job_get(*, tenant: Tenant, job_id: str) -> Job:
     try:
-        return Job.objects.get(pk=_uuid(job_id, "Job"), tenant=tenant)
+        return Job.objects.get(pk=uuid_or_not_found(job_id, "Job"), tenant=tenant)
     except Job.DoesNotExist:
         raise NotFound("Job", job_id) from None
 

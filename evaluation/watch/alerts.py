@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from datetime import datetime, timedelta
 
 import httpx
@@ -38,6 +37,7 @@ from evaluation.models import (
 )
 from evaluation.targets.services import egress_policy
 from evaluation.watch.gate import Verdict
+from goldenset.selectors import uuid_or_not_found
 
 logger = logging.getLogger(__name__)
 FIRING, REMINDER, RESOLVED = "firing", "reminder", "resolved"  # a delivery's event
@@ -121,10 +121,7 @@ def alert_acknowledge(*, alert: Alert, actor: str) -> Alert:
 
 
 def alert_get(*, tenant: Tenant, alert_id: str) -> Alert:
-    try:
-        pk = uuid.UUID(str(alert_id))
-    except ValueError:
-        raise NotFound("Alert", alert_id) from None
+    pk = uuid_or_not_found(alert_id, "Alert")
     found = Alert.objects.select_related("schedule", "collection").filter(tenant=tenant, pk=pk).first()
     if found is None:
         raise NotFound("Alert", alert_id)

@@ -11,7 +11,6 @@ stored, already there. After downtime the next tick is the first one after now: 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -50,6 +49,7 @@ from evaluation.watch.alerts import after_tick
 from evaluation.watch.cadence import Cadence, CadenceError, cadence_of
 from evaluation.watch.gate import DRIFTED, Gate, Verdict, drift_reason, verdict
 from goldenset.models import Collection
+from goldenset.selectors import uuid_or_not_found
 from goldenset.services.drift import drift_count
 
 MAX_CHANNELS = 10
@@ -246,10 +246,7 @@ def schedule_fields(schedule: Schedule) -> dict:
 
 
 def schedule_get(*, tenant: Tenant, schedule_id: str) -> Schedule:
-    try:
-        pk = uuid.UUID(str(schedule_id))
-    except ValueError:
-        raise NotFound("Schedule", schedule_id) from None
+    pk = uuid_or_not_found(schedule_id, "Schedule")
     found = Schedule.objects.select_related("collection", "tenant").filter(tenant=tenant, pk=pk).first()
     if found is None:
         raise NotFound("Schedule", schedule_id)
