@@ -53,11 +53,13 @@ def _ids(pages: int) -> list[str]:
 
 
 def run(pages: int, repeat: int, seed: int) -> int:
+    import dataclasses
+
     import bm25s
     import synthetic
 
-    from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
-    from evaluation.retrieval.search.postings import build_postings
+    from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
+    from evaluation.retrieval.search.build import build_postings
     from goldenset.text import tokenize
 
     started = time.perf_counter()
@@ -74,15 +76,12 @@ def run(pages: int, repeat: int, seed: int) -> int:
     try:
         # 1. builds
         started = time.perf_counter()
-        postings = build_postings(tokens)
+        (folder / "postings").mkdir()
+        postings = build_postings(tokens, folder=folder / "postings")  # as the product builds: into files
         index = BM25Index(postings, BM25Params("lucene"))
         ours_build = time.perf_counter() - started
         started = time.perf_counter()
-        postings.save(folder / "postings")
-        np.save(folder / "weights.npy", index.weights)
         np.save(folder / "idf.npy", index.idf)
-        np.save(folder / "common-terms.npy", index.common_terms)
-        np.save(folder / "common-rows.npy", index.common_rows)
         ours_save = time.perf_counter() - started
         on_disk = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         print(f"vocabulary: {postings.terms:,} terms, {len(postings.rows):,} postings\n")
@@ -122,13 +121,12 @@ def run(pages: int, repeat: int, seed: int) -> int:
                 index.top_documents(q, DEPTH, rank)
 
         # the same index adding every term posting by posting: what the common-term rows bring
-        postings_only = BM25Index(
+        no_common = dataclasses.replace(
             postings,
-            index.params,
-            idf=index.idf,
-            weights=index.weights,
-            common=NO_COMMON,
+            common_terms=postings.common_terms[:0],
+            common_codes=np.zeros((0, 0), dtype=postings.codes.dtype),
         )
+        postings_only = BM25Index(no_common, index.params, idf=index.idf)
 
         def ours_postings_only():
             for q in query_tokens:
@@ -148,7 +146,7 @@ def run(pages: int, repeat: int, seed: int) -> int:
             {
                 "evalsite (this process)": ours,
                 "evalsite from the token lists (this process)": ours_tokens,
-                f"the same without the {len(index.common_terms)} common-term rows": ours_postings_only,
+                f"the same without the {len(postings.common_terms)} common-term rows": ours_postings_only,
                 "bm25s numba": bm25s_run(retriever, "numba"),
             },
         )
@@ -203,7 +201,7 @@ def run(pages: int, repeat: int, seed: int) -> int:
             dense = np.zeros(pages)  # every page's sum, term by term in query order, off the postings
             for column in index.query_terms(query):
                 lo, hi = postings.indptr[column], postings.indptr[column + 1]
-                np.add.at(dense, postings.rows[lo:hi], index.weights[lo:hi])
+                np.add.at(dense, postings.rows[lo:hi], index.idf[column] * index.parts[postings.codes[lo:hi]])
             rows = np.flatnonzero(dense > 0)
             expected = rows[np.lexsort((-rank[rows], -dense[rows].astype(np.float32)))][:DEPTH]
             got, scores, _ = index.top_documents(query, DEPTH, rank)
@@ -284,13 +282,7 @@ def serve(folder: Path, repeat: int) -> None:
 
     baseline = _memory()
     postings = Postings.open(folder / "postings")
-    index = BM25Index(
-        postings,
-        BM25Params("lucene"),
-        idf=load_mapped(folder / "idf.npy"),
-        weights=load_mapped(folder / "weights.npy"),
-        common=(load_mapped(folder / "common-terms.npy"), load_mapped(folder / "common-rows.npy")),
-    )
+    index = BM25Index(postings, BM25Params("lucene"), idf=load_mapped(folder / "idf.npy"))
     rank = load_mapped(folder / "rank.npy")
     queries = json.loads((folder / "queries.json").read_text())
     id_array = np.array(_ids(postings.size), dtype=object)

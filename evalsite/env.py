@@ -53,6 +53,25 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
     return value
 
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def env_bytes(name: str, default: int, *, minimum: int | None = None) -> int:
+    """A size in bytes: a whole number, or one followed by K, M or G (KiB, MiB, GiB), e.g. 2G or 512M."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    text = raw.strip().upper().removesuffix("B").removesuffix("I")
+    unit = text[-1:] if text[-1:] in _UNITS else ""
+    number = text[: len(text) - len(unit)].strip()
+    if not number.isdigit():
+        raise ImproperlyConfigured(f"{name}: expected a size such as 2G, 512M or 1073741824, got {raw!r}")
+    value = int(number) * _UNITS[unit]
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}: must be at least {minimum} bytes, got {raw!r}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from evalsite.env import env_bool, env_int, env_list, env_str, limit_blas_threads
+from evalsite.env import env_bool, env_bytes, env_int, env_list, env_str, limit_blas_threads
 
 # BLAS threads per process (the LSI fit, vector search): set in the environment before numpy is imported.
 EVALSITE_BLAS_THREADS = env_int("EVALSITE_BLAS_THREADS", 1, minimum=1)
@@ -249,6 +249,9 @@ EVALSITE_INDEX_DIR = Path(env_str("EVALSITE_INDEX_DIR") or DATA_DIR / "indexes")
 EVALSITE_INDEX_STORE = env_str("EVALSITE_INDEX_STORE") or (
     "local" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "database"
 )
+# The memory a search index build may hold (bytes; K, M and G suffixes read as KiB, MiB, GiB): its postings are
+# built in segments of a share of it and merged (evaluation.retrieval.search.build), whatever the collection's size.
+EVALSITE_INDEX_BUILD_MEMORY = env_bytes("EVALSITE_INDEX_BUILD_MEMORY", 2 << 30, minimum=64 << 20)
 # `manage.py serve` loads and searches the saved indexes of this many most recently changed collections before
 # its web processes start (evaluation.warmup); 0: none.
 EVALSITE_WARM_COLLECTIONS = env_int("EVALSITE_WARM_COLLECTIONS", 20, minimum=0)

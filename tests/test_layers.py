@@ -60,6 +60,7 @@ PURE = [
     "evaluation.retrieval.similarity",
     "evaluation.retrieval.search",
     "evaluation.retrieval.search.bm25",
+    "evaluation.retrieval.search.build",
     "evaluation.retrieval.search.embeddings",
     "evaluation.retrieval.search.engine",
     "evaluation.retrieval.search.explain",

@@ -75,8 +75,11 @@ def read_snapshot() -> Iterator[None]:
 
 
 def load_corpus(collection: Collection) -> Corpus:
-    """The collection's pages ordered by document pk, then page number, with their indexed texts, and the
-    content stamps of what was read, from one snapshot."""
+    """The collection's pages ordered by document pk, then page number, and the content stamps of what was read,
+    from one snapshot. The texts are not held: the corpus reads them from the database as a build goes
+    (`Corpus.iter_texts`, a few thousand at a time), so a build's memory does not grow with the collection's
+    text. A page whose document is written while the build reads is indexed as written; the write gave the
+    collection a new content version, whose index is built (or updated) from the pages then."""
     with read_snapshot():
         documents = list(
             Document.objects.filter(collection=collection, pages__isnull=False)
@@ -86,16 +89,13 @@ def load_corpus(collection: Collection) -> Corpus:
         )
         all_pks, written = _document_writes(collection)
         row_of = {pk: row for row, (pk, *_rest) in enumerate(documents)}
-        titles = dict(Document.objects.filter(collection=collection).values_list("pk", "title"))
-        page_texts_: list[str] = []
         page_document: list[int] = []
         page_ids: list[int] = []
         page_docs: list[int] = []
         numbers: list[int] = []
         pages = Page.objects.filter(document__collection=collection).order_by("document_id", "number")
-        rows = pages.values_list("pk", "document_id", "number", "text").iterator(chunk_size=5000)
-        for page_id, document_id, number, text in rows:
-            page_texts_.append(page_text(titles[document_id], number, text))
+        rows = pages.values_list("pk", "document_id", "number").iterator(chunk_size=5000)
+        for page_id, document_id, number in rows:
             page_document.append(row_of[document_id])
             page_ids.append(page_id)
             page_docs.append(document_id)
@@ -111,7 +111,7 @@ def load_corpus(collection: Collection) -> Corpus:
     ]
     successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
     corpus = Corpus(
-        texts=page_texts_,
+        texts=None,
         page_document=np.asarray(page_document, dtype=np.int64),
         document_ids=[row[1] for row in documents],
         validity=validity,
@@ -127,6 +127,7 @@ def load_corpus(collection: Collection) -> Corpus:
         if documents
         else np.zeros(0, dtype=str),
     )
+    attach_text_source(corpus)
     return corpus
 
 

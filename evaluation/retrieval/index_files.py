@@ -25,7 +25,7 @@ from evaluation.retrieval import index_store
 from evaluation.retrieval.embedding_store import embedder_identity, endpoint_settings
 from evaluation.retrieval.index_store import DESCRIPTION
 from evaluation.retrieval.search import index_format
-from evaluation.retrieval.search.bm25 import NO_COMMON, BM25Index, BM25Params
+from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.engine import VECTORS, Corpus, SearchIndex
 from evaluation.retrieval.search.postings import Postings, load_mapped
 from goldenset.models import Collection
@@ -34,10 +34,28 @@ logger = logging.getLogger(__name__)
 
 
 # Bump when the index layout or the indexed text changes: old files are then ignored.
-ENGINE_VERSION = 5  # 5: a JSON description (index.json), no pickle; 4: LSI fitted on a sample
+# 6: postings of (tf, length) codes, no weights saved; 5: a JSON description (index.json), no pickle
+ENGINE_VERSION = 6
 
 DEFAULT_PART = "bm25:lucene"
 PARTS = ("bm25:lucene", "bm25:okapi", VECTORS)  # every part an index can have
+
+
+BUILDING = ".postings."  # the prefix of a folder postings are built or saved in, renamed when whole
+
+
+def build_folder(path: Path):
+    """What SearchIndex.build_folder calls: a new folder for postings beside the index `path` describes, after
+    removing those an earlier build left (a process that died: the caller holds the index's file lock)."""
+
+    def new_folder() -> Path:
+        folder = path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob(f"{BUILDING}*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        return Path(tempfile.mkdtemp(dir=folder, prefix=BUILDING))
+
+    return new_folder
 
 
 def index_key(collection: Collection) -> tuple:
@@ -93,11 +111,7 @@ def read_index(path: Path) -> SearchIndex | None:
             if postings is None:
                 raise ValueError("BM25 weights saved without their postings")
             index.bm25_indexes[variant] = BM25Index(
-                postings,
-                BM25Params(variant),
-                idf=load_mapped(folder / f"bm25-{variant}-idf.npy"),
-                weights=load_mapped(folder / f"bm25-{variant}-weights.npy"),
-                common=_common_rows(folder, variant),
+                postings, BM25Params(variant), idf=load_mapped(folder / f"bm25-{variant}-idf.npy")
             )
         if description["vectors"]:
             index.page_vectors = load_mapped(folder / "vectors.npy")
@@ -121,16 +135,6 @@ def _mapped(folder: Path):
     return lambda name: load_mapped(folder / f"{name}.npy")
 
 
-def _common_rows(folder: Path, variant: str) -> tuple[np.ndarray, np.ndarray]:
-    """The variant's common-term rows as saved (mapped); none for a version saved before they were (its
-    searches add those terms' postings one by one: the same scores, more slowly), rather than rows computed
-    into this process's private memory."""
-    terms, rows = folder / f"bm25-{variant}-common-terms.npy", folder / f"bm25-{variant}-common-rows.npy"
-    if not (terms.is_file() and rows.is_file()):
-        return NO_COMMON
-    return load_mapped(terms), load_mapped(rows)
-
-
 def write_index(collection: Collection, path: Path, index: SearchIndex) -> tuple[int, int, int]:
     """Save the index where other processes find it: each array a .npy file (written once: a version's arrays
     never change), then the description, JSON written to a file of a unique name renamed over the old one (so
@@ -142,14 +146,15 @@ def write_index(collection: Collection, path: Path, index: SearchIndex) -> tuple
         postings, variants, vectors = index.postings, dict(index.bm25_indexes), index.page_vectors
         embedder = index.embedder if vectors is not None else None
     if postings is not None and not (folder / "postings").is_dir():
-        staging = Path(tempfile.mkdtemp(dir=folder, prefix=".postings."))
-        postings.save(staging)
-        os.rename(staging, folder / "postings")
+        built = postings.folder
+        if built is not None and built.parent == folder and built.name.startswith(BUILDING):
+            os.rename(built, folder / "postings")  # built in place (build_folder): its mappings stay valid
+        else:
+            staging = Path(tempfile.mkdtemp(dir=folder, prefix=BUILDING))
+            postings.save(staging)
+            os.rename(staging, folder / "postings")
     for variant, bm25 in variants.items():
         _save_array(folder / f"bm25-{variant}-idf.npy", bm25.idf)
-        _save_array(folder / f"bm25-{variant}-weights.npy", bm25.weights)
-        _save_array(folder / f"bm25-{variant}-common-terms.npy", bm25.common_terms)
-        _save_array(folder / f"bm25-{variant}-common-rows.npy", bm25.common_rows)
     if vectors is not None:
         _save_array(folder / "vectors.npy", vectors)
     if index.corpus.stamps is not None and postings is not None:

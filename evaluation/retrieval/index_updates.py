@@ -1,30 +1,37 @@
-"""A new version of a collection's index derived from the previous one and the pages that changed.
+"""A new version of a collection's index: built in full, or derived from the previous one and the pages that
+changed.
+
+A full build (`full_build`) reads the pages' texts a few thousand at a time and builds the postings in segments
+within EVALSITE_INDEX_BUILD_MEMORY, merged into the index's folder (search.build), so its memory does not
+grow with the collection.
 
 When an older version of the collection is saved, the IndexBuild job derives the new
 version's BM25 part from it instead of reading and tokenizing every page (`updated_index`): it reads the ids,
 document and number of every page and the write stamp (Document.updated_at) of every document, keeps the
 pages whose document was not written since, and tokenizes only the others (new and changed pages; a deleted
 page's rows are dropped). postings.merge_postings merges them into the old arrays with numpy, giving exactly
-the arrays a full build gives, and the idfs and weights are then computed over the whole new postings as a full
-build computes them: every score equals a full rebuild's bit for bit (document frequencies, average length
-and okapi's first-occurrence order are those of the live collection).
+the arrays a full build gives, and the idfs and tf parts are then computed over the whole new postings as a
+full build computes them: every score equals a full rebuild's bit for bit (document frequencies, average
+length and okapi's first-occurrence order are those of the live collection).
 
 Why one merged set of arrays per version rather than query-time segments (a base, a delta, a deletion mask, as
-Lucene): BM25's weights depend on N, on every term's document frequency and on the average length, so one
-added page changes every weight of every term. Segments could only stay exact by computing the weights at
-query time (a slower kernel on every search, and per-segment statistics merged per query); merging costs one
-pass over the postings in the job (seconds at 300,000 pages: docs/benchmarks.md, benchmarks/incremental_bench.py) and
-leaves the query path as it was: one set of precomputed weights, summed. The vectors (LSI) are not
-incremental: a job that must also build them saves the BM25 part first, so FullText serves the new version
-while the vectors are computed.
+Lucene serves them): BM25's weights depend on N, on every term's document frequency and on the average length,
+so one added page changes every weight of every term. Segments could only stay exact with per-segment
+statistics merged per query; merging costs one pass over the postings in the job (seconds at 300,000 pages:
+docs/benchmarks.md, benchmarks/incremental_bench.py) and leaves the query path as it was: one set of postings,
+each weight its term's idf times its (tf, length) code's tf part. The vectors (LSI) are not incremental: a job
+that must also build them saves the BM25 part first, so FullText serves the new version while the vectors are
+computed.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 
 from evaluation.retrieval import index_store
 from evaluation.retrieval.corpus import (
@@ -32,11 +39,19 @@ from evaluation.retrieval.corpus import (
     UpdateBase,
     attach_text_source,
     corpus_update,
+    load_corpus,
     page_texts,
     read_snapshot,
 )
-from evaluation.retrieval.index_files import DEFAULT_PART, fetch_older, read_corpus, saved_versions
+from evaluation.retrieval.index_files import (
+    DEFAULT_PART,
+    build_folder,
+    fetch_older,
+    read_corpus,
+    saved_versions,
+)
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
+from evaluation.retrieval.search.build import build_postings
 from evaluation.retrieval.search.engine import Embedder, SearchIndex
 from evaluation.retrieval.search.postings import MergeRefused, Postings, merge_postings, open_first_order
 from goldenset.models import Collection
@@ -67,6 +82,30 @@ def _update_base(collection: Collection) -> UpdateBase | None:
             return None
         return UpdateBase(version, postings, first_order, stamps, corpus)
     return None
+
+
+def full_build(
+    collection: Collection, path: Path, embedder_factory: Callable[..., Embedder], job_progress=None
+) -> SearchIndex:
+    """A new index of the collection's pages, its postings to be built in a folder beside `path` within
+    EVALSITE_INDEX_BUILD_MEMORY, telling `job_progress(done, total)` (a build job's) how far it got: pages
+    counted, then postings merged, each half of the way."""
+    corpus = load_corpus(collection)
+    index = SearchIndex(corpus, embedder_factory=embedder_factory)
+    new_folder = build_folder(path)
+    size = max(corpus.size, 1)
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if job_progress is not None:
+            half = done if stage == "pages" else size + size * done // max(total, 1)
+            job_progress(min(half, 2 * size), 2 * size)
+
+    def builder(pages) -> Postings:
+        budget = settings.EVALSITE_INDEX_BUILD_MEMORY
+        return build_postings(pages, folder=new_folder(), budget=budget, progress=progress)
+
+    index.postings_builder = builder
+    return index
 
 
 def updated_index(

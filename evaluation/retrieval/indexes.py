@@ -37,7 +37,6 @@ from evaluation.models import EvaluationJobKind
 from evaluation.retrieval import index_store
 from evaluation.retrieval.corpus import (
     attach_text_source,
-    load_corpus,
 )
 from evaluation.retrieval.embedding_store import configured_embedder
 from evaluation.retrieval.index_files import (
@@ -58,7 +57,7 @@ from evaluation.retrieval.index_files import (
     saved_versions,
     write_index,
 )
-from evaluation.retrieval.index_updates import updated_index
+from evaluation.retrieval.index_updates import full_build, updated_index
 from evaluation.retrieval.search.engine import VECTORS, Corpus, Embedder, SearchIndex
 from goldenset.models import Collection
 
@@ -177,7 +176,7 @@ def _lookup(
                     stats.updated += 1
                     stats.pages_tokenized += tokenized
                 else:
-                    index = SearchIndex(load_corpus(collection), embedder_factory=embedder_factory)
+                    index = full_build(collection, path, embedder_factory, _job_progress.get())
                 index.content_version = collection.content_version
                 stats.built += 1
                 stats.build_ms += (time.perf_counter() - started) * 1000
@@ -201,6 +200,10 @@ def _lookup(
                 index = _read(path) or index
         _remember(key, index)
     return index
+
+
+# The progress callback of the IndexBuild job running in this context (None elsewhere): a full build reports to it.
+_job_progress: ContextVar[Any] = ContextVar("index_build_progress", default=None)
 
 
 def _peek(
@@ -455,7 +458,11 @@ def index_build_job(job: Job, progress) -> dict:
     stats = IndexStats()
     parts = job.input.get("parts", [DEFAULT_PART])
     progress(0, 1)
-    index = get_index(collection, stats, parts, build=True, keep=False)
+    token = _job_progress.set(progress)
+    try:
+        index = get_index(collection, stats, parts, build=True, keep=False)
+    finally:
+        _job_progress.reset(token)
     progress(1, 1)
     return {
         "content_version": index.content_version,

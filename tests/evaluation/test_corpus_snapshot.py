@@ -54,7 +54,11 @@ def test_documents_deleted_between_two_reads_of_a_build_change_nothing_it_sees(w
     monkeypatch.setattr(corpus_reading, "_document_writes", writes_after_a_delete)
     corpus = corpus_reading.load_corpus(world.collection)
     assert deleted and Document.objects.filter(pk__in=pks).count() == len(pks) - 3  # the delete did commit
-    # The build saw every document as it was when it began, stamps and texts alike.
+    # The build saw every document as it was when it began, ids and stamps alike.
     assert sorted(corpus.document_ids) == before and len(before) >= 6
     assert corpus.stamps is not None and len(corpus.stamps.document_updated) == len(before)
-    assert len(corpus.texts) == len(corpus.page_ids) >= len(before)
+    # Texts are read as the build goes (a few thousand at a time, never all held): a page deleted meanwhile
+    # reads as empty (the deletion made a new content version, built from the pages then), never a failure.
+    texts = list(corpus.iter_texts())
+    assert len(texts) == len(corpus.page_ids) >= len(before)
+    assert sum(1 for text in texts if not text) == 3

@@ -7,6 +7,7 @@ orders a run (32-bit score descending, then id descending in byte order), pages 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,9 +15,11 @@ import numpy as np
 import pytest
 import rank_bm25
 
-from evaluation.retrieval.search import bm25, kernels
+from evaluation.retrieval.search import kernels
+from evaluation.retrieval.search import postings as postings_module
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params, build_index
-from evaluation.retrieval.search.postings import Postings, build_postings
+from evaluation.retrieval.search.build import build_postings
+from evaluation.retrieval.search.postings import Postings
 from goldenset.text import tokenize
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "clapnq"
@@ -43,13 +46,27 @@ def _id_rank(ids: list[str]) -> np.ndarray:
     return rank
 
 
+def _reference_weights(index: BM25Index) -> np.ndarray:
+    """Each posting's weight by the formulas, posting by posting (not through the index's table of tf parts):
+    idf x tf / (tf + norm) (lucene) or tf (k1 + 1) / (tf + norm) (okapi), norm = k1 (1 - b + b dl / avgdl)."""
+    p, params = index.postings, index.params
+    lengths = np.asarray(p.lengths, dtype=np.float64)
+    avgdl = lengths.sum() / len(lengths)
+    norm = params.k1 * (1 - params.b + params.b * lengths / avgdl)
+    tf = p.tfs.astype(np.float64)
+    row_norm = norm[p.rows]
+    part = tf * (params.k1 + 1) / (tf + row_norm) if params.variant == "okapi" else tf / (tf + row_norm)
+    return np.repeat(index.idf, p.document_frequency) * part
+
+
 def _plain_scores(index: BM25Index, query) -> np.ndarray:
     """Every page's sum, term by term in query order, read off the postings (no kernel, no common-term row)."""
     dense = np.zeros(index.size)
     p = index.postings
+    weights = _reference_weights(index)
     for column in index.query_terms(query):
         lo, hi = p.indptr[column], p.indptr[column + 1]
-        np.add.at(dense, p.rows[lo:hi], index.weights[lo:hi])  # a page appears once in a term's postings
+        np.add.at(dense, p.rows[lo:hi], weights[lo:hi])  # a page appears once in a term's postings
     return dense
 
 
@@ -131,7 +148,8 @@ def test_okapi_with_negative_weights_still_leaves_out_pages_that_score_zero_or_l
     # Every word in most pages: negative okapi idfs, floored at epsilon x a mean that is itself negative.
     tokens = [["alpha", "beta"]] * 8 + [["alpha"]] * 3 + [["gamma"]]
     index = build_index(tokens, BM25Params("okapi"))
-    assert not index.positive and (index.weights < 0).any()
+    assert not index.positive and (_reference_weights(index) < 0).any()
+    assert index.all_weights().tobytes() == _reference_weights(index).tobytes()
     ids = [f"x{i}" for i in range(len(tokens))]
     for query in (["alpha"], ["alpha", "gamma"], ["beta", "alpha"]):
         got = index.top_documents(query, 20, _id_rank(ids))
@@ -175,7 +193,7 @@ def test_postings_saved_and_mapped_back_search_the_same(tmp_path):
     mapped = Postings.open(tmp_path / "postings")
     # mapped, not read: the array is a view of the file's mapping (a plain ndarray, as the kernels want)
     assert type(mapped.rows) is np.ndarray and isinstance(mapped.rows.base, np.memmap)
-    for name in ("indptr", "rows", "tfs", "lengths", "term_hashes", "first_seen"):
+    for name in ("indptr", "rows", "codes", "tfs", "lengths", "term_hashes", "first_seen", "common_codes"):
         np.testing.assert_array_equal(getattr(mapped, name), getattr(postings, name))
     built = BM25Index(postings, BM25Params("okapi"))
     loaded = BM25Index(mapped, BM25Params("okapi"))
@@ -230,7 +248,7 @@ def test_large_collections_take_the_sampled_threshold_path_and_stay_exact(varian
     rank = _id_rank(ids)
     index = build_index(tokens, BM25Params(variant))
     live = rng.random(len(tokens)) < 0.9
-    assert index.common_terms.tolist() == index.query_terms(common).tolist()  # alpha, beta, gamma: dense rows
+    assert index.postings.common_terms.tolist() == index.query_terms(common).tolist()  # alpha, beta, gamma
     for query in (["alpha"], ["alpha", "beta"], ["gamma", "delta", "alpha"], ["beta", "beta", "zeta"]):
         dense = _plain_scores(index, query)
         assert index.scores(query).tobytes() == dense.tobytes()
@@ -288,7 +306,7 @@ def test_documents_of_many_pages_take_the_sampled_threshold_path_and_stay_exact(
 
 @pytest.mark.parametrize("variant", ["lucene", "okapi"])
 def test_common_terms_rows_give_the_postings_sums_bit_for_bit(variant):
-    """Terms on a quarter of the pages or more are added as dense rows of weights (bm25.common_term_rows): the
+    """Terms on a quarter of the pages or more are added as dense rows of codes (postings.dense_codes): the
     sums, rankings and scores must be those of the same index adding every term posting by posting, for queries
     mixing common and rare terms, repeated terms, okapi's negative weights, and a live mask."""
     rng = np.random.default_rng(8)
@@ -300,11 +318,14 @@ def test_common_terms_rows_give_the_postings_sums_bit_for_bit(variant):
     rank = _id_rank(ids)
     index = build_index(tokens, BM25Params(variant))
     df = index.postings.document_frequency
-    assert index.common_terms.tolist() == np.flatnonzero(4 * df >= len(tokens)).tolist()
-    assert 0 < len(index.common_terms) < index.postings.terms  # both kinds of term present
-    none = bm25.common_term_rows(index.postings, index.weights, most=0)
-    plain = BM25Index(index.postings, index.params, idf=index.idf, weights=index.weights, common=none)
-    assert len(plain.common_terms) == 0
+    common = index.postings.common_terms
+    assert common.tolist() == np.flatnonzero(4 * df >= len(tokens)).tolist()
+    assert 0 < len(common) < index.postings.terms  # both kinds of term present
+    codes = index.postings.codes
+    none = dataclasses.replace(
+        index.postings, common_terms=common[:0], common_codes=np.zeros((0, 0), dtype=codes.dtype)
+    )
+    plain = BM25Index(none, index.params, idf=index.idf)
     live = rng.random(len(tokens)) < 0.8
     queries = (["alpha"], ["alpha", "rare3"], ["rare3", "alpha", "alpha", "beta"], WORDS, ["rare1", "rare2"])
     for query in queries:
@@ -320,16 +341,17 @@ def test_common_terms_rows_give_the_postings_sums_bit_for_bit(variant):
 def test_common_terms_are_capped_to_the_most_frequent():
     tokens = [WORDS[: 2 + i % 10] for i in range(100)]  # alpha and beta everywhere, then fewer and fewer
     postings = build_postings(tokens)
-    weights = bm25.posting_weights(BM25Params(), postings, bm25.term_idf(BM25Params(), postings))
-    terms, rows = bm25.common_term_rows(postings, weights, share=4, most=3)
     df = postings.document_frequency
+    terms = postings_module.common_columns(df, postings.size, share=4, most=3)
+    rows = postings_module.dense_codes(postings.indptr, postings.rows, postings.codes, terms, postings.size)
     assert sorted(df[terms].tolist(), reverse=True) == sorted(df.tolist(), reverse=True)[:3]
     assert terms.tolist() == sorted(terms.tolist())
     for j, column in enumerate(terms.tolist()):
         lo, hi = postings.indptr[column], postings.indptr[column + 1]
-        expected = np.zeros(postings.size)
-        expected[postings.rows[lo:hi]] = weights[lo:hi]
+        expected = np.zeros(postings.size, dtype=postings.codes.dtype)
+        expected[postings.rows[lo:hi]] = postings.codes[lo:hi]
         assert rows[j].tobytes() == expected.tobytes()
+        assert (postings.code_tfs[rows[j][postings.rows[lo:hi]]] == postings.tfs[lo:hi]).all()
 
 
 def test_a_configurations_own_k1_and_b_score_as_rank_bm25_with_them_and_leave_the_saved_index_alone():

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.retrieval.search import kernels
-from evaluation.retrieval.search.postings import Postings, build_postings
+from evaluation.retrieval.search.build import build_postings
+from evaluation.retrieval.search.postings import Postings
 
 VARIANTS = ("lucene", "okapi")
 
@@ -36,34 +37,33 @@ class BM25Params:
 
 
 class BM25Index:
-    """BM25 over one set of postings with one variant's weights: each posting's weight, its term's idf times
-    its tf part, computed once with numpy's double arithmetic; a query adds the weights of its terms' postings
-    (kernels.py), so scores are the reference formulas' above to the last bit.
+    """BM25 over one set of postings with one variant's weights: a posting's weight is its term's idf times the
+    tf part of its (tf, page length) pair, each pair's computed once with numpy's double arithmetic
+    (`tf_parts`, a few thousand doubles); a query adds the weights of its terms' postings (kernels.py), so
+    scores are the reference formulas' above to the last bit. Another k1 or b is another table of tf parts
+    over the same postings: a study's trials cost no memory the size of the corpus.
 
     Thread-safe: each thread searching the index gets scratch arrays of its own."""
 
-    def __init__(
-        self,
-        postings: Postings,
-        params: BM25Params,
-        idf: np.ndarray | None = None,
-        weights: np.ndarray | None = None,
-        common: tuple[np.ndarray, np.ndarray] | None = None,
-    ):
+    def __init__(self, postings: Postings, params: BM25Params, idf: np.ndarray | None = None):
         self.postings = postings
         self.params = params
         self.idf = idf if idf is not None else term_idf(params, postings)
-        self.weights = weights if weights is not None else posting_weights(params, postings, self.idf)
-        # The common terms' weights as dense rows (kernels.py adds them page after page): the columns of the
-        # terms, ascending, and their rows, as saved beside the weights, else computed here.
-        self.common_terms, self.common_rows = (
-            common if common is not None else common_term_rows(postings, self.weights)
-        )
+        self.parts = tf_parts(params, postings)
         # With every weight positive (always for lucene) the kernel tells a new page by its sum of 0.0. A weight
         # is its term's idf times a tf part in (0, 1] (k1 + 1 for okapi), so the idfs tell: one value a term,
         # not a pass over every posting (a mapped index would otherwise be read whole on its first search).
         self.positive = bool(len(self.idf) == 0 or np.min(self.idf) > 0)
         self._scratch = threading.local()
+
+    def weight(self, column: int, posting: int) -> float:
+        """One posting's weight (explain reads it)."""
+        return float(self.idf[column] * self.parts[int(self.postings.codes[posting])])
+
+    def all_weights(self) -> np.ndarray:
+        """Every posting's weight, a new array the size of the postings (tests and oracles read it)."""
+        p = self.postings
+        return np.repeat(np.asarray(self.idf), p.document_frequency) * self.parts[np.asarray(p.codes)]
 
     @property
     def size(self) -> int:
@@ -82,9 +82,11 @@ class BM25Index:
         return kernels.dense_scores(
             p.indptr,
             p.rows,
-            self.weights,
-            self.common_terms,
-            self.common_rows,
+            p.codes,
+            self.parts,
+            self.idf,
+            p.common_terms,
+            p.common_codes,
             self.query_terms(tokens),
             self.size,
         )
@@ -105,9 +107,11 @@ class BM25Index:
         return kernels.top_documents(
             p.indptr,
             p.rows,
-            self.weights,
-            self.common_terms,
-            self.common_rows,
+            p.codes,
+            self.parts,
+            self.idf,
+            p.common_terms,
+            p.common_codes,
             terms,
             _EMPTY_BOOL if live is None else live,
             self.positive,
@@ -138,65 +142,32 @@ _EMPTY_BOOL = np.zeros(0, dtype=np.bool_)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 
 
-COMMON_SHARE = 4  # a term on at least 1/COMMON_SHARE of the pages is common: its weights kept as a dense row
-MAX_COMMON = 64  # at most this many (the most frequent), 8 bytes a page each
-
-
-def common_term_rows(
-    postings: Postings, weights: np.ndarray, share: int = COMMON_SHARE, most: int = MAX_COMMON
-) -> tuple[np.ndarray, np.ndarray]:
-    """(columns ascending, dense rows of their weights) of the index's common terms, those on at least 1/share
-    of the pages (the `most` most frequent). A query with one of them reads every page anyway
-    (kernels.top_documents sweeps), and adding a dense row, a loop the compiler vectorizes, is faster than
-    adding the same term's postings one by one where the sums stay in the caches (benchmarks/search_scale.py
-    times the index without them); the rows cost 8 bytes a page a term, shared from the saved file."""
-    df = postings.document_frequency
-    pages = postings.size
-    common = np.flatnonzero(df * share >= max(pages, 1))
-    if len(common) > most:
-        common = np.sort(common[np.argsort(-df[common], kind="stable")[:most]])
-    if not len(common):
-        return NO_COMMON
-    common = common.astype(np.int64)
-    return common, kernels.common_rows(postings.indptr, postings.rows, weights, common, pages)
-
-
-# No common-term rows: (no columns, no rows); every term's postings are then added one by one.
-NO_COMMON = (np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float64))
-
-
 def term_idf(params: BM25Params, postings: Postings) -> np.ndarray:
     return _idf(params, postings.size, postings.document_frequency, postings)
 
 
-def posting_weights(
-    params: BM25Params, postings: Postings, idf: np.ndarray, chunk: int = 1 << 22
-) -> np.ndarray:
-    """idf[term] x tf part, per posting, as the reference computes it: lucene tf / (tf + norm), okapi
-    tf (k1 + 1) / (tf + norm); in chunks of columns, so memory stays near the result's own."""
-    norm = length_norm(params, postings.lengths)
-    indptr = postings.indptr
-    out = np.empty(len(postings.rows), dtype=np.float64)
-    column = 0
-    while column < postings.terms:
-        end = int(np.searchsorted(indptr, indptr[column] + chunk, side="right")) - 1
-        end = max(end, column + 1)
-        lo, hi = int(indptr[column]), int(indptr[end])
-        tf = postings.tfs[lo:hi].astype(np.float64)
-        row_norm = norm[postings.rows[lo:hi]]
-        tfc = tf * (params.k1 + 1) / (tf + row_norm) if params.variant == "okapi" else tf / (tf + row_norm)
-        out[lo:hi] = np.repeat(idf[column:end], np.diff(indptr[column : end + 1])) * tfc
-        column = end
-    return out
+def tf_parts(params: BM25Params, postings: Postings) -> np.ndarray:
+    """The tf part of each (tf, page length) code, as the reference computes it per posting: lucene
+    tf / (tf + norm), okapi tf (k1 + 1) / (tf + norm), norm = k1 (1 - b + b dl / avgdl); code 0 (no posting)
+    0.0."""
+    lengths = np.asarray(postings.lengths)
+    # avgdl: the lengths' exact sum (integers, far below 2^53), as a sum of doubles of them gives it
+    avgdl = float(int(lengths.sum(dtype=np.int64))) / len(lengths) if len(lengths) else 0.0
+    norm = length_norm(params, np.asarray(postings.code_lengths)[1:], avgdl)
+    tf = np.asarray(postings.code_tfs)[1:].astype(np.float64)
+    parts = np.zeros(len(postings.code_tfs), dtype=np.float64)
+    parts[1:] = tf * (params.k1 + 1) / (tf + norm) if params.variant == "okapi" else tf / (tf + norm)
+    return parts
 
 
-def length_norm(params: BM25Params, lengths: np.ndarray) -> np.ndarray:
-    """k1 (1 - b + b dl / avgdl) per page, avgdl the mean length (an exact sum: lengths are integers)."""
+def length_norm(params: BM25Params, lengths: np.ndarray, avgdl: float | None = None) -> np.ndarray:
+    """k1 (1 - b + b dl / avgdl) per length, avgdl the lengths' mean unless given (an exact sum: lengths are
+    integers)."""
     lengths = np.asarray(lengths, dtype=np.float64)
-    n_docs = len(lengths)
-    avgdl = lengths.sum() / n_docs if n_docs else 0.0
+    if avgdl is None:
+        avgdl = lengths.sum() / len(lengths) if len(lengths) else 0.0
     if not avgdl:
-        return np.full(n_docs, params.k1)
+        return np.full(len(lengths), params.k1)
     return params.k1 * (1 - params.b + params.b * lengths / avgdl)
 
 

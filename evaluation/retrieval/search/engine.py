@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,7 +19,8 @@ import numpy as np
 
 from evaluation.retrieval.search import fusion
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
-from evaluation.retrieval.search.postings import Postings, build_postings
+from evaluation.retrieval.search.build import build_postings
+from evaluation.retrieval.search.postings import Postings
 from goldenset.temporal import Validity, has_temporal_data, visible_mask
 from goldenset.text import tokenize
 
@@ -32,8 +33,8 @@ CANDIDATES = 100
 VECTOR_CHUNK = 16_384
 # The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
 VECTORS = "vectors"
-TUNED_KEPT = 4  # BM25 weights with a configuration's own k1 and b, kept per index (SearchIndex.bm25_for)
-TUNED_BYTES = 512 << 20  # and at most this much of them besides the newest
+TUNED_KEPT = 4  # BM25 indexes with a configuration's own k1 and b, kept per index (SearchIndex.bm25_for)
+TEXT_CHUNK = 2000  # page texts read at a time while the postings are built
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,11 @@ class Corpus:
     def all_texts(self) -> list[str]:
         return self.texts if self.texts is not None else self.texts_of(range(self.size))
 
+    def iter_texts(self, chunk: int = TEXT_CHUNK) -> Iterator[str]:
+        """Every page's text in row order, read `chunk` at a time (a build holds no more of them)."""
+        for start in range(0, self.size, chunk):
+            yield from self.texts_of(range(start, min(start + chunk, self.size)))
+
 
 class _Locks:
     """An index's locks: one per kind of part, so a long vector build never holds up a BM25 search, and a short
@@ -208,6 +214,10 @@ class SearchIndex:
     # Parts built so far and the time spent on them: callers tell "built now" from "found cached".
     builds: int = 0
     build_seconds: float = 0.0
+    # Builds the postings from the pages (a callable giving token lists): in memory unless the caller's own
+    postings_builder: Callable[[Callable[[], Iterable[list[str]]]], Postings] | None = field(
+        default=None, repr=False
+    )
     _masks: dict[tuple[datetime, bool], tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False
     )
@@ -247,7 +257,8 @@ class SearchIndex:
                 started = time.perf_counter()
                 postings = self.postings
                 if postings is None:
-                    postings = build_postings(tokenize(text) for text in self.corpus.all_texts())
+                    build = self.postings_builder or build_postings
+                    postings = build(lambda: (tokenize(text) for text in self.corpus.iter_texts()))
                 index = BM25Index(postings, BM25Params(variant))
                 with self._locks.state:
                     self.postings = postings
@@ -257,19 +268,17 @@ class SearchIndex:
 
     def bm25_for(self, config: SearchConfig) -> BM25Index:
         """The BM25 index a search with this configuration reads: its variant's, or with k1 and b of its own
-        (a study's trials): weights computed from the same postings, the last TUNED_KEPT of them kept in memory
-        (fewer when their weights pass TUNED_BYTES), never saved with the index."""
+        (a study's trials): tf parts computed over the same postings and idfs (a few thousand doubles), the last
+        TUNED_KEPT of them kept in memory, never saved with the index."""
         params = config.bm25_params()
         if params == BM25Params(config.bm25_variant):
             return self.bm25(config.bm25_variant)
         index = self._tuned.get(params)
         if index is None:
-            postings = self.bm25(config.bm25_variant).postings
-            index = BM25Index(postings, params)
+            base = self.bm25(config.bm25_variant)
+            index = BM25Index(base.postings, params, idf=base.idf)  # idf reads neither k1 nor b
             with self._locks.state:
                 kept = [item for item in self._tuned.items() if item[0] != params][-(TUNED_KEPT - 1) :]
-                while kept and sum(i.weights.nbytes for _, i in kept) + index.weights.nbytes > TUNED_BYTES:
-                    kept.pop(0)  # a large collection keeps fewer: their weights are the size of its postings
                 self._tuned = {**dict(kept), params: index}
         return index
 

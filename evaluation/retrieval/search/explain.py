@@ -37,9 +37,10 @@ def term_contributions(index: BM25Index, query: str, page_row: int) -> dict:
     postings = index.postings
     counts = Counter(tokenize(query))
     params = index.params
-    norm = float(length_norm(params, postings.lengths[page_row : page_row + 1])[0]) if postings.size else 0.0
     lengths = np.asarray(postings.lengths)
     average = float(lengths.sum() / len(lengths)) if len(lengths) else 0.0
+    # the page's own norm under the collection's average length (not the page's alone)
+    norm = float(length_norm(params, lengths[page_row : page_row + 1], average)[0]) if postings.size else 0.0
     terms = []
     total = 0.0
     for token, times in counts.items():
@@ -60,7 +61,7 @@ def term_contributions(index: BM25Index, query: str, page_row: int) -> dict:
                               "idf": float(index.idf[column]), "df": hi - lo})  # fmt: skip
                 continue
             at = int(found[0])
-        weight = float(index.weights[lo + at])
+        weight = index.weight(column, lo + at)
         contribution = weight * times
         total += contribution
         terms.append(
@@ -68,7 +69,7 @@ def term_contributions(index: BM25Index, query: str, page_row: int) -> dict:
                 "term": token,
                 "matched": True,
                 "times_in_query": times,
-                "tf": int(postings.tfs[lo + at]),
+                "tf": postings.tf_at(lo + at),
                 "df": hi - lo,
                 "idf": float(index.idf[column]),
                 "contribution": contribution,

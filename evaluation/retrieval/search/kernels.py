@@ -1,14 +1,15 @@
 """The compiled inner loops of BM25 search (numba, no fastmath: IEEE double additions in query-term order,
 so scores are bit-identical to the reference sums in bm25.py).
 
-A query walks only its terms' postings, each posting's weight (its term's idf times its tf part) computed at
-index time with numpy's double arithmetic, and adds them into a per-thread scratch array (never allocated per
-query). When the postings are few, the pages they touch are listed as they are met and only those are read
+A query walks only its terms' postings, each posting's weight its term's idf times the tf part of its code
+(postings.py: the posting's (tf, page length) pair, whose tf parts bm25.tf_parts computes with numpy's double
+arithmetic, exactly as it would per posting), and adds them into a per-thread scratch array (never allocated
+per query). When the postings are few, the pages they touch are listed as they are met and only those are read
 back; when they outnumber a quarter of the pages, every page is read back in order instead (no more work than
 the postings themselves), through a threshold read off a sample of the pages when the collection is large
 (for pages and for documents of several pages alike). The query's common terms (those on at least a quarter of
-the pages, when the index keeps them as dense rows of weights, zeros where a page lacks the term) are then added
-page after page, a loop the compiler vectorizes, instead of posting by posting: adding 0.0 leaves a sum's bits
+the pages, when the index keeps them as dense rows of codes, code 0 and so a weight of 0.0 where a page lacks
+the term) are then added page after page, a loop the compiler vectorizes, instead of posting by posting: adding 0.0 leaves a sum's bits
 as they were, so the sums are the same. Page numbers read from arrays index as unsigned integers: numba then
 leaves out its negative-index check.
 The top k is kept in a small heap keyed on trec_eval's order; the scratch is left zeroed. Plain numpy +
@@ -22,7 +23,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched):
+def _accumulate(indptr, rows, codes, parts, idf, terms, positive, acc, mark, touched):
     """Add each query term's posting weights to their pages, term by term in query order (the order rank-bm25
     and a column-by-column sum use); returns how many pages were touched, listed in `touched` (one slot more
     than there are pages).
@@ -32,12 +33,13 @@ def _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched):
     n = 0
     for i in range(terms.shape[0]):
         t = terms[i]
+        w = idf[t]
         if positive:
             for p in range(indptr[t], indptr[t + 1]):
                 r = np.uint64(rows[p])
                 touched[n] = r
                 n += acc[r] == 0.0
-                acc[r] += weights[p]
+                acc[r] += w * parts[np.uint64(codes[p])]
         else:
             for p in range(indptr[t], indptr[t + 1]):
                 r = np.uint64(rows[p])
@@ -46,7 +48,7 @@ def _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched):
                     acc[r] = 0.0
                     touched[n] = r
                     n += 1
-                acc[r] += weights[p]
+                acc[r] += w * parts[np.uint64(codes[p])]
     return n
 
 
@@ -131,38 +133,28 @@ def _above_sampled_threshold(acc, live, page_document, depth, spread, listed, do
 
 
 @njit(cache=True, nogil=True)
-def _add_all(indptr, rows, weights, terms, common_terms, common_rows, acc):
+def _add_all(indptr, rows, codes, parts, idf, terms, common_terms, common_codes, acc):
     """acc += every query term's weights, term by term in query order: a common term's dense row page by page,
     any other term's postings one by one."""
-    pages = common_rows.shape[1]
+    pages = common_codes.shape[1]
     for i in range(terms.shape[0]):
         t = terms[i]
+        w = idf[t]
         j = np.searchsorted(common_terms, t)
         if j < common_terms.shape[0] and common_terms[j] == t:
-            row = common_rows[j]
+            row = common_codes[j]
             for r in range(pages):
-                acc[r] += row[r]
+                acc[r] += w * parts[np.uint64(row[r])]
         else:
             for p in range(indptr[t], indptr[t + 1]):
-                acc[np.uint64(rows[p])] += weights[p]
+                acc[np.uint64(rows[p])] += w * parts[np.uint64(codes[p])]
 
 
 @njit(cache=True, nogil=True)
-def dense_scores(indptr, rows, weights, common_terms, common_rows, terms, size):
+def dense_scores(indptr, rows, codes, parts, idf, common_terms, common_codes, terms, size):
     """Every page's score for the query, 0.0 where no term matches (Hybrid fusion and reranking read it)."""
     out = np.zeros(size, dtype=np.float64)
-    _add_all(indptr, rows, weights, terms, common_terms, common_rows, out)
-    return out
-
-
-@njit(cache=True, nogil=True)
-def common_rows(indptr, rows, weights, common_terms, pages):
-    """The dense rows of the given terms' weights (zeros where a page lacks the term), one row a term."""
-    out = np.zeros((common_terms.shape[0], pages), dtype=np.float64)
-    for j in range(common_terms.shape[0]):
-        t = common_terms[j]
-        for p in range(indptr[t], indptr[t + 1]):
-            out[j, np.uint64(rows[p])] = weights[p]
+    _add_all(indptr, rows, codes, parts, idf, terms, common_terms, common_codes, out)
     return out
 
 
@@ -234,9 +226,11 @@ def _drain(heap_key, heap_item, heap_score, size):
 def top_documents(
     indptr,
     rows,
-    weights,
+    codes,
+    parts,
+    idf,
     common_terms,
-    common_rows,
+    common_codes,
     terms,
     live,
     positive,
@@ -268,10 +262,10 @@ def top_documents(
     # visited once in order (no list of touched pages), which costs no more than the postings themselves.
     sweep = 4 * postings >= pages
     if sweep:
-        _add_all(indptr, rows, weights, terms, common_terms, common_rows, acc)
+        _add_all(indptr, rows, codes, parts, idf, terms, common_terms, common_codes, acc)
         n = pages
     else:
-        n = _accumulate(indptr, rows, weights, terms, positive, acc, mark, touched)
+        n = _accumulate(indptr, rows, codes, parts, idf, terms, positive, acc, mark, touched)
     check_live = live.shape[0] > 0
     per_page = page_document.shape[0] == 0
     listed = False  # the candidates are listed in touched[:n]; the other pages' sums are zeroed at the end

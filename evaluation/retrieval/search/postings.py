@@ -1,19 +1,27 @@
 """An inverted index as flat arrays: what BM25 search reads, and nothing else (no token lists, no texts).
 
-Columns are terms (CSC): `indptr[t]:indptr[t + 1]` slices `rows` (page rows, ascending) and `tfs` (the term's
-frequency in each). Terms are looked up by a 64-bit hash of their UTF-8 bytes (sorted, so a binary search
-finds a term's column) and confirmed against their stored bytes, so the index needs no Python dict: a
-process opens the arrays with mmap and every process shares one copy through the page cache.
+Columns are terms (CSC): `indptr[t]:indptr[t + 1]` slices `rows` (page rows, ascending) and `codes` (each
+posting's (tf, page length) pair, by its number in `code_tfs` and `code_lengths`, the index's distinct pairs
+in ascending order, the first of them (0, 0): no posting). A BM25 weight depends on the posting only through
+that pair, so a variant's weights are a table of a few thousand doubles (bm25.tf_parts) times the term's idf,
+computed as a query reads the posting, and the index holds 6 bytes a posting (4 for the row, 2 for the code;
+4 when a corpus has more than 65,536 pairs), not a double. Terms are looked up by a 64-bit hash of their UTF-8
+bytes (sorted, so a binary search finds a term's column) and confirmed against their stored bytes, so the
+index needs no Python dict: a process opens the arrays with mmap and every process shares one copy through
+the page cache. The common terms (on at least a quarter of the pages, the 64 most frequent) also keep their
+codes as dense rows, one a term (`common_terms`, `common_codes`: 0 where a page lacks the term), which a
+query adds page after page.
 
 `first_seen[t]` is the term's rank in the order terms first occur in the corpus (page by page, word by word):
 rank-bm25 sums its idfs in that order, and so must the okapi variant to reproduce its scores bit for bit.
 
-Incremental updates (`merge_postings`): a new version's postings are the old ones with the rows of removed
-pages dropped, the kept rows renumbered, and the postings of the added pages (tokenized alone) merged in, all
-with numpy (no Python loop over postings): the arrays come out equal, bit for bit, to those `build_postings`
-makes from the whole new corpus. `first_seen` is recomputed from each term's first posting: its page row and
-`first_order`, the term's rank among its page's distinct words in order of first occurrence (kept per posting
-in `first_order.npy`, a file only an update reads; search never maps it).
+Builds are build.py's (segments merged in bounded memory). Incremental updates (`merge_postings`): a new
+version's postings are the old ones with the rows of removed pages dropped, the kept rows renumbered, and the
+postings of the added pages (tokenized alone) merged in, all with numpy (no Python loop over postings): the
+arrays come out equal, bit for bit, to those a build makes from the whole new corpus. `first_seen` is
+recomputed from each term's first posting: its page row and `first_order`, the term's rank among its page's
+distinct words in order of first occurrence (kept per posting in `first_order.npy`, a file only an update
+reads; search never maps it).
 Plain Python + numpy: no Django import.
 """
 
@@ -30,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-FORMAT = 1
+FORMAT = 2  # 2: (tf, length) codes instead of tfs, common terms' dense codes
 FIRST_ORDER = "first_order"
 _COLUMN_CACHE = 1 << 17
 
@@ -47,18 +55,28 @@ def term_hash(term: str, salt: int = 0) -> int:
 class Postings:
     indptr: np.ndarray  # int64, terms + 1
     rows: np.ndarray  # int32, one per posting
-    tfs: np.ndarray  # uint16 (or uint32 when a page repeats a word 65,536 times), one per posting
+    codes: np.ndarray  # uint16 (uint32 past 65,536 distinct pairs): the posting's (tf, page length) pair
     lengths: np.ndarray  # int32, tokens per page
     term_hashes: np.ndarray  # uint64, ascending: a term's column is its position here
     term_offsets: np.ndarray  # int64, terms + 1: term t's UTF-8 bytes are term_bytes[offsets[t]:offsets[t+1]]
     term_bytes: np.ndarray  # uint8
     first_seen: np.ndarray  # int64 per term: rank in first-occurrence order
+    code_tfs: np.ndarray  # uint32 per code, ascending pairs (tf, length), code 0 = (0, 0)
+    code_lengths: np.ndarray  # int32 per code
+    common_terms: np.ndarray  # int64, ascending: the columns kept as dense rows too
+    common_codes: np.ndarray  # (common terms, pages), the codes' dtype: a page's code for the term, or 0
     salt: int = 0  # of term_hash: a build that met a collision chose another
     # Per posting: the term's rank among its page's distinct words in first-occurrence order (what an update
     # needs to recompute first_seen). Saved as first_order.npy, never mapped by open(): see open_first_order.
     _first_order: np.ndarray | None = field(default=None, repr=False, compare=False)
     # Columns of the tokens queries asked for (-1: not in the index), bounded: a per-process memo.
     _columns: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    # The folder the arrays are mapped from (None: in memory).
+    _folder: Path | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def folder(self) -> Path | None:
+        return self._folder
 
     @property
     def size(self) -> int:
@@ -67,6 +85,14 @@ class Postings:
     @property
     def terms(self) -> int:
         return len(self.term_hashes)
+
+    @property
+    def tfs(self) -> np.ndarray:
+        """Every posting's term frequency (a new array the size of the postings: updates and tests read it)."""
+        return np.asarray(self.code_tfs)[self.codes]
+
+    def tf_at(self, posting: int) -> int:
+        return int(self.code_tfs[int(self.codes[posting])])
 
     @property
     def document_frequency(self) -> np.ndarray:
@@ -135,7 +161,7 @@ class Postings:
             for item in fields(cls)
             if item.name != "salt" and not item.name.startswith("_")
         }
-        return cls(**arrays, salt=int(meta["salt"]))
+        return cls(**arrays, salt=int(meta["salt"]), _folder=folder if mmap else None)
 
 
 def open_first_order(folder: Path) -> np.ndarray | None:
@@ -166,25 +192,42 @@ class _Collected:
         return _ranks_within(self.distinct)
 
 
-def _collect(token_lists: Iterable[Sequence[str]]) -> _Collected:
-    vocabulary: dict[str, int] = {}
-    column: array = array("i")  # first-seen term id per posting
-    counts: array = array("I")
-    lengths: array = array("i")
-    distinct: array = array("i")
-    for tokens in token_lists:
+class Collector:
+    """Counts token lists page by page into a _Collected (build.py fills one a segment)."""
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self.column: array = array("i")  # first-seen term id per posting
+        self.counts: array = array("I")
+        self.lengths: array = array("i")
+        self.distinct: array = array("i")
+
+    def add(self, tokens: Sequence[str]) -> None:
         counted = Counter(tokens)  # insertion order: the page's words in first-occurrence order
-        lengths.append(len(tokens))
-        distinct.append(len(counted))
-        column.extend([vocabulary.setdefault(t, len(vocabulary)) for t in counted])
-        counts.extend(counted.values())
-    return _Collected(
-        terms=list(vocabulary),
-        column=np.frombuffer(column, dtype=np.int32).astype(np.int64) if len(column) else _EMPTY_I64,
-        counts=np.frombuffer(counts, dtype=np.uint32).copy() if len(counts) else np.zeros(0, np.uint32),
-        lengths=np.frombuffer(lengths, dtype=np.int32).copy() if len(lengths) else np.zeros(0, np.int32),
-        distinct=np.frombuffer(distinct, dtype=np.int32).copy() if len(distinct) else np.zeros(0, np.int32),
-    )
+        vocabulary = self.vocabulary
+        self.lengths.append(len(tokens))
+        self.distinct.append(len(counted))
+        self.column.extend([vocabulary.setdefault(t, len(vocabulary)) for t in counted])
+        self.counts.extend(counted.values())
+
+    def done(self) -> _Collected:
+        column, counts, lengths, distinct = self.column, self.counts, self.lengths, self.distinct
+        return _Collected(
+            terms=list(self.vocabulary),
+            column=np.frombuffer(column, dtype=np.int32).astype(np.int64) if len(column) else _EMPTY_I64,
+            counts=np.frombuffer(counts, dtype=np.uint32).copy() if len(counts) else np.zeros(0, np.uint32),
+            lengths=np.frombuffer(lengths, dtype=np.int32).copy() if len(lengths) else np.zeros(0, np.int32),
+            distinct=np.frombuffer(distinct, dtype=np.int32).copy()
+            if len(distinct)
+            else np.zeros(0, np.int32),
+        )
+
+
+def _collect(token_lists: Iterable[Sequence[str]]) -> _Collected:
+    collector = Collector()
+    for tokens in token_lists:
+        collector.add(tokens)
+    return collector.done()
 
 
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -201,48 +244,48 @@ def _rank_type(sizes: np.ndarray) -> type:
     return np.uint16 if not len(sizes) or int(sizes.max()) <= 2**16 else np.uint32
 
 
-def _tf_type(tfs: np.ndarray) -> type:
-    return np.uint16 if not len(tfs) or int(tfs.max()) < 2**16 else np.uint32
+COMMON_SHARE = 4  # a term on at least 1/COMMON_SHARE of the pages is common: its codes kept as a dense row
+MAX_COMMON = 64  # at most this many (the most frequent)
 
 
-def build_postings(token_lists: Iterable[Sequence[str]]) -> Postings:
-    """Index tokenized pages (one token list per page, read once: a generator keeps memory bounded to the
-    postings themselves)."""
-    collected = _collect(token_lists)
-    terms = collected.terms
-    salt = 0
-    while True:
-        hashes = np.fromiter((term_hash(t, salt) for t in terms), dtype=np.uint64, count=len(terms))
-        order = np.argsort(hashes, kind="stable")  # new column -> first-seen id
-        if len(hashes) < 2 or np.all(np.diff(hashes[order]) != 0):
-            break
-        salt += 1  # two terms share a hash: choose another hash function
-    new_of_old = np.empty(len(terms), dtype=np.int64)
-    new_of_old[order] = np.arange(len(terms))
-    first_seen = order.astype(np.int64)
+def pair_keys(tfs: np.ndarray, page_lengths: np.ndarray) -> np.ndarray:
+    """Each (tf, page length) pair as one uint64 (tf in the high half): ascending keys order the pairs by tf,
+    then length."""
+    return (np.asarray(tfs, dtype=np.uint64) << np.uint64(32)) | np.asarray(page_lengths, dtype=np.uint64)
 
-    n_pages = len(collected.lengths)
-    cols = new_of_old[collected.column]
-    page_rows = np.repeat(np.arange(n_pages, dtype=np.int32), collected.distinct)
-    by_column = np.argsort(cols, kind="stable")  # rows stay ascending within a column
-    tf_values = collected.counts
-    indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cols, minlength=len(terms)), out=indptr[1:])
-    encoded = [terms[i].encode("utf-8", "surrogatepass") for i in order.tolist()]
-    offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    return Postings(
-        indptr=indptr,
-        rows=page_rows[by_column],
-        tfs=tf_values[by_column].astype(_tf_type(tf_values)),
-        lengths=collected.lengths,
-        term_hashes=hashes[order],
-        term_offsets=offsets,
-        term_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(),
-        first_seen=first_seen,
-        salt=salt,
-        _first_order=collected.first_order[by_column],
-    )
+
+def code_table(keys: np.ndarray) -> np.ndarray:
+    """The distinct pair keys, ascending, the no-posting pair (0, 0) first: a posting's code is its key's
+    position here."""
+    return np.union1d(np.asarray(keys, dtype=np.uint64), np.zeros(1, dtype=np.uint64))
+
+
+def code_type(table: np.ndarray) -> type:
+    return np.uint16 if len(table) <= 1 << 16 else np.uint32
+
+
+def table_pairs(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(tf, length) of each code."""
+    return (table >> np.uint64(32)).astype(np.uint32), (table & np.uint64(0xFFFFFFFF)).astype(np.int32)
+
+
+def common_columns(
+    df: np.ndarray, pages: int, share: int = COMMON_SHARE, most: int = MAX_COMMON
+) -> np.ndarray:
+    """The columns, ascending, of the terms on at least 1/share of the pages (the `most` most frequent)."""
+    common = np.flatnonzero(np.asarray(df) * share >= max(pages, 1))
+    if len(common) > most:
+        common = np.sort(common[np.argsort(-np.asarray(df)[common], kind="stable")[:most]])
+    return common.astype(np.int64)
+
+
+def dense_codes(indptr, rows, codes, common: np.ndarray, pages: int) -> np.ndarray:
+    """The common terms' codes as dense rows (0 where a page lacks the term), one row a term."""
+    out = np.zeros((len(common), pages if len(common) else 0), dtype=np.asarray(codes).dtype)
+    for j, column in enumerate(common.tolist()):
+        lo, hi = int(indptr[column]), int(indptr[column + 1])
+        out[j, np.asarray(rows[lo:hi])] = codes[lo:hi]
+    return out
 
 
 @dataclass(frozen=True)
@@ -354,7 +397,7 @@ def merge_postings(
     added_rows: np.ndarray,
     added_tokens: Iterable[Sequence[str]],
 ) -> Postings:
-    """The postings of a new version of the corpus, equal to `build_postings` of its token lists.
+    """The postings of a new version of the corpus, equal to a build (build.build_postings) of its token lists.
 
     `new_row_of_old[r]`: old row r's row in the new corpus, or -1 for a page removed (deleted, or changed: a
     changed page is removed and added again); kept rows must keep their order. `size`: the new corpus's pages;
@@ -389,10 +432,8 @@ def merge_postings(
     del kept_columns
     rows = merged(kept_rows, delta_rows, np.int32)
     del kept_rows
-    tf_all = merged(kept_tfs, delta.counts, np.uint32)
-    tfs: np.ndarray = tf_all.astype(_tf_type(tf_all))
-    del tf_all
     lengths = _new_lengths(old, new_row_of_old, added_rows, delta.lengths, size)
+    table, codes = _encoded(merged(kept_tfs, delta.counts, np.uint32), lengths[rows])
     distinct = np.bincount(rows, minlength=size)
     first_order = merged(kept_order, delta.first_order, _rank_type(distinct))
 
@@ -405,23 +446,40 @@ def merge_postings(
     union_hashes = np.empty(u.size, dtype=np.uint64)
     union_hashes[u.of_old] = u.old_hashes
     union_hashes[u.of_fresh] = u.fresh_sorted
-
     offsets, term_bytes = _union_term_bytes(old, delta, u, live)
-
-    # first_seen: terms ranked by the row of their first posting, then their rank within that page.
-    firsts = new_indptr[:-1]
-    by_first = np.lexsort((first_order[firsts], rows[firsts]))
-    first_seen = np.empty(len(firsts), dtype=np.int64)
-    first_seen[by_first] = np.arange(len(firsts), dtype=np.int64)
-    return Postings(
+    first_seen = _first_seen(new_indptr, rows, first_order)
+    code_tfs, code_lengths = table_pairs(table)
+    common = common_columns(np.diff(new_indptr), size)
+    dense = dense_codes(new_indptr, rows, codes, common, size)
+    return Postings(  # fmt: skip
         indptr=new_indptr,
         rows=rows,
-        tfs=tfs,
+        codes=codes,
         lengths=lengths,
         term_hashes=union_hashes[live],
         term_offsets=offsets,
         term_bytes=term_bytes,
         first_seen=first_seen,
+        code_tfs=code_tfs,
+        code_lengths=code_lengths,
+        common_terms=common,
+        common_codes=dense,
         salt=0,
         _first_order=first_order,
     )
+
+
+def _first_seen(indptr: np.ndarray, rows: np.ndarray, first_order: np.ndarray) -> np.ndarray:
+    """Terms ranked by the row of their first posting, then their rank within that page."""
+    firsts = indptr[:-1]
+    by_first = np.lexsort((first_order[firsts], rows[firsts]))
+    first_seen = np.empty(len(firsts), dtype=np.int64)
+    first_seen[by_first] = np.arange(len(firsts), dtype=np.int64)
+    return first_seen
+
+
+def _encoded(tfs: np.ndarray, page_lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code table, each posting's code) of postings with these tfs on pages of these lengths."""
+    keys = pair_keys(tfs, page_lengths)
+    table = code_table(np.unique(keys))
+    return table, np.searchsorted(table, keys).astype(code_type(table))
