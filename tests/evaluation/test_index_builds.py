@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django_q.conf import Conf
@@ -185,3 +186,56 @@ def test_a_build_that_ended_before_the_index_directory_was_emptied_is_built_agai
     assert [job.status for job in builds(world)] == [JobStatus.COMPLETED, JobStatus.QUEUED]
     jobs.job_run(str(builds(world)[1].pk))
     assert search(world).json()["results"][0]["document_id"] == "refunds"
+
+
+def test_a_build_job_under_a_small_budget_builds_in_segments_reports_its_progress_and_searches_the_same(
+    world, queued_only, settings, monkeypatch
+):
+    """EVALSITE_INDEX_BUILD_MEMORY cut to a few kilobytes: the job's postings are built in many segments, spilled
+    and merged into the index folder, with its progress told as it goes (pages, then postings, to the end), and
+    the saved arrays are those of a build in memory; nothing of the build is left beside the index."""
+    from evaluation.retrieval.corpus import load_corpus  # the in-memory build to compare with
+    from evaluation.retrieval.search import build
+    from evaluation.retrieval.search.engine import SearchIndex
+
+    words = ["refund", "warranty", "shipping", "invoice", "return", "battery", "screen", "order"]
+    add_documents(
+        world.collection,
+        {
+            f"doc-{i}": " ".join(words[(i * k) % len(words)] + str(k % 7) for k in range(1, 25))
+            for i in range(260)
+        },
+    )
+    world.collection.refresh_from_db()
+    settings.EVALSITE_INDEX_BUILD_MEMORY = 20_000
+    segments = []
+    real = build._sorted_segment
+    monkeypatch.setattr(build, "_sorted_segment", lambda *a: segments.append(1) or real(*a))
+    job = Job.objects.get(pk=indexes.build_schedule(world.collection))
+    seen: list[tuple[int, int]] = []
+    result = indexes.index_build_job(job, lambda done, total: seen.append((done, total)))
+    assert result["parts"] == ["bm25:lucene"] and len(segments) >= 4
+    size = len(load_corpus(world.collection).page_ids)
+    steps = [done for done, total in seen if total == 2 * size]
+    assert (
+        steps == sorted(steps) and steps[0] < size < steps[-1] == 2 * size
+    )  # counted, then merged, to the end
+    folder = index_files.index_path(index_files.index_key(world.collection)).parent
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]
+    saved = index_files.read_index(index_files.index_path(index_files.index_key(world.collection)))
+    fresh = SearchIndex(load_corpus(world.collection))
+    fresh.bm25("lucene")
+    for name in (
+        "indptr",
+        "rows",
+        "codes",
+        "lengths",
+        "term_hashes",
+        "term_bytes",
+        "first_seen",
+        "common_codes",
+    ):
+        a, b = getattr(saved.postings, name), getattr(fresh.postings, name)
+        assert a.dtype == b.dtype and np.asarray(a).tobytes() == np.asarray(b).tobytes(), name
+    answered = search(world, "warranty3 refund")
+    assert answered.status_code == 200 and answered.json()["results"]
