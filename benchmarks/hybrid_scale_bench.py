@@ -17,9 +17,10 @@ On an SQLite database, DEBUG off, each step a process of its own as in productio
    client's latency p50/p95/p99, queries per second, every answer checked (200, results, not a stale index);
 5. each web process's memory after the load, from /proc/<pid>/status and smaps_rollup: RssAnon (anonymous
    pages resident in the process, those it shares copy-on-write with the master it was forked from included),
-   RssFile (mapped files: the index, shared by every process through the page cache), and USS (the pages only
-   this process maps: Private_Clean + Private_Dirty), beside the target (private < 2 GiB a web process), and
-   the CPU each process spent on the load (every one must have served).
+   RssFile (mapped files: the index, shared by every process through the page cache), Private_Dirty (the pages
+   this process alone has written: its own heap, and its copies of the master's pages it wrote to) and Pss,
+   beside the target (private < 2 GiB a web process), and the CPU each process spent on the load (every one must
+   have served) and the web processes' CPU a query.
 A digest of every answer (documents and scores in order) is printed: two runs of the same corpus on two
 versions of the code answer alike when their digests are equal.
 
@@ -153,19 +154,20 @@ def web_processes(server: subprocess.Popen) -> tuple[int, list[int]]:
 
 
 def memory(pid: int) -> dict[str, int]:
-    """Bytes: RssAnon, RssFile, RssShmem, VmHWM (status); Pss, USS = Private_Clean + Private_Dirty (smaps_rollup);
-    and the CPU seconds the process has used (cpu, in ms)."""
+    """Bytes: RssAnon, RssFile, VmRSS, VmHWM (status), Pss and Private_Dirty (smaps_rollup; not Private_Clean,
+    which counts the index's file pages no other process happens to map yet); and the CPU time the process has
+    used (cpu, in ms)."""
     found = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         name, _, value = line.partition(":")
-        if name in ("RssAnon", "RssFile", "RssShmem", "VmHWM", "VmRSS"):
+        if name in ("RssAnon", "RssFile", "VmHWM", "VmRSS"):
             found[name] = int(value.split()[0]) * 1024
     rollup = {}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
         name, _, value = line.partition(":")
         rollup[name] = int(value.split()[0]) * 1024
     found["Pss"] = rollup["Pss"]
-    found["USS"] = rollup["Private_Clean"] + rollup["Private_Dirty"]
+    found["Private_Dirty"] = rollup["Private_Dirty"]
     stat = Path(f"/proc/{pid}/stat").read_text()
     ticks = stat[stat.rindex(")") + 2 :].split()
     found["cpu"] = (int(ticks[11]) + int(ticks[12])) * 1000 // os.sysconf("SC_CLK_TCK")
@@ -283,10 +285,13 @@ def report(found: dict, pages: int, clients: int) -> bool:
         f"{percentile(wall, 0.99):,.0f} | {max(wall):,.0f} | {percentile(took, 0.5):,.0f} / "
         f"{percentile(took, 0.95):,.0f} |"
     )
-    print(f"\nanswers digest (documents and scores of every answer, in order): {found['digest']}")
+    cpu = sum(found["after"][pid]["cpu"] - found["before"][pid]["cpu"] for pid in found["webs"])
+    print(f"\nthe web processes' CPU a query: {cpu / len(wall):,.0f} ms")
+    print(f"answers digest (documents and scores of every answer, in order): {found['digest']}")
     print(
-        "\n| process | RssAnon MiB (private, COW pages shared with the master included) | USS MiB (this "
-        "process's pages alone) | RssFile MiB (mapped files, shared) | Pss MiB | VmHWM MiB | CPU s in the load |"
+        "\n| process | RssAnon MiB (private, COW pages shared with the master included) | Private_Dirty MiB "
+        "(written by this process alone) | RssFile MiB (mapped files, shared) | Pss MiB | VmHWM MiB | "
+        "CPU s in the load |"
     )
     print("|---|---|---|---|---|---|---|")
     worst = 0
@@ -297,7 +302,7 @@ def report(found: dict, pages: int, clients: int) -> bool:
             worst = max(worst, now["RssAnon"])
         print(
             f"| {name} | {now['RssAnon'] / MIB:,.0f} (before the load {then['RssAnon'] / MIB:,.0f}) | "
-            f"{now['USS'] / MIB:,.0f} | {now['RssFile'] / MIB:,.0f} | {now['Pss'] / MIB:,.0f} | "
+            f"{now['Private_Dirty'] / MIB:,.0f} | {now['RssFile'] / MIB:,.0f} | {now['Pss'] / MIB:,.0f} | "
             f"{now['VmHWM'] / MIB:,.0f} | {(now['cpu'] - then['cpu']) / 1000:,.1f} |"
         )
     idle = [pid for pid in found["webs"] if found["after"][pid]["cpu"] - found["before"][pid]["cpu"] < 100]
