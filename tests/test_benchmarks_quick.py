@@ -55,6 +55,12 @@ EXPECTED: dict[str, list[str]] = {
         "exact (top 100 equal to the brute-force ranking, scores bit for bit): 20/20",
     ],
     "serve_scale_bench": ["| import_beir |", "| build_index (FullText) |", "| FullText | ", "| Hybrid | "],
+    "hybrid_scale_bench": [
+        "## Hybrid (Rrf, top 10) over REST, 3,000 pages, 40 queries",
+        "answers digest (documents and scores of every answer, in order): ",
+        "| web process ",
+        "verdict: the largest private memory (RssAnon) of a web process ",
+    ],
     "vector_quality": [
         "## vaswani_npl (--quick sample)",
         "LSI fit:",
@@ -177,6 +183,7 @@ LONGEST_FIRST = [
     "golden_import_bench",
     "import_bench",
     "serve_scale_bench",
+    "hybrid_scale_bench",
     "workbench_bench",
     "incremental_bench",
     "index_load_bench",

@@ -179,7 +179,8 @@ def corpus_update(collection: Collection, base: UpdateBase) -> Corpus:
             pk__in=document_pks[~same].tolist()
         ).values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
     }
-    base_ids, base_validity = base.corpus.document_ids, base.corpus.validity
+    # the base's ids decoded once (a saved corpus maps them: an IdTable), not one lookup per kept document
+    base_ids, base_validity = list(base.corpus.document_ids), base.corpus.validity
     document_ids: list[str] = []
     validity: list[Validity] = []
     for pk, kept, old_row in zip(document_pks.tolist(), same.tolist(), at.tolist(), strict=True):

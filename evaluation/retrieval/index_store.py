@@ -138,6 +138,11 @@ def publish(collection: Collection, folder: Path, version: int, parts: list[str]
             with transaction.atomic():
                 IndexFile.objects.filter(key=older.key).delete()
                 older.delete()
+    for outdated in IndexManifest.objects.filter(collection=collection).exclude(family=family):
+        if _engine(outdated.key) < _engine(key):  # an older engine's files: no process reads them again
+            with transaction.atomic():
+                IndexFile.objects.filter(key=outdated.key).delete()
+                outdated.delete()
     logger.info(
         "index %s: published %.1f MB of %d files in %.1f s",
         key,
@@ -289,6 +294,12 @@ def _temporary(path: Path):
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+
+
+def _engine(key: str) -> int:
+    """The engine version in an index folder's name ('<uid>-v<version>-e<engine>-<embedder>'); 0 if none."""
+    part = key.partition("-v")[2].split("-")
+    return int(part[1][1:]) if len(part) > 1 and part[1][1:].isdigit() else 0
 
 
 def _family(key: str) -> str:

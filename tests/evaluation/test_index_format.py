@@ -15,6 +15,7 @@ import pytest
 from evaluation.retrieval import index_files, indexes
 from evaluation.retrieval.search import index_format
 from evaluation.retrieval.search.engine import SearchConfig
+from evaluation.retrieval.search.id_table import IdTable
 from goldenset import services
 
 PARTS = ["bm25:lucene", "bm25:okapi", "vectors"]
@@ -111,3 +112,69 @@ def test_a_pickle_in_the_index_directory_is_never_unpickled_and_the_index_is_bui
 def test_a_description_that_is_not_this_formats_json_is_refused(raw):
     with pytest.raises(ValueError):
         index_format.parse(raw)
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether the array is a view of a file mapping (what load_mapped opens), not memory of this process."""
+    while array is not None and not isinstance(array, np.memmap):
+        array = array.base if isinstance(array.base, np.ndarray) else None
+    return array is not None
+
+
+def test_what_grows_with_the_collection_is_mapped_not_parsed(world):
+    """The document ids and their first page rows are arrays every process maps (IdTable), not a list of
+    strings parsed from the JSON into each process's private memory; the ids read back are the ids built."""
+    built = indexes.get_index(world.collection, parts=["bm25:lucene"], build=True, keep=False)
+    path = index_files.index_path(index_files.index_key(world.collection))
+    description = json.loads(path.read_bytes())
+    assert "document_ids" not in description["corpus"]
+    assert description["corpus"]["documents"] == len(built.corpus.document_ids)
+    loaded = index_files.read_index(path)
+    assert loaded is not None
+    ids = loaded.corpus.document_ids
+    assert isinstance(ids, IdTable) and ids == built.corpus.document_ids
+    assert list(ids) == list(built.corpus.document_ids)
+    for array in (ids.offsets, ids.data, loaded.corpus.document_starts, loaded.corpus.id_rank):
+        assert _mapped(array)
+
+
+def test_an_id_table_reads_as_the_list_it_packs():
+    names = ["doc-1", "", "Ünïcødé ✓", "doc-10", "z" * 300, "日本語"]
+    table = IdTable.packed(names)
+    assert len(table) == len(names) and list(table) == names and table == names
+    assert [table[i] for i in range(len(names))] == names
+    assert table[-1] == names[-1] and table[1:4] == names[1:4] and table[::-2] == names[::-2]
+    assert table.take(np.array([5, 0, 5, 2])) == [names[5], names[0], names[5], names[2]]
+    assert table.take(np.zeros(0, dtype=np.int64)) == []
+    assert table != names[:-1] and table != [*names[:-1], "other"]
+    with pytest.raises(IndexError):
+        table[len(names)]
+    empty = IdTable.packed([])
+    assert len(empty) == 0 and list(empty) == [] and empty == []
+    with pytest.raises(ValueError):
+        IdTable(np.array([0, 3], dtype=np.int64), np.zeros(2, dtype=np.uint8))
+
+
+def test_an_index_saved_in_format_1_is_still_read_and_answers_alike(world):
+    """An index saved before the ids were arrays (format 1: a list in the JSON, the first rows derived) is
+    read as it was, not rebuilt, until the collection's next version saves format 2."""
+    _temporal_collection(world)
+    built = indexes.get_index(world.collection, parts=PARTS, build=True, keep=False)
+    path = index_files.index_path(index_files.index_key(world.collection))
+    description = json.loads(path.read_bytes())
+    description["format"] = 1
+    description["corpus"]["document_ids"] = list(built.corpus.document_ids)
+    del description["corpus"]["documents"]
+    for name in ("id_offsets", "id_bytes", "document_starts"):
+        (path.parent / f"corpus-{name}.npy").unlink()
+    path.write_text(json.dumps(description))
+    loaded = index_files.read_index(path)
+    assert loaded is not None and loaded.corpus.document_ids == list(built.corpus.document_ids)
+    loaded.embedder_factory = indexes.embedder_factory
+    np.testing.assert_array_equal(loaded.corpus.document_starts, built.corpus.document_starts)
+    for config in (SearchConfig("FullText"), SearchConfig("Hybrid"), SearchConfig("Vector")):
+        want, got = (
+            built.rank_documents("refund card", config, 10),
+            loaded.rank_documents("refund card", config, 10),
+        )
+        assert (got.document_ids, got.scores.tobytes()) == (want.document_ids, want.scores.tobytes())

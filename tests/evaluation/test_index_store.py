@@ -255,3 +255,38 @@ def test_an_index_published_under_another_secret_key_is_refused_and_built_here(
 def test_the_family_of_a_key_drops_only_its_version():
     uid = "0b6f8c1e-4f1a-4c53-9b1e-2f2d7b3c9a10"
     assert index_store._family(f"{uid}-v12-e4-abc123") == f"{uid}-e4-abc123"
+
+
+def test_publishing_under_a_new_engine_withdraws_the_older_engines_files(world, machines):
+    """An engine change (index_files.ENGINE_VERSION) makes every saved index unreadable to the new release: once a
+    build under the new engine is published, the old engine's manifests and files of that collection go."""
+    machines("a")
+    first = search(world)
+    assert first.status_code == 503
+    run_queued(world)
+    [manifest] = IndexManifest.objects.filter(collection=world.collection)
+    old_key = manifest.key.replace(f"-e{index_files.ENGINE_VERSION}-", f"-e{index_files.ENGINE_VERSION - 1}-")
+    files = list(IndexFile.objects.filter(key=manifest.key).values("name", "digest", "chunk", "data"))
+    IndexManifest.objects.create(
+        key=old_key,
+        collection=world.collection,
+        family=index_store._family(old_key),
+        content_version=manifest.content_version,
+        parts=manifest.parts,
+        files=manifest.files,
+        signature="",
+    )
+    for row in files:
+        IndexFile.objects.create(collection=world.collection, key=old_key, **row)
+    other_engine_newer = manifest.key.replace(
+        f"-e{index_files.ENGINE_VERSION}-", f"-e{index_files.ENGINE_VERSION + 1}-"
+    )
+    assert index_store._engine(old_key) == index_files.ENGINE_VERSION - 1
+    assert index_store._engine(other_engine_newer) == index_files.ENGINE_VERSION + 1
+    add_documents(world.collection, {"late": "a page about refunds added later"})
+    machines("b")
+    assert search(world).status_code == 200  # the published older version answers while the new one builds
+    run_queued(world)
+    keys = set(IndexManifest.objects.filter(collection=world.collection).values_list("key", flat=True))
+    assert old_key not in keys and not IndexFile.objects.filter(key=old_key).exists()
+    assert any(f"-e{index_files.ENGINE_VERSION}-" in key for key in keys)

@@ -194,3 +194,58 @@ def test_candidate_fusion_adds_each_list_once_per_page():
         [(np.array([4, 1]), np.array([3.0, 1.0])), (np.array([1]), np.array([0.5]))], [0.5, 0.5]
     )
     assert rows.tolist() == [1, 4] and scores.tolist() == [0.5, 0.5]
+
+
+def _dense_ranking(index: SearchIndex, query: str, config: SearchConfig, depth: int) -> tuple:
+    """A Hybrid ranking over every page's score (page_scores, then each document's best page, trec_eval's
+    order): the path rank_documents took before it ranked the fused candidates alone."""
+    corpus = index.corpus
+    scores = index.page_scores(query, config)
+    by_document = np.maximum.reduceat(scores, corpus.document_starts)
+    rows = SearchIndex._ordered(by_document, depth, corpus.id_rank)
+    ends = np.r_[corpus.document_starts[1:], len(scores)]
+    starts = corpus.document_starts[rows].tolist()
+    pages = [
+        start + int(np.argmax(scores[start:end]))
+        for start, end in zip(starts, ends[rows].tolist(), strict=True)
+    ]
+    return [corpus.document_ids[r] for r in rows.tolist()], by_document[rows].tobytes(), pages
+
+
+@pytest.mark.parametrize("pages_each", [1, 3])
+@pytest.mark.parametrize("temporal", [False, True])
+def test_hybrid_ranked_from_its_candidates_equals_the_ranking_over_every_page(pages_each, temporal):
+    """rank_documents ranks a Hybrid search's fused candidates alone (no array the size of the collection):
+    the same documents, scores bit for bit and best pages as over every page's score, ties (RRF's equal
+    reciprocal ranks) broken by id, at every depth, with documents of several pages and time filters."""
+    from datetime import UTC, datetime  # only this test builds validity windows
+
+    rng = np.random.default_rng(7)
+    texts = _texts(5, 420)
+    page_document = np.sort(rng.integers(0, len(texts) // pages_each, len(texts)))
+    page_document = np.unique(page_document, return_inverse=True)[1].astype(np.int64)
+    documents = int(page_document.max()) + 1
+    ids = [f"d{n}" for n in rng.permutation(documents * 7)[:documents]]  # byte order unlike row order
+    ended = datetime(2020, 1, 1, tzinfo=UTC)
+    validity = [Validity(i, None, ended if temporal and n % 4 == 0 else None) for n, i in enumerate(ids)]
+    index = SearchIndex(
+        Corpus(texts, page_document, ids, validity),
+        embedder_factory=lambda _corpus: LsiEmbedder(dimensions=8),
+    )
+    assert index.corpus.temporal == temporal and index.corpus.one_page_each == (documents == len(texts))
+    for fusion_name in ("Rrf", "Weighted"):
+        config = SearchConfig("Hybrid", fusion=fusion_name, fulltext_weight=0.3)
+        for query in [
+            "ship hull",
+            "shock wave pressure",
+            "heat boundary layer flow",
+            "nozzle",
+            "unknown words",
+        ]:
+            for depth in (1, 5, 10, 37, 100, 1000):
+                got = index.rank_documents(query, config, depth)
+                want = _dense_ranking(index, query, config, depth)
+                assert (got.document_ids, got.scores.tobytes(), got.page_rows.tolist()) == want, (
+                    query,
+                    depth,
+                )

@@ -20,7 +20,9 @@ import numpy as np
 from evaluation.retrieval.search import fusion
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.build import build_postings
+from evaluation.retrieval.search.id_table import IdTable
 from evaluation.retrieval.search.postings import Postings
+from evaluation.retrieval.search.vectors import vector_scores, vector_top_rows
 from goldenset.temporal import Validity, has_temporal_data, visible_mask
 from goldenset.text import tokenize
 
@@ -28,9 +30,6 @@ SEARCH_TYPES = ("FullText", "Vector", "Hybrid")
 FUSIONS = ("Rrf", "Weighted")
 # First-stage candidates per retriever for fusion and rerank: at least this many, or the depth asked.
 CANDIDATES = 100
-# Page vectors read per step of a vector search: bounds its temporaries (16 MiB of float32 at 256 dims), not
-# the whole matrix, which may be memory-mapped.
-VECTOR_CHUNK = 16_384
 # The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
 VECTORS = "vectors"
 TUNED_KEPT = 4  # BM25 indexes with a configuration's own k1 and b, kept per index (SearchIndex.bm25_for)
@@ -111,7 +110,8 @@ class Corpus:
 
     texts: list[str] | None  # what is indexed per page; None once only text_source can give them
     page_document: np.ndarray  # page row -> document row
-    document_ids: list[str]  # document row -> external id
+    # document row -> external id: a list when built, a mapped IdTable when read back (no string per document)
+    document_ids: Sequence[str]
     validity: list[Validity]  # per document row
     # page row -> the caller's page id (optional); held as an int64 array
     page_ids: Sequence[int] | np.ndarray = field(default_factory=list)
@@ -133,27 +133,30 @@ class Corpus:
     def restored(
         cls,
         page_document: np.ndarray,
-        document_ids: list[str],
+        document_ids: Sequence[str],
         validity: list[Validity],
         page_ids: np.ndarray,
         successors: list[Validity],
         id_rank: np.ndarray,
+        document_starts: np.ndarray | None = None,
     ) -> Corpus:
-        """A corpus as an index saved it (index_format): no texts, and the ids' ranks as computed when it was
-        built, not sorted again (most of a second at a million documents)."""
+        """A corpus as an index saved it (index_format): no texts, and the ids' ranks and the documents' first
+        rows as computed when it was built (mapped, shared by every process), not derived again."""
         corpus = cls.__new__(cls)
         corpus.texts, corpus.stamps, corpus.text_source = None, None, None
         corpus.page_document, corpus.document_ids, corpus.page_ids = page_document, document_ids, page_ids
         corpus.validity, corpus.successors = validity, successors
-        corpus._derive(id_rank)
+        corpus._derive(id_rank, document_starts)
         return corpus
 
-    def _derive(self, id_rank: np.ndarray) -> None:
+    def _derive(self, id_rank: np.ndarray, document_starts: np.ndarray | None = None) -> None:
         """What searches read besides the fields: each id's rank in byte order (`id_rank`), document bounds."""
         self.id_rank = id_rank
         self.size = len(self.page_document)
-        starts = np.flatnonzero(np.r_[True, np.diff(self.page_document) != 0]) if self.size else np.array([])
-        self.document_starts = starts.astype(np.int64)
+        if document_starts is None:
+            changes = np.r_[True, np.diff(self.page_document) != 0] if self.size else np.zeros(0, dtype=bool)
+            document_starts = np.flatnonzero(changes).astype(np.int64)
+        self.document_starts = document_starts
         self.one_page_each = self.size == len(self.document_ids)
         # page row -> document row for the search kernel (empty when every page is its own document)
         self.page_document_rows = (
@@ -161,11 +164,17 @@ class Corpus:
             if self.one_page_each
             else np.asarray(self.page_document, dtype=np.int64)
         )
-        self.id_array = np.array(self.document_ids, dtype=object)  # fancy-indexable ids
         self.temporal = has_temporal_data([*self.validity, *self.successors])
         if not self.temporal:
             self.validity = []  # only time filters read it: a million objects a search never needs
         self.page_ids = np.asarray(self.page_ids, dtype=np.int64)  # 8 bytes a page, not a Python int each
+
+    def ids_of(self, rows: np.ndarray) -> list[str]:
+        """The external ids of these document rows, in their order."""
+        ids = self.document_ids
+        if isinstance(ids, IdTable):
+            return ids.take(rows)
+        return [ids[row] for row in rows.tolist()]
 
     def texts_of(self, rows: Sequence[int]) -> list[str]:
         if self.texts is not None:
@@ -327,7 +336,14 @@ class SearchIndex:
         return vector_scores(vectors, embedder.embed_query(query))
 
     def _hybrid(self, query: str, config: SearchConfig, size: int) -> np.ndarray:
-        """FullText's and Vector's CANDIDATES best pages fused; every other page -inf. Only the query terms'
+        """FullText's and Vector's CANDIDATES best pages fused; every other page -inf."""
+        rows, fused = self._hybrid_candidates(query, config)
+        scores = np.full(size, -np.inf)
+        scores[rows] = fused
+        return scores
+
+    def _hybrid_candidates(self, query: str, config: SearchConfig) -> tuple[np.ndarray, np.ndarray]:
+        """(rows ascending, fused scores) of FullText's and Vector's CANDIDATES best pages. Only the query terms'
         postings and one pass over the page vectors are read: the fusion sees the candidates alone."""
         text_rows, text_scores = self._fulltext_candidates(query, config)
         embedder, vectors = self.vectors()
@@ -337,9 +353,7 @@ class SearchIndex:
         else:
             lists = [(text_rows, text_scores), (vector_rows, vector_scores_)]
             rows, fused = fusion.weighted(lists, [config.fulltext_weight, 1 - config.fulltext_weight])
-        scores = np.full(size, -np.inf)
-        scores[rows] = fused
-        return scores
+        return rows, fused
 
     def _fulltext_candidates(self, query: str, config: SearchConfig) -> tuple[np.ndarray, np.ndarray]:
         """(rows, BM25 scores) of the CANDIDATES best pages scoring above 0, best first, ties by row."""
@@ -387,7 +401,9 @@ class SearchIndex:
             rows, scores, pages = self.bm25_for(config).top_documents(
                 tokenize(query), depth, corpus.id_rank, corpus.page_document_rows, live
             )
-            return Ranking(corpus.id_array[rows].tolist(), scores, pages)
+            return Ranking(corpus.ids_of(rows), scores, pages)
+        if config.search_type == "Hybrid" and reranker is None:
+            return self._ranked_candidates(*self._hybrid_candidates(query, config), config, depth)
         scores = self.page_scores(query, config)
         if reranker is not None:
             scores = self._rerank(query, scores, max(depth, CANDIDATES // 2), reranker)
@@ -407,7 +423,29 @@ class SearchIndex:
                 ],
                 dtype=np.int64,
             )
-        return Ranking(corpus.id_array[rows].tolist(), doc_scores, pages)
+        return Ranking(corpus.ids_of(rows), doc_scores, pages)
+
+    def _ranked_candidates(
+        self, rows: np.ndarray, scores: np.ndarray, config: SearchConfig, depth: int
+    ) -> Ranking:
+        """The ranking of the pages in `rows` (ascending) scored `scores`, every other page out of it: what the
+        path over every page's score gives (page_scores, then each document's best page) when all but these
+        are -inf, with no array the size of the collection (a Hybrid search's few hundred candidates)."""
+        corpus = self.corpus
+        kept = scores > -np.inf
+        if corpus.temporal:
+            at = config.as_of or datetime.now().astimezone()
+            kept &= self._visibility(at, config.include_superseded)[1][rows]
+        rows, scores = rows[kept], scores[kept]
+        if corpus.one_page_each:
+            documents = rows
+        else:  # each document's best page: the highest score, then the first row (np.argmax's)
+            by_document = corpus.page_document[rows]
+            order = np.lexsort((rows, -scores, by_document))
+            first = order[np.diff(by_document[order], prepend=-1) != 0]  # document rows are >= 0
+            rows, scores, documents = rows[first], scores[first], by_document[first].astype(np.int64)
+        chosen = self._ordered(scores, depth, corpus.id_rank[documents])
+        return Ranking(corpus.ids_of(documents[chosen]), scores[chosen], rows[chosen])
 
     def _rerank(self, query: str, scores: np.ndarray, count: int, reranker: Reranker) -> np.ndarray:
         """Re-score the best `count` candidate pages; the others drop out of the results."""
@@ -441,50 +479,6 @@ def _top_rows(scores: np.ndarray, count: int) -> np.ndarray:
     if len(finite) > count:
         finite = finite[np.argpartition(-scores[finite], count - 1)[:count]]
     return finite[np.argsort(-scores[finite], kind="stable")]
-
-
-def vector_scores(vectors: np.ndarray, query: np.ndarray, chunk: int = VECTOR_CHUNK) -> np.ndarray:
-    """Every page's dot product with the query (cosine: both are unit vectors), float32, VECTOR_CHUNK rows of
-    the (possibly memory-mapped, read-only) vectors at a time: no temporary of the matrix's size."""
-    query = np.asarray(query, dtype=np.float32)
-    out = np.empty(len(vectors), dtype=np.float32)
-    for start in range(0, len(vectors), chunk):
-        block = np.asarray(vectors[start : start + chunk], dtype=np.float32)  # a view when already float32
-        np.matmul(block, query, out=out[start : start + len(block)])
-    return out
-
-
-def vector_top_rows(
-    vectors: np.ndarray, query: np.ndarray, count: int, chunk: int = VECTOR_CHUNK
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, float32 scores) of the `count` pages closest to the query, best first, ties by row ascending:
-    the first `count` of `vector_scores` in that order, computed VECTOR_CHUNK rows at a time with a running
-    top `count` (memory bounded by the chunk, whatever the collection's size)."""
-    query = np.asarray(query, dtype=np.float32)
-    best_rows = np.zeros(0, dtype=np.int64)
-    best_scores = np.zeros(0, dtype=np.float32)
-    for start in range(0, len(vectors), chunk):
-        block = np.asarray(vectors[start : start + chunk], dtype=np.float32)  # a view when already float32
-        scores = block @ query
-        rows = np.arange(start, start + len(block), dtype=np.int64)
-        kept = _best(scores, rows, count)
-        rows = np.concatenate([best_rows, rows[kept]])
-        scores = np.concatenate([best_scores, scores[kept]])
-        kept = _best(scores, rows, count)
-        best_rows, best_scores = rows[kept], scores[kept]
-    return best_rows, best_scores
-
-
-def _best(scores: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
-    """Positions of the `count` highest scores, best first, ties by row ascending."""
-    if count <= 0:
-        return np.zeros(0, dtype=np.int64)
-    positions = np.arange(len(scores))
-    if len(scores) > count:
-        kth = np.partition(scores, len(scores) - count)[len(scores) - count]
-        positions = np.flatnonzero(scores >= kth)  # every row tied with the cut competes on its row
-    order = np.lexsort((rows[positions], -scores[positions]))[:count]
-    return positions[order]
 
 
 _ranks = np.zeros(0, dtype=np.int64)

@@ -25,8 +25,8 @@ from evaluation.retrieval.search.engine import (
     SearchConfig,
     SearchIndex,
     _descending_ranks,
-    vector_top_rows,
 )
+from evaluation.retrieval.search.vectors import vector_top_rows
 from goldenset.text import tokenize
 
 __all__ = ["explain_pages", "term_contributions"]

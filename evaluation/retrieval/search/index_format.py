@@ -4,16 +4,20 @@ executed. (The description used to be a pickle, and unpickling runs whatever the
 
 The description holds the format, the content version, what was saved of each part (the BM25 variants, whether
 the postings and the page vectors were), the embedder as `Embedder.saved` gives it (its kind, settings, and the
-names of its arrays), and the corpus's document ids and validity. The arrays named here are the corpus's
-(`corpus-page_document`, `corpus-page_ids`, `corpus-id_rank`) and the embedder's (`embedder-<name>`); the parts'
-own arrays (postings, BM25 weights, page vectors) are evaluation.retrieval.index_files'.
+names of its arrays), and the corpus's number of documents and validity. The arrays named here are the corpus's
+(`corpus-page_document`, `corpus-page_ids`, `corpus-id_rank`, `corpus-document_starts`, and its document ids as
+an IdTable: `corpus-id_offsets`, `corpus-id_bytes`) and the embedder's (`embedder-<name>`); the parts' own arrays
+(postings, BM25 weights, page vectors) are evaluation.retrieval.index_files'. Everything that grows with the
+collection is an array, mapped by every process that reads the index: nothing per page or per document is
+parsed into a process's private memory. Format 1 held the document ids in the JSON (a million strings in every
+web process at a million pages); it is still read, as it was, until the collection's next version saves format 2.
 Plain Python + numpy: no Django import.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -26,10 +30,12 @@ from evaluation.retrieval.search.embeddings import (
     MiniLMEmbedder,
 )
 from evaluation.retrieval.search.engine import Corpus, Embedder, SearchIndex
+from evaluation.retrieval.search.id_table import IdTable
 from goldenset.temporal import Validity
 
-FORMAT = 1
-CORPUS_ARRAYS = ("page_document", "page_ids", "id_rank")
+FORMAT = 2  # what is written
+READABLE = (1, 2)  # 1: the document ids a list in the JSON, the documents' first rows derived when read
+CORPUS_ARRAYS = ("page_document", "page_ids", "id_rank", "document_starts")
 
 Arrays = Callable[[str], np.ndarray]  # an array's name -> the array (mapped from its .npy file)
 
@@ -41,6 +47,9 @@ def describe(
     BM25 variants, the embedder of the saved vectors or None), and the arrays it names, by name."""
     corpus = index.corpus
     arrays = {f"corpus-{name}": np.asarray(getattr(corpus, name)) for name in CORPUS_ARRAYS}
+    ids = corpus.document_ids
+    table = ids if isinstance(ids, IdTable) else IdTable.packed(ids)
+    arrays.update({"corpus-id_offsets": table.offsets, "corpus-id_bytes": table.data})
     description: dict[str, Any] = {
         "format": FORMAT,
         "content_version": index.content_version,
@@ -51,7 +60,7 @@ def describe(
         "vectors": embedder is not None,
         "embedder": None,
         "corpus": {
-            "document_ids": list(corpus.document_ids),
+            "documents": len(table),
             "validity": [_validity_json(v) for v in corpus.validity],
             "successors": [_validity_json(v) for v in corpus.successors],
         },
@@ -70,9 +79,9 @@ def parse(raw: bytes) -> dict[str, Any]:
         description = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not a JSON index description ({exc})") from None
-    if not isinstance(description, dict) or description.get("format") != FORMAT:
+    if not isinstance(description, dict) or description.get("format") not in READABLE:
         found = description.get("format") if isinstance(description, dict) else type(description).__name__
-        raise ValueError(f"index description format {found!r}, expected {FORMAT}")
+        raise ValueError(f"index description format {found!r}, expected one of {READABLE}")
     return description
 
 
@@ -96,21 +105,31 @@ def restored_index(
 
 def restored_corpus(description: dict[str, Any], array: Arrays) -> Corpus:
     saved = description["corpus"]
-    document_ids = saved["document_ids"]
+    if description["format"] == 1:
+        ids: Sequence[str] = saved["document_ids"]
+        if not isinstance(ids, list):
+            raise ValueError("the saved corpus's document ids are not a list")
+        documents, starts = len(ids), None
+    else:
+        documents = int(saved["documents"])
+        ids = IdTable(array("corpus-id_offsets"), array("corpus-id_bytes"))
+        starts = array("corpus-document_starts")
     validity = [_validity(item) for item in saved["validity"]]
     corpus = Corpus.restored(
         page_document=array("corpus-page_document"),
-        document_ids=document_ids,
+        document_ids=ids,
         validity=validity,
         page_ids=array("corpus-page_ids"),
         successors=[_validity(item) for item in saved["successors"]],
         id_rank=array("corpus-id_rank"),
+        document_starts=starts,
     )
     if (
-        not isinstance(document_ids, list)
-        or len(corpus.id_rank) != len(document_ids)
+        len(corpus.document_ids) != documents
+        or len(corpus.id_rank) != documents
         or len(corpus.page_ids) != corpus.size
-        or len(validity) not in (0, len(document_ids))
+        or len(corpus.document_starts) != (documents if corpus.size else 0)
+        or len(validity) not in (0, documents)
     ):
         raise ValueError("the saved corpus's arrays do not match its documents")
     return corpus
