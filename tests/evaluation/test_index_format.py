@@ -178,3 +178,24 @@ def test_an_index_saved_in_format_1_is_still_read_and_answers_alike(world):
             loaded.rank_documents("refund card", config, 10),
         )
         assert (got.document_ids, got.scores.tobytes()) == (want.document_ids, want.scores.tobytes())
+
+
+def test_an_id_table_streamed_equals_one_packed_and_sorts_in_bytes_order_as_python_does():
+    """IdTable.streamed (a build's ids read a row at a time) and byte_order (the trec_eval tie order, through
+    numpy on fixed-width bytes, or Python's sort for ids with a NUL byte or of very uneven lengths)."""
+    import random
+
+    from evaluation.retrieval.search.id_table import IdTable
+
+    rng = random.Random(7)
+    alphabet = ["a", "B", "é", "日", "\U0001f600", "-", "0", " "]
+    for _ in range(100):
+        ids = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 7))) for _ in range(rng.randint(0, 50))
+        ]
+        table = IdTable.streamed(iter(ids))
+        assert table == IdTable.packed(ids) and list(table) == ids
+        assert table.byte_order().tolist() == sorted(range(len(ids)), key=lambda i: ids[i].encode())
+    for ids in (["b\x00", "b", "a\x00b", "a"], ["x" * 5000, "b", "a", "c"]):  # NUL bytes (Python sorts), uneven
+        table = IdTable.streamed(iter(ids))
+        assert table.byte_order().tolist() == sorted(range(len(ids)), key=lambda i: ids[i].encode())

@@ -123,7 +123,12 @@ class Corpus:
     text_source: Callable[[Sequence[int]], list[str]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        order = sorted(range(len(self.document_ids)), key=lambda i: self.document_ids[i].encode())
+        ids = self.document_ids
+        order = (
+            ids.byte_order()
+            if isinstance(ids, IdTable)
+            else sorted(range(len(ids)), key=lambda i: ids[i].encode("utf-8", "surrogatepass"))
+        )
         # Rank of each id in byte order: trec_eval breaks score ties by docno, descending (strcmp).
         id_rank = np.empty(len(order), dtype=np.int64)
         id_rank[order] = np.arange(len(order))
