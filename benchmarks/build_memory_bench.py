@@ -264,10 +264,13 @@ def main() -> int:
         "--bm25s-python", default=sys.executable, help="an interpreter with the bm25s to compare"
     )
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="20,000 pages (tests/test_benchmarks_quick.py)")
     parser.add_argument("--stream", action="store_true", help="evalsite alone, pages generated one at a time")
     parser.add_argument("--engine", choices=("evalsite", "bm25s", "stream"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.pages = 20_000
     if args.check:
         return check(args.pages, _parse_bytes(args.budget), Path(args.out or tempfile.mkdtemp()))
     if args.engine:

@@ -26,7 +26,10 @@ def main() -> None:
     )
     parser.add_argument("--root", default=str(ROOT), help="the tree whose search core answers")
     parser.add_argument("--pages", type=int, default=100_000)
+    parser.add_argument("--quick", action="store_true", help="2,000 pages (tests/test_benchmarks_quick.py)")
     args = parser.parse_args()
+    if args.quick:
+        args.pages = 2_000
     sys.path[:0] = [args.root, str(Path(args.root) / "benchmarks")]
     import numpy as np
     import synthetic

@@ -152,6 +152,12 @@ EXPECTED: dict[str, list[str]] = {
         "report, cold (every item scored by the heuristic now):",
         "heuristic faithfulness (statement): n 90, AUC",
     ],
+    "build_memory_bench": ["| evalsite | ", "| bm25s ", "evalsite / bm25s "],
+    "search_digest": [
+        "lucene k1=1.5 b=0.75: ",
+        "okapi k1=0.9 b=0.4: ",
+        "built by evaluation.retrieval.search.build",
+    ],
 }
 # Printed besides on PostgreSQL.
 EXPECTED_ON_POSTGRES: dict[str, list[str]] = {
@@ -192,6 +198,8 @@ LONGEST_FIRST = [
     "calibration_bench",
     "pooling_bench",
     "lexical_assessor",
+    "build_memory_bench",
+    "search_digest",
 ]
 # Settings the benchmarks choose themselves: the suite's own must not leak into them.
 SUITE_ONLY = ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "EVALSITE_REDIS_URL", "DEBUG", "EVALSITE_DATA_DIR")
