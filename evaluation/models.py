@@ -17,6 +17,8 @@ class EvaluationJobKind(models.TextChoices):
     """The jobs evaluation runs (registered with their handlers in EvaluationConfig.ready)."""
 
     EVALUATE = "Evaluate"
+    # one configuration of an Evaluate job of several, scored by any worker (evaluation.retrieval.config_jobs)
+    EVALUATE_CONFIG = "EvaluateConfig"
     EVALUATE_ANSWERS = "EvaluateAnswers"
     STUDY = "Study"  # the trials of a study, then its confirmation (evaluation.studies.services)
     INDEX_BUILD = "IndexBuild"
