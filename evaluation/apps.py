@@ -19,7 +19,7 @@ class EvaluationConfig(AppConfig):
         from evaluation.retrieval.config_jobs import config_job
         from evaluation.retrieval.indexes import build_schedule, index_build_job
         from evaluation.retrieval.request import RetrievalRequest
-        from evaluation.studies.services import study_job
+        from evaluation.studies.parallel import study_gather, study_job, trials_job
         from evaluation.watch.schedules import scheduled_job
         from evaluation.watch.ticks import watch_tick
         from goldenset.services.content import content_changed_hooks
@@ -31,7 +31,8 @@ class EvaluationConfig(AppConfig):
         register_job_handler(EvaluationJobKind.EVALUATE_CONFIG, config_job)
         register_job_handler(EvaluationJobKind.INDEX_BUILD, index_build_job)
         register_job_handler(EvaluationJobKind.ASSESS, assess_job)
-        register_job_handler(EvaluationJobKind.STUDY, study_job)
+        register_job_handler(EvaluationJobKind.STUDY, study_job, gather=study_gather)
+        register_job_handler(EvaluationJobKind.STUDY_TRIALS, trials_job)
         register_job_handler(WatchJobKind.SCHEDULED, scheduled_job)
         register_tick("schedules", watch_tick)
         register_audit_objects(EvaluationAuditObject)

@@ -21,6 +21,8 @@ class EvaluationJobKind(models.TextChoices):
     EVALUATE_CONFIG = "EvaluateConfig"
     EVALUATE_ANSWERS = "EvaluateAnswers"
     STUDY = "Study"  # the trials of a study, then its confirmation (evaluation.studies.services)
+    # one worker's share of a study's trials, run at once with the others' (evaluation.studies.parallel)
+    STUDY_TRIALS = "StudyTrials"
     INDEX_BUILD = "IndexBuild"
     ASSESS = "Assess"  # a pool's documents graded by a chat model
 

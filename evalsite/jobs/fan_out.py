@@ -21,12 +21,15 @@ next checkpoint. Every change of the parent is a conditional update of its row: 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
 from evalsite.jobs.kinds import FanOut
-from evalsite.jobs.models import Job, JobStage, JobStatus
+from evalsite.jobs.models import Job, JobStage, JobStatus, Worker
 from evalsite.jobs.queueing import enqueue_quietly
 
 UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
@@ -132,3 +135,10 @@ def parents_to_follow(jobs) -> list:
     parked = jobs.filter(status=JobStatus.RUNNING, stage=JobStage.CHILDREN)
     busy = Job.objects.filter(parent_id__isnull=False, status__in=UNFINISHED).values("parent_id")
     return list(parked.exclude(pk__in=busy).values_list("pk", flat=True))
+
+
+def workers_alive() -> int:
+    """How many worker processes beat within EVALSITE_JOB_STALE_SECONDS (on every machine): how many parts a
+    job's work usefully spreads over."""
+    since = timezone.now() - timedelta(seconds=settings.EVALSITE_JOB_STALE_SECONDS)
+    return Worker.objects.filter(beat_at__gte=since).count()
