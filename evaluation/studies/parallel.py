@@ -8,7 +8,8 @@ job (StudyTrials) per live worker, at most one per trial. Each child (`trials_jo
 (evaluation.studies.search.run_study with `shared`: the budget holds across them, a dead worker's trial is failed
 once Optuna's heartbeat is stale and run again, counted once) and writes every counted trial to the study as they
 end, so the live page follows all of them. Once every child completed, the gather (`study_gather`) reads the
-trials back, confirms the winner as a serial study does (study_conclude) and removes the Optuna study.
+trials back, confirms the winner as a serial study does (study_conclude) and removes the Optuna study; its result
+says how many trials were run again after their worker died (`retried`).
 
 Elsewhere the study runs in its one job, serially, as before: on SQLite (one writer at a time: Optuna's
 storage there would queue the workers behind each other's writes, and a study would run no faster), with a single
@@ -22,25 +23,34 @@ import contextlib
 import math
 import os
 import time
+import warnings
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import optuna
 from django.conf import settings
 from django.db import connection
+from optuna.exceptions import ExperimentalWarning
 from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from optuna.trial import TrialState
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 
 from evalsite.jobs.fan_out import workers_alive
 from evalsite.jobs.kinds import Child, FanOut
 from evalsite.jobs.models import Job
+from evalsite.jobs.processes import identity
 from evalsite.jobs.services import job_cancelled
 from evaluation.models import EvaluationJobKind, Study
 from evaluation.runs.selectors import job_collections
 from evaluation.studies import services
 from evaluation.studies.live import Live, write_while_running
 from evaluation.studies.search import Shared, run_study, shared_result, study_trials
+
+# Optuna's heartbeat and its retry of stale trials are marked experimental (since 2.8 and 2.9); they are what a
+# study spread over workers relies on, and their warnings would fill every worker's log.
+warnings.filterwarnings("ignore", category=ExperimentalWarning)
 
 SCHEMA = "optuna"  # the PostgreSQL schema Optuna's tables live in, beside evalsite's
 RETRIES = 3  # times a trial left by a dead worker is run again
@@ -70,6 +80,31 @@ def shared_storage() -> RDBStorage | None:
             heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=RETRIES),
         )
     return _storages[key]
+
+
+def _fail_stale(study: optuna.Study) -> None:
+    """Optuna's fail_stale_trials, and the same for a trial whose process died before its heartbeat's first
+    beat (between Optuna creating it and starting its heartbeat thread): Optuna never fails such a trial, and
+    the trials after it would wait for it for ever. Found by their start, a grace period old, with no beat."""
+    optuna.storages.fail_stale_trials(study)
+    storage = shared_storage()
+    assert storage is not None
+    grace = timedelta(seconds=settings.EVALSITE_JOB_STALE_SECONDS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.trial_id, t.datetime_start FROM {SCHEMA}.trials t JOIN {SCHEMA}.studies s USING (study_id)"
+            f" WHERE s.study_name = %s AND t.state = 'RUNNING' AND NOT EXISTS"
+            f" (SELECT 1 FROM {SCHEMA}.trial_heartbeats h WHERE h.trial_id = t.trial_id)",
+            [study.study_name],
+        )
+        silent = [
+            trial_id for trial_id, begun in cursor.fetchall() if begun and datetime.now() - begun > grace
+        ]
+    retry = storage.get_heartbeat_stale_trial_callback()
+    for trial_id in silent:
+        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+            if storage.set_trial_state_values(trial_id, state=TrialState.FAIL) and retry is not None:
+                retry(study, storage.get_trial(trial_id))
 
 
 def _optuna_name(study: Study) -> str:
@@ -129,7 +164,9 @@ def trials_job(job: Job, progress) -> dict[str, Any]:
     """A child: the trials this worker takes of the shared study (see the module's doc)."""
     study = Study.objects.select_related("collection", "tenant").get(pk=job.input["study_id"])
     request, rerankers, tuning, _, _ = services.study_parts(study)
-    shared = Shared(shared_storage(), _optuna_name(study), started=job.input["started"])
+    shared = Shared(
+        shared_storage(), _optuna_name(study), job.input["started"], fail_stale=_fail_stale, owner=identity()
+    )
     share = job.input["share"]
     live = _SharedLive(study, job, progress, lambda: job_cancelled(job.pk), share, shared=shared, share=share)
     score, max_error_rate, exhausted = services.study_scorer(study, request, tuning, rerankers)
@@ -158,4 +195,4 @@ def study_gather(job: Job, children: list[Job], progress) -> dict[str, Any]:
     outcome = services.study_conclude(study, request, rerankers, result, confirmation, job, stopped=False)
     with contextlib.suppress(KeyError, SQLAlchemyError):  # the study is done: its trials are the Study's now
         optuna.delete_study(study_name=shared.name, storage=storage)
-    return outcome
+    return {**outcome, "retried": result.retried}

@@ -79,6 +79,7 @@ class TrialResult:
 class StudyResult:
     trials: list[TrialResult] = field(default_factory=list)
     evaluations: int = 0  # question scorings paid for, over every trial
+    retried: int = 0  # a shared study's trials run again after their process died (counted once)
 
     @property
     def best(self) -> TrialResult | None:
@@ -125,6 +126,9 @@ class Shared:
     name: str
     started: float
     wait: float = 0.2  # seconds between looks while earlier trials decide whether this one runs
+    # fails the trials whose process is gone (default: Optuna's fail_stale_trials, by their heartbeats)
+    fail_stale: Callable[[optuna.Study], None] = optuna.storages.fail_stale_trials
+    owner: str = ""  # which process runs this part, recorded with each trial it runs ("owner")
 
 
 def _pruner(prune: bool) -> optuna.pruners.BasePruner:
@@ -176,7 +180,7 @@ def run_study(
         stop=stop,
         max_p95_ms=max_p95_ms,
         max_error_rate=max_error_rate,
-        gate=None if shared is None else _Gate(trials, shared.wait, stop),
+        gate=None if shared is None else _Gate(trials, shared.wait, stop, shared.fail_stale, shared.owner),
     )
     if shared is None:
         study.optimize(objective, n_trials=trials, timeout=budget.seconds, catch=())
@@ -221,6 +225,7 @@ def shared_result(shared: Shared) -> StudyResult:
     return StudyResult(
         trials=[TrialResult(**t.user_attrs["result"]) for t in counted],
         evaluations=sum(int(t.user_attrs.get("evaluations", 0)) for t in trials),
+        retried=sum("failed_trial" in t.system_attrs for t in counted),
     )
 
 
@@ -233,13 +238,15 @@ class _Gate:
     trials: int
     wait: float
     stop: Callable[[], bool] | None
+    fail_stale: Callable[[optuna.Study], None]
+    owner: str = ""
 
     def decide(self, trial: optuna.Trial) -> str:
         study = trial.study
         while True:
             if self.stop is not None and self.stop():
                 return "stop"
-            optuna.storages.fail_stale_trials(study)
+            self.fail_stale(study)
             trials = study.get_trials(deepcopy=False)
             me = next(t for t in trials if t.number == trial.number)
             before = [t for t in trials if _key(t) < _key(me) and t.number != me.number]
@@ -297,6 +304,10 @@ class _Objective:
             else:
                 trial.study.stop()
             return float("nan")
+        if trial.user_attrs.get("surplus"):  # a retry of a trial whose process died as it gave way
+            trial.set_user_attr("surplus", False)
+        if self.gate is not None and self.gate.owner:
+            trial.set_user_attr("owner", self.gate.owner)
         paid = self.result.evaluations
         scores = times = np.empty(0)
         pruned, error = False, ""
