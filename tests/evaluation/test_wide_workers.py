@@ -266,3 +266,35 @@ def test_a_killed_workers_trial_is_run_again_and_counted_once(world, clusters):
     assert len(trials) == 24 and len({t["number"] for t in trials}) == 24  # the budget, each trial once
     assert result["result"]["retried"] == 1  # the killed worker's trial, failed as stale and run again
     assert sorted(c.attempts for c in children) == [1, 2]
+
+
+@postgres_only
+def test_a_cancel_stops_a_spread_study_on_every_worker(world, clusters):
+    beir_import(folder=CLAPNQ, tenant=world.tenant, collection_id="clapnq", actor="test")
+    first, second = clusters.start("first"), clusters.start("second")
+    _worker_pid(first), _worker_pid(second)
+    body = _study_body(
+        sampler="random", budget={"trials": 2000}, space={"bm25_k1": {"low": 0.3, "high": 3.0}}
+    )
+    done = world.client.post(STUDIES, body, format="json").json()
+    children = Job.objects.filter(parent_id=done["job_id"])
+    study = Study.objects.filter(pk=done["study_id"])
+    _until(lambda: children.filter(status=JobStatus.RUNNING).count() == 2 and len(study.get().trials) >= 4,
+           "both workers running trials", clusters=clusters)  # fmt: skip
+    assert world.client.post(f"/lmkit/v1/jobs/{done['job_id']}/cancel").status_code == 200
+    at_cancel = len(study.get().trials)
+    assert set(children.values_list("status", flat=True)) == {JobStatus.CANCELLED}
+    _until(lambda: not Job.objects.filter(kind=EvaluationJobKind.STUDY_TRIALS, owner__gt="", status="Running")
+           .exists() and _no_trial_running(), "both workers to stop", clusters=clusters)  # fmt: skip
+    time.sleep(1.5)
+    stopped = study.get()
+    assert len(stopped.trials) == at_cancel < 2000  # not one trial written once the cancel was recorded
+    assert stopped.best is None and stopped.confirmation is None
+    assert Job.objects.get(pk=done["job_id"]).status == JobStatus.CANCELLED
+    assert not EvaluationRun.objects.filter(job_id=done["job_id"]).exists()
+
+
+def _no_trial_running() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM optuna.trials WHERE state = 'RUNNING'")
+        return cursor.fetchone()[0] == 0
