@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import resource
 import shutil
 import signal
 import statistics
@@ -211,13 +210,12 @@ def _measure(args, env, work: Path, tenant, collection) -> dict:
     found: dict = {}
     for round_ in range(args.rounds):
         for workers in (1, 2) if round_ % 2 == 0 else (2, 1):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            with _cluster(env, workers, work / f"worker-{workers}-{round_}.log"):
+            with _cluster(env, workers, work / f"worker-{workers}-{round_}.log") as cluster:
                 _wait_for_workers(workers)
+                before = _group_cpu(cluster.pid)
                 study = _study(tenant, collection, space, trials)
                 evaluation = _evaluation(tenant, collection, configs)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the cluster's processes, each waited for
-            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                cpu = _group_cpu(cluster.pid) - before
             _forget_workers()
             found.setdefault(workers, []).append((study, evaluation))
             print(
@@ -226,6 +224,22 @@ def _measure(args, env, work: Path, tenant, collection) -> dict:
                 f"average now {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)"
             )
     return found
+
+
+def _group_cpu(pgid: int) -> float:
+    """CPU seconds (user + system) the live processes of a process group have used (/proc/<pid>/stat)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _forget_workers() -> None:

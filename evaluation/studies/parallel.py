@@ -188,7 +188,10 @@ def study_gather(job: Job, children: list[Job], progress) -> dict[str, Any]:
     storage = shared_storage()
     assert storage is not None
     shared = Shared(storage, _optuna_name(study), started=children[0].input["started"])
-    result = shared_result(shared)
+    try:
+        result = shared_result(shared)
+    except KeyError:  # a gather run again after it had concluded and removed the Optuna study
+        return services.study_job_result(Study.objects.get(pk=study.pk))
     trials = [t.as_dict() for t in result.trials]
     if not write_while_running(study, job, trials=trials, evaluations=result.evaluations):
         return services.study_job_result(Study.objects.get(pk=study.pk))
