@@ -54,6 +54,9 @@ warnings.filterwarnings("ignore", category=ExperimentalWarning)
 
 SCHEMA = "optuna"  # the PostgreSQL schema Optuna's tables live in, beside evalsite's
 RETRIES = 3  # times a trial left by a dead worker is run again
+# Seconds between a worker's writes of the study's trials: each reads every trial of the shared study back, so
+# less often than a study in one job writes its own (evaluation.studies.live.WRITE_EVERY).
+SHARED_WRITE_EVERY = 2.0
 _storages: dict[tuple, RDBStorage] = {}
 
 
@@ -168,7 +171,16 @@ def trials_job(job: Job, progress) -> dict[str, Any]:
         shared_storage(), _optuna_name(study), job.input["started"], fail_stale=_fail_stale, owner=identity()
     )
     share = job.input["share"]
-    live = _SharedLive(study, job, progress, lambda: job_cancelled(job.pk), share, shared=shared, share=share)
+    live = _SharedLive(
+        study,
+        job,
+        progress,
+        lambda: job_cancelled(job.pk),
+        share,
+        shared=shared,
+        share=share,
+        every=SHARED_WRITE_EVERY,
+    )
     score, max_error_rate, exhausted = services.study_scorer(study, request, tuning, rerankers)
     result = run_study(
         request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,

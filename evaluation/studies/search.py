@@ -233,8 +233,10 @@ def shared_result(shared: Shared) -> StudyResult:
     trials = optuna.load_study(study_name=shared.name, storage=shared.storage).get_trials(deepcopy=False)
     counted = counted_trials(trials)
     return StudyResult(
-        trials=[TrialResult(**t.user_attrs["result"]) for t in counted],
-        evaluations=sum(int(t.user_attrs.get("evaluations", 0)) for t in trials),
+        trials=[
+            TrialResult(**{k: v for k, v in t.user_attrs["result"].items() if k != "paid"}) for t in counted
+        ],
+        evaluations=sum(int((t.user_attrs.get("result") or {}).get("paid", 0)) for t in trials),
         retried=sum("failed_trial" in t.system_attrs for t in counted),
     )
 
@@ -251,10 +253,10 @@ class _Gate:
     fail_stale: Callable[[optuna.Study], None]
     owner: str = ""
 
-    def decide(self, trial: optuna.Trial) -> str:
+    def decide(self, trial: optuna.Trial, attrs: dict[str, Any]) -> str:
+        """`attrs`: the trial's system attributes."""
         # Fast: at most one counted or running trial per place, so a trial placed within the budget runs (the
         # full look below reads every trial, and would cost each trial more the longer the study).
-        attrs = trial.storage.get_trial_system_attrs(trial._trial_id)  # no public reader of a live trial's
         if int(attrs.get("failed_trial", trial.number)) < self.trials and not (self.stop and self.stop()):
             return "run"
         study = trial.study
@@ -311,7 +313,9 @@ class _Objective:
     def __call__(self, trial: optuna.Trial) -> float:
         started = time.monotonic()
         values = {d.name: _suggest(trial, d) for d in self.dimensions}
-        decision = "run" if self.gate is None else self.gate.decide(trial)
+        # a shared study's trial: its system attributes (no public reader of a live trial's)
+        attrs = {} if self.gate is None else trial.storage.get_trial_system_attrs(trial._trial_id)
+        decision = "run" if self.gate is None else self.gate.decide(trial, attrs)
         if decision != "run":  # a shared study's trial that does not run: not counted, never told
             trial.set_user_attr("surplus", True)
             if decision == "yield":
@@ -319,7 +323,7 @@ class _Objective:
             else:
                 trial.study.stop()
             return float("nan")
-        if trial.user_attrs.get("surplus"):  # a retry of a trial whose process died as it gave way
+        if "failed_trial" in attrs and trial.user_attrs.get("surplus"):  # its process died as it gave way
             trial.set_user_attr("surplus", False)
         if self.gate is not None and self.gate.owner:
             trial.set_user_attr("owner", self.gate.owner)
@@ -352,8 +356,7 @@ class _Objective:
         if limit is not None:  # TPE proposes from the trials within the limit (<= 0: within it)
             trial.set_constraint("p95_ms", 0.0 if p95 is None else p95 - limit)
         if self.gate is not None:  # what shared_result reads back
-            trial.set_user_attr("evaluations", self.result.evaluations - paid)
-            trial.set_user_attr("result", finished.as_dict())
+            trial.set_user_attr("result", {**finished.as_dict(), "paid": self.result.evaluations - paid})
         self.result.trials.append(finished)
         if self.on_trial is not None:
             self.on_trial(finished)
