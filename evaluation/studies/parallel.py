@@ -57,6 +57,7 @@ RETRIES = 3  # times a trial left by a dead worker is run again
 # Seconds between a worker's writes of the study's trials: each reads every trial of the shared study back, so
 # less often than a study in one job writes its own (evaluation.studies.live.WRITE_EVERY).
 SHARED_WRITE_EVERY = 2.0
+PREFIX = "evalsite-study-"  # an Optuna study's name: this prefix and the Study's id
 _storages: dict[tuple, RDBStorage] = {}
 
 
@@ -110,8 +111,21 @@ def _fail_stale(study: optuna.Study) -> None:
                 retry(study, storage.get_trial(trial_id))
 
 
+def _sweep(storage: RDBStorage) -> None:
+    """Remove the Optuna studies of studies whose job ended without a gather (cancelled or failed): their trials
+    are the Study's already."""
+    names = [
+        s.study_name.removeprefix(PREFIX)
+        for s in storage.get_all_studies()
+        if s.study_name.startswith(PREFIX)
+    ]
+    for pk in Study.objects.filter(pk__in=names, job__status__in=Job.FINISHED).values_list("pk", flat=True):
+        with contextlib.suppress(KeyError, SQLAlchemyError):
+            optuna.delete_study(study_name=f"{PREFIX}{pk}", storage=storage)
+
+
 def _optuna_name(study: Study) -> str:
-    return f"evalsite-study-{study.pk}"
+    return f"{PREFIX}{study.pk}"
 
 
 def study_job(job: Job, progress) -> dict[str, Any] | FanOut:
@@ -130,6 +144,7 @@ def study_job(job: Job, progress) -> dict[str, Any] | FanOut:
     name = _optuna_name(study)
     with contextlib.suppress(KeyError):  # a spread run again (its worker died before its commit) starts over
         optuna.delete_study(study_name=name, storage=storage)
+    _sweep(storage)
     optuna.create_study(study_name=name, storage=storage, direction="maximize")
     services.study_start(study, split)
     trials = study_trials(request.dimensions, request.budget, request.sampler)

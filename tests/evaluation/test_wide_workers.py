@@ -14,8 +14,9 @@ import pytest
 from django.db import connection
 from django_q.conf import Conf
 
-from evalsite.jobs.models import Job, JobStatus
-from evalsite.jobs.services import job_cancel
+from evalsite.jobs.fan_out import children_ended
+from evalsite.jobs.models import Job, JobStatus, Worker
+from evalsite.jobs.services import job_cancel, job_run
 from evaluation.models import EvaluationJobKind, EvaluationRun, Study
 from evaluation.reports.batch_jobs import batch_job_create
 from evaluation.retrieval.request import RetrievalRequest
@@ -30,7 +31,7 @@ from tests.support import (
     handbook_entries,
     lucene_and_okapi_runs,
 )
-from tests.worker_support import Clusters, job_ended, job_until
+from tests.worker_support import Clusters, group_members, job_ended, job_until
 
 MODULE = "tests.evaluation.test_wide_workers"
 FAST = {
@@ -122,8 +123,6 @@ def test_an_evaluation_runs_its_configurations_on_two_workers_and_survives_one_k
 
 def _worker_pid(cluster) -> int:
     """The pid of the one worker process of a cluster (EVALSITE_WORKERS=1), from the Worker table."""
-    from evalsite.jobs.models import Worker
-    from tests.worker_support import group_members
 
     def beating():  # the cluster spawns its worker process after it starts
         return Worker.objects.filter(pid__in=group_members(cluster.pid)).values_list("pid", flat=True).first()
@@ -178,14 +177,10 @@ def test_a_cancel_reaches_the_children_and_a_failed_child_fails_its_parent(
 
     again = batch_job_create(tenant=world.tenant, collections=[world.collection], request=request, actor="t")
     with django_capture_on_commit_callbacks(execute=False) as spread:
-        from evalsite.jobs.services import job_run  # here: the one place this test runs a job by hand
-
         job_run(str(again.pk))
     first = Job.objects.filter(parent=again).order_by("position").first()
     failure = {"code": "internal-error", "message": "boom", "details": {}}
     Job.objects.filter(pk=first.pk).update(status=JobStatus.FAILED, error=failure)
-    from evalsite.jobs.fan_out import children_ended  # here: what a worker calls after a child's end
-
     assert children_ended(again.pk) == JobStatus.FAILED
     again.refresh_from_db()
     assert again.status == JobStatus.FAILED and again.error["details"] == {"child_job_id": str(first.pk)}
@@ -292,6 +287,16 @@ def test_a_cancel_stops_a_spread_study_on_every_worker(world, clusters):
     assert stopped.best is None and stopped.confirmation is None
     assert Job.objects.get(pk=done["job_id"]).status == JobStatus.CANCELLED
     assert not EvaluationRun.objects.filter(job_id=done["job_id"]).exists()
+
+    # the next study to spread removes the cancelled one's trials from Optuna's storage (the Study keeps them)
+    small = world.client.post(STUDIES, _study_body(budget={"trials": 4}), format="json").json()
+    assert (
+        job_until(world.client, small["job_id"], job_ended, worker=second, timeout=120)["status"]
+        == "Completed"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT study_name FROM optuna.studies")
+        assert cursor.fetchall() == []  # the small one removed as it ended, the cancelled one by its spread
 
 
 def _no_trial_running() -> bool:
