@@ -17,8 +17,12 @@ class EvaluationJobKind(models.TextChoices):
     """The jobs evaluation runs (registered with their handlers in EvaluationConfig.ready)."""
 
     EVALUATE = "Evaluate"
+    # one configuration of an Evaluate job of several, scored by any worker (evaluation.retrieval.config_jobs)
+    EVALUATE_CONFIG = "EvaluateConfig"
     EVALUATE_ANSWERS = "EvaluateAnswers"
     STUDY = "Study"  # the trials of a study, then its confirmation (evaluation.studies.services)
+    # one worker's share of a study's trials, run at once with the others' (evaluation.studies.parallel)
+    STUDY_TRIALS = "StudyTrials"
     INDEX_BUILD = "IndexBuild"
     ASSESS = "Assess"  # a pool's documents graded by a chat model
 

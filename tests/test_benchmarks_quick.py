@@ -147,6 +147,12 @@ EXPECTED: dict[str, list[str]] = {
         "## Where the time goes (cProfile, in-process)",
         "| evaluation/workbench/question.py:",
     ],
+    "wide_bench": [
+        "| study, 12-trial grid |",
+        "| evaluation, 2 configurations |",
+        "grid study, seed 7: same trials and winner with 1 and 2 workers: yes",
+        "evaluation: same metrics for every configuration with 1 and 2 workers: yes",
+    ],
     "calibration_bench": [
         "200 labels (2 raters, 100 items)",
         "report, cold (every item scored by the heuristic now):",
@@ -174,10 +180,14 @@ NEEDS_DATASET = {
     "pooling_bench": DATASETS / "cranfield",
     "lexical_assessor": DATASETS / "clapnq",
 }
-BACKEND_BOUND = {"load_bench", "serve_scale_bench"}  # the others always run on a temporary SQLite database
+BACKEND_BOUND = {"load_bench", "serve_scale_bench", "wide_bench"}
+POSTGRES_ONLY = {
+    "wide_bench"
+}  # work spread over the workers is measured on PostgreSQL + Redis  # the others always run on a temporary SQLite database
 # Started longest first (as measured), so that the longest does not run alone at the end.
 LONGEST_FIRST = [
     "load_bench",
+    "wide_bench",
     "clapnq_answers",
     "search_bench",
     "dashboard_bench",
@@ -218,6 +228,8 @@ def on_postgres() -> bool:
 def skip_reason(name: str) -> str | None:
     if name in NEEDS_DATASET and not NEEDS_DATASET[name].is_dir():
         return f"{name} needs {NEEDS_DATASET[name]}, absent here (CI has ../shared/datasets)"
+    if name in POSTGRES_ONLY and not on_postgres():
+        return f"{name} runs on PostgreSQL + Redis: run with the suite on PostgreSQL"
     if on_postgres() and name not in BACKEND_BOUND:
         return f"{name} runs on SQLite whatever DATABASE_URL says: run with the suite on SQLite"
     return None
@@ -232,6 +244,10 @@ def command(name: str) -> list[str]:
             argv += ["--redis-url", server_url(os.environ["EVALSITE_REDIS_URL"])]
     if name == "serve_scale_bench" and on_postgres():
         argv += ["--postgres", server_url(database)]
+    if name == "wide_bench":
+        argv += ["--postgres-url", server_url(database)]
+        if os.environ.get("EVALSITE_REDIS_URL"):
+            argv += ["--redis-url", server_url(os.environ["EVALSITE_REDIS_URL"])]
     return argv
 
 

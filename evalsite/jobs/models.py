@@ -15,6 +15,15 @@ class JobStatus(models.TextChoices):
     CANCELLED = "Cancelled"
 
 
+class JobStage(models.TextChoices):
+    """Where a job is in its work (evalsite.jobs.fan_out): its handler's own work, waiting for the child jobs
+    it spread its work over (Running, held by no worker), or being gathered from them."""
+
+    OWN = "own"
+    CHILDREN = "children"
+    GATHER = "gather"
+
+
 class Job(models.Model):
     FINISHED = (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
 
@@ -50,6 +59,17 @@ class Job(models.Model):
     retries = models.PositiveIntegerField(default=0, help_text="Times it was re-queued after a failure.")
     history = models.JSONField(
         default=list, blank=True, help_text='[{"at", "event", "message"}]: re-queues and interruptions.'
+    )
+    # A job whose handler spread its work (evalsite.jobs.fan_out): its children point at it. Defaults in the
+    # database too, so that a process of the previous version (an upgrade under way) still inserts jobs.
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    stage = models.CharField(
+        max_length=10, choices=JobStage.choices, default=JobStage.OWN, db_default=JobStage.OWN
+    )
+    position = models.PositiveIntegerField(
+        default=0, db_default=0, help_text="A child's place among its parent's children."
     )
 
     class Meta:

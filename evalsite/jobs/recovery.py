@@ -4,6 +4,8 @@ Run by every worker every few heartbeats (with the broker inspected), and by eve
 dashboard; the Running part only, which needs no broker):
 - a Running job whose heartbeat is older than EVALSITE_JOB_STALE_SECONDS, or whose worker process on this host
   is gone, lost its worker: re-queued (event worker-lost), or Failed job-stale after EVALSITE_JOB_MAX_RETRIES;
+- a parent waiting for its children (evalsite.jobs.fan_out) has no heartbeat and is left to them; one whose
+  children all ended without it following (their worker died right after) follows them now;
 - a Queued job whose task is in no broker queue and no lease (a broker restarted without persistence, a task
   acknowledged by a worker that died before it ran it) lost its task: re-queued (event task-lost), or Failed
   job-lost. Skipped while the broker is unreachable, so an outage uses up no retries.
@@ -21,9 +23,9 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from evalsite.jobs import processes
+from evalsite.jobs import fan_out, processes
 from evalsite.jobs.kinds import job_kind
-from evalsite.jobs.models import Job, JobStatus
+from evalsite.jobs.models import Job, JobStage, JobStatus
 from evalsite.tenancy.models import Tenant
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ def jobs_recover(*, tenant: Tenant | None = None, inspect_broker: bool = False) 
     stale_before = now - timedelta(seconds=settings.EVALSITE_JOB_STALE_SECONDS)
     running = (
         jobs.filter(status=JobStatus.RUNNING)
+        .exclude(stage=JobStage.CHILDREN)
         .annotate(last_sign=Coalesce("heartbeat_at", "started_at", "created_at"))
         .filter(Q(last_sign__lt=stale_before) | Q(owner__startswith=f"{processes.HOST}:"))
     )
@@ -72,6 +75,8 @@ def jobs_recover(*, tenant: Tenant | None = None, inspect_broker: bool = False) 
                 counts=True,
             )
         )
+    for parent_id in fan_out.parents_to_follow(jobs):
+        note(fan_out.children_ended(parent_id))
     if inspect_broker and not _inline():
         _recover_lost_tasks(jobs, now, note)
     if any(counts.values()):

@@ -17,6 +17,8 @@ No job stays Queued or Running without a live owner:
 - a worker that loses its database connection closes it, records the error in the job and retries the write;
 - a worker told to stop (SIGTERM) interrupts its job at the next checkpoint and puts it back in the queue
   (evalsite.jobs.worker), so it is never left Running.
+
+A handler may spread its work over child jobs, gathered when the last one ends (evalsite.jobs.fan_out).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ from django.utils import timezone
 from evalsite.audit.models import AuditAction, PlatformAuditObject
 from evalsite.audit.services import AuditedCollection, audit_record
 from evalsite.errors import EvalsiteError
-from evalsite.jobs import processes, worker
-from evalsite.jobs.kinds import job_kind
-from evalsite.jobs.models import Job, JobStatus
+from evalsite.jobs import fan_out, processes, worker
+from evalsite.jobs.kinds import FanOut, job_kind
+from evalsite.jobs.models import Job, JobStage, JobStatus
+from evalsite.jobs.queueing import enqueue as _enqueue
+from evalsite.jobs.queueing import enqueue_quietly as _enqueue_quietly
 from evalsite.jobs.recovery import jobs_recover
 from evalsite.tenancy.models import Tenant
 
@@ -103,12 +107,6 @@ def job_create(
     return job
 
 
-def _enqueue(job_id, kind: str) -> None:
-    from django_q.tasks import async_task  # imported late: django_q reads Q_CLUSTER at import
-
-    async_task("evalsite.jobs.tasks.run_job", str(job_id), task_name=f"{kind}-{job_id}")
-
-
 def _enqueue_or_fail(job: Job) -> None:
     try:
         _enqueue(job.pk, job.kind)
@@ -127,17 +125,6 @@ def _enqueue_or_fail(job: Job) -> None:
             status=503,
             retry_after=BROKER_RETRY_AFTER_SECONDS,
         ) from None
-
-
-def _enqueue_quietly(job_id, kind: str) -> None:
-    """Queue a job's task again (recovery, interruption); a broker that is away leaves it Queued, and recovery
-    queues it once the broker is back."""
-    try:
-        _enqueue(job_id, kind)
-    except Exception as exc:
-        logger.warning(
-            "could not queue job %s again (%s: %s); recovery retries", job_id, type(exc).__name__, exc
-        )
 
 
 def job_requeue(
@@ -174,6 +161,8 @@ def job_requeue(
             transaction.on_commit(lambda: _enqueue_quietly(job.pk, job.kind))
         job.save(update_fields=fields)
     logger.warning("job %s (%s): %s -> %s: %s", job.pk, job.kind, event, job.status, message)
+    if job.status == JobStatus.FAILED and job.parent_id is not None:
+        fan_out.children_ended(job.parent_id)
     return job.status
 
 
@@ -189,10 +178,15 @@ def job_cancelled(job_id) -> bool:
 
 
 def job_cancel(*, job: Job) -> bool:
-    """Cancel a job that has not finished; a running handler sees it at its next progress check."""
+    """Cancel a job that has not finished; a running handler sees it at its next progress check. A parent's
+    unfinished children are cancelled with it; a child's parent is cancelled with it (evalsite.jobs.fan_out)."""
     updated = Job.objects.filter(pk=job.pk, status__in=[JobStatus.QUEUED, JobStatus.RUNNING]).update(
         status=JobStatus.CANCELLED, finished_at=timezone.now()
     )
+    if updated:
+        fan_out.cancel_children(job.pk)
+        if job.parent_id is not None:
+            fan_out.children_ended(job.parent_id)
     job.refresh_from_db()
     return bool(updated)
 
@@ -203,9 +197,10 @@ def job_cancel(*, job: Job) -> bool:
 class _Lease:
     """One run of a job: the attempt that fences its writes, its progress callback and its heartbeat."""
 
-    def __init__(self, job_id, attempt: int) -> None:
+    def __init__(self, job_id, attempt: int, parent_id=None) -> None:
         self.job_id = job_id
         self.attempt = attempt
+        self.parent_id = parent_id
 
     def rows(self):
         return Job.objects.filter(pk=self.job_id, status=JobStatus.RUNNING, attempts=self.attempt)
@@ -218,6 +213,8 @@ class _Lease:
         updated = self.rows().update(progress_done=done, progress_total=total, heartbeat_at=timezone.now())
         if not updated and not Job.objects.filter(pk=self.job_id, status=JobStatus.CANCELLED).exists():
             raise JobLost
+        if self.parent_id is not None:
+            fan_out.progress_sum(self.parent_id)
 
 
 def job_run(job_id: str) -> None:
@@ -243,7 +240,7 @@ def job_run(job_id: str) -> None:
             logger.info("job %s was not Queued (finished, cancelled or taken); skipping", job_id)
             return
         job = Job.objects.get(pk=job_id)
-        lease = _Lease(job.pk, job.attempts)
+        lease = _Lease(job.pk, job.attempts, job.parent_id)
         worker.running(job.pk, job.attempts)
         heartbeat = _Heartbeat(lease)
         heartbeat.start()
@@ -253,17 +250,20 @@ def job_run(job_id: str) -> None:
             heartbeat.stop()
             worker.running(None, None)
         _with_db_retry(outcome, f"the end of job {job.pk}")
+        if job.parent_id is not None:
+            _with_db_retry(lambda: fan_out.children_ended(job.parent_id), f"the parent of job {job.pk}")
     if worker.stopping():
         worker.exit_after_job()
 
 
 def _run_handler(job: Job, lease: _Lease) -> Callable[[], Any]:
-    """Run the handler; returns the write that records how it ended (done with retries by the caller)."""
-    kind = job_kind(job.kind)
+    """Run the handler (or, for a parent whose children all completed, its kind's gather: evalsite.jobs.fan_out);
+    returns the write that records how it ended (done with retries by the caller)."""
     try:
-        if kind is None:
-            raise EvalsiteError("job-kind-unknown", f"No handler for job kind {job.kind}.")
-        result = kind.handler(job, lease.progress)
+        result = _call(job, lease)
+        if isinstance(result, FanOut):
+            spread = result
+            return lambda: fan_out.spread(job, lease.attempt, spread)
     except JobInterrupted:
         message = "The worker was stopped (SIGTERM) while running this job; it goes back to the queue."
         return lambda: job_requeue(
@@ -289,6 +289,19 @@ def _run_handler(job: Job, lease: _Lease) -> Callable[[], Any]:
         error = {"code": "internal-error", "message": f"{type(exc).__name__}: {exc}", "details": {}}
         return lambda: _finish(lease, JobStatus.FAILED, error=error)
     return lambda: _finish(lease, JobStatus.COMPLETED, result=result)
+
+
+def _call(job: Job, lease: _Lease) -> dict[str, Any] | FanOut:
+    """The kind's handler, or its gather for a parent whose children all completed."""
+    kind = job_kind(job.kind)
+    if kind is None:
+        raise EvalsiteError("job-kind-unknown", f"No handler for job kind {job.kind}.")
+    if job.stage == JobStage.GATHER and kind.gather is not None:
+        return kind.gather(job, fan_out.children_of(job), lease.progress)
+    result = kind.handler(job, lease.progress)
+    if isinstance(result, FanOut) and (kind.gather is None or job.stage != JobStage.OWN):
+        raise ValueError(f"job kind {job.kind} spread its work but has no gather, or spread it twice")
+    return result
 
 
 def _with_db_retry(write: Callable[[], Any], what: str) -> None:

@@ -7,6 +7,8 @@ the rest alike for both:
   selects nothing, a model that cannot run), then queues the job with the collections and the request's input;
 - `batch_job_handler` is the handler registered for the kind: it reads the collections and the request back
   from the job, evaluates, and returns the batch's result as POST evaluate gives it (presenter.batch_result).
+  A request that can spread its configurations over the workers (`spread`: RetrievalRequest) returns the child
+  jobs instead (evalsite.jobs.fan_out), and `batch_job_gather` stores them as the batch and gives the same result.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, Self
 
+from evalsite.jobs.kinds import FanOut
 from evalsite.jobs.models import Job
 from evalsite.jobs.services import job_create
 from evalsite.tenancy.models import Tenant
@@ -66,11 +69,18 @@ def batch_job_create(
     )
 
 
-def batch_job_handler(request_type: type[BatchRequest]) -> Callable[[Job, Progress], dict]:
+def batch_job_handler(request_type: type[BatchRequest]) -> Callable[[Job, Progress], dict | FanOut]:
     """The handler of `request_type`'s job kind (evalsite.jobs.kinds.register_job_handler)."""
 
-    def run(job: Job, progress: Progress) -> dict:
+    def run(job: Job, progress: Progress) -> dict | FanOut:
         request = request_type.from_job_input(job.input)
+        spread = getattr(request, "spread", None)
+        if spread is not None:
+            children = spread(
+                tenant=job.tenant, collections=job_collections(job), actor=str(job.input.get("actor") or "")
+            )
+            if children is not None:
+                return children
         batch_id, runs = request.evaluate(
             tenant=job.tenant,
             collections=job_collections(job),
@@ -82,3 +92,23 @@ def batch_job_handler(request_type: type[BatchRequest]) -> Callable[[Job, Progre
 
     run.__name__ = run.__qualname__ = f"{request_type.__name__}_job"
     return run
+
+
+def batch_job_gather(request_type: type[BatchRequest]) -> Callable[[Job, list[Job], Progress], dict] | None:
+    """The gather of `request_type`'s job kind when it spreads (None when it never does)."""
+    if not hasattr(request_type, "gather"):
+        return None
+
+    def gather(job: Job, children: list[Job], progress: Progress) -> dict:
+        request = request_type.from_job_input(job.input)
+        batch_id, runs = request.gather(
+            tenant=job.tenant,
+            collections=job_collections(job),
+            job=job,
+            children=children,
+            actor=str(job.input.get("actor") or ""),
+        )
+        return batch_result(batch_id, runs)
+
+    gather.__name__ = gather.__qualname__ = f"{request_type.__name__}_gather"
+    return gather

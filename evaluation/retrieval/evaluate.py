@@ -27,7 +27,6 @@ from evaluation.retrieval.read_path import CollectionSearch, rerank_warnings
 from evaluation.retrieval.run_files import RunFile
 from evaluation.runs import selectors, stats
 from evaluation.runs.selectors import GoldenQuestion
-from evaluation.runs.slices import Subset
 from evaluation.runs.store import questions_in, run_slices, run_store
 from evaluation.targets.callers import Hits, TargetError
 from evaluation.targets.services import resolve_targets, target_client
@@ -114,28 +113,34 @@ def evaluate_retrieval(
     before any search, so a subset that selects nothing fails the call, not its last run. `batch_id`: the batch's
     id when the caller names it (a schedule's tick, which then finds its batch stored whole or not at all).
     """
-    batch = _plan(tenant=tenant, collections=collections, ks=ks, configs=configs, only=only)
+    batch = plan_batch(tenant=tenant, collections=collections, ks=ks, configs=configs, only=only)
     scored = []
     before = 0  # questions of the configurations before this one (progress)
-    prints: dict[Subset, str] = {}  # the golden fingerprint of each subset's questions
-    for config, questions in zip(batch.configs, batch.asked, strict=True):
-
-        def step(done: int, before: int = before, count: int = len(questions)) -> None:
-            if progress and (done % 50 == 0 or done == count):
-                progress(before + done, batch.total)
-
-        before += len(questions)
-        started = time.perf_counter()
-        per_question, setup_ms = _score(batch, config, questions, step)
-        if config.subset not in prints:
-            prints[config.subset] = fingerprint(questions)
-        search_ms = (time.perf_counter() - started) * 1000
-        scored.append((config, per_question, search_ms, prints[config.subset], setup_ms))
-    return _store(batch, scored, job, actor, batch_id)
+    for position in range(len(batch.configs)):
+        scored.append(score_config(batch, position, progress, before))
+        before += len(batch.asked[position])
+    return store_batch(batch, scored, job, actor, batch_id)
 
 
-def _plan(*, tenant, collections, ks, configs, only=None) -> RetrievalBatch:
-    """The questions, targets and engine of an evaluation, all checked before any question is asked."""
+def score_config(batch: RetrievalBatch, position: int, progress, before: int = 0) -> tuple:
+    """The batch's configuration at `position` scored: (config, per question, search ms, the golden fingerprint
+    of its questions, setup ms), what store_batch stores; `progress(done, total)` counts the batch's questions
+    (`before`: those of the configurations scored before it)."""
+    config, questions = batch.configs[position], batch.asked[position]
+
+    def step(done: int) -> None:
+        if progress and (done % 50 == 0 or done == len(questions)):
+            progress(before + done, batch.total)
+
+    started = time.perf_counter()
+    per_question, setup_ms = _score(batch, config, questions, step)
+    search_ms = (time.perf_counter() - started) * 1000
+    return config, per_question, search_ms, fingerprint(questions), setup_ms
+
+
+def plan_batch(*, tenant, collections, ks, configs, only=None, now: datetime | None = None) -> RetrievalBatch:
+    """The questions, targets and engine of an evaluation, all checked before any question is asked (`now`: the
+    batch's instant, when a part of it is planned again elsewhere: evaluation.retrieval.config_jobs)."""
     everything, warnings = retrieval_questions(collections)
     if only is not None:
         everything = [q for q in everything if q.entry_id in only]
@@ -158,12 +163,12 @@ def _plan(*, tenant, collections, ks, configs, only=None) -> RetrievalBatch:
         warnings=warnings,
         # The built-in engine's indexes, only when a configuration searches them (a target needs none).
         search=CollectionSearch(collections) if any(not c.target for c in configs) else None,
-        now=timezone.now(),
+        now=now or timezone.now(),
         machine=selectors.machine_judged_entries(collections),
     )
 
 
-def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> tuple[list[_Scored], float | None]:
+def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> tuple[list[Scored], float | None]:
     """A configuration's questions asked (of the built-in engine or its target) and scored as trec_eval does; and
     for the built-in engine, the one-off milliseconds before its first question (indexes, reranker, compiled
     kernels), kept out of every question's latency."""
@@ -188,18 +193,25 @@ def _score(batch: RetrievalBatch, config: RunConfig, questions, step) -> tuple[l
         latency_ms = (time.perf_counter() - began) * 1000
         ranking = hits.keys(qualified=len(batch.collections) > 1)
         values = metrics.evaluate_query(ranking, q.qrels, batch.ks)
-        per_question.append(_Scored(q, ranking, hits.scores, values, latency_ms))
+        per_question.append(Scored(q, ranking, hits.scores, values, latency_ms))
         step(i + 1)
     return per_question, setup_ms
 
 
-def _store(
-    batch: RetrievalBatch, scored, job: Job | None, actor: str = "", batch_id: uuid.UUID | None = None
+def store_batch(
+    batch: RetrievalBatch,
+    scored,
+    job: Job | None,
+    actor: str = "",
+    batch_id: uuid.UUID | None = None,
+    index: dict | None = None,
 ) -> tuple[uuid.UUID, list[EvaluationRun]]:
-    """One run per configuration, all in one transaction under one batch id."""
+    """One run per configuration (score_config's), all in one transaction under one batch id (`index`: the
+    engine's index_info, when the batch scored its configurations elsewhere)."""
     batch_id = batch_id or uuid.uuid4()
     evaluated_at = batch.now.isoformat().replace("+00:00", "Z")
-    index_info = {**(batch.search.index_info() if batch.search else {}), "evaluated_at": evaluated_at}
+    index = index if index is not None else batch.search.index_info() if batch.search else {}
+    index_info = {**index, "evaluated_at": evaluated_at}
     with transaction.atomic():  # a batch is stored whole or not at all
         runs = [
             _persist_run(
@@ -231,7 +243,7 @@ def _store(
 
 
 @dataclass
-class _Scored:
+class Scored:
     """One question of a run: its ranking and scores, trec_eval's measures of it, how long the search (or the
     target's call) took, and, for an external target, why it failed and how many ids the collection lacks."""
 
@@ -275,7 +287,7 @@ def _target_questions(target: Target, collection: Collection, questions, depth, 
     return _score_external(collection, questions, scored, ks)
 
 
-def _score_external(collection: Collection, questions, answers, ks) -> list[_Scored]:
+def _score_external(collection: Collection, questions, answers, ks) -> list[Scored]:
     """Rankings evalsite did not search (a target's, a run file's) scored: `answers` holds, per question,
     (ids best first, their scores or None, latency ms or None) or the TargetError of a failed call. Ids the
     collection lacks are counted per k (unjudged@k); they count as not relevant, as trec_eval counts them."""
@@ -285,14 +297,14 @@ def _score_external(collection: Collection, questions, answers, ks) -> list[_Sco
     out = []
     for q, answer in zip(questions, answers, strict=True):
         if isinstance(answer, TargetError):
-            out.append(_Scored(q, [], [], {}, answer.latency_ms, error=answer.problem))
+            out.append(Scored(q, [], [], {}, answer.latency_ms, error=answer.problem))
             continue
         ids, scores, latency_ms = answer
         # No scores (a target that gives none): NaN is stored, never a made-up score; the order is its own.
         scores = scores if scores is not None else [math.nan] * len(ids)
         unjudged = {f"unjudged@{k}": sum(d not in known for d in ids[:k]) for k in ks}
         values = metrics.evaluate_query(ids, q.qrels, ks)
-        out.append(_Scored(q, ids, scores, values, latency_ms, unjudged=unjudged))
+        out.append(Scored(q, ids, scores, values, latency_ms, unjudged=unjudged))
     return out
 
 
@@ -374,7 +386,7 @@ def evaluate_run_file(
     return batch_id, runs
 
 
-def _run_status(config: RunConfig, per_question: Sequence[_Scored]) -> tuple[str, list[str], dict]:
+def _run_status(config: RunConfig, per_question: Sequence[Scored]) -> tuple[str, list[str], dict]:
     """(status, warnings, summary) of a run: latency, and for a target the failed questions and the ids the
     collection does not have."""
     latencies = [s.latency_ms for s in per_question if not s.error and s.latency_ms is not None]
@@ -413,7 +425,7 @@ def _run_status(config: RunConfig, per_question: Sequence[_Scored]) -> tuple[str
 
 
 def machine_provenance(
-    per_question: Sequence[_Scored], machine: Mapping[str, list[dict]]
+    per_question: Sequence[Scored], machine: Mapping[str, list[dict]]
 ) -> tuple[list, list]:
     """The machine assessors whose grades the run's questions read, each with its versions and how many questions,
     and a warning per assessor: a score on machine judgments is never shown as if people had judged."""

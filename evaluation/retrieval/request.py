@@ -1,5 +1,6 @@
 """A retrieval evaluation's request as its Evaluate job carries it (evaluation.reports.batch_jobs): its cutoffs
-and configurations, checked before the job is queued, written to and read back from the job's input."""
+and configurations, checked before the job is queued, written to and read back from the job's input. A job of
+several configurations spreads them over the workers, one child job each (evaluation.retrieval.config_jobs)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from evalsite.jobs.kinds import FanOut
+from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
 from evaluation.configs import RunConfig, parse_configs
 from evaluation.models import EvaluationJobKind, EvaluationRun
+from evaluation.retrieval.config_jobs import gather_batch, spread_batch
 from evaluation.retrieval.evaluate import evaluate_retrieval
 from evaluation.retrieval.read_path import available_rerankers
 from evaluation.runs import selectors
@@ -54,3 +58,20 @@ class RetrievalRequest:
             actor=actor,
             batch_id=batch_id,
         )
+
+    def spread(self, *, tenant, collections, actor="") -> FanOut | None:
+        """One child job per configuration, when there are several (else None: the job scores it itself)."""
+        if len(self.configs) < 2:
+            return None
+        return spread_batch(
+            tenant=tenant, collections=collections, ks=self.ks, configs=self.configs, actor=actor
+        )
+
+    def gather(
+        self, *, tenant, collections, job: Job, children: list[Job], actor=""
+    ) -> tuple[uuid.UUID, list[EvaluationRun]]:
+        """The children's configurations stored as one batch."""
+        return gather_batch(
+            tenant=tenant, collections=collections, ks=self.ks, configs=self.configs, job=job, children=children,
+            actor=actor,
+        )  # fmt: skip

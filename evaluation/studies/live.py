@@ -53,6 +53,7 @@ class Live:
     evaluations: int = 0
     written: float = 0.0
     stopped: bool = False
+    every: float = WRITE_EVERY  # seconds between writes
 
     def on_trial(self, trial: TrialResult) -> None:
         """A trial that ended: kept unless the study was cancelled meanwhile (then the study stops)."""
@@ -60,7 +61,7 @@ class Live:
             self.stopped = True
             return
         self.trials.append(trial.as_dict())
-        if time.monotonic() - self.written >= WRITE_EVERY:
+        if time.monotonic() - self.written >= self.every:
             self.write()
 
     def write(self) -> bool:

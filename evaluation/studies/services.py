@@ -50,7 +50,7 @@ from evaluation.studies.confirm import confirm
 from evaluation.studies.live import Live, write_while_running
 from evaluation.studies.reads import dimensions_of, space_notes, study_importance
 from evaluation.studies.request import StudyRequest, parse_study_request
-from evaluation.studies.search import run_study
+from evaluation.studies.search import StudyResult, run_study
 from evaluation.studies.space import applied
 from evaluation.studies.split import Split, split_questions
 from evaluation.targets.callers import TargetError
@@ -155,27 +155,34 @@ def study_job(job: Job, progress) -> dict[str, Any]:
     return study_execute(study, progress, cancelled=lambda: job_cancelled(job.pk), job=job)
 
 
-def study_execute(
-    study: Study, progress, *, cancelled=lambda: False, job: Job | None = None
-) -> dict[str, Any]:
-    """Run a study: its trials, then its confirmation (the job's work; `manage.py study` runs it in place).
-    `progress(trials done, trials asked)` after each write; `cancelled()` true ends it after the trial under way."""
+def study_parts(study: Study) -> tuple[StudyRequest, Any, list[GoldenQuestion], frozenset[str], Split]:
+    """The study's request, the rerankers at hand, its tuning questions, its confirmation part (entry ids) and
+    the split they come from (the same split wherever it is read: it is seeded)."""
     rerankers = available_rerankers()
     request = parse_study_request(study.request, rerankers)
     split, questions = _split(study.collection, request)
     by_key = {split_key(q): q for q in questions}
     tuning = [by_key[key] for key in split.tuning]
     confirmation = frozenset(str(by_key[key].entry_id) for key in split.confirmation)
+    return request, rerankers, tuning, confirmation, split
+
+
+def study_start(study: Study, split: Split) -> None:
+    """A run of the study starts over: its split recorded, its trials, winner and confirmation cleared."""
     study.split = {"tuning": len(split.tuning), "confirmation": len(split.confirmation)}
-    study.trials, study.best, study.confirmation, study.evaluations = (
-        [],
-        None,
-        None,
-        0,
-    )  # a re-run starts over
+    study.trials, study.best, study.confirmation, study.evaluations = [], None, None, 0
     study.save(update_fields=["split", "trials", "best", "confirmation", "evaluations"])
+
+
+def study_execute(
+    study: Study, progress, *, cancelled=lambda: False, job: Job | None = None
+) -> dict[str, Any]:
+    """Run a study: its trials, then its confirmation (the job's work; `manage.py study` runs it in place).
+    `progress(trials done, trials asked)` after each write; `cancelled()` true ends it after the trial under way."""
+    request, rerankers, tuning, confirmation, split = study_parts(study)
+    study_start(study, split)
     live = Live(study, job, progress, cancelled, request.budget.trials)
-    score, max_error_rate, exhausted = _scorer(study, request, tuning, rerankers)
+    score, max_error_rate, exhausted = study_scorer(study, request, tuning, rerankers)
     result = run_study(
         request.dimensions, score, len(tuning), budget=request.budget, seed=request.seed,
         sampler=request.sampler, prune=request.prune, on_trial=live.on_trial,
@@ -184,16 +191,24 @@ def study_execute(
     live.evaluations = result.evaluations
     if not live.stopped:
         live.write()
+    return study_conclude(study, request, rerankers, result, confirmation, job, stopped=live.stopped)
+
+
+def study_conclude(
+    study: Study, request: StudyRequest, rerankers, result: StudyResult, confirmation, job, *, stopped: bool
+) -> dict[str, Any]:
+    """A study whose trials ended: its winner confirmed against the baseline and recorded (none when it was
+    cancelled, or when no trial succeeded: then the job fails with no-trial-succeeded)."""
     best = result.best
-    if live.stopped or best is None:
+    if stopped or best is None:
         Study.objects.filter(pk=study.pk).update(finished_at=timezone.now())
-        if best is None and not live.stopped:
+        if best is None and not stopped:
             raise EvalsiteError(
                 "no-trial-succeeded",
                 "No trial of the study was scored on every tuning question within its constraints; see its trials.",
                 details={"study_id": str(study.pk)},
             )
-        return _job_result(Study.objects.get(pk=study.pk))
+        return study_job_result(Study.objects.get(pk=study.pk))
     winner = request.trial_config(best.values, rerankers)
     study.best = {
         "number": best.number, "values": best.values, "config": winner.as_dict(), "tuning_value": best.value,
@@ -204,11 +219,11 @@ def study_execute(
         study, job, best=study.best, confirmation=study.confirmation, finished_at=study.finished_at
     ):  # cancelled during the confirmation: the study ends without it
         Study.objects.filter(pk=study.pk).update(finished_at=study.finished_at)
-        return _job_result(Study.objects.get(pk=study.pk))
-    return _job_result(study)
+        return study_job_result(Study.objects.get(pk=study.pk))
+    return study_job_result(study)
 
 
-def _job_result(study: Study) -> dict[str, Any]:
+def study_job_result(study: Study) -> dict[str, Any]:
     """What the job's result holds (its page and GET studies/{id} give the whole study)."""
     return {
         "study_id": str(study.pk), "trials": len(study.trials), "evaluations": study.evaluations,
@@ -230,7 +245,7 @@ def _scores(search: CollectionSearch, config: RunConfig, questions: Sequence[Gol
     return values, times
 
 
-def _scorer(study: Study, request: StudyRequest, tuning: Sequence[GoldenQuestion], rerankers):
+def study_scorer(study: Study, request: StudyRequest, tuning: Sequence[GoldenQuestion], rerankers):
     """(score(values, rows) for run_study, the share of failed questions a trial may have, whether the judge
     budget is spent): the built-in engine's, an external target's, or answers judged."""
     target = _target(study.tenant, study.collection, request)

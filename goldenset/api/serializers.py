@@ -238,6 +238,11 @@ class JobOut(serializers.Serializer):
         help_text='What happened on the way: [{"at", "event", "message"}], events worker-lost, task-lost, '
         "database-error, interrupted."
     )
+    parent_id = serializers.UUIDField(
+        allow_null=True,
+        help_text="The job whose work this one is a part of (a child job: one configuration of an evaluation, "
+        "one worker's share of a study's trials), or null.",
+    )
 
 
 class IngestResultOut(serializers.Serializer):

@@ -38,7 +38,13 @@ def test_a_big_evaluation_answers_202_and_the_job_completes_with_the_runs(
     assert response.status_code == 202, response.json()
     job_id = response.json()["job_id"]
     assert response.json() == {"job_id": job_id, "status": "Queued"}
-    assert len(callbacks) == 1  # enqueued once the request's transaction committed
+    # enqueued once the request's transaction committed; then its two configurations as two child jobs, then its
+    # gather (evalsite.jobs.fan_out)
+    assert len(callbacks) == 3
+    children = list(Job.objects.filter(parent_id=job_id).order_by("position"))
+    assert [c.kind for c in children] == [EvaluationJobKind.EVALUATE_CONFIG] * 2
+    assert [c.status for c in children] == [JobStatus.COMPLETED] * 2
+    assert [c.progress_total for c in children] == [2, 2]
 
     job = world.client.get(f"{API}/jobs/{job_id}")
     assert job.status_code == 200
@@ -55,10 +61,12 @@ def test_a_big_evaluation_answers_202_and_the_job_completes_with_the_runs(
         "progress_total": 4,
         "collection_id": "handbook",
         "error": None,
-        "attempts": 1,
+        "attempts": 2,  # its own work (planned, then spread), then its gather
         "history": [],
+        "parent_id": None,
     }
     assert result.keys() == {"batch_id", "runs"}
+    assert result["batch_id"] == job_id  # the parent job's id: a gather run twice stores one batch
     assert [r["label"] for r in result["runs"]] == ["fulltext baseline", "hybrid + rerank"]
     assert [r["metrics"] for r in result["runs"]] == [PERFECT, PERFECT]
     assert result["runs"][1]["config"]["rerank"] == "proximity"
@@ -147,8 +155,10 @@ def test_nothing_runs_in_the_request_itself(world, golden, django_capture_on_com
     )
     assert not EvaluationRun.objects.exists()
     assert world.client.get(f"{API}/jobs/{job.pk}").json()["status"] == "Queued"
-    for callback in callbacks:  # the worker picks it up later
-        callback()
+    # the worker picks it up later (and the child jobs it spreads its configurations over, queued as it commits)
+    with django_capture_on_commit_callbacks(execute=True):
+        for callback in callbacks:
+            callback()
     assert world.client.get(f"{API}/jobs/{job.pk}").json()["status"] == "Completed"
     assert EvaluationRun.objects.filter(job=job).count() == 2
 

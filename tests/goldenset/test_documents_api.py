@@ -438,6 +438,7 @@ def test_a_large_ingest_runs_as_a_job(world, django_capture_on_commit_callbacks)
         "finished_at": iso(job.finished_at),
         "attempts": 1,
         "history": [],
+        "parent_id": None,
     }
     assert pages_of(world, "refunds") == ["Refunds changed."]
     assert pages_of(world, "new-1") == ["Alpha.\n\nBeta."]

@@ -32,6 +32,7 @@ def job_json(job: Job) -> dict:
         "finished_at": iso(job.finished_at),
         "attempts": job.attempts,
         "history": job.history,
+        "parent_id": str(job.parent_id) if job.parent_id else None,
     }
 
 
@@ -63,6 +64,7 @@ def test_it_polls_a_running_job(world):
         "finished_at": None,
         "attempts": 0,
         "history": [],
+        "parent_id": None,
     }
 
 
