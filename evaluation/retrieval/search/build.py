@@ -61,9 +61,10 @@ def build_postings(
     progress: Progress | None = None,
 ) -> Postings:
     """Index tokenized pages (one token list per page, read once). `pages` may be a callable giving them anew:
-    a build whose terms collide on their hash (about one in 10^5 at ten million terms) reads them again under
-    another salt. With `folder` the arrays are written there (postings.json last) and the postings returned
-    mapped from it; without, they are built in memory (small corpora, tests)."""
+    a build whose terms collide on their 64-bit hash (about three builds in a million at ten million terms)
+    reads them again under another salt. With `folder` the segments are spilled there and the arrays written
+    there (postings.json last), the postings returned mapped from it: the budget bounds the build's memory.
+    Without, every segment stays in memory (small corpora, tests): the budget only sets their size."""
     salt = 0
     while True:
         source = pages() if callable(pages) else pages
