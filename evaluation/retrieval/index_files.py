@@ -45,8 +45,9 @@ BUILDING = ".postings."  # the prefix of a folder postings are built or saved in
 
 
 def build_folder(path: Path):
-    """What SearchIndex.build_folder calls: a new folder for postings beside the index `path` describes, after
-    removing those an earlier build left (a process that died: the caller holds the index's file lock)."""
+    """A callable giving a new folder for postings beside the index `path` describes (a full build writes its
+    postings there: index_updates.full_build), after removing those an earlier build left (a process that
+    died: the caller holds the index's file lock). write_index renames it into place."""
 
     def new_folder() -> Path:
         folder = path.parent
