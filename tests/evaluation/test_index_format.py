@@ -196,6 +196,9 @@ def test_an_id_table_streamed_equals_one_packed_and_sorts_in_bytes_order_as_pyth
         table = IdTable.streamed(iter(ids))
         assert table == IdTable.packed(ids) and list(table) == ids
         assert table.byte_order().tolist() == sorted(range(len(ids)), key=lambda i: ids[i].encode())
-    for ids in (["b\x00", "b", "a\x00b", "a"], ["x" * 5000, "b", "a", "c"]):  # NUL bytes (Python sorts), uneven
+    for ids in (
+        ["b\x00", "b", "a\x00b", "a"],
+        ["x" * 5000, "b", "a", "c"],
+    ):  # NUL bytes (Python sorts), uneven
         table = IdTable.streamed(iter(ids))
         assert table.byte_order().tolist() == sorted(range(len(ids)), key=lambda i: ids[i].encode())
