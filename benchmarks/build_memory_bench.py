@@ -68,28 +68,32 @@ def _tokens(pages: int, seed: int) -> list[list[str]]:
     return list(synthetic.token_lists(pages, tokenize, seed=seed))
 
 
-def engine_evalsite(pages: int, seed: int, budget: int, out: Path) -> dict:
+def _built(pages, budget: int, out: Path):
+    """(postings, lucene index, seconds, peak above the process) of a build into `out` as the product builds:
+    the postings folder, then the idf; the peak reset just before it."""
+    import numpy as np
+
     from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
     from evaluation.retrieval.search.build import build_postings
 
-    tokens = _tokens(pages, seed)
     before = _reset_peak()
     started = time.perf_counter()
     folder = out / "postings"
     folder.mkdir(parents=True)
-    postings = build_postings(tokens, folder=folder, budget=budget)
+    postings = build_postings(pages, folder=folder, budget=budget)
     index = BM25Index(postings, BM25Params("lucene"))
-    import numpy as np  # noqa: PLC0415 (numpy is loaded by then; named for the save)
-
     np.save(out / "idf.npy", index.idf)
-    seconds = time.perf_counter() - started
-    peak = _status()["VmHWM"] - before
+    return postings, index, time.perf_counter() - started, _status()["VmHWM"] - before
+
+
+def engine_evalsite(pages: int, seed: int, budget: int, out: Path) -> dict:
+    postings, _index, seconds, peak = _built(_tokens(pages, seed), budget, out)
     return {
         "engine": "evalsite",
         "seconds": seconds,
         "peak_above": peak,
         "index_arrays": _size(out, skip=("first_order.npy",)),
-        "update_only": (folder / "first_order.npy").stat().st_size,
+        "update_only": (out / "postings" / "first_order.npy").stat().st_size,
         "postings": len(postings.rows),
         "terms": postings.terms,
     }
@@ -146,21 +150,10 @@ def engine_stream(pages: int, seed: int, budget: int, out: Path) -> dict:
     import numpy as np
     import synthetic
 
-    from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
-    from evaluation.retrieval.search.build import build_postings
     from goldenset.text import tokenize
 
-    generate = _one_at_a_time(pages, seed)
     queries = [tokenize(q) for q in synthetic.queries(tokenize)]
-    before = _reset_peak()
-    started = time.perf_counter()
-    folder = out / "postings"
-    folder.mkdir(parents=True)
-    postings = build_postings(generate, folder=folder, budget=budget)
-    index = BM25Index(postings, BM25Params("lucene"))
-    np.save(out / "idf.npy", index.idf)
-    seconds = time.perf_counter() - started
-    peak = _status()["VmHWM"] - before
+    postings, index, seconds, peak = _built(_one_at_a_time(pages, seed), budget, out)
     rank = np.arange(pages, dtype=np.int64)
     for q in queries[:50]:
         index.top_documents(q, 100, rank)  # compiled, mapped pages read once
@@ -173,7 +166,7 @@ def engine_stream(pages: int, seed: int, budget: int, out: Path) -> dict:
         "seconds": seconds,
         "peak_above": peak,
         "index_arrays": _size(out, skip=("first_order.npy",)),
-        "update_only": (folder / "first_order.npy").stat().st_size,
+        "update_only": (out / "postings" / "first_order.npy").stat().st_size,
         "postings": len(postings.rows),
         "terms": postings.terms,
         "qps": qps,
