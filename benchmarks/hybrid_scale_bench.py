@@ -186,7 +186,7 @@ def check(answer: httpx.Response) -> dict:
     return found
 
 
-def load(url: str, key: str, queries: list[str], clients: int) -> dict:
+def load(url: str, key: str, queries: list[str], clients: int, search_type: str = "Hybrid") -> dict:
     """Every query once, `clients` at a time (closed loop, a keep-alive connection each), after one untimed
     round; per query its latency (client wall time), took_ms and its answer's (document, score) list."""
     answers: list[list | None] = [None] * len(queries)
@@ -201,7 +201,7 @@ def load(url: str, key: str, queries: list[str], clients: int) -> dict:
         headers = {"Authorization": f"Bearer {key}"}
         try:
             with httpx.Client(base_url=url, headers=headers, timeout=300) as http:
-                check(http.post(URL, json=body(queries[number % len(queries)])))  # untimed
+                check(http.post(URL, json=body(queries[number % len(queries)], search_type)))  # untimed
                 barrier.wait()
                 while True:
                     with lock:
@@ -209,7 +209,7 @@ def load(url: str, key: str, queries: list[str], clients: int) -> dict:
                     if i is None:
                         return
                     started = time.perf_counter()
-                    found = check(http.post(URL, json=body(queries[i])))
+                    found = check(http.post(URL, json=body(queries[i], search_type)))
                     wall[i] = (time.perf_counter() - started) * 1000
                     took[i] = found["took_ms"]
                     answers[i] = [[r["document_id"], r["score"]] for r in found["results"]]
@@ -232,8 +232,8 @@ def load(url: str, key: str, queries: list[str], clients: int) -> dict:
     return {"wall": wall, "took": took, "seconds": seconds, "digest": digest}
 
 
-def body(query: str) -> dict:
-    return {"collection_id": "synthetic", "query": query, "search_type": "Hybrid", "top_k": 10}
+def body(query: str, search_type: str = "Hybrid") -> dict:
+    return {"collection_id": "synthetic", "query": query, "search_type": search_type, "top_k": 10}
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -159,6 +159,13 @@ EXPECTED: dict[str, list[str]] = {
         "heuristic faithfulness (statement): n 90, AUC",
     ],
     "build_memory_bench": ["| evalsite | ", "| bm25s ", "evalsite / bm25s "],
+    "passages_scale_bench": [
+        "## 3,000 passages (3,0",
+        "| import_beir: synthetic: 3000 documents (3000 created",
+        "| from the index, 1 thread, depth 100 (rank_documents) | ",
+        "| REST, 8 clients, top 10 | ",
+        "(1 and 8 clients alike)",
+    ],
     "search_digest": [
         "lucene k1=1.5 b=0.75: ",
         "okapi k1=0.9 b=0.4: ",
@@ -173,6 +180,13 @@ EXPECTED_ON_POSTGRES: dict[str, list[str]] = {
         "| second machine, Hybrid | ",
         "the second machine's first search (fetch and map): fetched ",
     ],
+    "passages_scale_bench": [
+        "), PostgreSQL, DEBUG off",
+        "published ",
+        "| second machine: fetched ",
+        "| of which the published index (IndexFile) | ",
+        "(the same)",
+    ],
 }
 NEEDS_DATASET = {
     "search_bench": DATASETS / "vaswani_npl",
@@ -180,7 +194,7 @@ NEEDS_DATASET = {
     "pooling_bench": DATASETS / "cranfield",
     "lexical_assessor": DATASETS / "clapnq",
 }
-BACKEND_BOUND = {"load_bench", "serve_scale_bench", "wide_bench"}
+BACKEND_BOUND = {"load_bench", "serve_scale_bench", "passages_scale_bench", "wide_bench"}
 POSTGRES_ONLY = {
     "wide_bench"
 }  # work spread over the workers is measured on PostgreSQL + Redis  # the others always run on a temporary SQLite database
@@ -200,6 +214,7 @@ LONGEST_FIRST = [
     "import_bench",
     "serve_scale_bench",
     "hybrid_scale_bench",
+    "passages_scale_bench",
     "workbench_bench",
     "incremental_bench",
     "index_load_bench",
@@ -242,7 +257,7 @@ def command(name: str) -> list[str]:
         argv += ["--backend", "postgres", "--postgres-url", server_url(database)]
         if os.environ.get("EVALSITE_REDIS_URL"):
             argv += ["--redis-url", server_url(os.environ["EVALSITE_REDIS_URL"])]
-    if name == "serve_scale_bench" and on_postgres():
+    if name in ("serve_scale_bench", "passages_scale_bench") and on_postgres():
         argv += ["--postgres", server_url(database)]
     if name == "wide_bench":
         argv += ["--postgres-url", server_url(database)]
