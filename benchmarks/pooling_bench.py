@@ -59,8 +59,9 @@ from scipy.stats import kendalltau  # noqa: E402
 
 from evaluation.judgments.pooling import AdaptiveOrder, pool_candidates  # noqa: E402
 from evaluation.retrieval import metrics  # noqa: E402
+from evaluation.retrieval.search.corpus import Corpus  # noqa: E402
 from evaluation.retrieval.search.embeddings import LsiEmbedder  # noqa: E402
-from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex  # noqa: E402
+from evaluation.retrieval.search.engine import SearchConfig, SearchIndex  # noqa: E402
 from goldenset.temporal import Validity  # noqa: E402
 
 DATASETS = ROOT.parent / "shared" / "datasets"

@@ -153,7 +153,8 @@ def main() -> None:
 
     from evaluation.retrieval import metrics
     from evaluation.retrieval.search.bm25 import BM25Params, build_index
-    from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
+    from evaluation.retrieval.search.corpus import Corpus
+    from evaluation.retrieval.search.engine import SearchConfig, SearchIndex
     from goldenset.temporal import Validity
     from goldenset.text import tokenize
 

@@ -68,8 +68,9 @@ def _key(values: dict) -> tuple:
 def score_table(folder: Path) -> tuple[list[str], dict[tuple, np.ndarray]]:
     """(query ids, grid point -> nDCG@10 of every judged query), each search made once with the search core."""
     from evaluation.retrieval import metrics
+    from evaluation.retrieval.search.corpus import Corpus
     from evaluation.retrieval.search.embeddings import LsiEmbedder
-    from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
+    from evaluation.retrieval.search.engine import SearchConfig, SearchIndex
     from goldenset.temporal import Validity
 
     corpus, queries, qrels = search_bench.load(folder)

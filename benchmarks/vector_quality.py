@@ -193,8 +193,9 @@ def measure(folder: Path, quick: bool, permutations: int) -> list[str]:
     import numpy as np
 
     from evaluation.retrieval import metrics
+    from evaluation.retrieval.search.corpus import Corpus
     from evaluation.retrieval.search.embeddings import LsiEmbedder
-    from evaluation.retrieval.search.engine import Corpus, SearchIndex
+    from evaluation.retrieval.search.engine import SearchIndex
     from evaluation.runs.stats import paired_randomization_test
     from goldenset.temporal import Validity
 
@@ -255,8 +256,9 @@ def scale(pages: int, seed: int) -> None:
     import numpy as np
     import synthetic
 
+    from evaluation.retrieval.search.corpus import Corpus
     from evaluation.retrieval.search.embeddings import LsiEmbedder
-    from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
+    from evaluation.retrieval.search.engine import SearchConfig, SearchIndex
     from goldenset.temporal import Validity
     from goldenset.text import tokenize
 

@@ -61,6 +61,7 @@ PURE = [
     "evaluation.retrieval.search",
     "evaluation.retrieval.search.bm25",
     "evaluation.retrieval.search.build",
+    "evaluation.retrieval.search.corpus",
     "evaluation.retrieval.search.embeddings",
     "evaluation.retrieval.search.engine",
     "evaluation.retrieval.search.explain",

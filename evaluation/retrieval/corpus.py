@@ -17,11 +17,11 @@ from django.db import connection, transaction
 from django.db.models import CharField
 from django.db.models.functions import Cast
 
-from evaluation.retrieval.search.engine import Corpus
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.id_table import IdTable
 from evaluation.retrieval.search.postings import Postings
 from goldenset.models import Collection, Document, Page
-from goldenset.temporal import Validity
+from goldenset.temporal import ALWAYS, NEVER, TimeTable, Validity, micros
 from goldenset.vocabulary.chunks import chunks
 
 
@@ -83,7 +83,7 @@ def load_corpus(collection: Collection) -> Corpus:
     text. A page whose document is written while the build reads is indexed as written; the write gave the
     collection a new content version, whose index is built (or updated) from the pages then."""
     with read_snapshot():
-        pks, document_ids, temporal = _documents(collection)
+        pks, document_ids, validity = _documents(collection)
         all_pks, written = _document_writes(collection)
         pages = _int_rows(
             Page.objects.filter(document__collection=collection)
@@ -96,20 +96,14 @@ def load_corpus(collection: Collection) -> Corpus:
             .exclude(supersedes=[])
             .values_list("external_id", "valid_from", "valid_until", "supersedes")
         )
-    successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
-    # a collection without time data keeps no validity (Corpus): a Validity a document only where one is needed
-    validity = (
-        [temporal.get(row) or Validity(document_ids[row]) for row in range(len(pks))]
-        if temporal or successors
-        else []
-    )
+    validity.successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
     corpus = Corpus(
         texts=None,
         page_document=np.searchsorted(pks, pages[:, 1]).astype(np.int64),
         document_ids=document_ids,
         validity=validity,
         page_ids=pages[:, 0].copy(),
-        successors=successors,
+        successors=validity.successors,
     )
     corpus.stamps = ContentStamps(
         page_ids=pages[:, 0].copy(),
@@ -122,9 +116,9 @@ def load_corpus(collection: Collection) -> Corpus:
     return corpus
 
 
-def _documents(collection: Collection) -> tuple[np.ndarray, IdTable, dict[int, Validity]]:
-    """(pks ascending, external ids, the validity of the documents that have time data, by row) of the
-    collection's documents with pages, read a chunk at a time: arrays, not a Python object per document."""
+def _documents(collection: Collection) -> tuple[np.ndarray, IdTable, TimeTable]:
+    """(pks ascending, external ids, their validity) of the collection's documents with pages, read a chunk at
+    a time: arrays, not a Python object per document (the validity's successors are the caller's to add)."""
     rows = (
         Document.objects.filter(collection=collection, pages__isnull=False)
         .distinct()
@@ -132,18 +126,25 @@ def _documents(collection: Collection) -> tuple[np.ndarray, IdTable, dict[int, V
         .values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
         .iterator(chunk_size=10_000)
     )
-    pks: array = array("q")
-    temporal: dict[int, Validity] = {}
+    pks, starts, ends = array("q"), array("q"), array("q")
+    supersedes: dict[int, tuple[str, ...]] = {}
 
     def ids() -> Iterator[str]:
         for row, (pk, external_id, start, end, names) in enumerate(rows):
             pks.append(pk)
-            if start is not None or end is not None or names:
-                temporal[row] = Validity(external_id, start, end, tuple(names or ()))
+            starts.append(micros(start, ALWAYS))
+            ends.append(micros(end, NEVER))
+            if names:
+                supersedes[row] = tuple(names)
             yield external_id
 
     table = IdTable.streamed(ids())
-    return np.frombuffer(pks, dtype=np.int64).copy() if len(pks) else np.zeros(0, np.int64), table, temporal
+    time = TimeTable(_int64(starts), _int64(ends), supersedes)
+    return _int64(pks), table, time
+
+
+def _int64(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.int64).copy() if len(values) else np.zeros(0, np.int64)
 
 
 def _int_rows(queryset, width: int) -> np.ndarray:
@@ -209,22 +210,29 @@ def corpus_update(collection: Collection, base: UpdateBase) -> Corpus:
         ).values_list("pk", "external_id", "valid_from", "valid_until", "supersedes")
     }
     # the base's ids decoded once (a saved corpus maps them: an IdTable), not one lookup per kept document
-    base_ids, base_validity = list(base.corpus.document_ids), base.corpus.validity
+    base_ids = list(base.corpus.document_ids)
     document_ids: list[str] = []
-    validity: list[Validity] = []
-    for pk, kept, old_row in zip(document_pks.tolist(), same.tolist(), at.tolist(), strict=True):
+    fresh: dict[int, Validity] = {}  # row -> the validity of a document read anew
+    for row, (pk, kept, old_row) in enumerate(
+        zip(document_pks.tolist(), same.tolist(), at.tolist(), strict=True)
+    ):
         if kept:
             document_ids.append(base_ids[old_row])
-            # a collection without time data keeps no validity (Corpus): its documents' is the default
-            validity.append(base_validity[old_row] if base_validity else Validity(base_ids[old_row]))
         else:
-            external_id, valid = read[pk]
+            external_id, fresh[row] = read[pk]
             document_ids.append(external_id)
-            validity.append(valid)
     pageless = (
         Document.objects.filter(collection=collection, pages__isnull=True)
         .exclude(supersedes=[])
         .values_list("external_id", "valid_from", "valid_until", "supersedes")
+    )
+    successors = [Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless]
+    # a base without time data kept no validity (Corpus): its documents' is the default
+    base_time = base.corpus.validity
+    validity = (
+        base_time.carried(np.where(same, at, -1), fresh, successors)
+        if isinstance(base_time, TimeTable)
+        else TimeTable.of(len(document_pks), fresh, successors)
     )
     corpus = Corpus(
         texts=None,
@@ -232,7 +240,7 @@ def corpus_update(collection: Collection, base: UpdateBase) -> Corpus:
         document_ids=document_ids,
         validity=validity,
         page_ids=pages[:, 0].copy(),
-        successors=[Validity(i, start, end, tuple(names or ())) for i, start, end, names in pageless],
+        successors=successors,
     )
     corpus.stamps = ContentStamps(
         page_ids=pages[:, 0].copy(),

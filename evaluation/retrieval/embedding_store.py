@@ -21,13 +21,14 @@ from django.utils import timezone
 from evalsite.errors import EvalsiteError
 from evaluation.models import PageEmbedding
 from evaluation.retrieval.search import embeddings
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.embeddings import (
     EndpointEmbedder,
     EndpointSettings,
     MiniLMEmbedder,
     ModelEmbedder,
 )
-from evaluation.retrieval.search.engine import Corpus, Embedder, SearchIndex
+from evaluation.retrieval.search.engine import Embedder, SearchIndex
 from goldenset.vocabulary.chunks import chunks
 
 LOOKUP_CHUNK = 900  # ids per IN (...) query: below every backend's parameter limit

@@ -26,7 +26,8 @@ from evaluation.retrieval.embedding_store import embedder_identity, endpoint_set
 from evaluation.retrieval.index_store import DESCRIPTION
 from evaluation.retrieval.search import index_format
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
-from evaluation.retrieval.search.engine import VECTORS, Corpus, SearchIndex
+from evaluation.retrieval.search.corpus import Corpus
+from evaluation.retrieval.search.engine import VECTORS, SearchIndex
 from evaluation.retrieval.search.postings import Postings, load_mapped
 from goldenset.models import Collection
 

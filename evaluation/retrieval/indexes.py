@@ -58,7 +58,8 @@ from evaluation.retrieval.index_files import (
     write_index,
 )
 from evaluation.retrieval.index_updates import full_build, updated_index
-from evaluation.retrieval.search.engine import VECTORS, Corpus, Embedder, SearchIndex
+from evaluation.retrieval.search.corpus import Corpus
+from evaluation.retrieval.search.engine import VECTORS, Embedder, SearchIndex
 from goldenset.models import Collection
 
 logger = logging.getLogger(__name__)

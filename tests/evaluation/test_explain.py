@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.embeddings import LsiEmbedder
-from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
+from evaluation.retrieval.search.engine import SearchConfig, SearchIndex
 from evaluation.retrieval.search.explain import explain_pages, term_contributions
 from evaluation.retrieval.search.rerank import ProximityReranker
 from goldenset.temporal import Validity

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -17,6 +17,7 @@ from evaluation.retrieval.search import index_format
 from evaluation.retrieval.search.engine import SearchConfig
 from evaluation.retrieval.search.id_table import IdTable
 from goldenset import services
+from goldenset.temporal import ALWAYS, EPOCH, NEVER
 
 PARTS = ["bm25:lucene", "bm25:okapi", "vectors"]
 
@@ -55,7 +56,12 @@ def test_an_index_read_back_answers_every_search_as_the_one_built(world):
     _temporal_collection(world)
     built = indexes.get_index(world.collection, parts=PARTS, build=True, keep=False)
     path = index_files.index_path(index_files.index_key(world.collection))
-    assert path.name == "index.json" and json.loads(path.read_bytes())["format"] == index_format.FORMAT
+    description = json.loads(path.read_bytes())
+    assert path.name == "index.json" and description["format"] == index_format.FORMAT
+    # the validity is two mapped arrays and the one supersession, not an entry a document in the JSON
+    policy = list(built.corpus.document_ids).index("policy-2024")
+    assert description["corpus"]["time"] == {"supersedes": [[policy, ["policy-2023"]]]}
+    assert "validity" not in description["corpus"] and (path.parent / "corpus-valid_from.npy").is_file()
     loaded = index_files.read_index(path)
     assert loaded is not None and all(loaded.has_part(p) for p in PARTS)
     loaded.embedder_factory = indexes.embedder_factory
@@ -155,29 +161,55 @@ def test_an_id_table_reads_as_the_list_it_packs():
         IdTable(np.array([0, 3], dtype=np.int64), np.zeros(2, dtype=np.uint8))
 
 
-def test_an_index_saved_in_format_1_is_still_read_and_answers_alike(world):
-    """An index saved before the ids were arrays (format 1: a list in the JSON, the first rows derived) is
-    read as it was, not rebuilt, until the collection's next version saves format 2."""
+@pytest.mark.parametrize("old_format", [1, 2])
+def test_an_index_saved_in_an_older_format_is_still_read_and_answers_alike(world, old_format):
+    """An index saved before the ids were arrays (format 1: a list in the JSON, the first rows derived), or before
+    the validity was (formats 1 and 2: an entry a document in the JSON), is read as it was, not rebuilt, until
+    the collection's next version saves format 3; its time filters answer alike."""
     _temporal_collection(world)
     built = indexes.get_index(world.collection, parts=PARTS, build=True, keep=False)
     path = index_files.index_path(index_files.index_key(world.collection))
     description = json.loads(path.read_bytes())
-    description["format"] = 1
-    description["corpus"]["document_ids"] = list(built.corpus.document_ids)
-    del description["corpus"]["documents"]
-    for name in ("id_offsets", "id_bytes", "document_starts"):
+    description["format"] = old_format
+    corpus = description["corpus"]
+    time, ids = built.corpus.validity, list(built.corpus.document_ids)
+    assert time is not None and corpus.pop("time") is not None
+    corpus["validity"] = [
+        [i, _iso(time.valid_from[row]), _iso(time.valid_until[row]), list(time.supersedes.get(row, ()))]
+        for row, i in enumerate(ids)
+    ]
+    old_arrays = ["valid_from", "valid_until"]
+    if old_format == 1:
+        corpus["document_ids"] = ids
+        del corpus["documents"]
+        old_arrays += ["id_offsets", "id_bytes", "document_starts"]
+    for name in old_arrays:
         (path.parent / f"corpus-{name}.npy").unlink()
     path.write_text(json.dumps(description))
     loaded = index_files.read_index(path)
-    assert loaded is not None and loaded.corpus.document_ids == list(built.corpus.document_ids)
+    assert loaded is not None and loaded.corpus.document_ids == ids
+    assert loaded.corpus.validity == built.corpus.validity
     loaded.embedder_factory = indexes.embedder_factory
     np.testing.assert_array_equal(loaded.corpus.document_starts, built.corpus.document_starts)
-    for config in (SearchConfig("FullText"), SearchConfig("Hybrid"), SearchConfig("Vector")):
+    for config in (
+        SearchConfig("FullText"),
+        SearchConfig("Hybrid"),
+        SearchConfig("Vector"),
+        SearchConfig("FullText", include_superseded=True),
+        SearchConfig("FullText", as_of=datetime(2024, 1, 7, tzinfo=UTC)),
+    ):
         want, got = (
             built.rank_documents("refund card", config, 10),
             loaded.rank_documents("refund card", config, 10),
         )
         assert (got.document_ids, got.scores.tobytes()) == (want.document_ids, want.scores.tobytes())
+
+
+def _iso(value: int) -> str | None:
+    """A TimeTable's microseconds as the ISO text formats 1 and 2 saved (None for an unset bound)."""
+    if value in (ALWAYS, NEVER):
+        return None
+    return (EPOCH + timedelta(microseconds=int(value))).isoformat()
 
 
 def test_an_id_table_streamed_equals_one_packed_and_sorts_in_bytes_order_as_python_does():

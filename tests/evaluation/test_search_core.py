@@ -358,7 +358,9 @@ def test_a_configurations_own_k1_and_b_score_as_rank_bm25_with_them_and_leave_th
     """bm25_k1/bm25_b (a study's trials): the same postings reweighted, bit for bit rank-bm25's BM25Okapi with
     those parameters; the default weights are untouched, and the reweighted ones are never saved."""
     from evaluation.retrieval.search import index_format
-    from evaluation.retrieval.search.engine import TUNED_KEPT, Corpus, SearchConfig, SearchIndex, Validity
+    from evaluation.retrieval.search.corpus import Corpus
+    from evaluation.retrieval.search.engine import TUNED_KEPT, SearchConfig, SearchIndex
+    from goldenset.temporal import Validity
 
     corpus = [json.loads(line) for line in (DEMO / "corpus.jsonl").read_text().splitlines()]
     texts = [f"{d.get('title', '')}\n{d['text']}" for d in corpus]

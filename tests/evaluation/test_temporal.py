@@ -16,10 +16,11 @@ from goldenset.temporal import (
     EXPIRED,
     NOT_YET_VALID,
     SUPERSEDED,
+    TimeTable,
     Validity,
     has_temporal_data,
+    micros,
     statuses,
-    visible_mask,
 )
 from tests.support import add_entries
 
@@ -105,9 +106,64 @@ def test_superseded_wins_over_expired():
 def test_visible_mask_shows_current_documents_and_on_request_stale_ones_never_future_ones(
     instant, include_superseded, visible
 ):
-    mask = visible_mask(DOCUMENTS, at(instant), include_superseded)
+    mask = time_table(DOCUMENTS).visible(at(instant), include_superseded)
     assert mask.dtype == np.bool_
     assert {name for name, shown in zip(NAMES, mask, strict=True) if shown} == visible
+
+
+def time_table(documents: list[Validity], successors: list[Validity] | None = None) -> TimeTable:
+    """The documents' TimeTable, its supersessions resolved by name as Corpus resolves them by binary search."""
+    table = TimeTable.of(len(documents), dict(enumerate(documents)), successors or [])
+    ids = [d.document_id for d in documents]
+    table.resolve(lambda names: {n: ids.index(n) for n in names if n in ids}, ids)
+    return table
+
+
+def reference_visible(documents, successors, instant, include_superseded) -> list[bool]:
+    """statuses, the definition, read as a time filter reads it."""
+    allowed = {CURRENT, SUPERSEDED, EXPIRED} if include_superseded else {CURRENT}
+    return [s in allowed for s in statuses(documents, instant, successors)]
+
+
+@pytest.mark.parametrize("instant", TIMELINE)
+@pytest.mark.parametrize("include_superseded", [False, True])
+def test_the_time_table_answers_as_statuses_on_the_timeline(instant, include_superseded):
+    expected = reference_visible(DOCUMENTS, [], at(instant), include_superseded)
+    assert time_table(DOCUMENTS).visible(at(instant), include_superseded).tolist() == expected
+
+
+def test_the_time_table_answers_as_statuses_on_random_collections():
+    """Random validity windows, supersessions (chains, cycles, self-names, unknown names) and successors without
+    pages, at random instants, some exactly on a window's edge: the arrays agree with the definition."""
+    rng = np.random.default_rng(11)
+    base = at("2024-01-01T00:00:00Z")
+
+    def instant() -> datetime | None:
+        return None if rng.random() < 0.4 else base + timedelta(days=int(rng.integers(-50, 50)))
+
+    for _ in range(200):
+        count = int(rng.integers(1, 12))
+        names = [f"d{i}" for i in range(count)] + ["ghost"]
+
+        def validity(name: str, names: list[str] = names) -> Validity:
+            named = tuple(rng.choice(names, size=int(rng.integers(0, 3)), replace=False).tolist())
+            return Validity(name, instant(), instant(), named if rng.random() < 0.3 else ())
+
+        documents = [validity(f"d{i}") for i in range(count)]
+        successors = [validity(f"s{k}") for k in range(int(rng.integers(0, 3)))]
+        table = time_table(documents, successors)
+        edges = [d.valid_from or d.valid_until for d in documents if d.valid_from or d.valid_until]
+        for moment in [base + timedelta(days=int(rng.integers(-60, 60))), *edges[:2]]:
+            for include in (False, True):
+                expected = reference_visible(documents, successors, moment, include)
+                assert table.visible(moment, include).tolist() == expected, (documents, successors, moment)
+
+
+def test_microseconds_are_exact_and_a_naive_instant_is_utc():
+    assert micros(END_OF_JUNE, 0) == 1719791999999999
+    assert micros(datetime(2024, 6, 30, 23, 59, 59, 999999), 0) == 1719791999999999
+    assert micros(at("2024-07-01T01:59:59.999999+02:00"), 0) == 1719791999999999
+    assert micros(None, 7) == 7
 
 
 def test_has_temporal_data():

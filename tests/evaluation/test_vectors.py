@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from evaluation.retrieval.search import embeddings, engine, fusion
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.embeddings import LsiEmbedder, sample_rows
-from evaluation.retrieval.search.engine import Corpus, SearchConfig, SearchIndex
+from evaluation.retrieval.search.engine import SearchConfig, SearchIndex
 from goldenset.temporal import Validity
 from goldenset.text import tokenize
 

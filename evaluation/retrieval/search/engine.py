@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,10 +20,10 @@ import numpy as np
 from evaluation.retrieval.search import fusion
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.build import build_postings
-from evaluation.retrieval.search.id_table import IdTable
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.postings import Postings
 from evaluation.retrieval.search.vectors import vector_scores, vector_top_rows
-from goldenset.temporal import Validity, has_temporal_data, visible_mask
+from goldenset.temporal import TimeTable
 from goldenset.text import tokenize
 
 SEARCH_TYPES = ("FullText", "Vector", "Hybrid")
@@ -33,7 +33,6 @@ CANDIDATES = 100
 # The parts an index builds on first use: BM25 per variant ("bm25:lucene", "bm25:okapi") and the page vectors.
 VECTORS = "vectors"
 TUNED_KEPT = 4  # BM25 indexes with a configuration's own k1 and b, kept per index (SearchIndex.bm25_for)
-TEXT_CHUNK = 2000  # page texts read at a time while the postings are built
 
 
 @dataclass(frozen=True)
@@ -99,102 +98,6 @@ class Reranker(ABC):
 
     @abstractmethod
     def score(self, query: str, texts: Sequence[str], first_stage: np.ndarray) -> np.ndarray: ...
-
-
-@dataclass
-class Corpus:
-    """A collection's pages, grouped by document (a document's pages are contiguous rows).
-
-    The page texts are needed to build an index, not to search it: a loaded index reads the few it needs
-    (the candidates of a reranker) through `text_source`, rows -> texts, and holds none of them."""
-
-    texts: list[str] | None  # what is indexed per page; None once only text_source can give them
-    page_document: np.ndarray  # page row -> document row
-    # document row -> external id: a list when built, a mapped IdTable when read back (no string per document)
-    document_ids: Sequence[str]
-    validity: list[Validity]  # per document row
-    # page row -> the caller's page id (optional); held as an int64 array
-    page_ids: Sequence[int] | np.ndarray = field(default_factory=list)
-    # Documents without pages: never results, but a successor among them still supersedes what it names.
-    successors: list[Validity] = field(default_factory=list)
-    # What the caller needs to know of the content indexed (evaluation.retrieval.indexes: the content stamps an update
-    # compares); opaque here, and never saved with an index.
-    stamps: Any = field(default=None, repr=False, compare=False)
-    text_source: Callable[[Sequence[int]], list[str]] | None = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        ids = self.document_ids
-        order = (
-            ids.byte_order()
-            if isinstance(ids, IdTable)
-            else sorted(range(len(ids)), key=lambda i: ids[i].encode("utf-8", "surrogatepass"))
-        )
-        # Rank of each id in byte order: trec_eval breaks score ties by docno, descending (strcmp).
-        id_rank = np.empty(len(order), dtype=np.int64)
-        id_rank[order] = np.arange(len(order))
-        self._derive(id_rank)
-
-    @classmethod
-    def restored(
-        cls,
-        page_document: np.ndarray,
-        document_ids: Sequence[str],
-        validity: list[Validity],
-        page_ids: np.ndarray,
-        successors: list[Validity],
-        id_rank: np.ndarray,
-        document_starts: np.ndarray | None = None,
-    ) -> Corpus:
-        """A corpus as an index saved it (index_format): no texts, and the ids' ranks and the documents' first
-        rows as computed when it was built (mapped, shared by every process), not derived again."""
-        corpus = cls.__new__(cls)
-        corpus.texts, corpus.stamps, corpus.text_source = None, None, None
-        corpus.page_document, corpus.document_ids, corpus.page_ids = page_document, document_ids, page_ids
-        corpus.validity, corpus.successors = validity, successors
-        corpus._derive(id_rank, document_starts)
-        return corpus
-
-    def _derive(self, id_rank: np.ndarray, document_starts: np.ndarray | None = None) -> None:
-        """What searches read besides the fields: each id's rank in byte order (`id_rank`), document bounds."""
-        self.id_rank = id_rank
-        self.size = len(self.page_document)
-        if document_starts is None:
-            changes = np.r_[True, np.diff(self.page_document) != 0] if self.size else np.zeros(0, dtype=bool)
-            document_starts = np.flatnonzero(changes).astype(np.int64)
-        self.document_starts = document_starts
-        self.one_page_each = self.size == len(self.document_ids)
-        # page row -> document row for the search kernel (empty when every page is its own document)
-        self.page_document_rows = (
-            np.zeros(0, dtype=np.int64)
-            if self.one_page_each
-            else np.asarray(self.page_document, dtype=np.int64)
-        )
-        self.temporal = has_temporal_data([*self.validity, *self.successors])
-        if not self.temporal:
-            self.validity = []  # only time filters read it: a million objects a search never needs
-        self.page_ids = np.asarray(self.page_ids, dtype=np.int64)  # 8 bytes a page, not a Python int each
-
-    def ids_of(self, rows: np.ndarray) -> list[str]:
-        """The external ids of these document rows, in their order."""
-        ids = self.document_ids
-        if isinstance(ids, IdTable):
-            return ids.take(rows)
-        return [ids[row] for row in rows.tolist()]
-
-    def texts_of(self, rows: Sequence[int]) -> list[str]:
-        if self.texts is not None:
-            return [self.texts[r] for r in rows]
-        if self.text_source is None:
-            raise LookupError("this corpus keeps no page texts and has no source for them")
-        return self.text_source(rows)
-
-    def all_texts(self) -> list[str]:
-        return self.texts if self.texts is not None else self.texts_of(range(self.size))
-
-    def iter_texts(self, chunk: int = TEXT_CHUNK) -> Iterator[str]:
-        """Every page's text in row order, read `chunk` at a time (a build holds no more of them)."""
-        for start in range(0, self.size, chunk):
-            yield from self.texts_of(range(start, min(start + chunk, self.size)))
 
 
 class _Locks:
@@ -384,7 +287,9 @@ class SearchIndex:
         masks = self._masks.get(key)
         if masks is None:
             corpus = self.corpus
-            visible = visible_mask(corpus.validity, at, include_superseded, corpus.successors)
+            # callers ask only when corpus.temporal: its validity derived into a TimeTable
+            assert isinstance(corpus.validity, TimeTable)
+            visible = corpus.validity.visible(at, include_superseded)
             live = visible[corpus.page_document]
             masks = (~live, live)
             with self._locks.masks:  # a new dict, never one another thread is iterating

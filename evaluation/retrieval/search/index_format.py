@@ -4,13 +4,16 @@ executed. (The description used to be a pickle, and unpickling runs whatever the
 
 The description holds the format, the content version, what was saved of each part (the BM25 variants, whether
 the postings and the page vectors were), the embedder as `Embedder.saved` gives it (its kind, settings, and the
-names of its arrays), and the corpus's number of documents and validity. The arrays named here are the corpus's
-(`corpus-page_document`, `corpus-page_ids`, `corpus-id_rank`, `corpus-document_starts`, and its document ids as
-an IdTable: `corpus-id_offsets`, `corpus-id_bytes`) and the embedder's (`embedder-<name>`); the parts' own arrays
-(postings, BM25 weights, page vectors) are evaluation.retrieval.index_files'. Everything that grows with the
-collection is an array, mapped by every process that reads the index: nothing per page or per document is
-parsed into a process's private memory. Format 1 held the document ids in the JSON (a million strings in every
-web process at a million pages); it is still read, as it was, until the collection's next version saves format 2.
+names of its arrays), and the corpus's number of documents, its supersessions and successors (few). The arrays
+named here are the corpus's (`corpus-page_document`, `corpus-page_ids`, `corpus-id_rank`,
+`corpus-document_starts`, its document ids as an IdTable: `corpus-id_offsets`, `corpus-id_bytes`, and when any
+document has time data its validity: `corpus-valid_from`, `corpus-valid_until`) and the embedder's
+(`embedder-<name>`); the parts' own arrays (postings, BM25 weights, page vectors) are
+evaluation.retrieval.index_files'. Everything that grows with the collection is an array, mapped by every process
+that reads the index: nothing per page or per document is parsed into a process's private memory. Format 1 held
+the document ids in the JSON (a million strings in every web process at a million pages), formats 1 and 2 the
+validity (an entry a document once any had time data); they are still read, as they were, until the
+collection's next version saves format 3.
 Plain Python + numpy: no Django import.
 """
 
@@ -23,18 +26,21 @@ from typing import Any
 
 import numpy as np
 
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.embeddings import (
     EndpointEmbedder,
     EndpointSettings,
     LsiEmbedder,
     MiniLMEmbedder,
 )
-from evaluation.retrieval.search.engine import Corpus, Embedder, SearchIndex
+from evaluation.retrieval.search.engine import Embedder, SearchIndex
 from evaluation.retrieval.search.id_table import IdTable
-from goldenset.temporal import Validity
+from goldenset.temporal import TimeTable, Validity
 
-FORMAT = 2  # what is written
-READABLE = (1, 2)  # 1: the document ids a list in the JSON, the documents' first rows derived when read
+FORMAT = 3  # what is written
+# 1: the document ids a list in the JSON, the documents' first rows derived when read; 1 and 2: the validity a
+# list in the JSON (an entry a document once any has time data)
+READABLE = (1, 2, 3)
 CORPUS_ARRAYS = ("page_document", "page_ids", "id_rank", "document_starts")
 
 Arrays = Callable[[str], np.ndarray]  # an array's name -> the array (mapped from its .npy file)
@@ -50,6 +56,9 @@ def describe(
     ids = corpus.document_ids
     table = ids if isinstance(ids, IdTable) else IdTable.packed(ids)
     arrays.update({"corpus-id_offsets": table.offsets, "corpus-id_bytes": table.data})
+    time = corpus.validity if isinstance(corpus.validity, TimeTable) else None
+    if time is not None:
+        arrays.update({"corpus-valid_from": time.valid_from, "corpus-valid_until": time.valid_until})
     description: dict[str, Any] = {
         "format": FORMAT,
         "content_version": index.content_version,
@@ -61,7 +70,10 @@ def describe(
         "embedder": None,
         "corpus": {
             "documents": len(table),
-            "validity": [_validity_json(v) for v in corpus.validity],
+            # the validity's arrays named corpus-valid_from and corpus-valid_until; the few supersessions here
+            "time": None
+            if time is None
+            else {"supersedes": [[r, list(n)] for r, n in time.supersedes.items()]},
             "successors": [_validity_json(v) for v in corpus.successors],
         },
     }
@@ -114,7 +126,7 @@ def restored_corpus(description: dict[str, Any], array: Arrays) -> Corpus:
         documents = int(saved["documents"])
         ids = IdTable(array("corpus-id_offsets"), array("corpus-id_bytes"))
         starts = array("corpus-document_starts")
-    validity = [_validity(item) for item in saved["validity"]]
+    validity = _saved_validity(description, array, documents)
     corpus = Corpus.restored(
         page_document=array("corpus-page_document"),
         document_ids=ids,
@@ -129,7 +141,6 @@ def restored_corpus(description: dict[str, Any], array: Arrays) -> Corpus:
         or len(corpus.id_rank) != documents
         or len(corpus.page_ids) != corpus.size
         or len(corpus.document_starts) != (documents if corpus.size else 0)
-        or len(validity) not in (0, documents)
     ):
         raise ValueError("the saved corpus's arrays do not match its documents")
     return corpus
@@ -146,6 +157,29 @@ def restored_embedder(
     if kind == "minilm":
         return MiniLMEmbedder()
     raise ValueError(f"an index saved with an unknown embedder {kind!r}")
+
+
+def _saved_validity(
+    description: dict[str, Any], array: Arrays, documents: int
+) -> list[Validity] | TimeTable | None:
+    """The validity as saved: arrays and the supersessions (format 3), or a list of an entry a document."""
+    saved = description["corpus"]
+    if description["format"] < 3:
+        validity = [_validity(item) for item in saved["validity"]]
+        if len(validity) not in (0, documents):
+            raise ValueError("the saved corpus's validity does not match its documents")
+        return validity
+    if saved["time"] is None:
+        return None
+    supersedes = {int(row): tuple(str(name) for name in names) for row, names in saved["time"]["supersedes"]}
+    table = TimeTable(array("corpus-valid_from"), array("corpus-valid_until"), supersedes)
+    if (
+        len(table.valid_from) != documents
+        or len(table.valid_until) != documents
+        or any(not 0 <= row < documents for row in supersedes)
+    ):
+        raise ValueError("the saved corpus's validity does not match its documents")
+    return table
 
 
 def _validity_json(validity: Validity) -> list:
