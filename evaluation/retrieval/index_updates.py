@@ -19,7 +19,10 @@ Lucene serves them): BM25's weights depend on N, on every term's document freque
 so one added page changes every weight of every term. Segments could only stay exact with per-segment
 statistics merged per query; merging costs one pass over the postings in the job (seconds at 300,000 pages:
 docs/benchmarks.md, benchmarks/incremental_bench.py) and leaves the query path as it was: one set of postings,
-each weight its term's idf times its (tf, length) code's tf part. The vectors (LSI) are not incremental: a job
+each weight its term's idf times its (tf, length) code's tf part. A merge holds the old and new arrays whole
+(postings.MERGE_POSTING_BYTES a posting): past EVALSITE_INDEX_BUILD_MEMORY (about 38M postings, 800,000 pages of
+the synthetic corpora, at the default 2 GiB) the update is a full build instead, slower but within the budget
+whatever the collection's size. The vectors (LSI) are not incremental: a job
 that must also build them saves the BM25 part first, so FullText serves the new version while the vectors are
 computed.
 """
@@ -53,7 +56,13 @@ from evaluation.retrieval.index_files import (
 from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.build import build_postings
 from evaluation.retrieval.search.engine import Embedder, SearchIndex
-from evaluation.retrieval.search.postings import MergeRefused, Postings, merge_postings, open_first_order
+from evaluation.retrieval.search.postings import (
+    MERGE_POSTING_BYTES,
+    MergeRefused,
+    Postings,
+    merge_postings,
+    open_first_order,
+)
 from goldenset.models import Collection
 from goldenset.text import tokenize
 
@@ -122,6 +131,15 @@ def updated_index(
         return None
     base = _update_base(collection)
     if base is None:
+        return None
+    budget = settings.EVALSITE_INDEX_BUILD_MEMORY
+    if len(base.postings.rows) * MERGE_POSTING_BYTES > budget:  # a full build's segments hold the budget
+        logger.info(
+            "collection %s: a full build (merging %s postings would pass EVALSITE_INDEX_BUILD_MEMORY, %s bytes)",
+            collection.uid,
+            f"{len(base.postings.rows):,}",
+            f"{budget:,}",
+        )
         return None
     with read_snapshot():  # the metadata and the changed pages' texts from one snapshot
         corpus = corpus_update(collection, base)

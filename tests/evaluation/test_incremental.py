@@ -21,6 +21,7 @@ from evaluation.retrieval.search.bm25 import BM25Index, BM25Params
 from evaluation.retrieval.search.build import build_postings
 from evaluation.retrieval.search.engine import SearchIndex
 from evaluation.retrieval.search.postings import (
+    MERGE_POSTING_BYTES,
     MergeRefused,
     Postings,
     merge_postings,
@@ -281,6 +282,26 @@ def test_without_an_older_version_or_after_a_large_change_the_build_is_full(worl
     assert first.result["updated"] == 0
     add_documents(collection, {f"doc-{i}": f"Document {i}." for i in range(10)})  # 10 of 13 pages new
     assert _last_build(collection).result["updated"] == 0
+    assert_equals_a_full_rebuild(collection)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_update_whose_merge_would_pass_the_memory_budget_is_a_full_build(world, settings):
+    """A merge holds the old postings whole (MERGE_POSTING_BYTES each): past the budget, the segmented full build
+    (which holds the budget whatever the size) is taken instead, and answers alike."""
+    collection = world.collection
+    add_documents(collection, {f"doc-{i}": f"Document {i} about topic {i % 5}." for i in range(40)})
+    postings = indexes.get_index(collection, parts=["bm25:lucene"], build=True).postings
+    assert postings is not None
+    settings.EVALSITE_INDEX_BUILD_MEMORY = len(postings.rows) * MERGE_POSTING_BYTES + 1
+    add_documents(collection, {"doc-3": "Document 3 is now about a quokka."})
+    assert _last_build(collection).result["updated"] == 1  # within the budget: merged
+    postings = indexes.get_index(collection, parts=["bm25:lucene"], build=True).postings
+    assert postings is not None
+    settings.EVALSITE_INDEX_BUILD_MEMORY = len(postings.rows) * MERGE_POSTING_BYTES - 1
+    add_documents(collection, {"doc-4": "Document 4 is now about a quokka too."})
+    build = _last_build(collection)
+    assert build.status == "Completed" and build.result["updated"] == 0  # past it: built in full
     assert_equals_a_full_rebuild(collection)
 
 
