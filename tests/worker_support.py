@@ -17,6 +17,47 @@ from pathlib import Path
 from evalsite.jobs.models import Job
 
 ROOT = Path(__file__).resolve().parents[1]
+# Real clusters that notice a dead worker in seconds, one worker process each, `slow_search` below a python
+# target they may call.
+FAST_WORKERS = {
+    "EVALSITE_JOB_HEARTBEAT_SECONDS": "1",
+    "EVALSITE_JOB_STALE_SECONDS": "4",
+    "EVALSITE_TASK_LEASE_SECONDS": "3",
+    "EVALSITE_WORKERS": "1",
+    "EVALSITE_PYTHON_TARGETS": "tests.worker_support.slow_search",
+}
+SLOW_SEARCH = "tests.worker_support.slow_search"
+
+
+def slow_search(query: str, top_k: int):
+    """A python target that takes its time (0.25 s a question): a job is caught while it runs."""
+    time.sleep(0.25)
+    return [("company-000", 1.0), ("company-001", 0.5)][:top_k]
+
+
+def fast_workers(manage_env: dict[str, str], settings, monkeypatch) -> dict[str, str]:
+    """FAST_WORKERS in this process's settings (the jobs it queues read them) and in the environment of the
+    clusters it starts (returned); tasks queued to the broker, not run inline."""
+    from django_q.conf import Conf  # late: only tests that start clusters need django-q's settings
+
+    for name, value in FAST_WORKERS.items():
+        setattr(
+            settings, name, int(value) if value.isdigit() else [value] if name.endswith("TARGETS") else value
+        )
+    monkeypatch.setattr(Conf, "SYNC", False)
+    return {**manage_env, **FAST_WORKERS}
+
+
+def until(
+    condition, what: str = "the condition", timeout: float = 90.0, clusters: Clusters | None = None
+) -> None:
+    """Wait for `condition()`; fails after `timeout` seconds, naming `what`, with the clusters' logs' tail."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            logs = "".join(p.log.read_text() for p in clusters.started) if clusters else ""  # type: ignore[attr-defined]
+            raise AssertionError(f"timed out waiting for {what}\n{logs[-5000:]}")
+        time.sleep(0.1)
 
 
 def job_until(client, job_id, condition, *, worker=None, timeout: float = 90.0) -> dict:

@@ -14,6 +14,7 @@ import pytest
 
 from evaluation.retrieval import index_files, indexes
 from evaluation.retrieval.search import index_format
+from evaluation.retrieval.search.corpus import Corpus
 from evaluation.retrieval.search.engine import SearchConfig
 from evaluation.retrieval.search.id_table import IdTable
 from goldenset import services
@@ -234,3 +235,13 @@ def test_an_id_table_streamed_equals_one_packed_and_sorts_in_bytes_order_as_pyth
     ):  # NUL bytes (Python sorts), uneven
         table = IdTable.streamed(iter(ids))
         assert table.byte_order().tolist() == sorted(range(len(ids)), key=lambda i: ids[i].encode())
+
+
+def test_a_corpus_finds_the_rows_of_ids_by_binary_search_in_byte_order():
+    """Corpus.rows_of (the supersessions' names to rows): the ids' byte order is id_rank's, for a list and for a
+    mapped IdTable alike; names it does not hold are left out."""
+    names = ["doc-1", "", "Ünïcødé ✓", "doc-10", "z" * 300, "日本語", "Doc-2", "doc-1 "]
+    for ids in (names, IdTable.packed(names)):
+        corpus = Corpus(None, np.arange(len(names)), ids, [])
+        assert corpus.rows_of([*names, "ghost", "doc-", "日本"]) == {n: i for i, n in enumerate(names)}
+        assert corpus.rows_of([]) == {}

@@ -9,38 +9,17 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from django_q.conf import Conf
 
 from evaluation.models import EvaluationRun, Schedule, ScheduleRun
 from tests.conftest import add_documents
 from tests.generation_support import synthetic_corpus
 from tests.support import add_entries
-from tests.worker_support import Clusters, job_ended, job_until
-
-MODULE = "tests.evaluation.test_watch_workers"
-FAST = {
-    "EVALSITE_JOB_HEARTBEAT_SECONDS": "1",
-    "EVALSITE_JOB_STALE_SECONDS": "4",
-    "EVALSITE_TASK_LEASE_SECONDS": "3",
-    "EVALSITE_WORKERS": "1",
-    "EVALSITE_PYTHON_TARGETS": f"{MODULE}.slow_search",
-}
-
-
-def slow_search(query: str, top_k: int):
-    """A python target that takes its time (0.25 s a question): a tick's job is caught while it runs."""
-    time.sleep(0.25)
-    return [("company-000", 1.0), ("company-001", 0.5)][:top_k]
+from tests.worker_support import SLOW_SEARCH, Clusters, fast_workers, job_ended, job_until, until
 
 
 @pytest.fixture
 def env(manage_env, monkeypatch, settings, transactional_db):
-    for name, value in FAST.items():
-        setattr(
-            settings, name, int(value) if value.isdigit() else [value] if name.endswith("TARGETS") else value
-        )
-    monkeypatch.setattr(Conf, "SYNC", False)
-    return {**manage_env, **FAST}
+    return fast_workers(manage_env, settings, monkeypatch)
 
 
 @pytest.fixture
@@ -61,19 +40,12 @@ def _schedule(world, **gate) -> Schedule:
     return Schedule.objects.get()
 
 
-def _until(condition, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def test_two_clusters_tick_one_due_schedule_and_it_runs_once(world, clusters):
     schedule = _schedule(world, min=0.0)
     first, second = clusters.start("first"), clusters.start("second")
     due = timezone.now() - timedelta(seconds=1)
     Schedule.objects.filter(pk=schedule.pk).update(next_run_at=due)
-    _until(lambda: ScheduleRun.objects.filter(passed__isnull=False).exists())
+    until(lambda: ScheduleRun.objects.filter(passed__isnull=False).exists())
     time.sleep(3)  # three more heartbeats of each cluster: nothing more may be queued for that tick
     (tick,) = ScheduleRun.objects.all()
     assert tick.tick_at == due and tick.passed is True
@@ -94,14 +66,14 @@ def test_a_cluster_killed_during_a_tick_leaves_it_to_another_which_stores_it_onc
             "name": "slow",
             "kind": "python",
             "concurrency": 1,
-            "options": {"callable": f"{MODULE}.slow_search"},
+            "options": {"callable": SLOW_SEARCH},
         },
         format="json",
     )
     assert created.status_code == 201, created.json()
     first = clusters.start("first")
     Schedule.objects.filter(pk=schedule.pk).update(next_run_at=timezone.now() - timedelta(seconds=1))
-    _until(lambda: ScheduleRun.objects.filter(job__isnull=False).exists())
+    until(lambda: ScheduleRun.objects.filter(job__isnull=False).exists())
     tick = ScheduleRun.objects.get()
     job_until(world.client, str(tick.job_id), lambda b: b["status"] == "Running", worker=first)
     time.sleep(1.5)  # a few of its 16 slow questions asked (progress is reported at the end of so few)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from django_q.conf import Conf
 
 from evalsite.jobs.fan_out import children_ended
 from evalsite.jobs.models import Job, JobStatus, Worker
@@ -31,16 +30,16 @@ from tests.support import (
     handbook_entries,
     lucene_and_okapi_runs,
 )
-from tests.worker_support import Clusters, group_members, job_ended, job_until
+from tests.worker_support import (
+    SLOW_SEARCH,
+    Clusters,
+    fast_workers,
+    group_members,
+    job_ended,
+    job_until,
+    until,
+)
 
-MODULE = "tests.evaluation.test_wide_workers"
-FAST = {
-    "EVALSITE_JOB_HEARTBEAT_SECONDS": "1",
-    "EVALSITE_JOB_STALE_SECONDS": "4",
-    "EVALSITE_TASK_LEASE_SECONDS": "3",
-    "EVALSITE_WORKERS": "1",
-    "EVALSITE_PYTHON_TARGETS": f"{MODULE}.slow_search",
-}
 CLAPNQ = Path(__file__).resolve().parents[2] / "demo" / "clapnq"
 STUDIES = "/lmkit/v1/search/evaluate/studies"
 postgres_only = pytest.mark.skipif(
@@ -49,21 +48,10 @@ postgres_only = pytest.mark.skipif(
 )
 
 
-def slow_search(query: str, top_k: int):
-    """A python target that takes its time (0.2 s a question): children are caught while they run."""
-    time.sleep(0.2)
-    return [("company-000", 1.0), ("company-001", 0.5)][:top_k]
-
-
 @pytest.fixture
 def env(manage_env, monkeypatch, settings, transactional_db):
-    for name, value in FAST.items():
-        setattr(
-            settings, name, int(value) if value.isdigit() else [value] if name.endswith("TARGETS") else value
-        )
     settings.EVALSITE_EVALUATE_SYNC_LIMIT = 1
-    monkeypatch.setattr(Conf, "SYNC", False)
-    return {**manage_env, **FAST}
+    return fast_workers(manage_env, settings, monkeypatch)
 
 
 @pytest.fixture
@@ -73,20 +61,12 @@ def clusters(env, tmp_path):
     started.close()
 
 
-def _until(condition, what: str, timeout: float = 90.0, clusters: Clusters | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        logs = "".join(p.log.read_text() for p in clusters.started) if clusters else ""  # type: ignore[attr-defined]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{logs[-5000:]}"
-        time.sleep(0.1)
-
-
 def _slow_evaluation(world, configs: int) -> str:
     add_documents(world.collection, synthetic_corpus(30))
     add_entries(world.collection, *[f"Which company makes product {i}?" for i in range(12)],
                 expected_document_ids=["company-000"])  # fmt: skip
     created = world.client.post("/lmkit/v1/targets", {"name": "slow", "kind": "python", "concurrency": 1,
-                                "options": {"callable": f"{MODULE}.slow_search"}}, format="json")  # fmt: skip
+                                "options": {"callable": SLOW_SEARCH}}, format="json")  # fmt: skip
     assert created.status_code == 201, created.json()
     body = {"collection_id": "handbook", "ks": [1, 3],
             "configs": [{"label": f"slow {i}", "target": "slow"} for i in range(configs)]}  # fmt: skip
@@ -100,7 +80,7 @@ def test_an_evaluation_runs_its_configurations_on_two_workers_and_survives_one_k
     job_id = _slow_evaluation(world, configs=4)
     children = Job.objects.filter(parent_id=job_id)
     running = children.filter(status=JobStatus.RUNNING)
-    _until(lambda: running.count() == 2, "two children running at once", clusters=clusters)
+    until(lambda: running.count() == 2, "two children running at once", clusters=clusters)
     assert len(set(running.values_list("owner", flat=True))) == 2  # on two workers
     body = world.client.get(f"/lmkit/v1/jobs/{job_id}").json()
     assert body["status"] == "Running" and body["progress_total"] == 4 * 12  # the children's, summed
@@ -127,7 +107,7 @@ def _worker_pid(cluster) -> int:
     def beating():  # the cluster spawns its worker process after it starts
         return Worker.objects.filter(pid__in=group_members(cluster.pid)).values_list("pid", flat=True).first()
 
-    _until(lambda: beating() is not None, "the cluster's worker to beat")
+    until(lambda: beating() is not None, "the cluster's worker to beat")
     return beating()
 
 
@@ -249,10 +229,10 @@ def test_a_killed_workers_trial_is_run_again_and_counted_once(world, clusters):
     done = world.client.post(STUDIES, body, format="json").json()
     children = Job.objects.filter(parent_id=done["job_id"])
     study = Study.objects.filter(pk=done["study_id"])
-    _until(lambda: children.filter(status=JobStatus.RUNNING).count() == 2 and len(study.get().trials) >= 4,
+    until(lambda: children.filter(status=JobStatus.RUNNING).count() == 2 and len(study.get().trials) >= 4,
            "both workers running trials", clusters=clusters)  # fmt: skip
     pid = _worker_pid(first)
-    _until(lambda: _running_trial_of(pid), "a trial running in the first worker", clusters=clusters)
+    until(lambda: _running_trial_of(pid), "a trial running in the first worker", clusters=clusters)
     clusters.kill(first)
     clusters.start("third")
     result = job_until(world.client, done["job_id"], job_ended, worker=second, timeout=180)
@@ -274,12 +254,12 @@ def test_a_cancel_stops_a_spread_study_on_every_worker(world, clusters):
     done = world.client.post(STUDIES, body, format="json").json()
     children = Job.objects.filter(parent_id=done["job_id"])
     study = Study.objects.filter(pk=done["study_id"])
-    _until(lambda: children.filter(status=JobStatus.RUNNING).count() == 2 and len(study.get().trials) >= 4,
+    until(lambda: children.filter(status=JobStatus.RUNNING).count() == 2 and len(study.get().trials) >= 4,
            "both workers running trials", clusters=clusters)  # fmt: skip
     assert world.client.post(f"/lmkit/v1/jobs/{done['job_id']}/cancel").status_code == 200
     at_cancel = len(study.get().trials)
     assert set(children.values_list("status", flat=True)) == {JobStatus.CANCELLED}
-    _until(lambda: not Job.objects.filter(kind=EvaluationJobKind.STUDY_TRIALS, owner__gt="", status="Running")
+    until(lambda: not Job.objects.filter(kind=EvaluationJobKind.STUDY_TRIALS, owner__gt="", status="Running")
            .exists() and _no_trial_running(), "both workers to stop", clusters=clusters)  # fmt: skip
     time.sleep(1.5)
     stopped = study.get()
