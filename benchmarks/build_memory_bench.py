@@ -16,6 +16,9 @@ incremental update reads: shown apart), bm25s's saved files.
 (none held: for sizes whose token lists would not fit beside a peer, such as MS MARCO's 8.8M passages), then
 its queries per second over the built index (top 100, one thread, the real queries of the synthetic corpus).
 
+`--peer-only`: bm25s alone (its token lists held, as it needs them), for a size where a `--stream` run gives
+evalsite's figures.
+
 `--check` (tests/evaluation/test_segmented_build.py): one evalsite build of `--pages` pages generated one at a
 time (none held), under `--budget`; prints JSON with the peak above the process, the budget, the segments and
 whether the arrays equal those of one build with the default budget. Exits 1 when the peak passes the budget.
@@ -259,6 +262,9 @@ def main() -> int:
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--quick", action="store_true", help="20,000 pages (tests/test_benchmarks_quick.py)")
     parser.add_argument("--stream", action="store_true", help="evalsite alone, pages generated one at a time")
+    parser.add_argument(
+        "--peer-only", action="store_true", help="bm25s alone (beside a --stream run's figures)"
+    )
     parser.add_argument("--engine", choices=("evalsite", "bm25s", "stream"), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -270,11 +276,9 @@ def main() -> int:
         _child(args)
         return 0
     rows = []
-    engines = (
-        [("stream", sys.executable)]
-        if args.stream
-        else [("evalsite", sys.executable), ("bm25s", args.bm25s_python)]
-    )
+    engines = [("evalsite", sys.executable), ("bm25s", args.bm25s_python)]
+    if args.stream or args.peer_only:
+        engines = [("stream", sys.executable)] if args.stream else [("bm25s", args.bm25s_python)]
     for engine, python in engines:
         out = Path(tempfile.mkdtemp(prefix=f"build-memory-{engine}-"))
         try:
@@ -298,6 +302,13 @@ def main() -> int:
             shutil.rmtree(out, ignore_errors=True)
     if args.stream:
         _print_stream(args, rows[0])
+        return 0
+    if args.peer_only:
+        row = rows[0]
+        print(
+            f"# {row['engine']} alone, {args.pages:,} pages: built in {row['seconds']:.0f} s, peak "
+            f"{row['peak_above'] / 2**20:,.0f} MiB above the process, index arrays {row['index_arrays'] / 2**20:,.0f} MiB"
+        )
         return 0
     ours, theirs = rows
     print(
