@@ -20,6 +20,7 @@ from evalsite.jobs.models import Job
 from evalsite.tenancy.models import Tenant
 from goldenset.models import Collection, Document, GoldenAuditObject, GoldenJobKind, Page
 from goldenset.services.audit import audit_entries
+from goldenset.services.written import Written
 from goldenset.text import collection_id_problem, split_pages
 from goldenset.vocabulary.chunks import CHUNK, chunks
 
@@ -213,45 +214,6 @@ def _update_rows(model, objects: Sequence, field_names: Sequence[str]) -> None:
 
 
 DOCUMENT_BATCH = 2000  # documents read, compared and written at a time: what bounds an import's memory
-STATISTICS_FROM = 20_000  # documents one transaction writes before (and each time they double) it ANALYZEs
-
-
-@dataclass
-class _Written:
-    """What documents_upsert wrote so far, summed over its batches; a sample of the ids for the audit."""
-
-    received: int = 0
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    pages_written: int = 0
-    pages_deleted: int = 0
-    created_ids: list[str] = field(default_factory=list)
-    updated_ids: list[str] = field(default_factory=list)
-    analyzed_at: int = 0  # documents written when the tables' statistics were last refreshed
-
-    def refresh_statistics(self) -> None:
-        """On PostgreSQL, ANALYZE the document and page tables once this transaction has written STATISTICS_FROM
-        documents, and again each time that doubles. Otherwise each batch's lookup of its ids is planned on the
-        statistics of the tables before the transaction (an empty collection's: the planner then reads every
-        document the transaction wrote, for every batch, and an import of 8.8M documents slows to a crawl).
-        ANALYZE counts the transaction's own rows, and the planner reads what it wrote within the transaction."""
-        written = self.created + self.updated
-        if connection.vendor != "postgresql" or written < max(STATISTICS_FROM, 2 * self.analyzed_at):
-            return
-        with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {Document._meta.db_table}, {Page._meta.db_table}")
-        self.analyzed_at = written
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "received": self.received,
-            "created": self.created,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "pages_written": self.pages_written,
-            "pages_deleted": self.pages_deleted,
-        }
 
 
 def documents_upsert(
@@ -281,7 +243,7 @@ def documents_upsert(
     """
     batch_size = batch_size or DOCUMENT_BATCH
     total = len(documents) if isinstance(documents, Sized) else 0
-    written = _Written()
+    written = Written()
     now = timezone.now()
     with transaction.atomic():
         lock_collection(collection)
@@ -318,7 +280,7 @@ def documents_upsert(
 
 
 def _upsert_batch(
-    collection: Collection, documents: Sequence[DocumentInput], now: datetime, written: _Written
+    collection: Collection, documents: Sequence[DocumentInput], now: datetime, written: Written
 ) -> None:
     """Write one batch of documents_upsert (inside its transaction, under its lock) and add to its counts."""
     by_id: dict[str, DocumentInput] = {}

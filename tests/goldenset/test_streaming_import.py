@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from io import StringIO
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from goldenset import importers, services
 from goldenset.beir_import import beir_import
 from goldenset.models import Collection, Document, GoldenEntry, Page
 from goldenset.services import content
+from goldenset.services import written as written_module
 
 pytestmark = pytest.mark.django_db
 BATCH = 10
@@ -176,7 +178,7 @@ def test_a_large_transaction_refreshes_the_planner_statistics_as_it_grows_on_pos
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr(content, "STATISTICS_FROM", 20)
+    monkeypatch.setattr(written_module, "STATISTICS_FROM", 20)
     documents = [services.DocumentInput(id=f"d{n}", pages=[f"Body of document {n}."]) for n in range(170)]
     with CaptureQueriesContext(connection) as queries:
         written = services.documents_upsert(
@@ -188,3 +190,37 @@ def test_a_large_transaction_refreshes_the_planner_statistics_as_it_grows_on_pos
         return
     assert analyzed == ["ANALYZE goldenset_document, goldenset_page"] * 4  # at 20, 40, 80 and 160 written
     assert written["created"] == 170
+
+
+def test_a_refresh_never_waits_on_another_transactions_statistics_lock(world, monkeypatch, caplog):
+    """ANALYZE's lock is held to the end of the transaction that took it: another large import's is never waited
+    on (100 ms at most); the refresh is tried again later and the import completes all the same."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the statistics are refreshed on PostgreSQL only")
+    import psycopg
+
+    monkeypatch.setattr(written_module, "STATISTICS_FROM", 20)
+    settings = connection.settings_dict
+    other = psycopg.connect(
+        host=settings["HOST"], port=settings["PORT"], user=settings["USER"], dbname=settings["NAME"]
+    )
+    other.execute(
+        "ANALYZE goldenset_document"
+    )  # psycopg opened a transaction: the lock is held until it ends
+    try:
+        documents = [services.DocumentInput(id=f"d{n}", pages=[f"Body {n}."]) for n in range(90)]
+        started = time.monotonic()
+        caplog.set_level("INFO", logger="goldenset.services.written")
+        written = services.documents_upsert(
+            collection=world.collection, documents=iter(documents), actor="test", batch_size=10
+        )
+        seconds = time.monotonic() - started
+    finally:
+        other.rollback()
+        other.close()
+    assert written["created"] == 90
+    refused = [r.message for r in caplog.records if "not refreshed" in r.message]
+    assert len(refused) == 4, refused
+    assert seconds < 5, seconds  # 20, 40, 60, 80 written: four refusals of 100 ms, not a wait on the other
