@@ -173,11 +173,9 @@ def _saved_validity(
         return None
     supersedes = {int(row): tuple(str(name) for name in names) for row, names in saved["time"]["supersedes"]}
     table = TimeTable(array("corpus-valid_from"), array("corpus-valid_until"), supersedes)
-    if (
-        len(table.valid_from) != documents
-        or len(table.valid_until) != documents
-        or any(not 0 <= row < documents for row in supersedes)
-    ):
+    if any(
+        a.dtype != np.int64 or a.shape != (documents,) for a in (table.valid_from, table.valid_until)
+    ) or any(not 0 <= row < documents for row in supersedes):
         raise ValueError("the saved corpus's validity does not match its documents")
     return table
 
