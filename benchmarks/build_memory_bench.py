@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _status() -> dict[str, int]:
+def status() -> dict[str, int]:
     found = {}
     for line in Path("/proc/self/status").read_text().splitlines():
         name, _, value = line.partition(":")
@@ -50,10 +50,10 @@ def _status() -> dict[str, int]:
 def _reset_peak() -> int:
     """Reset VmHWM to the current RSS; returns that RSS (bytes)."""
     Path("/proc/self/clear_refs").write_text("5")
-    return _status()["VmRSS"]
+    return status()["VmRSS"]
 
 
-def _size(folder: Path, skip: tuple[str, ...] = ()) -> int:
+def folder_size(folder: Path, skip: tuple[str, ...] = ()) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and f.name not in skip)
 
 
@@ -86,20 +86,25 @@ def _built(pages, budget: int, out: Path):
     postings = build_postings(pages, folder=folder, budget=budget)
     index = BM25Index(postings, BM25Params("lucene"))
     np.save(out / "idf.npy", index.idf)
-    return postings, index, time.perf_counter() - started, _status()["VmHWM"] - before
+    return postings, index, time.perf_counter() - started, status()["VmHWM"] - before
 
 
-def engine_evalsite(pages: int, seed: int, budget: int, out: Path) -> dict:
-    postings, _index, seconds, peak = _built(_tokens(pages, seed), budget, out)
+def _figures(engine: str, postings, seconds: float, peak: int, out: Path) -> dict:
+    """An evalsite build's figures: its time, peak, the index arrays a search maps and the file only updates read."""
     return {
-        "engine": "evalsite",
+        "engine": engine,
         "seconds": seconds,
         "peak_above": peak,
-        "index_arrays": _size(out, skip=("first_order.npy",)),
+        "index_arrays": folder_size(out, skip=("first_order.npy",)),
         "update_only": (out / "postings" / "first_order.npy").stat().st_size,
         "postings": len(postings.rows),
         "terms": postings.terms,
     }
+
+
+def engine_evalsite(pages: int, seed: int, budget: int, out: Path) -> dict:
+    postings, _index, seconds, peak = _built(_tokens(pages, seed), budget, out)
+    return _figures("evalsite", postings, seconds, peak, out)
 
 
 def engine_bm25s(pages: int, seed: int, out: Path) -> dict:
@@ -111,13 +116,13 @@ def engine_bm25s(pages: int, seed: int, out: Path) -> dict:
     retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
     retriever.index(tokens, show_progress=False)
     seconds = time.perf_counter() - started
-    peak = _status()["VmHWM"] - before
+    peak = status()["VmHWM"] - before
     retriever.save(str(out / "bm25s"))
     return {
         "engine": f"bm25s {bm25s.__version__}",
         "seconds": seconds,
         "peak_above": peak,
-        "index_arrays": _size(out / "bm25s"),
+        "index_arrays": folder_size(out / "bm25s"),
     }
 
 
@@ -165,15 +170,9 @@ def engine_stream(pages: int, seed: int, budget: int, out: Path) -> dict:
         index.top_documents(q, 100, rank)
     qps = len(queries) / (time.perf_counter() - timed)
     return {
-        "engine": "evalsite (streamed pages)",
-        "seconds": seconds,
-        "peak_above": peak,
-        "index_arrays": _size(out, skip=("first_order.npy",)),
-        "update_only": (out / "postings" / "first_order.npy").stat().st_size,
-        "postings": len(postings.rows),
-        "terms": postings.terms,
+        **_figures("evalsite (streamed pages)", postings, seconds, peak, out),
         "qps": qps,
-        "serving": _status(),
+        "serving": status(),
     }
 
 
@@ -195,7 +194,7 @@ def check(pages: int, budget: int, out: Path) -> int:
     folder.mkdir(parents=True)
     before = _reset_peak()
     postings = build.build_postings(generate, folder=folder, budget=budget)
-    peak = _status()["VmHWM"] - before
+    peak = status()["VmHWM"] - before
     build._sorted_segment = real
     whole = build.build_postings(generate)
     identical = all(

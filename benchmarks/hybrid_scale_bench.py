@@ -153,6 +153,16 @@ def web_processes(server: subprocess.Popen) -> tuple[int, list[int]]:
     raise SystemExit("no gunicorn master under the server")
 
 
+def serving_processes(server: subprocess.Popen, count: int) -> tuple[int, list[int]]:
+    """(gunicorn's master, its web processes), waited for (a minute at most) until `count` have started."""
+    master, webs = web_processes(server)
+    deadline = time.monotonic() + 60
+    while len(webs) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+        webs = children_of(master)
+    return master, webs
+
+
 def memory(pid: int) -> dict[str, int]:
     """Bytes: RssAnon, RssFile, VmRSS, VmHWM (status), Pss and Private_Dirty (smaps_rollup; not Private_Clean,
     which counts the index's file pages no other process happens to map yet); and the CPU time the process has
@@ -250,11 +260,7 @@ def serve_and_measure(env: dict[str, str], data: Path, queries: list[str], clien
     server, url, seconds = start_server(env, data / "serve.log", timeout=900)
     try:
         banner = [line for line in (data / "serve.log").read_text().splitlines() if "web processes x" in line]
-        master, webs = web_processes(server)
-        deadline = time.monotonic() + 60
-        while len(webs) < int(env["EVALSITE_WEB_PROCESSES"]) and time.monotonic() < deadline:
-            time.sleep(0.2)
-            webs = children_of(master)
+        master, webs = serving_processes(server, int(env["EVALSITE_WEB_PROCESSES"]))
         before = {pid: memory(pid) for pid in [master, *webs]}
         timed = load(url, key, queries, clients)
         after = {pid: memory(pid) for pid in [master, *webs]}

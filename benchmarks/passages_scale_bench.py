@@ -43,15 +43,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench_django import start_server, stop_server
+from build_memory_bench import folder_size
 from hybrid_scale_bench import (
     api_key,
-    children_of,
     environment,
     load,
     memory,
     percentile,
     query_texts,
-    web_processes,
+    serving_processes,
 )
 from import_bench import run_measured as run
 from import_bench import write_corpus
@@ -73,14 +73,7 @@ from evaluation.retrieval import indexes
 from evaluation.retrieval.read_path import search
 from evaluation.retrieval.search.engine import SearchConfig, SearchIndex
 from goldenset.models import Collection
-
-def memory():
-    found = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
-            found[name] = int(value.split()[0]) * 1024
-    return found
+from build_memory_bench import status as memory  # benchmarks/ on PYTHONPATH
 
 queries = json.loads(Path(sys.argv[1]).read_text())
 collection = Collection.objects.get(slug="synthetic")
@@ -145,10 +138,6 @@ def database(args: argparse.Namespace, pages: int) -> Iterator[str | None]:
     yield f"{args.postgres}/{name}"
 
 
-def folder_bytes(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
-
-
 def database_bytes(env: dict[str, str], data: Path) -> dict[str, int]:
     """The database's size on disk, and on PostgreSQL the published index's share of it."""
     if "DATABASE_URL" not in env:
@@ -188,14 +177,16 @@ def built(data: Path, env: dict[str, str], figures: Figures) -> None:
         peak=peak,
         last=lines[-1:],
         published=store_lines(output),
-        index_bytes=folder_bytes(Path(env["EVALSITE_INDEX_DIR"])),
+        index_bytes=folder_size(Path(env["EVALSITE_INDEX_DIR"])),
         **database_bytes(env, data),
     )
     print(f"build_index: {seconds:,.0f} s, peak RSS {peak / MIB:,.0f} MiB; {lines[-1:]}", flush=True)
 
 
 def from_index(queries: Path, env: dict[str, str], figures: Figures, step: str = "from the index") -> dict:
-    seconds, peak, output = run([sys.executable, "-c", INDEX, str(queries)], {**env, "PYTHONPATH": str(ROOT)})
+    seconds, peak, output = run(
+        [sys.executable, "-c", INDEX, str(queries)], {**env, "PYTHONPATH": f"{ROOT}:{ROOT / 'benchmarks'}"}
+    )
     found = json.loads(output.strip().splitlines()[-1])
     figures.record(step, seconds=seconds, peak=peak, fetched=store_lines(output), **found)
     return found
@@ -205,11 +196,7 @@ def over_rest(env: dict[str, str], data: Path, texts: list[str], clients: int, f
     key = api_key(env)
     server, url, ready = start_server(env, data / "serve.log", timeout=900)
     try:
-        master, webs = web_processes(server)
-        deadline = time.monotonic() + 60
-        while len(webs) < int(env["EVALSITE_WEB_PROCESSES"]) and time.monotonic() < deadline:
-            time.sleep(0.2)
-            webs = sorted(set(webs) | set(children_of(master)))
+        master, webs = serving_processes(server, int(env["EVALSITE_WEB_PROCESSES"]))
         before = {pid: memory(pid) for pid in [master, *webs]}
         one = load(url, key, texts, 1, "FullText")
         many = load(url, key, texts, clients, "FullText")
@@ -246,7 +233,7 @@ def second_machine(queries: Path, env: dict[str, str], data: Path, figures: Figu
     shutil.rmtree(folder, ignore_errors=True)
     other = {**env, "EVALSITE_INDEX_DIR": str(folder), "LOG_LEVEL": "INFO"}
     found = from_index(queries, other, figures, "second machine")
-    figures.record("second machine", **figures.steps["second machine"], index_bytes=folder_bytes(folder))
+    figures.record("second machine", **figures.steps["second machine"], index_bytes=folder_size(folder))
     shutil.rmtree(folder, ignore_errors=True)
     if found["digest"] != figures.steps["from the index"]["digest"]:
         raise SystemExit("the second machine's index answered differently")
